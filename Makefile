@@ -1,0 +1,34 @@
+# placer — the two commands users need: `make demo` and `make test`.
+# Everything is installed into a local virtualenv (.venv); nothing global is touched.
+PYTHON ?= python3
+VENV ?= .venv
+BIN := $(VENV)/bin
+STAMP := $(VENV)/.installed
+
+.PHONY: demo test lint typecheck unit install clean bench
+
+$(STAMP): pyproject.toml
+	test -x $(BIN)/python || $(PYTHON) -m venv $(VENV)
+	$(BIN)/python -m pip install -q --upgrade pip
+	$(BIN)/python -m pip install -q -e '.[dev]'
+	touch $(STAMP)
+
+install: $(STAMP)
+
+demo: $(STAMP)
+	$(BIN)/python -m placer.demo
+
+lint: $(STAMP)
+	$(BIN)/ruff check placer tests simulations
+	$(BIN)/ruff format --check placer tests simulations
+
+typecheck: $(STAMP)
+	$(BIN)/mypy --strict placer
+
+unit: $(STAMP)
+	$(BIN)/pytest -q
+
+test: lint typecheck unit
+
+clean:
+	rm -rf $(VENV) build *.egg-info .mypy_cache .pytest_cache .ruff_cache

@@ -1,0 +1,73 @@
+"""The ``placer`` command line.
+
+Every subcommand lives in its own module of this package, named after the command
+(``placer/cli/describe.py`` for ``placer describe``), and exposes::
+
+    def register(subparsers: argparse._SubParsersAction[argparse.ArgumentParser]) -> None
+
+which adds its parser and sets ``func`` (``Callable[[argparse.Namespace], int]``) as a default.
+``main`` discovers the modules, parses the command line and turns placer's errors into the
+documented exit codes: 0 ok, 1 error, 2 usage, 4 no definition covers a kind. Errors are printed
+as ``error: <message>`` on stderr, never as a traceback.
+"""
+
+from __future__ import annotations
+
+import argparse
+import importlib
+import pkgutil
+import sys
+from collections.abc import Callable, Sequence
+from typing import NoReturn
+
+from placer import __version__
+from placer.errors import EXIT_ERROR, EXIT_USAGE, PlacerError
+
+__all__ = ["build_parser", "main"]
+
+Handler = Callable[[argparse.Namespace], int]
+
+
+class _Parser(argparse.ArgumentParser):
+    """argparse with placer's usage exit code and message style."""
+
+    def error(self, message: str) -> NoReturn:
+        self.print_usage(sys.stderr)
+        self.exit(EXIT_USAGE, f"error: {message}\n")
+
+
+def build_parser() -> argparse.ArgumentParser:
+    parser = _Parser(
+        prog="placer",
+        description="Multi-cluster placement for Kubernetes AI workloads.",
+    )
+    parser.add_argument("--version", action="version", version=f"placer {__version__}")
+    subparsers = parser.add_subparsers(dest="command", metavar="COMMAND", parser_class=_Parser)
+    for info in sorted(pkgutil.iter_modules(__path__), key=lambda m: m.name):
+        if info.name.startswith("_"):
+            continue
+        module = importlib.import_module(f"{__name__}.{info.name}")
+        register = getattr(module, "register", None)
+        if callable(register):
+            register(subparsers)
+    return parser
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    """Entry point of the ``placer`` console script."""
+    parser = build_parser()
+    args = parser.parse_args(argv)
+    handler: Handler | None = getattr(args, "func", None)
+    if handler is None:
+        parser.print_help(sys.stderr)
+        return EXIT_USAGE
+    try:
+        return handler(args)
+    except PlacerError as err:
+        print(f"error: {err}", file=sys.stderr)
+        return err.exit_code
+    except KeyboardInterrupt:
+        print("interrupted", file=sys.stderr)
+        return EXIT_ERROR
+    except BrokenPipeError:
+        return EXIT_ERROR

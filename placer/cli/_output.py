@@ -1,0 +1,48 @@
+"""Output helpers shared by subcommands: the ``-o`` option, JSON printing, simple tables."""
+
+from __future__ import annotations
+
+import argparse
+import json
+import sys
+from collections.abc import Sequence
+from typing import Any, TextIO
+
+__all__ = ["add_output_option", "print_json", "print_table"]
+
+
+def add_output_option(
+    parser: argparse.ArgumentParser, choices: Sequence[str] = ("text", "json")
+) -> None:
+    """Add ``-o/--output`` with ``choices`` (first one is the default)."""
+    parser.add_argument(
+        "-o",
+        "--output",
+        choices=list(choices),
+        default=choices[0],
+        help=f"output format (default {choices[0]})",
+    )
+
+
+def print_json(data: Any, out: TextIO | None = None) -> None:
+    """Stable JSON: 2-space indent, keys in insertion order, trailing newline."""
+    stream = out or sys.stdout
+    json.dump(data, stream, indent=2, ensure_ascii=False)
+    stream.write("\n")
+
+
+def print_table(
+    rows: Sequence[Sequence[object]], out: TextIO | None = None, *, padding: int = 3
+) -> None:
+    """Left-aligned columns (first row is the header); trailing spaces trimmed."""
+    stream = out or sys.stdout
+    if not rows:
+        return
+    cells = [[str(c) for c in row] for row in rows]
+    widths = [max(len(row[i]) for row in cells if i < len(row)) for i in range(len(cells[0]))]
+    for row in cells:
+        line = "".join(
+            cell.ljust(widths[i] + padding) if i < len(row) - 1 else cell
+            for i, cell in enumerate(row)
+        )
+        stream.write(line.rstrip() + "\n")

@@ -1,0 +1,1 @@
+"""placer's benchmarks, trace readers and workload generators (see simulations/README.md)."""
