@@ -334,17 +334,19 @@ def fgd_replay(
     rng.shuffle(order)
     target = load * capacity_gpu_milli
     total = sum(t.total_gpu_milli for t, _ in order)
-    while total > target and order:
-        removed, _ = order.pop(rng.randrange(len(order)))
-        total -= removed.total_gpu_milli
-    copies = 0
-    while total < target:
-        task = pool[rng.randrange(len(pool))]
-        if total + task.total_gpu_milli > target:
-            break
-        order.append((task, f"{task.name}-copy-{copies}"))
-        total += task.total_gpu_milli
-        copies += 1
+    if total > target:  # tune down: drop random tasks until the request fits
+        while total > target:
+            removed, _ = order.pop(rng.randrange(len(order)))
+            total -= removed.total_gpu_milli
+    else:  # tune up: append copies of random tasks until the next one would overshoot
+        copies = 0
+        while True:
+            task = pool[rng.randrange(len(pool))]
+            if total + task.total_gpu_milli > target:
+                break
+            order.append((task, f"{task.name}-copy-{copies}"))
+            total += task.total_gpu_milli
+            copies += 1
     return tuple(
         TimedWorkload(task.workload(name), float(i)) for i, (task, name) in enumerate(order)
     )
