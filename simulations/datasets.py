@@ -63,15 +63,9 @@ class CsvRow:
 
     def integer(self, column: str, *, minimum: int = 0) -> int:
         """The cell as a whole number ``>= minimum`` (``"12.0"`` is accepted as 12)."""
-        raw = self.text(column)
-        try:
-            value = float(raw)
-        except ValueError:
-            raise self.error(column, f"{raw!r} is not a number") from None
+        value = self.number(column, minimum=minimum)
         if not value.is_integer():
-            raise self.error(column, f"{raw!r} is not a whole number")
-        if value < minimum:
-            raise self.error(column, f"{raw!r} is below {minimum}")
+            raise self.error(column, f"{self.text(column)!r} is not a whole number")
         return int(value)
 
     def optional_integer(self, column: str, *, minimum: int = 0) -> int | None:

@@ -86,17 +86,21 @@ class WorkloadSpec:
         """An :class:`InputError` naming this spec and, when given, the parameter."""
         return InputError(message, source=f"workloads {self.text!r}", field=key, hint=hint)
 
+    def _parse(self, key: str, kind: type[int] | type[float]) -> float:
+        raw = self.params[key]
+        try:
+            return kind(raw)
+        except ValueError:
+            what = "a whole number" if kind is int else "a number"
+            raise self.error(f"{raw!r} is not {what}", key) from None
+
     def integer(
         self, key: str, default: int, *, minimum: int = 0, maximum: int | None = None
     ) -> int:
         """A whole-number parameter within bounds."""
         if key not in self.params:
             return default
-        raw = self.params[key]
-        try:
-            value = int(raw)
-        except ValueError:
-            raise self.error(f"{raw!r} is not a whole number", key) from None
+        value = int(self._parse(key, int))
         if value < minimum or (maximum is not None and value > maximum):
             bounds = f"between {minimum} and {maximum}" if maximum is not None else f">= {minimum}"
             raise self.error(f"{value} is not {bounds}", key)
@@ -108,16 +112,12 @@ class WorkloadSpec:
         """A finite number parameter, positive (or ``>= 0`` with ``zero``), at most ``maximum``."""
         if key not in self.params:
             return default
-        raw = self.params[key]
-        try:
-            value = float(raw)
-        except ValueError:
-            raise self.error(f"{raw!r} is not a number", key) from None
+        value = self._parse(key, float)
         low_ok = value >= 0 if zero else value > 0
         if not (low_ok and value <= maximum and value < _INF):
             low = ">= 0" if zero else "> 0"
             high = f" and <= {maximum:g}" if maximum < _INF else ""
-            raise self.error(f"{raw!r} is out of range: must be {low}{high}", key)
+            raise self.error(f"{self.params[key]!r} is out of range: must be {low}{high}", key)
         return value
 
     def boolean(self, key: str, default: bool) -> bool:
