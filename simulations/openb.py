@@ -61,11 +61,14 @@ from simulations.nodes import DEFAULT_MAX_PODS, GPU_PRODUCT_LABEL, trace_node
 from simulations.workloads import TimedWorkload
 
 __all__ = [
+    "FGD_RESULTS_FILE",
     "NODE_LISTS",
     "VARIANTS",
+    "FgdResult",
     "OpenbTask",
     "fgd_replay",
     "openb_task_file",
+    "read_fgd_results",
     "read_openb_nodes",
     "read_openb_tasks",
     "trace_replay",
@@ -95,6 +98,7 @@ VARIANTS = (
     "multigpu40",
     "multigpu50",
 )
+FGD_RESULTS_FILE = OPENB_DIR / "fgd-expected-results" / "summary_by_workload_policy.csv"
 _NODE_COLUMNS = ("sn", "cpu_milli", "memory_mib", "gpu", "model")
 _TASK_COLUMNS = ("name", "cpu_milli", "memory_mib", "num_gpu", "gpu_milli")
 _NAMESPACE = "openb"
@@ -358,3 +362,42 @@ def _check_unique(names: Iterable[str], source: str, column: str) -> None:
         if name in seen:
             raise InputError(f"duplicate {column} {name!r}", source=source, field=column)
         seen.add(name)
+
+
+# --------------------------------------------------------------------------------------------
+# Published results
+
+
+@dataclass(frozen=True)
+class FgdResult:
+    """FGD's published outcome for one task list, policy and arrived load (mean of 10 seeds)."""
+
+    #: the task list (a :data:`VARIANTS` name).
+    variant: str
+    #: ``Random``, ``DotProd``, ``GpuClustering``, ``GpuPacking``, ``BestFit`` or ``FGD``.
+    policy: str
+    #: arrived GPU request as % of capacity (50, 80, 90, 100, 110, 120, 130).
+    arrived_pct: int
+    #: allocated GPUs as % of capacity: mean and standard deviation over the seeds.
+    alloc_pct: float
+    alloc_std: float
+    #: fragmented GPUs (FGD's measure) as % of capacity, mean over the seeds.
+    frag_pct: float
+    seeds: int
+
+
+def read_fgd_results(path: Path = FGD_RESULTS_FILE) -> tuple[FgdResult, ...]:
+    """The published FGD / baseline results carried with the trace (17 lists × 6 policies)."""
+    columns = ("workload", "policy", "arrived_gpu_pct", "alloc_gpu_pct_mean")
+    return tuple(
+        FgdResult(
+            variant=row.text("workload").removeprefix("openb_pod_list_"),
+            policy=row.text("policy"),
+            arrived_pct=row.integer("arrived_gpu_pct"),
+            alloc_pct=row.number("alloc_gpu_pct_mean"),
+            alloc_std=row.number("alloc_gpu_pct_std"),
+            frag_pct=row.number("frag_gpu_pct_mean"),
+            seeds=row.integer("seeds", minimum=1),
+        )
+        for row in read_csv(path, required=columns)
+    )

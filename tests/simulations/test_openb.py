@@ -10,7 +10,13 @@ from placer.errors import InputError
 from placer.model import GPU_SHARE, NodeSelectorRequirement
 from placer.quantity import CPU, GPU, MEMORY, PODS
 from simulations.nodes import GPU_COUNT_LABEL, GPU_PRODUCT_LABEL
-from simulations.openb import VARIANTS, read_openb_nodes, read_openb_tasks, trace_replay
+from simulations.openb import (
+    VARIANTS,
+    read_fgd_results,
+    read_openb_nodes,
+    read_openb_tasks,
+    trace_replay,
+)
 from simulations.workloads import gpu_milli
 
 GIB = 2**30
@@ -151,3 +157,20 @@ def test_unknown_variant_and_wrong_file_are_clear(tmp_path: Path) -> None:
         read_openb_tasks(wrong)
     with pytest.raises(InputError, match="no such file"):
         read_openb_nodes(tmp_path / "absent.csv")
+
+
+def test_published_fgd_results_cover_every_carried_list() -> None:
+    results = read_fgd_results()
+    assert len(results) == 17 * 6 * 7
+    assert {r.variant for r in results} == set(VARIANTS)
+    default = {
+        r.policy: r.alloc_pct for r in results if r.variant == "default" and r.arrived_pct == 130
+    }
+    assert default == {
+        "Random": 87.47,
+        "DotProd": 90.849,
+        "GpuClustering": 91.878,
+        "GpuPacking": 92.002,
+        "BestFit": 93.076,
+        "FGD": 95.391,
+    }
