@@ -45,7 +45,14 @@ from simulations.openb import VARIANTS, fgd_replay, read_openb_tasks, trace_repl
 from simulations.synthetic import GangMix, kalos_tail, synthetic_gangs
 from simulations.workloads import TimedWorkload, fleet_gpu_milli, largest_cluster_gpu_milli
 
-__all__ = ["DEFAULT_SEED", "SOURCES", "WorkloadSpec", "is_workload_spec", "resolve_workloads"]
+__all__ = [
+    "DEFAULT_SEED",
+    "SOURCES",
+    "WorkloadSpec",
+    "is_workload_spec",
+    "parse_spec",
+    "resolve_workloads",
+]
 
 DEFAULT_SEED = 42
 _INF = float("inf")
