@@ -1,0 +1,386 @@
+"""The jq runtime: upstream-compatible evaluation of definition paths, fast and never hanging.
+
+Upstream (Workload Map) evaluates every path with gojq. placer uses libjq through the ``jq``
+PyPI binding and closes the gaps that matter (spec section 3):
+
+* **Normalised input** (:func:`normalize`): the object is turned into plain JSON once, keys
+  sorted and integral floats made ints, so that ``.[]``, ``to_entries`` and ``tostring`` behave
+  as in gojq (which iterates objects in key order and prints ``1.0`` as ``1``). YAML timestamps
+  become their RFC 3339 text, non-string keys become strings, as Kubernetes' YAML-to-JSON does.
+* **All outputs** are collected, in order; reaching :attr:`JqLimits.max_outputs` (1000, so 999
+  is the real maximum, as upstream) is an error, checked lazily so an endless generator stops.
+* **Compiled once**: compiling costs libjq about a millisecond (it re-parses its builtins), so
+  programs are cached by text (:func:`compile_jq`).
+* **Never hangs.** libjq cannot be interrupted from Python: its C loop does not look at signals.
+  :func:`placer.definitions.jqsyntax.termination_risk` proves most expressions terminate (all of
+  the catalog's); those run in-process. Any other expression (a recursive ``def``, ``until``,
+  ``repeat``, ``reduce``...) runs in a worker process that is killed when it exceeds
+  :attr:`JqLimits.time_limit` (upstream's 10 s by default), with an error naming the expression.
+  The worker is started on first need, reused, restarted after a kill, and capped at 4 GiB of
+  address space.
+* **Batched** (:class:`JqBatch`): the paths one object needs (a definition's instance ids, pod
+  templates, replicas, status expressions) are fused into ONE program,
+  ``[[limit(N; p1)], [limit(N; p2)], ...]``, so the object is parsed by libjq once instead of once
+  per path (about 5x faster for a JobSet). When the fused program fails, the paths are run one by
+  one to report the failing one.
+
+Everything here is pure computation on values; the worker process is an implementation detail of
+:meth:`JqProgram.run`.
+"""
+
+from __future__ import annotations
+
+import atexit
+import datetime as _dt
+import json
+import os
+import selectors
+import subprocess
+import sys
+import threading
+import time
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass
+from functools import lru_cache
+from typing import Any
+
+import jq as _libjq
+
+from placer.definitions.jqsyntax import JqSyntaxError, Node, parse, termination_risk
+from placer.errors import JqError
+
+__all__ = [
+    "DEFAULT_LIMITS",
+    "JqBatch",
+    "JqLimits",
+    "JqProgram",
+    "compile_batch",
+    "compile_jq",
+    "normalize",
+    "to_json_text",
+]
+
+
+@dataclass(frozen=True)
+class JqLimits:
+    """Per-evaluation limits (upstream: 10 s and 1000 outputs)."""
+
+    #: seconds one evaluation may take; enforced for expressions not proven to terminate.
+    time_limit: float = 10.0
+    #: an evaluation reaching this many outputs fails (so ``max_outputs - 1`` is the real cap).
+    max_outputs: int = 1000
+
+
+DEFAULT_LIMITS = JqLimits()
+
+
+# --------------------------------------------------------------------------------------------
+# Input normalisation
+
+
+def normalize(value: Any) -> Any:
+    """A JSON-ready copy of ``value``: keys sorted (and made strings), integral floats as ints.
+
+    Timestamps (as PyYAML may produce) become RFC 3339 text; tuples become lists. Raises
+    ``TypeError`` for values JSON cannot hold.
+    """
+    if isinstance(value, dict | Mapping):
+        return {str(k): normalize(value[k]) for k in sorted(value, key=str)}
+    if isinstance(value, list | tuple):
+        return [normalize(v) for v in value]
+    if isinstance(value, float):
+        if value.is_integer():
+            return int(value)
+        return value
+    if value is None or isinstance(value, str | int | bool):
+        return value
+    if isinstance(value, _dt.datetime):
+        text = value.isoformat()
+        return text[:-6] + "Z" if text.endswith("+00:00") else text
+    if isinstance(value, _dt.date):
+        return value.isoformat()
+    raise TypeError(f"a {type(value).__name__} cannot be represented in JSON")
+
+
+def to_json_text(normalized: Any) -> str:
+    """Compact JSON text of an already :func:`normalize`-d value (the form libjq reads)."""
+    return json.dumps(normalized, separators=(",", ":"), ensure_ascii=False, allow_nan=False)
+
+
+# --------------------------------------------------------------------------------------------
+# Programs
+
+
+class JqProgram:
+    """One compiled jq expression.
+
+    ``risk`` is ``None`` when the expression is proven to terminate (it then runs in-process),
+    else the reason it may not (it then runs in the worker under the time limit).
+    """
+
+    __slots__ = ("_compiled", "risk", "text", "tree")
+
+    def __init__(self, text: str, tree: Node, risk: str | None, compiled: Any) -> None:
+        self.text = text
+        self.tree = tree
+        self.risk = risk
+        self._compiled = compiled
+
+    def run(
+        self,
+        input_text: str,
+        *,
+        limits: JqLimits = DEFAULT_LIMITS,
+        location: str | None = None,
+    ) -> list[Any]:
+        """All outputs for the JSON ``input_text`` (from :func:`to_json_text`).
+
+        Raises :class:`JqError` (naming ``location``) on a runtime error, too many outputs or, for
+        expressions not proven to terminate, exceeding the time limit.
+        """
+        if self.risk is not None:
+            return _WORKER.run(self.text, input_text, limits, location)
+        outputs: list[Any] = []
+        try:
+            for value in self._compiled.input_text(input_text):
+                outputs.append(value)
+                if len(outputs) >= limits.max_outputs:
+                    raise _too_many(self.text, limits, location)
+        except ValueError as exc:
+            raise _runtime_error(self.text, exc, location) from None
+        return outputs
+
+
+@lru_cache(maxsize=4096)
+def compile_jq(text: str) -> JqProgram:
+    """Parse and compile ``text`` (cached). Raises :class:`JqError` when it is not valid jq."""
+    try:
+        compiled = _libjq.compile(_wrap(text))
+    except ValueError as exc:
+        try:  # the bare text gives positions the user can relate to
+            _libjq.compile(text)
+        except ValueError as bare:
+            exc = bare
+        raise JqError(f"does not compile: {_first_line(exc)}", expression=text) from None
+    try:
+        tree = parse(text)
+    except JqSyntaxError as exc:
+        # libjq accepts it but placer's parser does not: never run it unanalysed in-process.
+        raise JqError(
+            f"placer cannot analyse this expression ({exc.message})",
+            expression=text,
+            hint="rewrite it with simpler syntax, or report it as a placer bug",
+        ) from None
+    risk = termination_risk(tree)
+    return JqProgram(text, tree, risk, compiled if risk is None else None)
+
+
+def _wrap(text: str) -> str:
+    # Two newlines: a trailing comment (even one continued with a backslash) cannot swallow
+    # the closing parenthesis of the wrappers below.
+    return f"({text}\n\n)"
+
+
+def _first_line(exc: BaseException) -> str:
+    text = str(exc).strip()
+    line = text.splitlines()[0] if text else type(exc).__name__
+    return line.removeprefix("jq: error: ")
+
+
+def _runtime_error(text: str, exc: BaseException, location: str | None) -> JqError:
+    return JqError(f"failed at run time: {_first_line(exc)}", expression=text, location=location)
+
+
+def _too_many(text: str, limits: JqLimits, location: str | None) -> JqError:
+    return JqError(
+        f"produced {limits.max_outputs} outputs or more (at most {limits.max_outputs - 1} allowed)",
+        expression=text,
+        location=location,
+    )
+
+
+# --------------------------------------------------------------------------------------------
+# Batches
+
+
+class JqBatch:
+    """Several expressions evaluated on one input in one libjq call where possible.
+
+    ``run`` returns one output list per expression, in order. Expressions not proven to
+    terminate are evaluated one by one in the worker; the others are fused into one program.
+    """
+
+    __slots__ = ("_fused", "_fused_index", "programs")
+
+    def __init__(self, programs: Sequence[JqProgram], max_outputs: int) -> None:
+        self.programs = tuple(programs)
+        safe = [i for i, p in enumerate(self.programs) if p.risk is None]
+        self._fused_index = tuple(safe)
+        self._fused: Any = None
+        if len(safe) > 1:
+            parts = ", ".join(
+                f"[limit({max_outputs}; {_wrap(self.programs[i].text)})]" for i in safe
+            )
+            self._fused = _libjq.compile(f"[{parts}]")
+
+    def run(
+        self,
+        input_text: str,
+        *,
+        limits: JqLimits = DEFAULT_LIMITS,
+        locations: Sequence[str | None] | None = None,
+    ) -> list[list[Any]]:
+        """Outputs of every expression; raises :class:`JqError` naming the failing location."""
+        where = list(locations) if locations is not None else [None] * len(self.programs)
+        results: list[list[Any] | None] = [None] * len(self.programs)
+        if self._fused is not None:
+            try:
+                fused = self._fused.input_text(input_text).first()
+            except ValueError:
+                fused = None  # find the failing expression below, one by one
+            if fused is not None:
+                for slot, outputs in zip(self._fused_index, fused, strict=True):
+                    if len(outputs) >= limits.max_outputs:
+                        raise _too_many(self.programs[slot].text, limits, where[slot])
+                    results[slot] = outputs
+        for index, program in enumerate(self.programs):
+            if results[index] is None:
+                results[index] = program.run(input_text, limits=limits, location=where[index])
+        return [r if r is not None else [] for r in results]
+
+
+@lru_cache(maxsize=1024)
+def compile_batch(texts: tuple[str, ...], max_outputs: int = DEFAULT_LIMITS.max_outputs) -> JqBatch:
+    """A cached :class:`JqBatch` of ``texts`` (each compiled with :func:`compile_jq`)."""
+    return JqBatch([compile_jq(t) for t in texts], max_outputs)
+
+
+# --------------------------------------------------------------------------------------------
+# The worker process for expressions not proven to terminate
+
+_WORKER_SOURCE = r"""
+import json, sys
+try:
+    import resource
+    limit = 4 << 30
+    resource.setrlimit(resource.RLIMIT_AS, (limit, limit))
+except Exception:
+    pass
+import jq
+cache = {}
+for line in sys.stdin:
+    request = json.loads(line)
+    try:
+        program = cache.get(request["p"])
+        if program is None:
+            program = cache[request["p"]] = jq.compile(request["p"])
+        outputs = []
+        answer = None
+        for value in program.input_text(request["i"]):
+            outputs.append(value)
+            if len(outputs) >= request["n"]:
+                answer = {"too_many": True}
+                break
+        if answer is None:
+            answer = {"ok": outputs}
+    except ValueError as exc:
+        answer = {"error": str(exc)}
+    except MemoryError:
+        answer = {"error": "out of memory"}
+    sys.stdout.write(json.dumps(answer) + "\n")
+    sys.stdout.flush()
+"""
+
+
+class _Worker:
+    """One child Python process running libjq; killed and replaced when it overruns."""
+
+    def __init__(self) -> None:
+        self._lock = threading.Lock()
+        self._proc: subprocess.Popen[bytes] | None = None
+
+    def run(self, text: str, input_text: str, limits: JqLimits, location: str | None) -> list[Any]:
+        request = json.dumps({"p": _wrap(text), "i": input_text, "n": limits.max_outputs})
+        with self._lock:
+            proc = self._ensure()
+            try:
+                assert proc.stdin is not None
+                proc.stdin.write(request.encode() + b"\n")
+                proc.stdin.flush()
+                line = self._read_line(proc, time.monotonic() + limits.time_limit)
+            except (BrokenPipeError, OSError):
+                line = None
+            if line is None:
+                crashed = proc.poll() is not None
+                self._kill()
+                if crashed:
+                    raise JqError(
+                        "the jq worker process died (out of memory?)",
+                        expression=text,
+                        location=location,
+                    )
+                raise JqError(
+                    f"did not finish within {limits.time_limit:g} s (stopped)",
+                    expression=text,
+                    location=location,
+                    hint="make the expression terminate: avoid recursion, until/while/repeat, "
+                    "and unbounded ranges",
+                )
+        answer = json.loads(line)
+        if "ok" in answer:
+            return list(answer["ok"])
+        if answer.get("too_many"):
+            raise _too_many(text, limits, location)
+        raise JqError(
+            f"failed at run time: {_first_line(Exception(answer['error']))}",
+            expression=text,
+            location=location,
+        )
+
+    def _ensure(self) -> subprocess.Popen[bytes]:
+        if self._proc is None or self._proc.poll() is not None:
+            self._proc = subprocess.Popen(
+                [sys.executable, "-c", _WORKER_SOURCE],
+                stdin=subprocess.PIPE,
+                stdout=subprocess.PIPE,
+                stderr=subprocess.DEVNULL,
+                close_fds=True,
+            )
+        return self._proc
+
+    @staticmethod
+    def _read_line(proc: subprocess.Popen[bytes], deadline: float) -> bytes | None:
+        assert proc.stdout is not None
+        fd = proc.stdout.fileno()
+        chunks: list[bytes] = []
+        with selectors.DefaultSelector() as selector:
+            selector.register(fd, selectors.EVENT_READ)
+            while True:
+                remaining = deadline - time.monotonic()
+                if remaining <= 0 or not selector.select(remaining):
+                    return None
+                chunk = os.read(fd, 1 << 16)
+                if not chunk:
+                    return None
+                chunks.append(chunk)
+                if chunk.endswith(b"\n"):
+                    return b"".join(chunks)
+
+    def close(self) -> None:
+        """Stop the worker process (it is started again on next need)."""
+        with self._lock:
+            self._kill()
+
+    def _kill(self) -> None:
+        proc, self._proc = self._proc, None
+        if proc is None:
+            return
+        proc.kill()
+        proc.wait()
+        for stream in (proc.stdin, proc.stdout):
+            if stream is not None:
+                stream.close()
+
+
+_WORKER = _Worker()
+atexit.register(_WORKER.close)
