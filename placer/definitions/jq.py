@@ -39,7 +39,7 @@ import subprocess
 import sys
 import threading
 import time
-from collections.abc import Mapping, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
 from functools import lru_cache
 from typing import Any
@@ -57,6 +57,7 @@ __all__ = [
     "compile_batch",
     "compile_jq",
     "normalize",
+    "relocate",
     "to_json_text",
 ]
 
@@ -84,15 +85,30 @@ def normalize(value: Any) -> Any:
     Timestamps (as PyYAML may produce) become RFC 3339 text; tuples become lists. Raises
     ``TypeError`` for values JSON cannot hold.
     """
-    if isinstance(value, dict | Mapping):
+    kind = type(value)
+    if kind is str or kind is int or kind is bool or value is None:
+        return value
+    if kind is dict:
+        try:
+            keys = sorted(value)
+        except TypeError:  # mixed key types (YAML allows int keys)
+            return {str(k): normalize(value[k]) for k in sorted(value, key=str)}
+        if all(type(k) is str for k in keys):
+            return {k: normalize(value[k]) for k in keys}
+        return {str(k): normalize(value[k]) for k in sorted(value, key=str)}
+    if kind is list:
+        return [normalize(v) for v in value]
+    return _normalize_other(value)
+
+
+def _normalize_other(value: Any) -> Any:
+    if isinstance(value, Mapping):
         return {str(k): normalize(value[k]) for k in sorted(value, key=str)}
     if isinstance(value, list | tuple):
         return [normalize(v) for v in value]
     if isinstance(value, float):
-        if value.is_integer():
-            return int(value)
-        return value
-    if value is None or isinstance(value, str | int | bool):
+        return int(value) if value.is_integer() else value
+    if isinstance(value, str | int | bool):
         return value
     if isinstance(value, _dt.datetime):
         text = value.isoformat()
@@ -156,12 +172,10 @@ def compile_jq(text: str) -> JqProgram:
     """Parse and compile ``text`` (cached). Raises :class:`JqError` when it is not valid jq."""
     try:
         compiled = _libjq.compile(_wrap(text))
-    except ValueError as exc:
-        try:  # the bare text gives positions the user can relate to
-            _libjq.compile(text)
-        except ValueError as bare:
-            exc = bare
-        raise JqError(f"does not compile: {_first_line(exc)}", expression=text) from None
+    except ValueError as wrapped:
+        raise JqError(
+            f"does not compile: {_compile_problem(text, wrapped)}", expression=text
+        ) from None
     try:
         tree = parse(text)
     except JqSyntaxError as exc:
@@ -173,6 +187,14 @@ def compile_jq(text: str) -> JqProgram:
         ) from None
     risk = termination_risk(tree)
     return JqProgram(text, tree, risk, compiled if risk is None else None)
+
+
+def _compile_problem(text: str, wrapped: ValueError) -> str:
+    try:  # the bare text gives positions the user can relate to
+        _libjq.compile(text)
+    except ValueError as bare:
+        return _first_line(bare)
+    return _first_line(wrapped)
 
 
 def _wrap(text: str) -> str:
@@ -228,10 +250,12 @@ class JqBatch:
         input_text: str,
         *,
         limits: JqLimits = DEFAULT_LIMITS,
-        locations: Sequence[str | None] | None = None,
+        locate: Callable[[int], str] | None = None,
     ) -> list[list[Any]]:
-        """Outputs of every expression; raises :class:`JqError` naming the failing location."""
-        where = list(locations) if locations is not None else [None] * len(self.programs)
+        """Outputs of every expression; raises :class:`JqError` naming the failing location.
+
+        ``locate(i)`` describes where expression ``i`` lives (called only to build an error).
+        """
         results: list[list[Any] | None] = [None] * len(self.programs)
         if self._fused is not None:
             try:
@@ -241,12 +265,27 @@ class JqBatch:
             if fused is not None:
                 for slot, outputs in zip(self._fused_index, fused, strict=True):
                     if len(outputs) >= limits.max_outputs:
-                        raise _too_many(self.programs[slot].text, limits, where[slot])
+                        raise _too_many(self.programs[slot].text, limits, _where(locate, slot))
                     results[slot] = outputs
         for index, program in enumerate(self.programs):
             if results[index] is None:
-                results[index] = program.run(input_text, limits=limits, location=where[index])
+                try:
+                    results[index] = program.run(input_text, limits=limits)
+                except JqError as exc:
+                    raise relocate(exc, _where(locate, index)) from None
         return [r if r is not None else [] for r in results]
+
+
+def relocate(exc: JqError, location: str | None) -> JqError:
+    """The same error, said to happen at ``location``."""
+    if location is None:
+        return exc
+    bare = exc.message.split(f"jq {exc.expression!r}: ", 1)[-1]
+    return JqError(bare, expression=exc.expression, location=location, hint=exc.hint)
+
+
+def _where(locate: Callable[[int], str] | None, index: int) -> str | None:
+    return locate(index) if locate is not None else None
 
 
 @lru_cache(maxsize=1024)

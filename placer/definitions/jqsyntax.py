@@ -44,6 +44,7 @@ from __future__ import annotations
 
 from collections.abc import Iterator
 from dataclasses import dataclass, field
+from typing import cast
 
 __all__ = [
     "ASSIGNMENT_OPERATORS",
@@ -339,8 +340,9 @@ class Node:
     ``kind`` is one of: ``identity`` (``.``), ``recurse_all`` (``..``), ``field`` (``value`` =
     name; ``children`` = optional target), ``index`` (target, index), ``slice`` (target, from,
     to; missing bounds are ``null`` literals), ``iterate`` (target), ``optional`` (postfix ``?``),
-    ``literal`` (``value`` = number text or key name), ``paren``, ``string``
-    (``value`` = format name or ``None``; children = interpolated expressions), ``format``,
+    ``literal`` (``value`` = number text or key name), ``paren``, ``string`` (``value`` = the
+    decoded text, or ``None`` when interpolated; children = interpolated expressions),
+    ``formatted`` (``@base64 "..."``; ``value`` = format name), ``format`` (bare ``@json``),
     ``array``, ``object`` (children = ``entry`` nodes: key, value), ``pipe``, ``comma``,
     ``alternative`` (``//``), ``binary`` (``value`` = operator), ``assign`` (``value`` =
     operator), ``and``, ``or``, ``negate``, ``call`` (``value`` = (name, arity); children =
@@ -626,8 +628,8 @@ class _Parser:
         if kind == "format":
             self.advance()
             if self.at("str"):
-                string = self.string_literal(fmt=text)
-                return Node("string", tok.start, string.end, string.children, text)
+                string = self.string_literal()
+                return Node("formatted", tok.start, string.end, string.children, text)
             return Node("format", tok.start, tok.end, (), text)
         if kind == "field":
             self.advance()
@@ -751,7 +753,7 @@ class _Parser:
             end = self.expect_op(")").end
         return Node("call", tok.start, end, tuple(args), (name, len(args)))
 
-    def string_literal(self, fmt: str | None = None) -> Node:
+    def string_literal(self) -> Node:
         tok = self.tok
         if tok.kind != "str":
             raise self.error("expected a string")
@@ -764,7 +766,8 @@ class _Parser:
                 if not sub.at("eof"):
                     raise sub.error("unexpected token in string interpolation")
                 children.append(inner)
-        return Node("string", tok.start, tok.end, tuple(children), fmt)
+        literal = None if children else "".join(p for p in tok.parts if isinstance(p, str))
+        return Node("string", tok.start, tok.end, tuple(children), literal)
 
     def object(self) -> Node:
         start = self.expect_op("{").start
@@ -799,7 +802,8 @@ class _Parser:
             key = self.string_literal()
         elif tok.kind == "format" and self.peek().kind == "str":
             self.advance()
-            key = self.string_literal(fmt=tok.text)
+            string = self.string_literal()
+            key = Node("formatted", tok.start, string.end, string.children, tok.text)
         elif tok.kind == "op" and tok.text == "(":
             self.advance()
             inner = self.pipe()
@@ -897,7 +901,7 @@ def safety_violations(tree: Node) -> list[str]:
     problems: list[str] = []
     for node in tree.walk():
         if node.kind == "call":
-            name, _arity = node.value  # type: ignore[misc]
+            name, _arity = cast(tuple[str, int], node.value)
             if name == "del":
                 problems.append("del function is not allowed")
             elif name in FORBIDDEN_OUTPUT_FUNCTIONS:
@@ -930,14 +934,14 @@ def _risk(node: Node, scope: _Scope) -> str | None:
     if kind == "module":
         return "imports a module"
     if kind == "call":
-        name, arity = node.value  # type: ignore[misc]
+        name, arity = cast(tuple[str, int], node.value)
         binding = _lookup(scope, (name, arity))
         if binding == "recursive":
             return f"defines recursive function {name}/{arity}"
         if binding is None and (name, arity) not in TERMINATING_BUILTINS:
             return f"calls {name}/{arity}"
     if kind == "def":
-        name, params = node.value  # type: ignore[misc]
+        name, params = cast(tuple[str, tuple[str, ...]], node.value)
         body, rest = node.children
         inner: dict[tuple[str, int], str] = {(name, len(params)): "recursive"}
         for param in params:
