@@ -20,9 +20,16 @@ from typing import Any
 
 import yaml
 
-from placer.errors import InputError
+from placer.errors import EXIT_USAGE, InputError
 
-__all__ = ["Document", "parse_documents", "read_documents", "yaml_files"]
+__all__ = ["Document", "MalformedYamlError", "parse_documents", "read_documents", "yaml_files"]
+
+
+class MalformedYamlError(InputError):
+    """The text is not YAML at all; exit code 2, as for other unusable command input."""
+
+    exit_code = EXIT_USAGE
+
 
 _BaseLoader: Any = getattr(yaml, "CSafeLoader", yaml.SafeLoader)
 
@@ -57,13 +64,13 @@ def parse_documents(text: str, source: str) -> list[Document]:
         mark = exc.problem_mark or exc.context_mark
         where = f"line {mark.line + 1}, column {mark.column + 1}: " if mark else ""
         problem = exc.problem or exc.context or "malformed YAML"
-        raise InputError(
+        raise MalformedYamlError(
             f"not valid YAML: {where}{problem}",
             source=source,
             hint="fix the YAML syntax (indentation, quotes, ':' separators)",
         ) from None
     except yaml.YAMLError as exc:
-        raise InputError(f"not valid YAML: {exc}", source=source) from None
+        raise MalformedYamlError(f"not valid YAML: {exc}", source=source) from None
     documents: list[Document] = []
     position = 0
     for data in raw:
