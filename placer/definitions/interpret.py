@@ -11,8 +11,9 @@ This is upstream's extraction (spec sections 4 and 5) with placer's improvements
 * **Replicas**: numbers or numeric strings (int32); ``null`` is absent. Upstream's
   ``replicasOf``: replicas if set, else minReplicas, else 1. Unlike upstream, a negative count
   or a fraction is an error naming the path, not a silent conversion.
-* **Pod templates** in the three shapes. For ``podSpecPath`` only real PodSpec fields are kept
-  (KServe's transformer spec mixes in ``minReplicas`` etc.); for fragmented definitions a PodSpec
+* **Pod templates** in the three shapes. For ``podSpecPath`` only real PodSpec fields with a
+  value are kept (KServe's transformer spec mixes in ``minReplicas`` etc.; a PodSpec built with
+  jq object construction may carry nulls); for fragmented definitions a PodSpec
   is synthesised from the fragments (containers + container; the custom resource's
   ``resources`` go to the main container when the containers request nothing, as upstream
   counts them).
@@ -351,7 +352,9 @@ def _templates(
             templates.append(
                 {
                     "metadata": _metadata(meta, f"{at} specDefinition.metadataPath[{i}]"),
-                    "spec": {k: v for k, v in pod_spec.items() if k in POD_SPEC_FIELDS},
+                    "spec": {
+                        k: v for k, v in pod_spec.items() if k in POD_SPEC_FIELDS and v is not None
+                    },
                 }
             )
         return templates

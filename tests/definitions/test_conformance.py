@@ -62,6 +62,8 @@ DIFFERENCES: dict[tuple[str, int], dict[str, tuple[int, int | None]] | str] = {
     },
     # scaling-group replicas multiply the cliques in the group
     ("podcliqueset", 0): {"clique/prefill-leader": (2, 1), "clique/prefill-worker": (6, 3)},
+    # upstream iterates the absent scaling-group list
+    ("podcliqueset", 1): "Cannot iterate over null",
     # no Master replica spec, no master pod
     ("pytorchjob", 1): {"master": (0, 1)},
     # numOfHosts pods per replica

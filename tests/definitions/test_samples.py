@@ -301,6 +301,13 @@ EXPECTED: dict[tuple[str, int], dict[str, Any]] = {
         "total": {"cpu": 130000, "memory": 1028 * GI, GPU: 32},
         "pods": 10,
     },
+    ("podcliqueset", 1): {
+        "definition": "grove-io-podcliqueset-v1alpha1",
+        # 2 replicas of the set x 3 pods; no scaling groups
+        "components": {"clique/worker": (6, {"cpu": 4000, "memory": 32 * GI, GPU: 1})},
+        "total": {"cpu": 24000, "memory": 192 * GI, GPU: 6},
+        "pods": 6,
+    },
     ("dynamo-v1alpha1", 0): {
         "definition": "nvidia-com-dynamographdeployment-v1alpha1",
         "components": {
