@@ -13,6 +13,7 @@ from __future__ import annotations
 
 import argparse
 import sys
+from pathlib import Path
 
 from placer.cli._output import add_output_option, print_json
 from placer.cli.definitions import add_catalog_option, load_catalog
@@ -46,8 +47,6 @@ def read_manifests(filename: str) -> list[Document]:
     """The documents of ``filename`` (``-`` = stdin)."""
     if filename == "-":
         return parse_documents(sys.stdin.read(), "<stdin>")
-    from pathlib import Path
-
     path = Path(filename)
     if path.is_dir():
         raise InputError("is a directory; give a file (or - for stdin)", source=filename)

@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import argparse
 import sys
+from pathlib import Path
 
 from placer.definitions import parse_documents, read_documents, validate_definition
 from placer.definitions.documents import Document
@@ -41,8 +42,6 @@ def register(subparsers: argparse._SubParsersAction[argparse.ArgumentParser]) ->
 def _documents(name: str) -> list[Document]:
     if name == "-":
         return parse_documents(sys.stdin.read(), "<stdin>")
-    from pathlib import Path
-
     return read_documents(Path(name))
 
 

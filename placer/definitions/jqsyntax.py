@@ -42,7 +42,7 @@ compiles is always decided by libjq.
 
 from __future__ import annotations
 
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from dataclasses import dataclass, field
 from typing import cast
 
@@ -516,21 +516,22 @@ class _Parser:
             return Node("assign", left.start, right.end, (left, right), op)
         return left
 
-    def or_(self) -> Node:
-        left = self.and_()
-        while self.at("kw", "or"):
-            self.advance()
-            right = self.and_()
-            left = Node("or", left.start, right.end, (left, right))
+    def _left_associative(
+        self, operand: Callable[[], Node], matches: Callable[[], bool], kind: str
+    ) -> Node:
+        """``operand (op operand)*``, grouped to the left (``value`` = the operator)."""
+        left = operand()
+        while matches():
+            op = self.advance().text
+            right = operand()
+            left = Node(kind, left.start, right.end, (left, right), op)
         return left
 
+    def or_(self) -> Node:
+        return self._left_associative(self.and_, lambda: self.at("kw", "or"), "or")
+
     def and_(self) -> Node:
-        left = self.comparison()
-        while self.at("kw", "and"):
-            self.advance()
-            right = self.comparison()
-            left = Node("and", left.start, right.end, (left, right))
-        return left
+        return self._left_associative(self.comparison, lambda: self.at("kw", "and"), "and")
 
     def comparison(self) -> Node:
         left = self.additive()
@@ -541,20 +542,10 @@ class _Parser:
         return left
 
     def additive(self) -> Node:
-        left = self.multiplicative()
-        while self.at_op("+", "-"):
-            op = self.advance().text
-            right = self.multiplicative()
-            left = Node("binary", left.start, right.end, (left, right), op)
-        return left
+        return self._left_associative(self.multiplicative, lambda: self.at_op("+", "-"), "binary")
 
     def multiplicative(self) -> Node:
-        left = self.unary()
-        while self.at_op("*", "/", "%"):
-            op = self.advance().text
-            right = self.unary()
-            left = Node("binary", left.start, right.end, (left, right), op)
-        return left
+        return self._left_associative(self.unary, lambda: self.at_op("*", "/", "%"), "binary")
 
     def unary(self) -> Node:
         if self.at_op("-"):

@@ -11,8 +11,8 @@ aggregate their children, and empty plumbing components (a Deployment's ReplicaS
 out. Each row carries its desired replicas and total requests.
 
 :func:`render_text` prints the tree, the ``Phase:`` line, the ``Resources:`` table (one row per
-pod-bearing component or instance: ``COMPONENT REPLICAS GPU CPU MEMORY`` plus a column for every
-other resource requested, and a ``TOTAL`` row) and the predicted ``Gangs:``.
+pod-bearing component or instance that has pods: ``COMPONENT REPLICAS GPU CPU MEMORY`` plus a
+column for every other resource requested, and a ``TOTAL`` row) and the predicted ``Gangs:``.
 
 :func:`to_json` is the stable JSON form (documented in the README): base units, ``cpu`` in
 cores, ``memory`` in bytes, other resources as counts.
@@ -248,8 +248,8 @@ def resource_rows(view: DescribeView) -> list[list[str]]:
 
     def walk(rows: Sequence[ViewRow]) -> None:
         for row in rows:
-            if row.holds_pods:
-                own_replicas = row.replicas - sum(c.replicas for c in row.children)
+            own_replicas = row.replicas - sum(c.replicas for c in row.children)
+            if row.holds_pods and own_replicas > 0:
                 table.append(
                     [row.label, str(own_replicas)]
                     + [format_amount(name, row.own.get(name, 0)) for name in columns]
