@@ -4,7 +4,7 @@ Sources, later ones winning for the same root group/version/kind (like upstream,
 cluster's Karta replaces the built-in definition for its kind):
 
 1. the built-in catalog (:meth:`Catalog.builtin`): placer's own definitions, shipped in the
-   package (``catalog/`` at the repository root, reached through the ``placer/definitions/catalog``
+   package (``catalog/`` at the repository root, reached through the ``placer/definitions/builtin``
    link so that editable installs and wheels find the same files);
 2. ``--catalog DIR`` directories, in the order given (:meth:`Catalog.load`);
 3. definitions added at run time, e.g. Karta objects read from a hub cluster
@@ -33,11 +33,11 @@ __all__ = ["Catalog", "builtin_catalog_dir"]
 
 def builtin_catalog_dir() -> Path:
     """The directory holding the built-in definitions (inside the installed package)."""
-    path = Path(str(resources.files("placer.definitions").joinpath("catalog")))
+    path = Path(str(resources.files("placer.definitions").joinpath("builtin")))
     if not path.is_dir():
         raise DefinitionError(
             f"the built-in catalog is missing ({path})",
-            hint="reinstall placer; in a source checkout, placer/definitions/catalog must link "
+            hint="reinstall placer; in a source checkout, placer/definitions/builtin must link "
             "to ../../catalog",
         )
     return path

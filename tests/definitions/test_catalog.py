@@ -138,7 +138,7 @@ def test_the_wheel_ships_the_catalog(tmp_path: Path, repo: Path) -> None:
     assert built.returncode == 0, built.stderr[-2000:]
     (wheel,) = (tmp_path / "dist").glob("placer-*.whl")
     with zipfile.ZipFile(wheel) as archive:
-        names = [n for n in archive.namelist() if n.startswith("placer/definitions/catalog/")]
+        names = [n for n in archive.namelist() if n.startswith("placer/definitions/builtin/")]
         archive.extractall(tmp_path / "site")
     assert len(names) == 23
     probe = (
