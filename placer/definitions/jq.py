@@ -48,7 +48,14 @@ from typing import Any
 
 import jq as _libjq
 
-from placer.definitions.jqsyntax import JqSyntaxError, Node, parse, termination_risk
+from placer.definitions.jqsyntax import (
+    GUARDED_MULTIPLY_DEF,
+    JqSyntaxError,
+    Node,
+    guard_repetition,
+    parse,
+    termination_risk,
+)
 from placer.errors import JqError
 
 __all__ = [
@@ -58,6 +65,7 @@ __all__ = [
     "JqProgram",
     "compile_batch",
     "compile_jq",
+    "compile_problems",
     "normalize",
     "relocate",
     "to_json_text",
@@ -130,19 +138,23 @@ def to_json_text(normalized: Any) -> str:
 
 
 class JqProgram:
-    """One compiled jq expression.
+    """One analysed jq expression, compiled by libjq on first use.
 
     ``risk`` is ``None`` when the expression is proven to terminate (it then runs in-process),
-    else the reason it may not (it then runs in the worker under the time limit).
+    else the reason it may not (it then runs in the worker under the time limit). ``runnable``
+    is the text libjq runs in-process: ``text`` with string repetition bounded
+    (:func:`~placer.definitions.jqsyntax.guard_repetition`), to be preceded by
+    :data:`~placer.definitions.jqsyntax.GUARDED_MULTIPLY_DEF`.
     """
 
-    __slots__ = ("_compiled", "risk", "text", "tree")
+    __slots__ = ("_compiled", "risk", "runnable", "text", "tree")
 
-    def __init__(self, text: str, tree: Node, risk: str | None, compiled: Any) -> None:
+    def __init__(self, text: str, tree: Node, risk: str | None, runnable: str) -> None:
         self.text = text
         self.tree = tree
         self.risk = risk
-        self._compiled = compiled
+        self.runnable = runnable
+        self._compiled: Any = None
 
     def run(
         self,
@@ -153,11 +165,14 @@ class JqProgram:
     ) -> list[Any]:
         """All outputs for the JSON ``input_text`` (from :func:`to_json_text`).
 
-        Raises :class:`JqError` (naming ``location``) on a runtime error, too many outputs or, for
-        expressions not proven to terminate, exceeding the time limit.
+        Raises :class:`JqError` (naming ``location``) when libjq does not compile it, on a
+        runtime error, too many outputs or, for expressions not proven to terminate, exceeding
+        the time limit.
         """
         if self.risk is not None:
             return _WORKER.run(self.text, input_text, limits, location)
+        if self._compiled is None:
+            self._compiled = _compile_runnable(self, location)
         outputs: list[Any] = []
         try:
             for value in self._compiled.input_text(input_text):
@@ -169,26 +184,59 @@ class JqProgram:
         return outputs
 
 
+def _compile_runnable(program: JqProgram, location: str | None) -> Any:
+    try:
+        return _libjq.compile(f"{GUARDED_MULTIPLY_DEF} {_wrap(program.runnable)}")
+    except ValueError as exc:
+        problem = compile_problems([program.text]).get(program.text) or _first_line(exc)
+        raise JqError(
+            f"does not compile: {problem}", expression=program.text, location=location
+        ) from None
+
+
 @lru_cache(maxsize=4096)
 def compile_jq(text: str) -> JqProgram:
-    """Parse and compile ``text`` (cached). Raises :class:`JqError` when it is not valid jq."""
-    try:
-        compiled = _libjq.compile(_wrap(text))
-    except ValueError as wrapped:
-        raise JqError(
-            f"does not compile: {_compile_problem(text, wrapped)}", expression=text
-        ) from None
+    """Analyse ``text`` (cached): parse it, prove termination, bound string repetition.
+
+    Raises :class:`JqError` when it is not jq. libjq itself compiles the expression on first
+    use (a millisecond each, as libjq re-parses its builtins); :func:`compile_problems` checks
+    many expressions with libjq in one go.
+    """
     try:
         tree = parse(text)
     except JqSyntaxError as exc:
+        problem = compile_problems([text]).get(text)
+        if problem is not None:
+            raise JqError(f"does not compile: {problem}", expression=text) from None
         # libjq accepts it but placer's parser does not: never run it unanalysed in-process.
         raise JqError(
             f"placer cannot analyse this expression ({exc.message})",
             expression=text,
             hint="rewrite it with simpler syntax, or report it as a placer bug",
         ) from None
-    risk = termination_risk(tree)
-    return JqProgram(text, tree, risk, compiled if risk is None else None)
+    return JqProgram(text, tree, termination_risk(tree), guard_repetition(text, tree))
+
+
+def compile_problems(texts: Sequence[str]) -> dict[str, str]:
+    """libjq's complaint about each of ``texts`` that does not compile (empty when all do).
+
+    One libjq compile for all of them when they are fine; one each only to find the culprits.
+    """
+    unique = list(dict.fromkeys(texts))
+    if not unique:
+        return {}
+    try:
+        _libjq.compile("[" + ", ".join(_wrap(t) for t in unique) + "]")
+        return {}
+    except ValueError:
+        pass
+    problems = {}
+    for text in unique:
+        try:
+            _libjq.compile(_wrap(text))
+        except ValueError as wrapped:
+            problems[text] = _compile_problem(text, wrapped)
+    return problems
 
 
 def _compile_problem(text: str, wrapped: ValueError) -> str:
@@ -242,8 +290,11 @@ class JqBatch:
         self._fused_index = tuple(safe)
         self._fused: Any = None
         if len(safe) > 1:
-            parts = ", ".join(f"[{_wrap(self.programs[i].text)}]" for i in safe)
-            self._fused = _libjq.compile(f"[{parts}]")
+            parts = ", ".join(f"[{_wrap(self.programs[i].runnable)}]" for i in safe)
+            try:
+                self._fused = _libjq.compile(f"{GUARDED_MULTIPLY_DEF} [{parts}]")
+            except ValueError:
+                self._fused = None  # one of them does not compile: run them one by one
 
     def run(
         self,
@@ -331,6 +382,10 @@ for line in sys.stdin:
 """
 
 
+#: How long the worker may take to start (Python and libjq loading), outside any time limit.
+_STARTUP_SECONDS = 60.0
+
+
 class _Worker:
     """One child Python process running libjq; killed and replaced when it overruns."""
 
@@ -377,15 +432,33 @@ class _Worker:
         )
 
     def _ensure(self) -> subprocess.Popen[bytes]:
-        if self._proc is None or self._proc.poll() is not None:
-            self._proc = subprocess.Popen(
-                [sys.executable, "-c", _WORKER_SOURCE],
-                stdin=subprocess.PIPE,
-                stdout=subprocess.PIPE,
-                stderr=subprocess.DEVNULL,
-                close_fds=True,
+        if self._proc is not None and self._proc.poll() is None:
+            return self._proc
+        proc = subprocess.Popen(
+            [sys.executable, "-c", _WORKER_SOURCE],
+            stdin=subprocess.PIPE,
+            stdout=subprocess.PIPE,
+            stderr=subprocess.DEVNULL,
+            close_fds=True,
+        )
+        self._proc = proc
+        # wait until it answers, so that start-up time never counts against an evaluation
+        ready = None
+        try:
+            assert proc.stdin is not None
+            proc.stdin.write(b'{"p": ".", "i": "null", "n": 2}\n')
+            proc.stdin.flush()
+            ready = self._read_line(proc, time.monotonic() + _STARTUP_SECONDS)
+        except OSError:
+            ready = None
+        if ready is None:
+            self._kill()
+            raise JqError(
+                "the jq worker process did not start",
+                expression=".",
+                hint="check that the `jq` Python package is installed in this environment",
             )
-        return self._proc
+        return proc
 
     @staticmethod
     def _read_line(proc: subprocess.Popen[bytes], deadline: float) -> bytes | None:

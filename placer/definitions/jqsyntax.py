@@ -28,9 +28,11 @@ polynomial in the size of its input and of the expression, when it:
   builtins that materialise a path chosen by the data (``setpath``, ``pick``, ``fromstream``:
   ``setpath([1e9]; 1)`` allocates a billion-element array).
 
-Everything in catalog definitions falls in the terminating class. Known residue: jq's string
-repetition (``"x" * n``) is linear in ``n``, so a manifest field holding a huge number multiplied
-by a string can make libjq allocate up to ~2 GiB before it finishes (gojq caps this at 256 MiB).
+Everything in catalog definitions falls in the terminating class. One more hazard is data, not
+code: jq's string repetition (``"x" * n``) has no bound, so a manifest field holding a string
+where a definition multiplies replicas could make libjq build gigabytes in-process.
+:func:`guard_repetition` rewrites every ``*`` into a guarded multiplication that refuses, as
+gojq does, to build a string over 256 MiB.
 
 The grammar follows jq 1.7 (``parser.y``): precedence from loosest to tightest is ``|``, ``,``,
 ``//`` (right), assignments (non-associative), ``or``, ``and``, comparisons (non-associative),
@@ -49,9 +51,11 @@ from typing import cast
 __all__ = [
     "ASSIGNMENT_OPERATORS",
     "FORBIDDEN_OUTPUT_FUNCTIONS",
+    "GUARDED_MULTIPLY_DEF",
     "TERMINATING_BUILTINS",
     "JqSyntaxError",
     "Node",
+    "guard_repetition",
     "parse",
     "safety_violations",
     "termination_risk",
@@ -954,3 +958,54 @@ def _lookup(scope: _Scope, key: tuple[str, int]) -> str | None:
         if key in frame:
             return frame[key]
     return None
+
+
+# --------------------------------------------------------------------------------------------
+# Bounded string repetition
+
+#: Name of the guarded multiplication the rewrite calls (unlikely to clash with user functions).
+GUARDED_MULTIPLY = "_placer_guarded_multiply_"
+#: Largest string ``"s" * n`` may build, as gojq allows (256 MiB).
+MAX_REPEAT_BYTES = 0x10000000
+#: jq definition of :data:`GUARDED_MULTIPLY`; evaluates ``b`` then ``a`` as jq's ``a * b`` does,
+#: so generators produce their outputs in the same order.
+GUARDED_MULTIPLY_DEF = (
+    f"def {GUARDED_MULTIPLY}(a; b): b as $y | a as $x | "
+    f'if ($x | type) == "string" and ($y | type) == "number" '
+    f"and ($x | utf8bytelength) * $y > {MAX_REPEAT_BYTES} "
+    f'or ($y | type) == "string" and ($x | type) == "number" '
+    f"and ($y | utf8bytelength) * $x > {MAX_REPEAT_BYTES} "
+    f'then error("cannot repeat string: the result would exceed 256 MiB") '
+    f"else $x * $y end;"
+)
+
+
+def guard_repetition(text: str, tree: Node) -> str:
+    """``text`` with every ``a * b`` replaced by the guarded multiplication.
+
+    jq repeats a string multiplied by a number (``"x" * 1e9``) without limit, so a manifest field
+    holding a huge number could make libjq allocate gigabytes in-process; gojq refuses beyond
+    256 MiB and so does the rewritten expression. Other products (numbers, object merges) are
+    unchanged. The caller must put :data:`GUARDED_MULTIPLY_DEF` in front of the result.
+    """
+    if not any(n.kind == "binary" and n.value == "*" for n in tree.walk()):
+        return text
+    return _render(text, tree)
+
+
+def _render(text: str, node: Node) -> str:
+    if node.kind == "binary" and node.value == "*":
+        left, right = node.children
+        return f"{GUARDED_MULTIPLY}({_render(text, left)}; {_render(text, right)})"
+    if not any(n.kind == "binary" and n.value == "*" for n in node.walk()):
+        return text[node.start : node.end]
+    out: list[str] = []
+    position = node.start
+    for child in sorted(node.children, key=lambda c: (c.start, c.end)):
+        if child.start < position:  # pragma: no cover - spans never overlap
+            continue
+        out.append(text[position : child.start])
+        out.append(_render(text, child))
+        position = child.end
+    out.append(text[position : node.end])
+    return "".join(out)

@@ -20,7 +20,7 @@ from __future__ import annotations
 import json
 from collections.abc import Iterator
 
-from placer.definitions.jq import compile_jq
+from placer.definitions.jq import compile_jq, compile_problems
 from placer.definitions.jqsyntax import safety_violations
 from placer.definitions.model import Component, Definition
 from placer.errors import DefinitionInvalidError, JqError
@@ -103,8 +103,21 @@ def validate_definition(definition: Definition) -> list[str]:
                         "(write strings with quotes, e.g. '\"Suspended\"')"
                     )
 
-    for where, expression in jq_fields(definition):
-        problems.extend(_jq_problems(where, expression))
+    fields = list(jq_fields(definition))
+    analysed: list[tuple[str, str]] = []
+    for where, expression in fields:
+        found = _jq_problems(where, expression)
+        problems.extend(found)
+        if not found and expression.strip():
+            analysed.append((where, expression))
+    # libjq's own check (undefined functions or variables...), one compile for all of them
+    complaints = compile_problems([expression for _, expression in analysed])
+    for where, expression in analysed:
+        if expression in complaints:
+            problems.append(
+                f"{where}: failed to parse JQ expression {expression!r}: "
+                f"does not compile: {complaints[expression]}"
+            )
     return problems
 
 

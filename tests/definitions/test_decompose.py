@@ -297,3 +297,18 @@ def test_structure_lists_every_component(catalog: Catalog) -> None:
     assert list(nodes) == ["leaderworkerset", "group", "leader", "worker"]
     assert not nodes["group"].pod_bearing and nodes["group"].instances[0].replicas == 3
     assert nodes["leader"].owner == "group"
+
+
+def test_a_string_where_a_number_belongs_cannot_exhaust_memory(catalog: Catalog) -> None:
+    jobset = {
+        "apiVersion": "jobset.x-k8s.io/v1alpha2",
+        "kind": "JobSet",
+        "metadata": {"name": "evil"},
+        "spec": {
+            "replicatedJobs": [
+                {"name": "w", "replicas": "x", "template": {"spec": {"parallelism": 2000000000}}}
+            ]
+        },
+    }
+    with pytest.raises(JqError, match="cannot repeat string"):
+        decompose(jobset, catalog)

@@ -118,3 +118,34 @@ def test_a_batch_equals_separate_runs_and_names_the_failing_expression() -> None
 def test_a_trailing_comment_does_not_break_the_wrapping() -> None:
     assert run(".a # the a field \\", {"a": 5}) == [5]
     assert compile_batch((".a # one", ".b # two")).run('{"a":1,"b":2}') == [[1], [2]]
+
+
+def test_string_repetition_is_bounded_like_gojq() -> None:
+    started = time.monotonic()
+    with pytest.raises(JqError, match="cannot repeat string"):
+        run('"x" * 1e12', None)
+    with pytest.raises(JqError, match="cannot repeat string"):
+        run(".n * .s", {"n": 3e8, "s": "x"})
+    assert time.monotonic() - started < 2
+    assert compile_jq('"x" * 3').risk is None  # still in-process
+    assert run('"ab" * 3, 3 * "ab"', None) == ["ababab", "ababab"]
+
+
+@pytest.mark.parametrize(
+    ("expression", "expected"),
+    [
+        ("[(1,2) * (10,20)]", [[10, 20, 20, 40]]),
+        (".a * (.b * .c)", [24]),
+        ('"\\(.a * .b)"', ["6"]),
+        ("{(.a * .b | tostring): [.c * 2]}", [{"6": [8]}]),
+        ("{a: 1} * {b: 2}", [{"a": 1, "b": 2}]),
+        (".a*.b # comment", [6]),
+        ("def f: . * 2; .a | f", [4]),
+        ("[.[] | . * 2]", [[4, 6, 8]]),
+    ],
+)
+def test_guarded_multiplication_keeps_jq_semantics(expression: str, expected: object) -> None:
+    value = {"a": 2, "b": 3, "c": 4}
+    if expression.startswith("[.[]"):
+        value = [2, 3, 4]  # type: ignore[assignment]
+    assert run(expression, value) == expected
