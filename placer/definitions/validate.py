@@ -18,6 +18,7 @@ Every problem names the component (when there is one) and the field path in the 
 from __future__ import annotations
 
 import json
+import weakref
 from collections.abc import Iterator
 
 from placer.definitions.jq import compile_jq, compile_problems
@@ -121,11 +122,21 @@ def validate_definition(definition: Definition) -> list[str]:
     return problems
 
 
+_VALID: weakref.WeakSet[Definition] = weakref.WeakSet()
+
+
 def check_definition(definition: Definition) -> Definition:
-    """``definition`` itself when valid; raises :class:`DefinitionInvalidError` otherwise."""
+    """``definition`` itself when valid; raises :class:`DefinitionInvalidError` otherwise.
+
+    A definition found valid is remembered (definitions are immutable), so catalogs and the
+    interpreter can both insist on validity without paying for it twice.
+    """
+    if definition in _VALID:
+        return definition
     problems = validate_definition(definition)
     if problems:
         raise DefinitionInvalidError(definition.name, problems, source=definition.source)
+    _VALID.add(definition)
     return definition
 
 
