@@ -130,7 +130,7 @@ def describe_definition(definition: Definition) -> str:
     rows: list[list[str]] = []
 
     def walk(component: Component, indent: str, glyph: str) -> None:
-        kind = str(component.kind) if component.kind is not None else "(grouping)"
+        kind = str(component.kind) if component.kind is not None else "(no kind)"
         details = [_shape(component)]
         if component.instance_id_path:
             details.append(f"instances {component.instance_id_path.strip()}")
