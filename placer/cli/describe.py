@@ -17,8 +17,8 @@ from pathlib import Path
 
 from placer.cli._output import add_output_option, print_json
 from placer.cli.definitions import add_catalog_option, load_catalog
-from placer.definitions import Decomposition, Document, decompose, parse_documents
-from placer.definitions.documents import read_documents
+from placer.definitions import Decomposition, Document, decompose
+from placer.definitions.documents import read_input
 from placer.definitions.view import build_view, render_text, to_json
 from placer.errors import InputError, PlacerError
 
@@ -44,13 +44,10 @@ def register(subparsers: argparse._SubParsersAction[argparse.ArgumentParser]) ->
 
 
 def read_manifests(filename: str) -> list[Document]:
-    """The documents of ``filename`` (``-`` = stdin)."""
-    if filename == "-":
-        return parse_documents(sys.stdin.read(), "<stdin>")
-    path = Path(filename)
-    if path.is_dir():
+    """The documents of ``filename`` (``-`` = stdin); a directory is refused."""
+    if filename != "-" and Path(filename).is_dir():
         raise InputError("is a directory; give a file (or - for stdin)", source=filename)
-    return read_documents(path)
+    return read_input(filename)
 
 
 def run(args: argparse.Namespace) -> int:

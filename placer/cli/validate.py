@@ -11,10 +11,9 @@ from __future__ import annotations
 
 import argparse
 import sys
-from pathlib import Path
 
-from placer.definitions import parse_documents, read_documents, validate_definition
-from placer.definitions.documents import Document
+from placer.definitions import validate_definition
+from placer.definitions.documents import Document, read_input
 from placer.definitions.loader import definition_from_dict
 from placer.errors import (
     EXIT_ERROR,
@@ -39,17 +38,11 @@ def register(subparsers: argparse._SubParsersAction[argparse.ArgumentParser]) ->
     parser.set_defaults(func=run)
 
 
-def _documents(name: str) -> list[Document]:
-    if name == "-":
-        return parse_documents(sys.stdin.read(), "<stdin>")
-    return read_documents(Path(name))
-
-
 def run(args: argparse.Namespace) -> int:
     code = EXIT_OK
     for name in args.files:
         try:
-            documents = _documents(name)
+            documents = read_input(name)
         except PlacerError as exc:
             print(f"error: {exc}", file=sys.stderr)
             code = max(code, exc.exit_code)

@@ -13,16 +13,24 @@ libyaml's C parser is used when PyYAML has it (about 10x faster on large manifes
 
 from __future__ import annotations
 
+import sys
 from collections.abc import Mapping
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any
+from typing import Any, TextIO
 
 import yaml
 
 from placer.errors import EXIT_USAGE, InputError
 
-__all__ = ["Document", "MalformedYamlError", "parse_documents", "read_documents", "yaml_files"]
+__all__ = [
+    "Document",
+    "MalformedYamlError",
+    "parse_documents",
+    "read_documents",
+    "read_input",
+    "yaml_files",
+]
 
 
 class MalformedYamlError(InputError):
@@ -112,3 +120,11 @@ def read_documents(path: Path) -> list[Document]:
             raise InputError(f"cannot read: {exc}", source=str(file)) from None
         documents.extend(parse_documents(text, str(file)))
     return documents
+
+
+def read_input(name: str, stdin: TextIO | None = None) -> list[Document]:
+    """The documents of a command-line argument: a file, a directory, or ``-`` for ``stdin``."""
+    if name == "-":
+        stream = stdin if stdin is not None else sys.stdin
+        return parse_documents(stream.read(), "<stdin>")
+    return read_documents(Path(name))

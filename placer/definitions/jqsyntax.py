@@ -497,12 +497,7 @@ class _Parser:
         return name, tuple(params), body
 
     def comma(self) -> Node:
-        left = self.alternative()
-        while self.at_op(","):
-            self.advance()
-            right = self.alternative()
-            left = Node("comma", left.start, right.end, (left, right))
-        return left
+        return self._left_associative(self.alternative, lambda: self.at_op(","), "comma")
 
     def alternative(self) -> Node:
         left = self.assignment()
@@ -814,12 +809,7 @@ class _Parser:
 
     def object_value(self) -> Node:
         # jq's ObjVal: pipes of comma-free expressions (a comma ends the entry)
-        left = self.alternative()
-        while self.at_op("|"):
-            self.advance()
-            right = self.alternative()
-            left = Node("pipe", left.start, right.end, (left, right))
-        return left
+        return self._left_associative(self.alternative, lambda: self.at_op("|"), "pipe")
 
     def pattern(self) -> Node:
         tok = self.tok
