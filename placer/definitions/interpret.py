@@ -273,11 +273,17 @@ def _scales(
 ) -> list[Scale | None]:
     if component.scale is None:
         return [None] * len(ids)
+    scale = component.scale
     columns = []
-    for key in ("replicasPath", "minReplicasPath", "maxReplicasPath"):
+    for key, text in (
+        ("replicasPath", scale.replicas_path),
+        ("minReplicasPath", scale.min_replicas_path),
+        ("maxReplicasPath", scale.max_replicas_path),
+    ):
         field = f"scaleDefinition.{key}"
         outputs = get(component, field) or []
-        columns.append([_count(v, i, f"{at} {field}") for i, v in enumerate(outputs)])
+        where = f"{at} {field} {text!r}"
+        columns.append([_count(v, i, where) for i, v in enumerate(outputs)])
     count = max(len(column) for column in columns)
     rows = [
         Scale(*(column[i] if i < len(column) else None for column in columns)) for i in range(count)
