@@ -260,7 +260,13 @@ def _first_line(exc: BaseException) -> str:
 
 
 def _runtime_error(text: str, exc: BaseException, location: str | None) -> JqError:
-    return JqError(f"failed at run time: {_first_line(exc)}", expression=text, location=location)
+    return JqError(
+        f"failed at run time: {_first_line(exc)}",
+        expression=text,
+        location=location,
+        hint="the object may lack a field this path reads, or hold a value of another type; "
+        "compare it with the definition (`placer definitions NAME` shows its paths)",
+    )
 
 
 def _too_many(text: str, limits: JqLimits, location: str | None) -> JqError:
