@@ -431,11 +431,7 @@ class _Worker:
             return list(answer["ok"])
         if answer.get("too_many"):
             raise _too_many(text, limits, location)
-        raise JqError(
-            f"failed at run time: {_first_line(Exception(answer['error']))}",
-            expression=text,
-            location=location,
-        )
+        raise _runtime_error(text, Exception(answer["error"]), location)
 
     def _ensure(self) -> subprocess.Popen[bytes]:
         if self._proc is not None and self._proc.poll() is None:
