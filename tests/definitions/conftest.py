@@ -15,15 +15,11 @@ REPO = Path(__file__).resolve().parents[2]
 
 
 def shared_reference() -> Path | None:
-    """``../shared/reference`` next to the repository (or ``$PLACER_SHARED/reference``)."""
-    candidates = []
-    if os.environ.get("PLACER_SHARED"):
-        candidates.append(Path(os.environ["PLACER_SHARED"]) / "reference")
-    candidates += [REPO.parent / "shared" / "reference", Path("/work/shared/reference")]
-    for candidate in candidates:
-        if (candidate / "karta-catalog").is_dir():
-            return candidate
-    return None
+    """``$PLACER_SHARED/reference`` when set, else ``../shared/reference`` next to the checkout."""
+    shared = os.environ.get("PLACER_SHARED")
+    base = Path(shared) if shared else REPO.parent / "shared"
+    reference = base / "reference"
+    return reference if (reference / "karta-catalog").is_dir() else None
 
 
 @pytest.fixture(scope="session")
