@@ -88,8 +88,18 @@ def loads_snapshot(text: str, *, source: str = "<snapshot>") -> Fleet:
 
 
 def dump_snapshot(fleet: Fleet, path: str | Path) -> None:
-    """Write a snapshot file (YAML)."""
-    Path(path).write_text(dumps_snapshot(fleet), encoding="utf-8")
+    """Write a snapshot file (YAML), atomically: a reader never sees half a snapshot.
+
+    Raises ``SnapshotError`` naming the file when it cannot be written.
+    """
+    target = Path(path)
+    temporary = target.with_name(f".{target.name}.tmp")
+    try:
+        temporary.write_text(dumps_snapshot(fleet), encoding="utf-8")
+        temporary.replace(target)
+    except OSError as exc:
+        temporary.unlink(missing_ok=True)
+        raise SnapshotError(f"cannot write: {exc.strerror}", source=str(path)) from None
 
 
 def dumps_snapshot(fleet: Fleet) -> str:
