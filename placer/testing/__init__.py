@@ -34,15 +34,18 @@ its own process (benchmarks that must not share a GIL with the client).
 
 from placer.testing._faults import FailureRule, Faults, RequestRecord
 from placer.testing._kubeconfig import Endpoint, kubeconfig_dict, write_kubeconfig
+from placer.testing._process import ApiServerProcess, load_objects
 from placer.testing._resources import BUILTIN_RESOURCES, ResourceType
 from placer.testing._server import ApiServer
 from placer.testing._status import StatusError
 from placer.testing._store import AdmissionRequest, Store, WriteEvent
+from placer.testing._synthetic import synthetic_cluster
 
 __all__ = [
     "BUILTIN_RESOURCES",
     "AdmissionRequest",
     "ApiServer",
+    "ApiServerProcess",
     "Endpoint",
     "FailureRule",
     "Faults",
@@ -52,5 +55,7 @@ __all__ = [
     "Store",
     "WriteEvent",
     "kubeconfig_dict",
+    "load_objects",
+    "synthetic_cluster",
     "write_kubeconfig",
 ]
