@@ -26,7 +26,11 @@ import time
 from collections.abc import Iterator, Mapping, Sequence
 from contextlib import contextmanager
 from dataclasses import dataclass
-from typing import Any
+from types import TracebackType
+from typing import Any, Self
+
+import urllib3
+from urllib3.exceptions import ReadTimeoutError
 
 from placer.errors import (
     ClusterUnreachableError,
@@ -583,6 +587,26 @@ def _describe(body: Mapping[str, Any]) -> str:
     return f"{body.get('kind', '?')}/{meta.get('name', '?')}"
 
 
+class _Retry(urllib3.Retry):
+    """urllib3's retry policy, except that a read timeout is never retried.
+
+    NB: one read retry is kept for a pooled keep-alive connection the server closed while idle;
+    but a server too slow to answer would only get the same request again, doubling the wait.
+    """
+
+    def increment(
+        self,
+        method: str | None = None,
+        url: str | None = None,
+        response: Any = None,
+        error: Exception | None = None,
+        _pool: Any = None,
+        _stacktrace: TracebackType | None = None,
+    ) -> Self:
+        policy = self.new(read=0) if isinstance(error, ReadTimeoutError) else self
+        return super(_Retry, policy).increment(method, url, response, error, _pool, _stacktrace)
+
+
 def open_client(
     kubeconfigs: KubeconfigSet,
     context: str,
@@ -604,7 +628,6 @@ def open_client(
         FleetConfigError: unknown context, dangling reference, or the official loader refused
             the entry (message redacted of credentials, naming file and context).
     """
-    import urllib3
     from kubernetes.client import Configuration
     from kubernetes.config import new_client_from_config_dict as _new_client
 
@@ -613,7 +636,7 @@ def open_client(
     settings = settings or ClientSettings()
     info: ContextInfo = kubeconfigs.context(context)
     configuration = Configuration()
-    configuration.retries = urllib3.Retry(
+    configuration.retries = _Retry(
         total=settings.connect_retries + 1,
         connect=settings.connect_retries,
         # one read retry: a pooled keep-alive connection the server closed while idle

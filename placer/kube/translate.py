@@ -153,6 +153,11 @@ def _describe_transport(exc: BaseException) -> tuple[str | None, str]:
 
     if isinstance(exc, u3.MaxRetryError) and exc.reason is not None:
         return _describe_transport(exc.reason)
+    # NB: NewConnectionError subclasses ConnectTimeoutError in urllib3 2: test it first
+    if isinstance(exc, u3.NameResolutionError):
+        return "the server's host name does not resolve", "ConnectionFailed"
+    if isinstance(exc, u3.NewConnectionError):
+        return _connection_reason(str(exc)), "ConnectionFailed"
     if isinstance(exc, (u3.ConnectTimeoutError, u3.ReadTimeoutError, socket.timeout)):
         what = "connecting" if isinstance(exc, u3.ConnectTimeoutError) else "waiting for an answer"
         return f"timed out {what}", "Timeout"
@@ -160,10 +165,6 @@ def _describe_transport(exc: BaseException) -> tuple[str | None, str]:
         return "timed out", "Timeout"
     if isinstance(exc, (u3.SSLError, ssl.SSLError)):
         return f"TLS failure: {_transport_reason(str(exc))}", "TLSError"
-    if isinstance(exc, u3.NameResolutionError):
-        return "the server's host name does not resolve", "ConnectionFailed"
-    if isinstance(exc, u3.NewConnectionError):
-        return _connection_reason(str(exc)), "ConnectionFailed"
     if isinstance(exc, u3.ProtocolError):
         return f"connection broken: {_transport_reason(str(exc))}", "ConnectionFailed"
     if isinstance(exc, u3.HTTPError):
