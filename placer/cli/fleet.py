@@ -116,8 +116,10 @@ def run_up(args: argparse.Namespace) -> int:
             path = virtual.write_kubeconfig(Path(args.kubeconfig_out))
             if args.fleet_out:
                 virtual.write_fleet_file(Path(args.fleet_out), kubeconfig=path)
-            for name, server in virtual.servers.items():
-                print(f"cluster {name}: {server}", flush=True)
+            for name, url in virtual.urls.items():
+                cluster = virtual.fleet.cluster(name)
+                state = "" if cluster.reachable else " (stopped: unreachable in the snapshot)"
+                print(f"cluster {name}: {url}{state}", flush=True)
             print(f"kubeconfig: {path}", flush=True)
             if args.fleet_out:
                 print(f"fleet file: {args.fleet_out}", flush=True)
