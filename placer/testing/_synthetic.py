@@ -82,7 +82,18 @@ def synthetic_cluster(
                     "pods": "110",
                 },
                 "conditions": [{"type": "Ready", "status": "True", "reason": "KubeletReady"}],
-                "nodeInfo": {"kubeletVersion": "v1.31.0", "architecture": "amd64"},
+                "nodeInfo": {
+                    "architecture": "amd64",
+                    "bootID": f"boot-{i:05d}",
+                    "containerRuntimeVersion": "containerd://1.7.20",
+                    "kernelVersion": "6.1.0",
+                    "kubeProxyVersion": "v1.31.0",
+                    "kubeletVersion": "v1.31.0",
+                    "machineID": f"machine-{i:05d}",
+                    "operatingSystem": "linux",
+                    "osImage": "Ubuntu 22.04.4 LTS",
+                    "systemUUID": f"uuid-{i:05d}",
+                },
             },
         }
         if i % 97 == 5:
