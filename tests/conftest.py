@@ -2,7 +2,7 @@
 
 * ``api_ca`` (session): one throwaway CA for every server of the run.
 * ``start_apiserver``: factory ``start_apiserver(name="c1", **ApiServer options) -> ApiServer``;
-  every server it started is stopped at teardown.
+  every server it started is stopped at teardown (and checked to leave no thread behind).
 * ``apiserver``: one started server named ``test``.
 * ``kubeconfig_for``: factory ``kubeconfig_for(server_or_mapping, **write_kubeconfig options)
   -> Path`` writing a fresh kubeconfig file under ``tmp_path``; a single server becomes the
@@ -14,6 +14,7 @@
 from __future__ import annotations
 
 import itertools
+import threading
 from collections.abc import Callable, Iterator, Mapping
 from pathlib import Path
 from typing import Any
@@ -45,6 +46,9 @@ def start_apiserver(api_ca: trustme.CA) -> Iterator[Callable[..., ApiServer]]:
     yield start
     for server in servers:
         server.stop()
+    prefixes = tuple(f"apiserver-{server.port}-" for server in servers)
+    leaked = [t.name for t in threading.enumerate() if t.name.startswith(prefixes)]
+    assert not leaked, f"loopback API server threads survived stop(): {leaked}"
 
 
 @pytest.fixture

@@ -134,60 +134,55 @@ class _Handler(BaseHTTPRequestHandler):
         query = {k: v[-1] for k, v in parse_qs(split.query, keep_blank_values=True).items()}
         content_type = self.headers.get("Content-Type", "")
         route = _Route("get")
-        code = 0
+        headers: dict[str, str] = {}
         try:
             body = self._read_body()
             if ctx.faults.latency > 0 and ctx.stopping.wait(ctx.faults.latency):
                 self.close_connection = True
+                self._record(route, path, query, 0, content_type)
                 return
             self._authenticate()
             route = self._route(path, query)
-            rule = None
-            if route.rt is not None or route.document is not None:
-                rt = route.rt
-                rule = ctx.faults.take(
-                    route.verb,
-                    rt.plural if rt else None,
-                    rt.group if rt else "",
-                    route.subresource,
-                    route.namespace,
-                    route.name,
-                )
+            rt = route.rt
+            rule = ctx.faults.take(
+                route.verb,
+                rt.plural if rt else None,
+                rt.group if rt else "",
+                route.subresource,
+                route.namespace,
+                route.name,
+            )
+            if rule is not None and rule.code is None:
+                self.close_connection = True
+                self._record(route, path, query, 0, content_type)
+                return
             if rule is not None:
-                if rule.code is None:
-                    self.close_connection = True
-                    return
                 raise StatusError(
-                    rule.code,
+                    rule.code or 500,
                     rule.message or f"injected fault: {rule.code} for {route.verb} {path}",
                     reason=rule.reason,
                     retry_after=rule.retry_after,
                 )
             if route.document is not None:
-                code = 200
-                self._send_json(200, route.document())
+                code, payload = 200, route.document()
             elif route.verb == "watch":
-                code = 200
-                self._stream_watch(route, query, code)
+                self._stream_watch(route, query)
                 return
             else:
                 code, payload = self._resource_call(route, query, body, content_type)
-                self._send_json(code, payload)
         except StatusError as err:
-            code = err.code
-            headers = {"Retry-After": str(err.retry_after)} if err.retry_after is not None else {}
-            self._send_json(err.code, err.status, headers)
+            code, payload = err.code, err.status
+            if err.retry_after is not None:
+                headers["Retry-After"] = str(err.retry_after)
         except (OSError, ssl.SSLError):
             self.close_connection = True
             raise
         except Exception as exc:  # a bug or a failing reactor: answer 500, keep serving
             log.exception("loopback API server: %s %s failed", self.command, path)
-            code = 500
             internal = StatusError(500, f"Internal error occurred: {type(exc).__name__}: {exc}")
-            self._send_json(500, internal.status)
-        finally:
-            if route.verb != "watch" or code != 200:
-                self._record(route, path, query, code, content_type)
+            code, payload = 500, internal.status
+        self._record(route, path, query, code, content_type)
+        self._send_json(code, payload, headers)
 
     def _record(
         self, route: _Route, path: str, query: dict[str, str], code: int, content_type: str
@@ -465,7 +460,7 @@ class _Handler(BaseHTTPRequestHandler):
             options=options,
         )
 
-    def _stream_watch(self, route: _Route, query: dict[str, str], code: int) -> None:
+    def _stream_watch(self, route: _Route, query: dict[str, str]) -> None:
         rt = route.rt
         assert rt is not None
         timeout = self._int(query, "timeoutSeconds")
@@ -480,14 +475,14 @@ class _Handler(BaseHTTPRequestHandler):
             timeout=float(timeout) if timeout and timeout > 0 else _DEFAULT_WATCH_TIMEOUT,
             stop=self.ctx.stopping,
         )
+        self._record(
+            route, urlsplit(self.path).path, query, 200, self.headers.get("Content-Type", "")
+        )
         self.send_response(200)
         self.send_header("Content-Type", "application/json")
         self.send_header("Transfer-Encoding", "chunked")
         self.send_header("Cache-Control", "no-cache, private")
         self.end_headers()
-        self._record(
-            route, urlsplit(self.path).path, query, code, self.headers.get("Content-Type", "")
-        )
         for event in events:
             data = json.dumps(event, separators=(",", ":")).encode() + b"\n"
             self.wfile.write(b"%x\r\n%s\r\n" % (len(data), data))
