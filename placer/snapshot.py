@@ -39,7 +39,7 @@ from typing import Any
 
 import yaml
 
-from placer.errors import SnapshotError
+from placer.errors import InputError, SnapshotError
 from placer.model import Cluster, Fleet, Node, PendingPods, Taint
 from placer.quantity import format_resources, to_canonical
 
@@ -52,6 +52,8 @@ __all__ = [
     "fleet_to_dict",
     "load_snapshot",
     "loads_snapshot",
+    "parse_labels",
+    "parse_taints",
 ]
 
 API_VERSION = "placer.dev/v1alpha1"
@@ -280,19 +282,25 @@ def _int(value: object, source: str, where: str) -> int:
     return value
 
 
-def _string_map(value: object, source: str, where: str) -> dict[str, str]:
+def parse_labels(
+    value: object, *, source: str, field: str, error: type[InputError] = SnapshotError
+) -> dict[str, str]:
+    """A ``{string: string}`` map (labels) from data; numbers and booleans become their JSON
+    text. Raises ``error`` naming ``source`` and ``field``."""
     if value is None:
         return {}
     if not isinstance(value, Mapping):
-        raise SnapshotError("must be a mapping of strings", source=source, field=where)
+        raise error("must be a mapping of strings", source=source, field=field)
     result: dict[str, str] = {}
     for key, item in value.items():
         if not isinstance(key, str) or isinstance(item, (Mapping, list)) or item is None:
-            raise SnapshotError(
-                f"entry {key!r} must map a string to a string", source=source, field=where
-            )
+            raise error(f"entry {key!r} must map a string to a string", source=source, field=field)
         result[key] = item if isinstance(item, str) else json.dumps(item)
     return result
+
+
+def _string_map(value: object, source: str, where: str) -> dict[str, str]:
+    return parse_labels(value, source=source, field=where)
 
 
 def _resources(value: object, source: str, where: str) -> dict[str, int]:
@@ -317,26 +325,32 @@ def _resources(value: object, source: str, where: str) -> dict[str, int]:
     return result
 
 
-def _taints(value: object, source: str, where: str) -> tuple[Taint, ...]:
+def parse_taints(
+    value: object, *, source: str, field: str, error: type[InputError] = SnapshotError
+) -> tuple[Taint, ...]:
+    """Taints from a ``[{key, value, effect}]`` list (effect defaults to ``NoSchedule``).
+    Raises ``error`` naming ``source`` and ``field``."""
     if value is None:
         return ()
     if not isinstance(value, list):
-        raise SnapshotError("must be a list of {key, value, effect}", source=source, field=where)
+        raise error("must be a list of {key, value, effect}", source=source, field=field)
     taints = []
     for i, item in enumerate(value):
         if not isinstance(item, Mapping) or not isinstance(item.get("key"), str):
-            raise SnapshotError(
-                "must be a mapping with a key", source=source, field=f"{where}[{i}]"
-            )
+            raise error("must be a mapping with a key", source=source, field=f"{field}[{i}]")
         effect = item.get("effect", "NoSchedule")
         if effect not in _TAINT_EFFECTS:
-            raise SnapshotError(
+            raise error(
                 f"effect {effect!r} is not one of {', '.join(_TAINT_EFFECTS)}",
                 source=source,
-                field=f"{where}[{i}].effect",
+                field=f"{field}[{i}].effect",
             )
         taints.append(Taint(key=item["key"], value=str(item.get("value") or ""), effect=effect))
     return tuple(taints)
+
+
+def _taints(value: object, source: str, where: str) -> tuple[Taint, ...]:
+    return parse_taints(value, source=source, field=where)
 
 
 # --------------------------------------------------------------------------------------------

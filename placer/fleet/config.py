@@ -32,13 +32,13 @@ import math
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any
 
 import yaml
 
 from placer.errors import FleetConfigError
 from placer.kube import KubeconfigSet, load_kubeconfigs
 from placer.model import Taint
+from placer.snapshot import parse_labels, parse_taints
 
 __all__ = [
     "DEFAULT_TIMEOUT",
@@ -54,7 +54,6 @@ FLEET_API_VERSION = "placer.dev/v1alpha1"
 FLEET_KIND = "Fleet"
 #: seconds allowed for gathering one cluster when nothing else is said.
 DEFAULT_TIMEOUT = 30.0
-_EFFECTS = ("NoSchedule", "PreferNoSchedule", "NoExecute")
 _CLUSTER_KEYS = ("name", "kubeconfig", "context", "timeout", "labels", "taints")
 
 
@@ -220,8 +219,12 @@ def _cluster(
             source=source,
             field=f"{where}.timeout",
         )
-    labels = _labels(item.get("labels"), source, f"{where}.labels")
-    taints = _taints(item.get("taints"), source, f"{where}.taints")
+    labels = parse_labels(
+        item.get("labels"), source=source, field=f"{where}.labels", error=FleetConfigError
+    )
+    taints = parse_taints(
+        item.get("taints"), source=source, field=f"{where}.taints", error=FleetConfigError
+    )
     paths: tuple[str, ...] = ()
     if path_text:
         file = Path(path_text).expanduser()
@@ -259,41 +262,3 @@ def _string(value: object, source: str, where: str, *, required: bool = False) -
     if not isinstance(value, str) or not value:
         raise FleetConfigError("must be a non-empty string", source=source, field=where)
     return value
-
-
-def _labels(value: object, source: str, where: str) -> dict[str, str]:
-    if value is None:
-        return {}
-    if not isinstance(value, Mapping):
-        raise FleetConfigError("must be a mapping of strings", source=source, field=where)
-    labels: dict[str, str] = {}
-    for key, item in value.items():
-        if not isinstance(key, str) or not isinstance(item, (str, int, float)):
-            raise FleetConfigError(
-                f"entry {key!r} must map a string to a string", source=source, field=where
-            )
-        labels[key] = str(item)
-    return labels
-
-
-def _taints(value: object, source: str, where: str) -> tuple[Taint, ...]:
-    if value is None:
-        return ()
-    if not isinstance(value, list):
-        raise FleetConfigError("must be a list of {key, value, effect}", source=source, field=where)
-    taints: list[Taint] = []
-    for index, item in enumerate(value):
-        entry: Any = item
-        if not isinstance(entry, Mapping) or not isinstance(entry.get("key"), str):
-            raise FleetConfigError(
-                "must be a mapping with a key", source=source, field=f"{where}[{index}]"
-            )
-        effect = entry.get("effect", "NoSchedule")
-        if effect not in _EFFECTS:
-            raise FleetConfigError(
-                f"effect {effect!r} is not one of {', '.join(_EFFECTS)}",
-                source=source,
-                field=f"{where}[{index}].effect",
-            )
-        taints.append(Taint(entry["key"], str(entry.get("value") or ""), effect))
-    return tuple(taints)
