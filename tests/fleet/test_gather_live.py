@@ -7,6 +7,7 @@ reported with their reason while the others are still gathered. No credential le
 
 from __future__ import annotations
 
+import logging
 import time
 from collections.abc import Callable
 from pathlib import Path
@@ -162,7 +163,9 @@ def test_broken_clusters_are_reported_and_the_others_still_gathered(
     start_apiserver: Callable[..., ApiServer],
     kubeconfig_for: Callable[..., Path],
     tmp_path: Path,
+    caplog: pytest.LogCaptureFixture,
 ) -> None:
+    caplog.set_level(logging.DEBUG)
     names = ("healthy", "down", "badtoken", "noca", "forbidden", "slow")
     servers = {name: start_apiserver(name) for name in names}
     for name, server in servers.items():
@@ -198,8 +201,9 @@ def test_broken_clusters_are_reported_and_the_others_still_gathered(
     )
     # the slow cluster's 1 s timeout holds: nobody waits for its 5 s latency
     assert elapsed < 4.0
-    # no credential anywhere: reasons, snapshot
-    text = dumps_snapshot(fleet) + repr(fleet)
+    # no credential anywhere: reasons, snapshot, logs (urllib3 and kubernetes at DEBUG)
+    text = dumps_snapshot(fleet) + repr(fleet) + caplog.text
+    assert "127.0.0.1" in caplog.text  # the logs did record the requests
     for server in servers.values():
         assert server.token not in text
     assert "wrong-token" not in text
