@@ -212,7 +212,12 @@ class _Handler(BaseHTTPRequestHandler):
             raise StatusError(401, "Unauthorized")
 
     def _send_json(self, code: int, payload: Any, headers: dict[str, str] | None = None) -> None:
-        data = json.dumps(payload, separators=(",", ":")).encode()
+        """Answer ``payload`` as JSON (``bytes`` are sent as already-encoded JSON)."""
+        data = (
+            payload
+            if isinstance(payload, bytes)
+            else json.dumps(payload, separators=(",", ":")).encode()
+        )
         self.send_response(code)
         self.send_header("Content-Type", "application/json")
         self.send_header("Content-Length", str(len(data)))
@@ -390,7 +395,7 @@ class _Handler(BaseHTTPRequestHandler):
         if verb == "get":
             return 200, store.do_get(rt, ns, name or "")
         if verb == "list":
-            return 200, store.do_list(
+            return 200, store.do_list_json(
                 rt,
                 ns,
                 label_selector=query.get("labelSelector"),
@@ -547,6 +552,7 @@ class HttpFront:
                     if self.ctx.stopping.is_set():
                         sock.close()
                         return
+                    self._threads = {t for t in self._threads if t.is_alive()}
                     self._threads.add(thread)
                     self._conns[id(thread)] = sock
                 thread.start()
@@ -570,7 +576,6 @@ class HttpFront:
         finally:
             with self._lock:
                 self._conns.pop(me, None)
-                self._threads.discard(threading.current_thread())
             for s in (tls, sock):
                 if s is not None:
                     try:

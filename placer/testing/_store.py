@@ -106,6 +106,15 @@ def clone(value: _T) -> _T:
     return cast(_T, _clone(value))
 
 
+def _dumps(value: Any) -> bytes:
+    return json.dumps(value, separators=(",", ":")).encode()
+
+
+def _kindless(obj: JsonObj) -> JsonObj:
+    """A built-in list item: the real server leaves ``kind`` and ``apiVersion`` out."""
+    return {k: v for k, v in obj.items() if k != "apiVersion" and k != "kind"}
+
+
 def now_rfc3339() -> str:
     """The current time as Kubernetes serialises timestamps (second precision, UTC)."""
     return datetime.now(UTC).strftime("%Y-%m-%dT%H:%M:%SZ")
@@ -176,10 +185,12 @@ class _Event:
 
 
 class _Collection:
-    """Objects of one resource (all versions), plus its recent event history."""
+    """Objects of one resource (all versions), plus its recent event history and the cached
+    JSON encoding of current objects (by uid; the entry keeps the object it encodes)."""
 
     def __init__(self) -> None:
         self.objects: dict[Key, JsonObj] = {}
+        self.encoded: dict[str, tuple[JsonObj, bytes]] = {}
         self.history: list[_Event] = []
         self.compacted_rv = 0
 
@@ -597,6 +608,81 @@ class Store:
         resource_version_match: str | None = None,
     ) -> JsonObj:
         """The list body (``<Kind>List``) for a list request, with pagination."""
+        meta, page = self._list_page(
+            rt,
+            namespace,
+            label_selector,
+            field_selector,
+            limit,
+            continue_token,
+            resource_version,
+            resource_version_match,
+        )
+        if rt.builtin:
+            items = [_kindless(o) for o in page]
+        else:
+            items = [self._present(rt, o) for o in page]
+        return {
+            "kind": f"{rt.kind}List",
+            "apiVersion": rt.api_version,
+            "metadata": meta,
+            "items": items,
+        }
+
+    def do_list_json(
+        self,
+        rt: ResourceType,
+        namespace: str | None,
+        *,
+        label_selector: str | None = None,
+        field_selector: str | None = None,
+        limit: int | None = None,
+        continue_token: str | None = None,
+        resource_version: str | None = None,
+        resource_version_match: str | None = None,
+    ) -> bytes:
+        """:meth:`do_list` serialised as JSON, reusing each stored object's cached encoding
+        (objects are immutable, so a 500-item page is a join of cached bytes)."""
+        meta, page = self._list_page(
+            rt,
+            namespace,
+            label_selector,
+            field_selector,
+            limit,
+            continue_token,
+            resource_version,
+            resource_version_match,
+        )
+        head = {"kind": f"{rt.kind}List", "apiVersion": rt.api_version, "metadata": meta}
+        with self._lock:
+            coll = self._collection_for(rt)
+            items = [self._encoded_item(coll, rt, o) for o in page]
+        return _dumps(head)[:-1] + b',"items":[' + b",".join(items) + b"]}"
+
+    def _encoded_item(self, coll: _Collection, rt: ResourceType, obj: JsonObj) -> bytes:
+        if not rt.builtin and obj.get("apiVersion") != rt.api_version:
+            return _dumps(self._present(rt, obj))
+        meta = _meta(obj)
+        uid = meta.get("uid")
+        cached = coll.encoded.get(uid) if uid else None
+        if cached is not None and cached[0] is obj:
+            return cached[1]
+        data = _dumps(_kindless(obj) if rt.builtin else obj)
+        if uid and coll.objects.get((meta.get("namespace") or "", meta.get("name", ""))) is obj:
+            coll.encoded[uid] = (obj, data)
+        return data
+
+    def _list_page(
+        self,
+        rt: ResourceType,
+        namespace: str | None,
+        label_selector: str | None,
+        field_selector: str | None,
+        limit: int | None,
+        continue_token: str | None,
+        resource_version: str | None,
+        resource_version_match: str | None,
+    ) -> tuple[JsonObj, JsonObjs]:
         labels, fields = LabelSelector(label_selector), FieldSelector(field_selector, rt)
         with self._lock:
             if continue_token:
@@ -614,11 +700,10 @@ class Store:
                     self._select(rt, namespace, labels, fields),
                     not (labels.empty and fields.empty),
                 )
-            end = (
-                len(snap.items) if not limit or limit <= 0 else min(start + limit, len(snap.items))
-            )
+            size = len(snap.items)
+            end = size if not limit or limit <= 0 else min(start + limit, size)
             meta: JsonObj = {"resourceVersion": str(snap.rv)}
-            if end < len(snap.items):
+            if end < size:
                 if not snap_id:
                     snap_id = uuid.uuid4().hex
                     self._snapshots[snap_id] = snap
@@ -626,22 +711,10 @@ class Store:
                         self._snapshots.popitem(last=False)
                 meta["continue"] = self._encode_continue(snap_id, snap.rv, end)
                 if not snap.filtered:
-                    meta["remainingItemCount"] = len(snap.items) - end
+                    meta["remainingItemCount"] = size - end
             elif snap_id:
                 self._snapshots.pop(snap_id, None)
-            page = snap.items[start:end]
-        if rt.builtin:
-            items = [
-                {k: v for k, v in o.items() if k != "apiVersion" and k != "kind"} for o in page
-            ]
-        else:
-            items = [self._present(rt, o) for o in page]
-        return {
-            "kind": f"{rt.kind}List",
-            "apiVersion": rt.api_version,
-            "metadata": meta,
-            "items": items,
-        }
+            return meta, snap.items[start:end]
 
     def do_create(
         self,
@@ -1459,6 +1532,7 @@ class Store:
         self._rv += 1
         last = {**obj, "metadata": {**meta, "resourceVersion": str(self._rv)}}
         del coll.objects[key]
+        coll.encoded.pop(meta.get("uid") or "", None)
         self._record(rt, coll, _Event(self._rv, "DELETED", last, obj))
         self._unindex(obj)
         uid = meta.get("uid")
@@ -1493,6 +1567,7 @@ class Store:
         coll.objects[key] = new
         if old is not None:
             self._unindex(old)
+            coll.encoded.pop(_meta(old).get("uid") or "", None)
         self._index(rt, key, new)
         self._record(rt, coll, _Event(self._rv, "ADDED" if old is None else "MODIFIED", new, old))
         if rt.group == _CRD_GROUP:
