@@ -1,7 +1,9 @@
-"""``python -m placer.testing serve``: run a loopback API server until interrupted.
+"""``python -m placer.testing serve|bench``: run a loopback API server, or measure one.
 
-For people (poke at it with kubectl: ``--kubeconfig-out``) and for :class:`ApiServerProcess`
-(``--ready-json --exit-on-stdin-eof``). The token comes from ``$PLACER_TESTING_TOKEN`` when set.
+``serve`` runs until interrupted, for people (poke at it with kubectl: ``--kubeconfig-out``) and
+for :class:`ApiServerProcess` (``--ready-json --exit-on-stdin-eof``); the token comes from
+``$PLACER_TESTING_TOKEN`` when set. ``bench`` prints a JSON report of request latency and
+paginated list times through the official client (see ``placer.testing._bench``).
 """
 
 from __future__ import annotations
@@ -16,6 +18,7 @@ import threading
 from collections.abc import Iterable
 from typing import Any
 
+from placer.testing._bench import run_bench
 from placer.testing._kubeconfig import write_kubeconfig
 from placer.testing._process import TOKEN_ENV, load_objects
 from placer.testing._server import ApiServer
@@ -49,7 +52,25 @@ def main(argv: list[str] | None = None) -> int:
         "--ready-json", action="store_true", help="print url/port/ca_pem as one JSON line"
     )
     serve.add_argument("--exit-on-stdin-eof", action="store_true", help="stop when stdin closes")
+    bench = sub.add_parser("bench", help="measure request latency and paginated lists")
+    bench.add_argument("--nodes", type=int, default=500, help="synthetic nodes (default 500)")
+    bench.add_argument("--pods", type=int, default=5000, help="synthetic pods (default 5000)")
+    bench.add_argument("--page", type=int, default=500, help="list page size (default 500)")
+    bench.add_argument("--requests", type=int, default=500, help="GETs timed (default 500)")
+    bench.add_argument("--repeat", type=int, default=5, help="full lists timed (default 5)")
+    bench.add_argument("--process", action="store_true", help="run the server in a child process")
     args = parser.parse_args(argv)
+    if args.command == "bench":
+        report = run_bench(
+            nodes=args.nodes,
+            pods=args.pods,
+            page=args.page,
+            requests=args.requests,
+            repeat=args.repeat,
+            process=args.process,
+        )
+        print(json.dumps(report, indent=2))
+        return 0
 
     server = ApiServer(name=args.name, token=os.environ.get(TOKEN_ENV) or None, port=args.port)
     sources: list[Iterable[dict[str, Any]]] = []
