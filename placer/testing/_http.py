@@ -38,7 +38,7 @@ import yaml
 from placer.testing._faults import Faults, RequestLog, RequestRecord
 from placer.testing._resources import ResourceType
 from placer.testing._status import StatusError
-from placer.testing._store import PATCH_CONTENT_TYPES, Store
+from placer.testing._store import PATCH_CONTENT_TYPES, ListQuery, Store
 
 __all__ = ["HttpFront", "ServerContext"]
 
@@ -398,12 +398,14 @@ class _Handler(BaseHTTPRequestHandler):
             return 200, store.do_list_json(
                 rt,
                 ns,
-                label_selector=query.get("labelSelector"),
-                field_selector=query.get("fieldSelector"),
-                limit=self._int(query, "limit"),
-                continue_token=query.get("continue") or None,
-                resource_version=query.get("resourceVersion"),
-                resource_version_match=query.get("resourceVersionMatch"),
+                ListQuery(
+                    label_selector=query.get("labelSelector"),
+                    field_selector=query.get("fieldSelector"),
+                    limit=self._int(query, "limit"),
+                    continue_token=query.get("continue") or None,
+                    resource_version=query.get("resourceVersion"),
+                    resource_version_match=query.get("resourceVersionMatch"),
+                ),
             )
         dry_run = self._dry_run(query)
         media = content_type.split(";")[0].strip().lower()

@@ -121,6 +121,18 @@ def now_rfc3339() -> str:
 
 
 @dataclass(frozen=True)
+class ListQuery:
+    """The options of a list request (query parameters of the same names)."""
+
+    label_selector: str | None = None
+    field_selector: str | None = None
+    limit: int | None = None
+    continue_token: str | None = None
+    resource_version: str | None = None
+    resource_version_match: str | None = None
+
+
+@dataclass(frozen=True)
 class WriteEvent:
     """A committed write, as reactors see it.
 
@@ -595,64 +607,14 @@ class Store:
                 raise self._not_found(rt, name)
             return self._present(rt, obj)
 
-    def do_list(
-        self,
-        rt: ResourceType,
-        namespace: str | None,
-        *,
-        label_selector: str | None = None,
-        field_selector: str | None = None,
-        limit: int | None = None,
-        continue_token: str | None = None,
-        resource_version: str | None = None,
-        resource_version_match: str | None = None,
-    ) -> JsonObj:
-        """The list body (``<Kind>List``) for a list request, with pagination."""
-        meta, page = self._list_page(
-            rt,
-            namespace,
-            label_selector,
-            field_selector,
-            limit,
-            continue_token,
-            resource_version,
-            resource_version_match,
-        )
-        if rt.builtin:
-            items = [_kindless(o) for o in page]
-        else:
-            items = [self._present(rt, o) for o in page]
-        return {
-            "kind": f"{rt.kind}List",
-            "apiVersion": rt.api_version,
-            "metadata": meta,
-            "items": items,
-        }
+    def do_list_json(self, rt: ResourceType, namespace: str | None, query: ListQuery) -> bytes:
+        """The JSON list body (``<Kind>List``) of a list request, with pagination.
 
-    def do_list_json(
-        self,
-        rt: ResourceType,
-        namespace: str | None,
-        *,
-        label_selector: str | None = None,
-        field_selector: str | None = None,
-        limit: int | None = None,
-        continue_token: str | None = None,
-        resource_version: str | None = None,
-        resource_version_match: str | None = None,
-    ) -> bytes:
-        """:meth:`do_list` serialised as JSON, reusing each stored object's cached encoding
-        (objects are immutable, so a 500-item page is a join of cached bytes)."""
-        meta, page = self._list_page(
-            rt,
-            namespace,
-            label_selector,
-            field_selector,
-            limit,
-            continue_token,
-            resource_version,
-            resource_version_match,
-        )
+        Each stored object's encoding is cached (objects are immutable), so a 500-item page is
+        a join of cached bytes. Built-in lists leave item ``kind``/``apiVersion`` out, as the
+        real server does.
+        """
+        meta, page = self._list_page(rt, namespace, query)
         head = {"kind": f"{rt.kind}List", "apiVersion": rt.api_version, "metadata": meta}
         with self._lock:
             coll = self._collection_for(rt)
@@ -673,17 +635,11 @@ class Store:
         return data
 
     def _list_page(
-        self,
-        rt: ResourceType,
-        namespace: str | None,
-        label_selector: str | None,
-        field_selector: str | None,
-        limit: int | None,
-        continue_token: str | None,
-        resource_version: str | None,
-        resource_version_match: str | None,
+        self, rt: ResourceType, namespace: str | None, query: ListQuery
     ) -> tuple[JsonObj, JsonObjs]:
-        labels, fields = LabelSelector(label_selector), FieldSelector(field_selector, rt)
+        labels = LabelSelector(query.label_selector)
+        fields = FieldSelector(query.field_selector, rt)
+        limit, continue_token = query.limit, query.continue_token
         with self._lock:
             if continue_token:
                 snap_id, start = self._decode_continue(continue_token)
@@ -692,7 +648,7 @@ class Store:
                     raise StatusError(410, _CONTINUE_EXPIRED, reason="Expired")
                 self._snapshots.move_to_end(snap_id)
             else:
-                self._check_list_rv(resource_version, resource_version_match)
+                self._check_list_rv(query.resource_version, query.resource_version_match)
                 snap_id, start = "", 0
                 snap = _Snapshot(
                     rt.storage_key,
