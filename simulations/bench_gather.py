@@ -15,7 +15,8 @@ latency, i.e. the round trip and processing time of a remote API server, added a
 the server side — not CPU):
 
 1. warm-up: gather everything once;
-2. each cluster gathered alone once; the slowest is kept;
+2. each cluster gathered alone ``--alone-runs`` times; the one with the largest median is "the
+   slowest one";
 3. ``--repeats`` rounds, interleaved: gather all, then the slowest alone; ratio of medians;
 4. snapshot build (gather all + YAML + write) ``--repeats`` times;
 5. CPU accounting of one gather-all: client process CPU and the sum of server processes' CPU —
@@ -102,10 +103,12 @@ def run_variant(args: argparse.Namespace, latency: float, workdir: Path) -> dict
 
         alone: dict[str, float] = {}
         for source in config.clusters:
-            seconds, cluster = timed(gather_cluster, source)
-            if not cluster.reachable:
-                raise SystemExit(f"{source.name}: {cluster.reason}")
-            alone[source.name] = seconds
+            runs = []
+            for _ in range(args.alone_runs):
+                seconds, cluster = timed(gather_fleet, FleetConfig((source,)))
+                check(cluster, args.nodes)
+                runs.append(seconds)
+            alone[source.name] = statistics.median(runs)
         slowest = max(alone, key=lambda name: alone[name])
         slowest_config = FleetConfig(tuple(c for c in config.clusters if c.name == slowest))
         print(f"alone: min {min(alone.values()):.3f}s, slowest {slowest} {alone[slowest]:.3f}s")
@@ -160,6 +163,10 @@ def run_variant(args: argparse.Namespace, latency: float, workdir: Path) -> dict
                 -13:
             ]
 
+        typed_vs_raw: dict[str, float] = {}
+        if latency == 0 and args.profile:
+            typed_vs_raw = compare_typed_client(kubeconfig, slowest)
+
         pods_per_cluster = (
             sum(n.requested.get("pods", 0) for n in fleet.clusters[0].nodes)
             + fleet.clusters[0].pending.count
@@ -169,7 +176,7 @@ def run_variant(args: argparse.Namespace, latency: float, workdir: Path) -> dict
             "label": "raw local servers (CPU-bound)"
             if latency == 0
             else (f"modelled server latency {latency * 1000:g} ms per request"),
-            "alone_each_s": {k: round(v, 4) for k, v in alone.items()},
+            "alone_each_median_s": {k: round(v, 4) for k, v in alone.items()},
             "slowest": slowest,
             "gather_all_s": [round(t, 4) for t in all_times],
             "slowest_alone_s": [round(t, 4) for t in slow_times],
@@ -196,10 +203,40 @@ def run_variant(args: argparse.Namespace, latency: float, workdir: Path) -> dict
             "tracemalloc_peak_mib_gather_and_snapshot": round(traced_peak / 2**20, 1),
             "non_terminal_pods_first_cluster": pods_per_cluster,
             "profile_one_cluster_tottime": profile_top,
+            "typed_vs_raw_pod_list_one_request": typed_vs_raw,
         }
     finally:
         for server in servers:
             server.stop()
+
+
+def compare_typed_client(kubeconfig: Path, context: str) -> dict[str, float]:
+    """One unpaginated list of the non-terminal pods of one cluster: the official typed client
+    (pydantic models) against placer's raw-JSON client, best of 3 each."""
+    from kubernetes import client as k8s
+    from kubernetes import config as k8s_config
+
+    from placer.fleet.capacity import NON_TERMINAL_PODS
+    from placer.kube import load_kubeconfigs, open_client
+
+    api = k8s_config.new_client_from_config(
+        config_file=str(kubeconfig), context=context, persist_config=False
+    )
+    typed, raw = [], []
+    with open_client(load_kubeconfigs([kubeconfig]), context) as kube:
+        for _ in range(3):
+            seconds, _ = timed(
+                lambda: k8s.CoreV1Api(api).list_pod_for_all_namespaces(
+                    field_selector=NON_TERMINAL_PODS
+                )
+            )
+            typed.append(seconds)
+            seconds, _ = timed(
+                lambda: kube.list("v1", "Pod", field_selector=NON_TERMINAL_PODS, page_size=10**6)
+            )
+            raw.append(seconds)
+    api.close()
+    return {"typed_client_s": round(min(typed), 3), "raw_json_client_s": round(min(raw), 3)}
 
 
 def machine() -> dict[str, Any]:
@@ -254,7 +291,13 @@ def markdown(report: dict[str, Any]) -> str:
             f"{cpu['client_cpu_s']:.2f} s / {cpu['servers_cpu_s']:.2f} s | "
             f"{v['tracemalloc_peak_mib_gather_and_snapshot']:.0f} MiB |"
         )
-    lines += ["", f"Peak RSS of the benchmark process: {report['peak_rss_mib']:.0f} MiB.", ""]
+    before, after = report["load_average_before_after"]
+    lines += [
+        "",
+        f"Peak RSS of the benchmark process: {report['peak_rss_mib']:.0f} MiB. "
+        f"1-minute load average before/after: {before} / {after} (other jobs share the machine).",
+        "",
+    ]
     return "\n".join(lines)
 
 
@@ -269,15 +312,19 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--pods", type=int, default=5000)
     parser.add_argument("--repeats", type=int, default=5)
     parser.add_argument(
+        "--alone-runs", type=int, default=3, help="runs per cluster alone (median picks slowest)"
+    )
+    parser.add_argument(
         "--latency",
         type=float,
         action="append",
-        help="per-request server latency in seconds (repeatable; default: 0 and 0.05)",
+        help="per-request server latency in seconds (repeatable; default: 0, 0.05, 0.1)",
     )
     parser.add_argument("--no-profile", dest="profile", action="store_false")
     parser.add_argument("--out", type=Path, default=RESULTS / "bench_gather.json")
     args = parser.parse_args(argv)
-    latencies = args.latency or [0.0, 0.05]
+    latencies = args.latency or [0.0, 0.05, 0.1]
+    load_before = os.getloadavg()
     with tempfile.TemporaryDirectory() as tmp:
         variants = [run_variant(args, latency, Path(tmp)) for latency in latencies]
     report = {
@@ -290,6 +337,7 @@ def main(argv: list[str] | None = None) -> int:
         "repeats": args.repeats,
         "variants": variants,
         "peak_rss_mib": resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024,
+        "load_average_before_after": [round(load_before[0], 2), round(os.getloadavg()[0], 2)],
     }
     args.out.parent.mkdir(parents=True, exist_ok=True)
     args.out.write_text(json.dumps(report, indent=2) + "\n", encoding="utf-8")

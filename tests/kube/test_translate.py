@@ -109,3 +109,15 @@ def test_transport_failures_become_unreachable() -> None:
 
 def test_other_exceptions_are_not_translated() -> None:
     assert error_from_exception(KeyError("x")) is None
+
+
+def test_official_client_exceptions_are_translated_too() -> None:
+    from kubernetes.client.exceptions import ApiException
+
+    answered = ApiException(status=404, reason="Not Found")
+    answered.body = status(404, "NotFound", 'pods "x" not found').decode()
+    error = error_from_exception(answered, cluster="east", action="get pods/x")
+    assert isinstance(error, NotFoundError) and error.status_message == 'pods "x" not found'
+    no_answer = ApiException(status=0, reason="SSLError\n[SSL: CERTIFICATE_VERIFY_FAILED] boom")
+    error = error_from_exception(no_answer, cluster="east")
+    assert isinstance(error, ClusterUnreachableError) and error.reason == "TLSError"
