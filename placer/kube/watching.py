@@ -13,8 +13,8 @@ The rules (the same as kopf's, and as client-go's reflector):
    too old; go back to 1 (a new :class:`Listed`).
 6. Any other ``ERROR`` event is fatal: it is raised as the matching :class:`KubeError`.
 7. Unknown event types and undecodable lines are logged and skipped.
-8. Transport failures are retried with backoff (``WatchSettings.max_reconnects`` in a row),
-   resuming from the latest RV.
+8. Transport failures of lists and watches are retried with backoff
+   (``WatchSettings.max_reconnects`` in a row); a watch resumes from the latest RV.
 
 :class:`WatchState` is the pure part (rules 2, 3, 5, 6, 7 on decoded events) and
 :func:`iter_lines` splits a chunked stream into lines; :class:`Watcher` drives them over a
@@ -40,7 +40,7 @@ from placer.kube.settings import WatchSettings
 from placer.kube.translate import error_from_status
 
 if TYPE_CHECKING:
-    from placer.kube.client import KubeClient
+    from placer.kube.client import KubeClient, ObjectList
 
 __all__ = ["Action", "Listed", "WatchEvent", "WatchState", "Watcher", "iter_lines"]
 
@@ -195,18 +195,34 @@ class Watcher:
 
     def __iter__(self) -> Iterator[Listed | WatchEvent]:
         while not self.stopped:
-            listed = self.client.list(
-                self.api_version,
-                self.kind,
-                namespace=self.namespace,
-                label_selector=self.label_selector,
-                field_selector=self.field_selector,
-            )
-            self.state.resource_version = listed.resource_version
-            if self.stopped:
+            listed = self._list()
+            if listed is None:
                 return
+            self.state.resource_version = listed.resource_version
             yield Listed(listed.items, listed.resource_version)
             yield from self._watch_until_gone()
+
+    def _list(self) -> ObjectList | None:
+        """The full list, retried like a watch on transport failures; ``None`` once stopped."""
+        failures = 0
+        delay = self.settings.reconnect_backoff
+        while not self.stopped:
+            try:
+                return self.client.list(
+                    self.api_version,
+                    self.kind,
+                    namespace=self.namespace,
+                    label_selector=self.label_selector,
+                    field_selector=self.field_selector,
+                )
+            except ClusterUnreachableError as err:
+                failures += 1
+                if failures > self.settings.max_reconnects:
+                    raise
+                log.warning("cluster %s: list failed (%s); retrying", self.client.name, err)
+                self._stop.wait(delay)
+                delay = min(delay * 2, 30.0)
+        return None
 
     def _watch_until_gone(self) -> Iterator[WatchEvent]:
         """Watch from the latest RV until 410 (return) or stop; reconnect on failures."""

@@ -244,3 +244,18 @@ def _wait(condition: Callable[[], bool], timeout: float = 10.0) -> None:
             return
         event.wait(0.02)
     raise AssertionError("condition not met in time")
+
+
+def test_watch_retries_the_list_while_the_server_is_down(
+    client: KubeClient, server: ApiServer
+) -> None:
+    server.stop()
+    restart = threading.Timer(0.3, server.start)
+    restart.start()
+    watcher = client.watch(
+        "v1", "Namespace", settings=WatchSettings(server_timeout=5, reconnect_backoff=0.1)
+    )
+    first = next(iter(watcher))
+    watcher.stop()
+    restart.join()
+    assert isinstance(first, Listed) and "default" in {o["metadata"]["name"] for o in first.items}
