@@ -1,0 +1,210 @@
+"""Fault injection and request recording for the loopback API server.
+
+Tests of multi-cluster code need clusters that misbehave in controlled ways: a slow cluster
+(:attr:`Faults.latency`), a cluster that answers the next N matching requests with an error
+Status (:meth:`Faults.fail`: 403, 429 with ``Retry-After``, 500, ...), or drops the connection
+without answering (:meth:`Faults.drop`). An unreachable cluster is a stopped server
+(:meth:`ApiServer.stop`; :meth:`ApiServer.start` brings it back on the same port). Denials that
+depend on the object written belong in admission callbacks (:meth:`Store.add_admission`).
+
+Every request is recorded (:class:`RequestRecord`) so tests can assert how a client talked to the
+server: that it paginated, which field manager it used, how many requests a gather took.
+"""
+
+from __future__ import annotations
+
+import threading
+from collections import deque
+from collections.abc import Mapping
+from dataclasses import dataclass, field
+
+__all__ = ["FailureRule", "Faults", "RequestRecord"]
+
+
+@dataclass(frozen=True)
+class RequestRecord:
+    """One request as the server saw it.
+
+    Attributes:
+        method: HTTP method.
+        path: URL path (no query).
+        query: query parameters (last value wins).
+        verb: Kubernetes verb (``get``, ``list``, ``watch``, ``create``, ``update``, ``patch``,
+            ``delete``, ``deletecollection``); ``get`` for discovery.
+        resource: resource plural (``pods``), ``None`` for discovery and other non-resource paths.
+        subresource: ``status`` or ``None``.
+        namespace: request namespace or ``None``.
+        name: object name or ``None``.
+        code: HTTP status code answered (``0`` when the connection was dropped).
+        user_agent: the client's ``User-Agent``.
+        content_type: the request ``Content-Type`` (``""`` when absent).
+    """
+
+    method: str
+    path: str
+    query: Mapping[str, str]
+    verb: str
+    resource: str | None
+    subresource: str | None
+    namespace: str | None
+    name: str | None
+    code: int
+    user_agent: str
+    content_type: str
+
+
+@dataclass
+class FailureRule:
+    """An injected failure: which requests it hits, how often, and what they get.
+
+    ``code`` ``None`` means the connection is dropped without an answer. ``remaining`` counts
+    down per hit; ``None`` means until :meth:`Faults.clear`.
+    """
+
+    code: int | None
+    verb: str | None = None
+    resource: str | None = None
+    namespace: str | None = None
+    name: str | None = None
+    remaining: int | None = 1
+    reason: str | None = None
+    message: str | None = None
+    retry_after: int | None = None
+    hits: int = field(default=0)
+
+    def matches(
+        self,
+        verb: str,
+        resource: str | None,
+        group: str,
+        subresource: str | None,
+        namespace: str | None,
+        name: str | None,
+    ) -> bool:
+        """Whether a request with these coordinates is hit by this rule."""
+        if self.verb is not None and self.verb != verb:
+            return False
+        if self.resource is not None:
+            if resource is None:
+                return False
+            names = {resource, f"{resource}.{group}" if group else resource}
+            if subresource:
+                names = {f"{n}/{subresource}" for n in names}
+            if self.resource not in names:
+                return False
+        if self.namespace is not None and self.namespace != namespace:
+            return False
+        return self.name is None or self.name == name
+
+
+class Faults:
+    """The faults a server injects; thread-safe, changeable while the server runs."""
+
+    def __init__(self) -> None:
+        self._lock = threading.Lock()
+        self._rules: list[FailureRule] = []
+        self.latency: float = 0.0
+        """Seconds every request waits before it is handled (a slow cluster). Stopping the
+        server interrupts the wait."""
+
+    def fail(
+        self,
+        code: int = 500,
+        *,
+        times: int | None = 1,
+        verb: str | None = None,
+        resource: str | None = None,
+        namespace: str | None = None,
+        name: str | None = None,
+        reason: str | None = None,
+        message: str | None = None,
+        retry_after: int | None = None,
+    ) -> FailureRule:
+        """Answer the next ``times`` matching requests (``None``: all) with an error Status.
+
+        Args:
+            code: HTTP code; the Status reason defaults to the real one for the code.
+            times: how many requests to fail; ``None`` for every one until :meth:`clear`.
+            verb: only this verb (``list``, ``get``, ``create``, ``patch``, ``watch``, ...).
+            resource: only this resource: ``pods``, ``jobsets.jobset.x-k8s.io``,
+                ``pods/status``.
+            namespace: only requests in this namespace.
+            name: only requests for this object name.
+            reason: Status reason override.
+            message: Status message (default: a generic one naming the fault).
+            retry_after: seconds for ``Retry-After`` (with 429/503).
+
+        Returns:
+            The rule (its ``hits`` counts the requests it failed).
+        """
+        rule = FailureRule(
+            code, verb, resource, namespace, name, times, reason, message, retry_after
+        )
+        with self._lock:
+            self._rules.append(rule)
+        return rule
+
+    def drop(
+        self,
+        *,
+        times: int | None = 1,
+        verb: str | None = None,
+        resource: str | None = None,
+        namespace: str | None = None,
+        name: str | None = None,
+    ) -> FailureRule:
+        """Close the connection of the next ``times`` matching requests without answering."""
+        rule = FailureRule(None, verb, resource, namespace, name, times)
+        with self._lock:
+            self._rules.append(rule)
+        return rule
+
+    def clear(self) -> None:
+        """Remove every failure rule and the latency."""
+        with self._lock:
+            self._rules.clear()
+            self.latency = 0.0
+
+    def take(
+        self,
+        verb: str,
+        resource: str | None,
+        group: str,
+        subresource: str | None,
+        namespace: str | None,
+        name: str | None,
+    ) -> FailureRule | None:
+        """The first rule hitting this request (counted as a hit), or ``None``."""
+        with self._lock:
+            for rule in self._rules:
+                if rule.remaining == 0 or not rule.matches(
+                    verb, resource, group, subresource, namespace, name
+                ):
+                    continue
+                rule.hits += 1
+                if rule.remaining is not None:
+                    rule.remaining -= 1
+                if rule.remaining == 0:
+                    self._rules.remove(rule)
+                return rule
+        return None
+
+
+class RequestLog:
+    """The most recent requests (bounded), thread-safe."""
+
+    def __init__(self, size: int = 10_000) -> None:
+        self._lock = threading.Lock()
+        self._records: deque[RequestRecord] = deque(maxlen=size)
+
+    def add(self, record: RequestRecord) -> None:
+        with self._lock:
+            self._records.append(record)
+
+    def snapshot(self) -> list[RequestRecord]:
+        with self._lock:
+            return list(self._records)
+
+    def clear(self) -> None:
+        with self._lock:
+            self._records.clear()
