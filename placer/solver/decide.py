@@ -34,7 +34,7 @@ __all__ = ["MODES", "SOLVERS", "solve"]
 SOLVERS = ("cpsat", *RULES)
 MODES = ("batch", "online")
 #: share of the time limit kept for realisation checks and explanations after CP-SAT.
-_RESERVE = 0.3
+_RESERVE = 0.12
 
 
 def solve(
@@ -247,7 +247,7 @@ def _explain(
             if name not in problem.states:
                 texts[name] = "the cluster has no nodes"
                 continue
-            before = why_not(problem.states[name], unit)
+            before = why_not(problem.states[name], unit, try_pack=False)
             if before is not None:
                 texts[name] = before
                 continue

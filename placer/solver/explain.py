@@ -46,8 +46,11 @@ def _component(run: PodRun) -> str:
     return f"component {quote(run.component.label)}"
 
 
-def why_not(state: ClusterState, unit: Unit) -> str | None:
-    """The reason ``unit`` cannot be placed on ``state`` now, or ``None`` (see module doc)."""
+def why_not(state: ClusterState, unit: Unit, *, try_pack: bool = True) -> str | None:
+    """The reason ``unit`` cannot be placed on ``state`` now, or ``None`` (see module doc).
+
+    ``try_pack=False`` skips the last, costly check (a trial packing).
+    """
     for run in unit.runs:
         reason = _no_eligible_node(state, run)
         if reason:
@@ -67,6 +70,8 @@ def why_not(state: ClusterState, unit: Unit) -> str | None:
                 f"only {fit} of the {run.count} pods of {_component(run)} fit on the nodes' "
                 "free capacity"
             )
+    if not try_pack:
+        return None
     mark = state.mark()
     result = pack(state, unit.runs)
     state.undo(mark)

@@ -22,6 +22,7 @@ from dataclasses import dataclass
 
 import numpy as np
 
+from placer.solver.capacity import infeasible_alone
 from placer.solver.fragmentation import Mix
 from placer.solver.packer import Packed, PackFailure, pack
 from placer.solver.problem import Unit
@@ -101,6 +102,9 @@ def choose_and_pack(
     candidates = [c for c in order if c in states]
     if rule == "greedy":
         for name in candidates:
+            state = states[name]
+            if not totals_fit(state, unit) or (unit.pods > 4 and infeasible_alone(state, unit)):
+                continue
             result = pack(states[name], unit.runs, scoring=unit.scoring, mix=mix)
             if isinstance(result, Packed):
                 return Choice(cluster=name, packed=result)

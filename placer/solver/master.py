@@ -28,7 +28,10 @@ __all__ = ["CPSAT_WORKERS", "DETERMINISTIC_PER_SECOND", "MAX_ROUNDS", "LevelResu
 CPSAT_WORKERS = 2
 #: CP-SAT's deterministic time units granted per second of the time limit. The search is
 #: stopped by deterministic time (reproducible), and by wall time only as a safety net.
-DETERMINISTIC_PER_SECOND = 1.0
+DETERMINISTIC_PER_SECOND = 0.4
+#: masters with at most this many variables get CP-SAT's full (proving) search; larger ones
+#: large-neighbourhood search from the hint only (full search is too slow to start there).
+SMALL_MODEL = 400
 #: master solve / realise / cut rounds at most.
 MAX_ROUNDS = 4
 
@@ -108,10 +111,12 @@ def solve_level(
                 continue
             x[(unit.index, name)] = model.new_bool_var(f"x{unit.index}_{name}")
             by_cluster[name].append(unit)
-    for unit in units:
-        options = [v for (u, _), v in x.items() if u == unit.index]
-        if len(options) > 1:
-            model.add_at_most_one(options)
+    options: dict[int, list[cp_model.IntVar]] = {}
+    for (u, _), var in x.items():
+        options.setdefault(u, []).append(var)
+    for variables in options.values():
+        if len(variables) > 1:
+            model.add_at_most_one(variables)
     for name, members in by_cluster.items():
         for row in cluster_rows(states[name], members, node_aware=True):
             model.add(sum(x[(u, name)] * a for u, a in row.coef.items()) <= row.rhs)
@@ -132,10 +137,16 @@ def solve_level(
         remaining = deadline - time.perf_counter()
         if remaining <= 0.01:
             break
-        budget = seconds * (0.6 if round_index == 0 else 0.4 / (MAX_ROUNDS - 1))
+        # the first round gets most of what is left; later rounds share the rest
+        budget = remaining * (0.7 if round_index == 0 else 1.0 / (MAX_ROUNDS - round_index))
         solver = cp_model.CpSolver()
         solver.parameters.num_workers = CPSAT_WORKERS
         solver.parameters.interleave_search = CPSAT_WORKERS > 1
+        if len(x) > SMALL_MODEL:
+            # improve the hint by large-neighbourhood search in small deterministic steps
+            solver.parameters.use_lns_only = True
+            solver.parameters.lns_initial_deterministic_limit = 0.01
+            solver.parameters.interleave_batch_size = 2
         solver.parameters.random_seed = seed
         solver.parameters.max_deterministic_time = max(0.01, budget * DETERMINISTIC_PER_SECOND)
         solver.parameters.max_time_in_seconds = max(0.01, remaining)
@@ -143,7 +154,7 @@ def solve_level(
         result.rounds = round_index + 1
         if status not in (cp_model.OPTIMAL, cp_model.FEASIBLE):
             break
-        if round_index == 0:
+        if round_index == 0 and len(x) <= SMALL_MODEL:
             result.bound = solver.best_objective_bound / scale
         assignment: dict[str, list[Unit]] = {name: [] for name in states}
         for (u, c), var in x.items():

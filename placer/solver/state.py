@@ -144,6 +144,8 @@ class ClusterState:
         #: fragmentation per node under ``frag_mix`` (kept by the packer's fgd scoring).
         self.frag_cache: npt.NDArray[np.float64] | None = None
         self.frag_mix: object = None
+        #: unit index -> "cannot fit even alone" on the pristine state (kept by capacity).
+        self.alone: dict[int, bool] = {}
 
     def __len__(self) -> int:
         return len(self.nodes)
