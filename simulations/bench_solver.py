@@ -33,7 +33,6 @@ import json
 import os
 import platform
 import random
-import statistics
 import sys
 import time
 from collections.abc import Sequence
