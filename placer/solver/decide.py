@@ -28,6 +28,7 @@ from placer.solver.heuristics import RULES, choose_and_pack
 from placer.solver.master import Placed, ffd_key, solve_level
 from placer.solver.packer import Packed, pack
 from placer.solver.problem import Problem, Unit, build_problem
+from placer.solver.state import ClusterState
 
 __all__ = ["MODES", "SOLVERS", "solve"]
 
@@ -72,6 +73,7 @@ def solve(
     if not time_limit > 0:
         raise ValueError(f"the time limit must be positive, got {time_limit!r}")
     problem = build_problem(workloads, fleet, policies, mix=pod_mix)
+    pristine = {name: state.copy() for name, state in problem.states.items()}
     for unit in problem.units:
         if unit.objective == "spread":
             unit.scoring = "spread"
@@ -96,7 +98,7 @@ def solve(
     else:
         placed = _batch_rule(problem, live, solver, failures)
         status = "feasible"
-    reasons = _explain(problem, placed, failures, solver, mode)
+    reasons = _explain(problem, pristine, placed, failures, solver, mode)
     return _decision(problem, placed, reasons, solver, mode, status, started, bound)
 
 
@@ -210,6 +212,7 @@ def _batch_cpsat(
 
 def _explain(
     problem: Problem,
+    pristine: dict[str, ClusterState],
     placed: Placed,
     failures: dict[int, dict[str, str]],
     solver: str,
@@ -230,8 +233,6 @@ def _explain(
             for name in unit.rank
             if name in problem.states
         }
-    for state in problem.states.values():
-        state.undo(0)
     reasons: dict[int, dict[str, str]] = {}
     for unit in unplaced:
         texts: dict[str, str] = {}
@@ -247,7 +248,7 @@ def _explain(
             if name not in problem.states:
                 texts[name] = "the cluster has no nodes"
                 continue
-            before = why_not(problem.states[name], unit, try_pack=False)
+            before = why_not(pristine[name], unit, try_pack=False)
             if before is not None:
                 texts[name] = before
                 continue

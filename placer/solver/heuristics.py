@@ -44,8 +44,8 @@ class Choice:
 
 
 def _totals(state: ClusterState) -> tuple[np.ndarray, int]:
-    usable = state.usable
-    return state.free[usable].sum(axis=0), int(state.devfree[usable].sum())
+    free, gpu, _ = state.totals()
+    return free, gpu
 
 
 def _demand(state: ClusterState, unit: Unit) -> tuple[np.ndarray, int]:

@@ -70,9 +70,11 @@ def _apply(states: dict[str, ClusterState], placed: Placed) -> None:
             state.place(run.shape, node, devices)
 
 
-def _greedy(units: Sequence[Unit], states: dict[str, ClusterState], mix: Mix | None) -> Placed:
+def _greedy(
+    units: Sequence[Unit], states: dict[str, ClusterState], mix: Mix | None, *, ffd: bool = True
+) -> Placed:
     placed: Placed = []
-    for unit in sorted(units, key=ffd_key):
+    for unit in sorted(units, key=ffd_key) if ffd else units:
         choice = choose_and_pack("greedy", unit, states, unit.allowed(), mix=mix)
         if choice.packed is not None and choice.cluster is not None:
             placed.append((unit, choice.cluster, choice.packed))
@@ -95,8 +97,15 @@ def solve_level(
         for name, state in states.items():
             state.undo(marks[name])
 
+    # the hint: the better of two node-aware greedy passes, largest first (the ``greedy``
+    # baseline) and in arrival order (small units first often pack tighter)
     greedy = _greedy(units, states, mix)
     reset()
+    if len(greedy) < len(units):
+        arrival = _greedy(units, states, mix, ffd=False)
+        reset()
+        if _value(arrival) > _value(greedy):
+            greedy = arrival
     if len(greedy) == len(units) and all(u.rank[c] == 0 for u, c, _ in greedy):
         _apply(states, greedy)
         return LevelResult(placed=greedy, status="optimal", notes=["greedy placed all"])
