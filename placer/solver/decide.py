@@ -24,7 +24,7 @@ from placer.policy import PlacementPolicy
 from placer.quantity import GPU
 from placer.solver.bounds import lp_bounds
 from placer.solver.explain import why_not
-from placer.solver.heuristics import RULES, choose_and_pack
+from placer.solver.heuristics import RULES, choose_and_pack, failure_basis
 from placer.solver.master import Placed, ffd_key, solve_level
 from placer.solver.packer import Packed, pack
 from placer.solver.problem import Problem, Unit, build_problem
@@ -189,10 +189,11 @@ def _batch_cpsat(
     remaining_units = len(live)
     for level in levels:
         members = [u for u in live if u.priority == level]
-        left = time_limit * (1 - _RESERVE) - (time.perf_counter() - started)
-        seconds = max(0.02, left * len(members) / remaining_units)
+        now = time.perf_counter()
+        left = started + time_limit * (1 - _RESERVE) - now
+        deadline = now + max(0.0, left) * len(members) / remaining_units
         remaining_units -= len(members)
-        result = solve_level(members, problem.states, seconds=seconds, seed=seed, mix=problem.mix)
+        result = solve_level(members, problem.states, deadline=deadline, seed=seed, mix=problem.mix)
         placed += result.placed
         statuses.append(result.status)
         if len(levels) == 1:
@@ -241,10 +242,11 @@ def _explain(
             if name in unit.excluded:
                 texts[name] = unit.excluded[name]
                 continue
-            if name in failures.get(unit.index, {}):
-                texts[name] = failures[unit.index][name]
-                continue
             now = final[unit.index].get(name)
+            if name in failures.get(unit.index, {}):
+                failure = failures[unit.index][name]
+                texts[name] = f"{failure_basis(failure)}, but {now}" if now else failure
+                continue
             if name not in problem.states:
                 texts[name] = "the cluster has no nodes"
                 continue

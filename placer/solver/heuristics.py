@@ -28,7 +28,7 @@ from placer.solver.packer import Packed, PackFailure, pack
 from placer.solver.problem import Unit
 from placer.solver.state import ClusterState
 
-__all__ = ["RULES", "Choice", "choose_and_pack", "totals_fit"]
+__all__ = ["RULES", "Choice", "choose_and_pack", "failure_basis", "totals_fit"]
 
 RULES = ("greedy", "first-fit", "best-fit", "worst-fit", "karmada")
 
@@ -134,9 +134,15 @@ def choose_and_pack(
 
 
 def _failure_text(rule: str, failure: PackFailure) -> str:
+    """What went wrong; the decision adds the node-level reason after ``but``."""
     basis = "its node-by-node estimate" if rule == "karmada" else "cluster totals"
     run = failure.run
     return (
         f"{rule} chose this cluster on {basis}, but only {failure.placed} of the "
         f'{run.count} pods of component "{run.component.label}" found a node'
     )
+
+
+def failure_basis(text: str) -> str:
+    """The ``<rule> chose this cluster on <basis>`` part of a failure text."""
+    return text.split(", but ", 1)[0]

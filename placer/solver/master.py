@@ -70,12 +70,26 @@ def _apply(states: dict[str, ClusterState], placed: Placed) -> None:
             state.place(run.shape, node, devices)
 
 
+def _most_free(unit: Unit, states: dict[str, ClusterState]) -> list[str]:
+    """Allowed clusters by preference rank, then most free GPU first (spread)."""
+    return sorted(
+        (c for c in unit.allowed() if c in states),
+        key=lambda c: (unit.rank[c], -states[c].totals()[1], c),
+    )
+
+
 def _greedy(
-    units: Sequence[Unit], states: dict[str, ClusterState], mix: Mix | None, *, ffd: bool = True
+    units: Sequence[Unit],
+    states: dict[str, ClusterState],
+    mix: Mix | None,
+    *,
+    ffd: bool = True,
+    spread: bool = False,
 ) -> Placed:
     placed: Placed = []
     for unit in sorted(units, key=ffd_key) if ffd else units:
-        choice = choose_and_pack("greedy", unit, states, unit.allowed(), mix=mix)
+        order = _most_free(unit, states) if spread else unit.allowed()
+        choice = choose_and_pack("greedy", unit, states, order, mix=mix)
         if choice.packed is not None and choice.cluster is not None:
             placed.append((unit, choice.cluster, choice.packed))
     return placed
@@ -85,7 +99,7 @@ def solve_level(
     units: Sequence[Unit],
     states: dict[str, ClusterState],
     *,
-    seconds: float,
+    deadline: float,
     seed: int,
     mix: Mix | None,
 ) -> LevelResult:
@@ -101,11 +115,15 @@ def solve_level(
     # baseline) and in arrival order (small units first often pack tighter)
     greedy = _greedy(units, states, mix)
     reset()
-    if len(greedy) < len(units):
-        arrival = _greedy(units, states, mix, ffd=False)
+    one_pass = time.perf_counter() - started
+    alternatives = ({"ffd": False}, {"ffd": False, "spread": True}, {"spread": True})
+    for variant in alternatives:
+        if len(greedy) == len(units) or time.perf_counter() + 3 * one_pass > deadline:
+            break
+        other = _greedy(units, states, mix, **variant)
         reset()
-        if _value(arrival) > _value(greedy):
-            greedy = arrival
+        if _value(other) > _value(greedy):
+            greedy = other
     if len(greedy) == len(units) and all(u.rank[c] == 0 for u, c, _ in greedy):
         _apply(states, greedy)
         return LevelResult(placed=greedy, status="optimal", notes=["greedy placed all"])
@@ -141,10 +159,10 @@ def solve_level(
     best: Placed = greedy
     result = LevelResult(placed=greedy, status="fallback")
     cuts = 0
-    deadline = started + seconds
     for round_index in range(MAX_ROUNDS):
-        remaining = deadline - time.perf_counter()
-        if remaining <= 0.01:
+        # keep one greedy pass worth of time to realise the answer
+        remaining = deadline - time.perf_counter() - 1.5 * one_pass
+        if remaining <= 0.02:
             break
         # the first round gets most of what is left; later rounds share the rest
         budget = remaining * (0.7 if round_index == 0 else 1.0 / (MAX_ROUNDS - round_index))

@@ -211,6 +211,36 @@ class ClusterState:
         result: IntArray = np.where(self.eligible(shape), np.maximum(most, 0), 0)
         return result
 
+    def place_many(self, shape: PodShape, node: int, count: int) -> list[tuple[int, ...]]:
+        """``count`` pods of ``shape`` on ``node`` in one step (one journal entry)."""
+        self._journal.append((node, self.free[node].copy(), self.dev[node].copy()))
+        self.changed.add(node)
+        self.version += 1
+        self.free[node] -= shape.req * count
+        if not (shape.gpus or shape.share):
+            return [()] * count
+        row = self.dev[node].tolist()
+        result = [self._devices(row, shape) for _ in range(count)]
+        self.dev[node] = row
+        self.full[node] = row.count(1000)
+        self.devfree[node] = sum(d for d in row if d > 0)
+        return result
+
+    @staticmethod
+    def _devices(row: list[int], shape: PodShape) -> tuple[int, ...]:
+        """Take one pod's devices from ``row`` (changed in place); see ``place``."""
+        used: tuple[int, ...] = ()
+        if shape.gpus:
+            idle = [i for i, d in enumerate(row) if d == 1000][: shape.gpus]
+            for i in idle:
+                row[i] = 0
+            used = tuple(idle)
+        if shape.share:
+            best = min((d, i) for i, d in enumerate(row) if d >= shape.share)[1]
+            row[best] -= shape.share
+            used = (*used, best)
+        return used
+
     def place(
         self, shape: PodShape, node: int, devices: tuple[int, ...] | None = None
     ) -> tuple[int, ...]:
@@ -236,15 +266,7 @@ class ClusterState:
                 row[devices[-1]] -= shape.share
             used = devices
         else:
-            if shape.gpus:
-                idle = [i for i, d in enumerate(row) if d == 1000][: shape.gpus]
-                for i in idle:
-                    row[i] = 0
-                used = tuple(idle)
-            if shape.share:
-                best = min((d, i) for i, d in enumerate(row) if d >= shape.share)[1]
-                row[best] -= shape.share
-                used = (*used, best)
+            used = self._devices(row, shape)
         self.dev[node] = row
         self.full[node] = row.count(1000)
         self.devfree[node] = sum(d for d in row if d > 0)
