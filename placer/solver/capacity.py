@@ -21,7 +21,7 @@ than the nodes' free blocks hold — Karmada's accurate estimate) get no variabl
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 
 import numpy as np
@@ -35,6 +35,8 @@ __all__ = ["Row", "cluster_rows", "infeasible_alone"]
 MAX_SUBSETS = 6
 #: cpu/memory slot thresholds per subset (largest distinct pod sizes).
 SLOT_SIZES = 3
+#: pod shapes (the most frequent) that get a dominance slot cut per subset.
+DOMINANCE_SHAPES = 8
 
 
 @dataclass(frozen=True)
@@ -140,6 +142,7 @@ def _subset_rows(
         return rows
 
     def add(what: str, rhs: int, per_pod: IntArray) -> None:
+        nonlocal rows
         amounts = per_pod * runs.count
         if int(amounts.sum()) <= rhs:
             return  # cannot bind: even every unit together fits
@@ -164,6 +167,7 @@ def _subset_rows(
                 int((dev > threshold).sum()),
                 runs.gpus + (runs.share > threshold),
             )
+    rows += _dominance_rows(state, runs, mask, add)
     for k in (0, 1):  # cpu, memory
         sizes = sorted({int(a) for a in runs.req[:, k] if a > 0})
         for size in sizes[-SLOT_SIZES:]:
@@ -173,3 +177,43 @@ def _subset_rows(
                 runs.req[:, k] // size,
             )
     return rows
+
+
+def _dominance_rows(
+    state: ClusterState, runs: _Runs, mask: BoolArray, add: Callable[[str, int, IntArray], None]
+) -> list[Row]:
+    """Shape cuts: pods that need at least shape ``s`` in every resource each take one of the
+    copies of ``s`` the nodes hold, so ``Σ_{r ⪰ s} n_r x ≤ Σ_n copies_n(s)``. For the
+    ``DOMINANCE_SHAPES`` shapes with the most pods."""
+    weights: dict[int, int] = {}
+    first: dict[int, int] = {}
+    keys = [
+        hash((runs.req[i].tobytes(), int(runs.gpus[i]), int(runs.share[i])))
+        for i in range(len(runs.owner))
+    ]
+    for i, key in enumerate(keys):
+        weights[key] = weights.get(key, 0) + int(runs.count[i])
+        first.setdefault(key, i)
+    chosen = sorted(weights, key=lambda k: (-weights[k], first[k]))[:DOMINANCE_SHAPES]
+    for key in chosen:
+        i = first[key]
+        req, gpus, share = runs.req[i], int(runs.gpus[i]), int(runs.share[i])
+        positive = req > 0
+        most = (state.free[mask][:, positive] // req[positive]).min(axis=1)
+        dev = state.dev[mask]
+        if gpus:
+            most = np.minimum(most, (dev == 1000).sum(axis=1) // gpus)
+        if share:
+            most = np.minimum(most, (np.maximum(dev, 0) // share).sum(axis=1))
+        dominates = (runs.req >= req).all(axis=1)
+        if gpus:
+            dominates &= runs.gpus >= gpus
+        elif share:
+            # a whole GPU or a larger share also needs a device with >= share free
+            dominates &= (runs.gpus > 0) | (runs.share >= share)
+        add(
+            f"slots of a {gpus or share / 1000:g}-GPU pod shape",
+            int(np.maximum(most, 0).sum()),
+            dominates.astype(np.int64),
+        )
+    return []

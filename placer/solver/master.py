@@ -9,6 +9,7 @@ only ever gets what the higher ones left (priorities are strictly lexicographic)
 from __future__ import annotations
 
 import time
+from typing import Any
 from collections.abc import Sequence
 from dataclasses import dataclass, field
 
@@ -70,11 +71,17 @@ def _apply(states: dict[str, ClusterState], placed: Placed) -> None:
             state.place(run.shape, node, devices)
 
 
-def _most_free(unit: Unit, states: dict[str, ClusterState]) -> list[str]:
-    """Allowed clusters by preference rank, then most free GPU first (spread)."""
+def _most_room(unit: Unit, states: dict[str, ClusterState]) -> list[str]:
+    """Allowed clusters by preference rank, then most room for the unit's largest pods first
+    (Karmada's estimate: copies that fit node by node)."""
+    run = min(unit.runs, key=lambda r: (-r.shape.milli, -int(r.shape.req[0])))
+
+    def room(name: str) -> int:
+        state = states[name]
+        return int(state.copies_all(run.shape)[state.usable].sum())
+
     return sorted(
-        (c for c in unit.allowed() if c in states),
-        key=lambda c: (unit.rank[c], -states[c].totals()[1], c),
+        (c for c in unit.allowed() if c in states), key=lambda c: (unit.rank[c], -room(c), c)
     )
 
 
@@ -85,11 +92,12 @@ def _greedy(
     *,
     ffd: bool = True,
     spread: bool = False,
+    rule: str = "greedy",
 ) -> Placed:
     placed: Placed = []
     for unit in sorted(units, key=ffd_key) if ffd else units:
-        order = _most_free(unit, states) if spread else unit.allowed()
-        choice = choose_and_pack("greedy", unit, states, order, mix=mix)
+        order = _most_room(unit, states) if spread else unit.allowed()
+        choice = choose_and_pack(rule, unit, states, order, mix=mix)
         if choice.packed is not None and choice.cluster is not None:
             placed.append((unit, choice.cluster, choice.packed))
     return placed
@@ -116,7 +124,12 @@ def solve_level(
     greedy = _greedy(units, states, mix)
     reset()
     one_pass = time.perf_counter() - started
-    alternatives = ({"ffd": False}, {"ffd": False, "spread": True}, {"spread": True})
+    alternatives: tuple[dict[str, Any], ...] = (
+        {"ffd": False, "spread": True},
+        {"spread": True},
+        {"ffd": False, "rule": "karmada"},
+        {"ffd": False},
+    )
     for variant in alternatives:
         if len(greedy) == len(units) or time.perf_counter() + 3 * one_pass > deadline:
             break
