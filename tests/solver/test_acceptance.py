@@ -37,9 +37,7 @@ def test_8_gpu_pod_refused_when_8_free_gpus_sit_on_two_nodes(kit: Any, decide: A
         assert decision.summary.bound["node_lp_gpu"] == 0.0
 
 
-def test_batch_places_everything_where_online_strands_the_big_gang(
-    kit: Any, decide: Any
-) -> None:
+def test_batch_places_everything_where_online_strands_the_big_gang(kit: Any, decide: Any) -> None:
     # fill-and-spill prefers "big"; arriving first, the small job takes it one at a time
     big = kit.cluster("big", kit.node("b0"))
     small = kit.cluster("small", kit.node("s0", gpus=4))
@@ -122,9 +120,7 @@ def test_contradictory_pin_and_selector_is_refused_with_the_reason(kit: Any, dec
     assert why["east"] == "the workload is pinned to cluster west (placer.dev/cluster)"
 
 
-def test_taints_need_tolerations_and_gpu_models_need_matching_nodes(
-    kit: Any, decide: Any
-) -> None:
+def test_taints_need_tolerations_and_gpu_models_need_matching_nodes(kit: Any, decide: Any) -> None:
     taint = Taint(key="dedicated", value="training", effect="NoSchedule")
     h100 = {"nvidia.com/gpu.product": "H100"}
     the_fleet = kit.fleet(
@@ -142,9 +138,7 @@ def test_taints_need_tolerations_and_gpu_models_need_matching_nodes(
     assert why["a100"] == (
         'node selector nvidia.com/gpu.product=H100 of component "w" matches no node'
     )
-    tolerating = replace(
-        wants_h100, tolerations=(Toleration(key="dedicated", operator="Exists"),)
-    )
+    tolerating = replace(wants_h100, tolerations=(Toleration(key="dedicated", operator="Exists"),))
     ok = kit.workload("ok", ("w", 1, tolerating))
     assert kit.where(decide([ok], the_fleet)) == {"ok": "tainted"}
 
