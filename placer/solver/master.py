@@ -9,9 +9,9 @@ only ever gets what the higher ones left (priorities are strictly lexicographic)
 from __future__ import annotations
 
 import time
-from typing import Any
 from collections.abc import Sequence
 from dataclasses import dataclass, field
+from typing import Any
 
 from ortools.sat.python import cp_model
 

@@ -76,9 +76,9 @@ def _gpus(requests: Mapping[str, int]) -> str:
     return f"{whole + share / 1000:g}"
 
 
-def render_text(decision: Decision) -> list[list[str] | str]:
+def render_text(decision: Decision) -> list[list[list[str]] | str]:
     """Lines and tables (lists of rows) for a terminal: placements, refusals, summary."""
-    out: list[list[str] | str] = []
+    out: list[list[list[str]] | str] = []
     summary = decision.summary
     if decision.placements:
         rows = [["WORKLOAD", "CLUSTER", "PODS", "GPUS", "CPU", "MEMORY", "NODES"]]

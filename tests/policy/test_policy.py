@@ -92,7 +92,8 @@ def test_cluster_selector_can_name_clusters() -> None:
 def test_errors_name_file_and_field(tmp_path: Path, spec: str, field: str, message: str) -> None:
     path = tmp_path / "bad.yaml"
     path.write_text(
-        f"apiVersion: placer.dev/v1alpha1\nkind: PlacementPolicy\nmetadata: {{name: p}}\nspec: {spec}\n"
+        "apiVersion: placer.dev/v1alpha1\nkind: PlacementPolicy\nmetadata: {name: p}\n"
+        f"spec: {spec}\n"
     )
     with pytest.raises(PolicyError) as caught:
         load_policies(path)

@@ -91,7 +91,7 @@ def test_pins_and_cluster_selectors_are_honoured(kit: Any, decide: Any) -> None:
     )
     pinned = kit.workload("pinned", ("w", 1, kit.pod(gpus=1)), pinned_cluster="west")
     free = kit.workload("free", ("w", 1, kit.pod(gpus=1)), namespace="team-a")
-    from placer.policy import LabelSelector, NAME_LABEL
+    from placer.policy import NAME_LABEL, LabelSelector
 
     policy = PlacementPolicy(
         name="east-only",
