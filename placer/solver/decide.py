@@ -75,10 +75,8 @@ def solve(
     problem = build_problem(workloads, fleet, policies, mix=pod_mix)
     pristine = {name: state.copy() for name, state in problem.states.items()}
     for unit in problem.units:
-        if unit.objective == "spread":
-            unit.scoring = "spread"
-        elif mode == "online":
-            unit.scoring = "fgd"
+        # fragmentation-aware node choice (FGD) unless the policy asks to spread
+        unit.scoring = "spread" if unit.objective == "spread" else "fgd"
     live = [u for u in problem.units if u.rank]
     bound = lp_bounds(problem.states, problem.units) if live else {}
     free_gpus = sum(c.free().get(GPU, 0) for c in fleet.clusters if c.reachable)

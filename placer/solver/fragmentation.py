@@ -32,7 +32,7 @@ __all__ = ["MAX_SHAPES", "Mix", "frag_after", "frag_of", "mix_of"]
 FloatArray = npt.NDArray[np.float64]
 
 #: At most this many distinct shapes are kept in a mix (the most frequent ones).
-MAX_SHAPES = 48
+MAX_SHAPES = 24
 
 
 @dataclass(frozen=True)

@@ -272,6 +272,23 @@ class ClusterState:
         self.devfree[node] = sum(d for d in row if d > 0)
         return used
 
+    def unplace(self, shape: PodShape, node: int, devices: tuple[int, ...]) -> None:
+        """Give back one pod placed earlier with ``devices`` (journaled, so ``undo`` works)."""
+        self._journal.append((node, self.free[node].copy(), self.dev[node].copy()))
+        self.changed.add(node)
+        self.version += 1
+        self.free[node] += shape.req
+        if not (shape.gpus or shape.share):
+            return
+        row = self.dev[node].tolist()
+        for i in devices[: shape.gpus]:
+            row[i] = 1000
+        if shape.share:
+            row[devices[-1]] += shape.share
+        self.dev[node] = row
+        self.full[node] = row.count(1000)
+        self.devfree[node] = sum(d for d in row if d > 0)
+
     def undo(self, mark: int) -> None:
         """Roll back every ``place`` after ``mark``."""
         while len(self._journal) > mark:
