@@ -32,7 +32,7 @@ __all__ = ["MAX_SHAPES", "Mix", "frag_after", "frag_of", "mix_of"]
 FloatArray = npt.NDArray[np.float64]
 
 #: At most this many distinct shapes are kept in a mix (the most frequent ones).
-MAX_SHAPES = 24
+MAX_SHAPES = 48
 
 
 @dataclass(frozen=True)
@@ -76,8 +76,12 @@ def frag_of(mix: Mix, free: IntArray, dev: IntArray) -> FloatArray:
     scalar_ok = (free[:, None, :] >= mix.req[None, :, :]).all(axis=2)  # [C, T]
     whole = mix.gpus > 0
     gpu_ok = np.where(whole[None, :], full[:, None] >= mix.gpus, largest[:, None] >= mix.share)
-    below = (devpos[:, :, None] * (dev[:, :, None] < mix.share[None, None, :])).sum(axis=1)
-    usable_frag = np.where(whole[None, :], partial[:, None], below)
+    usable_frag = np.repeat(partial[:, None], len(whole), axis=1)
+    shared = np.flatnonzero(~whole)
+    if shared.size:
+        thresholds = mix.share[shared]
+        below = (devpos[:, :, None] * (dev[:, :, None] < thresholds[None, None, :])).sum(axis=1)
+        usable_frag[:, shared] = below
     frag = np.where(scalar_ok & gpu_ok, usable_frag, total[:, None])
     result: FloatArray = (frag * mix.weight[None, :]).sum(axis=1)
     return result

@@ -137,11 +137,11 @@ def solve_level(
     # arrival order into the cluster with the most room (Karmada's choice, realised node by
     # node), and Karmada's own rule: on overloaded fleets these often beat largest-first
     alternatives: tuple[dict[str, Any], ...] = (
-        {"ffd": False, "spread": True},
         {"ffd": False, "rule": "karmada"},
+        {"ffd": False, "spread": True},
     )
     for variant in alternatives:
-        if len(greedy) == len(units):
+        if len(greedy) == len(units) or time.perf_counter() + one_pass > deadline:
             break
         other = _greedy(units, states, mix, **variant)
         reset()
@@ -239,12 +239,13 @@ def solve_level(
         for key, var in x.items():
             model.add_hint(var, 1 if key in chosen else 0)
     if result.status != "optimal":
+        # node-realised improvement: ejection repair, then the per-cluster masters
+        improved = _eject(best, units, states, deadline=deadline - 0.5 * one_pass, mix=mix)
+        reset()
         improved, sub_cuts = _improve_by_cluster(
-            best, units, states, marks, deadline=deadline - 0.5 * one_pass, mix=mix
+            improved, units, states, marks, deadline=deadline - 0.5 * one_pass, mix=mix
         )
         cuts += sub_cuts
-        reset()
-        improved = _eject(improved, units, states, deadline=deadline - 0.5 * one_pass, mix=mix)
         reset()
         if _value(improved) > _value(best):
             best = improved
