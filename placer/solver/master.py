@@ -30,6 +30,9 @@ CPSAT_WORKERS = 2
 #: CP-SAT's deterministic time units granted per second of the time limit. The search is
 #: stopped by deterministic time (reproducible), and by wall time only as a safety net.
 DETERMINISTIC_PER_SECOND = 0.4
+#: deterministic time of one global master solve, at most (proving the preference terms
+#: optimal can take long; the value part is usually settled early).
+MASTER_DETERMINISTIC_CAP = 0.5
 #: masters with at most this many variables get CP-SAT's full (proving) search; larger ones
 #: large-neighbourhood search from the hint only (full search is too slow to start there).
 SMALL_MODEL = 400
@@ -199,7 +202,9 @@ def solve_level(
             solver.parameters.lns_initial_deterministic_limit = 0.01
             solver.parameters.interleave_batch_size = 2
         solver.parameters.random_seed = seed
-        solver.parameters.max_deterministic_time = max(0.01, budget * DETERMINISTIC_PER_SECOND)
+        solver.parameters.max_deterministic_time = max(
+            0.01, min(MASTER_DETERMINISTIC_CAP, budget * DETERMINISTIC_PER_SECOND)
+        )
         solver.parameters.max_time_in_seconds = max(0.01, remaining)
         status = solver.solve(model)
         result.rounds = round_index + 1

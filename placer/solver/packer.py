@@ -14,8 +14,9 @@ cordon, readiness) with room in every resource; the candidate with the lowest sc
   many replicas of the run as fit before the next node is scored: same result as one at a
   time, much faster for 128-pod gangs.
 * ``fgd`` — least increase of GPU fragmentation for the decision's pod mix
-  (:mod:`placer.solver.fragmentation`), best-fit as tie-break; one pod at a time (used for
-  units of at most ``FGD_MAX_PODS`` pods, larger ones fall back to ``bestfit``).
+  (:mod:`placer.solver.fragmentation`), best-fit as tie-break, scored on the
+  ``FGD_CANDIDATES`` best-fitting candidates; one pod at a time for units of at most
+  ``FGD_MAX_PODS`` pods, larger ones fill the chosen node with as many replicas as fit.
 * ``spread`` — most capacity left (kube-scheduler's LeastAllocated), one pod per node in turn.
 
 Ties go to the lowest node index (snapshot order), so packing is deterministic. On failure the
