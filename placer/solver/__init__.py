@@ -83,8 +83,9 @@ single-unit master exactly (the best-ranked cluster where the unit packs, ties b
 least GPU fragmentation added, FGD-style, :mod:`placer.solver.fragmentation`).
 
 Bounds (benchmark-design B.5), in every decision's ``summary.bound``: ``capacity_gpu`` (B0),
-``cluster_lp_gpu``/``_value`` (B2, GLOP), ``node_lp_gpu``/``_value`` (B3, GLOP), and in batch
-CP-SAT with one priority level ``cpsat_value`` (the master's proven bound).
+``cluster_lp_gpu`` (B2, GLOP) and ``node_lp_gpu`` (B3, GLOP), all in GPUs; in batch CP-SAT
+with one priority level and a small master also ``cpsat_value``, the master's proven bound on
+placed value (before any no-good cut).
 
 Determinism: the global master runs CP-SAT with ``CPSAT_WORKERS = 2`` threads and
 ``interleave_search`` (its parallel search is reproducible for a fixed worker count), the

@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import time
 from collections.abc import Sequence
+from dataclasses import replace
 
 from placer.model import (
     Decision,
@@ -36,6 +37,8 @@ SOLVERS = ("cpsat", *RULES)
 MODES = ("batch", "online")
 #: share of the time limit kept for realisation checks and explanations after CP-SAT.
 _RESERVE = 0.12
+#: candidate nodes per pod for fragmentation scoring in batch mode (online: the mix default).
+BATCH_FGD_CANDIDATES = 48
 
 
 def solve(
@@ -74,6 +77,9 @@ def solve(
         raise ValueError(f"the time limit must be positive, got {time_limit!r}")
     problem = build_problem(workloads, fleet, policies, mix=pod_mix)
     pristine = {name: state.copy() for name, state in problem.states.items()}
+    if problem.mix is not None and mode == "batch":
+        # batch decisions score many pods: fewer candidates per pod keep them fast
+        problem.mix = replace(problem.mix, candidates=BATCH_FGD_CANDIDATES)
     for unit in problem.units:
         # fragmentation-aware node choice (FGD) unless the policy asks to spread
         unit.scoring = "spread" if unit.objective == "spread" else "fgd"

@@ -43,6 +43,8 @@ class Mix:
     gpus: IntArray  # [T]
     share: IntArray  # [T]
     weight: FloatArray  # [T], sums to 1
+    #: candidate nodes scored per pod (the best-fitting ones; fragmentation is costly).
+    candidates: int = 128
 
 
 def mix_of(shapes: Sequence[tuple[PodShape, float]]) -> Mix | None:

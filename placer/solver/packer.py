@@ -14,8 +14,8 @@ cordon, readiness) with room in every resource; the candidate with the lowest sc
   many replicas of the run as fit before the next node is scored: same result as one at a
   time, much faster for 128-pod gangs.
 * ``fgd`` — least increase of GPU fragmentation for the decision's pod mix
-  (:mod:`placer.solver.fragmentation`), best-fit as tie-break, scored on the
-  ``FGD_CANDIDATES`` best-fitting candidates; one pod at a time for units of at most
+  (:mod:`placer.solver.fragmentation`), best-fit as tie-break, scored on the mix's
+  ``candidates`` best-fitting candidates; one pod at a time for units of at most
   ``FGD_MAX_PODS`` pods, larger ones fill the chosen node with as many replicas as fit.
 * ``spread`` — most capacity left (kube-scheduler's LeastAllocated), one pod per node in turn.
 
@@ -39,8 +39,6 @@ __all__ = ["FGD_MAX_PODS", "SCORINGS", "PackFailure", "Packed", "PodRun", "pack"
 SCORINGS = ("bestfit", "fgd", "spread")
 #: Units with more pods than this are packed with ``bestfit`` even when ``fgd`` is asked for.
 FGD_MAX_PODS = 16
-#: fgd scores at most this many candidate nodes per pod (the best-fitting ones).
-FGD_CANDIDATES = 128
 
 
 @dataclass(frozen=True)
@@ -186,10 +184,10 @@ def _place_run(
             return index, score_sum
         if scoring == "fgd":
             assert mix is not None
-            if candidates.size > FGD_CANDIDATES:
+            if candidates.size > mix.candidates:
                 # fragmentation is costly to score: only the best-fitting candidates
                 fit = _bestfit(state, shape, candidates)
-                keep = np.argsort(fit, kind="stable")[:FGD_CANDIDATES]
+                keep = np.argsort(fit, kind="stable")[: mix.candidates]
                 candidates = candidates[np.sort(keep)]
             scores = _fgd(state, shape, candidates, mix)
         elif scoring == "spread":

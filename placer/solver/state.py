@@ -150,6 +150,8 @@ class ClusterState:
         #: bumped by every change; keys ``memo`` entries.
         self.version = 0
         self.memo: dict[tuple[str, int], object] = {}
+        self._copies: dict[tuple[object, ...], IntArray] = {}
+        self._copies_version = -1
 
     def __len__(self) -> int:
         return len(self.nodes)
@@ -200,7 +202,18 @@ class ClusterState:
         return len(self._journal)
 
     def copies_all(self, shape: PodShape) -> IntArray:
-        """``copies`` for every node (0 where the pod is not eligible)."""
+        """``copies`` for every node (0 where the pod is not eligible); memoised per state."""
+        key = (self.version, shape.req.tobytes(), shape.gpus, shape.share, shape.key)
+        if self._copies_version != self.version:
+            self._copies = {}
+            self._copies_version = self.version
+        cached = self._copies.get(key)
+        if cached is None:
+            cached = self._copies_all(shape)
+            self._copies[key] = cached
+        return cached
+
+    def _copies_all(self, shape: PodShape) -> IntArray:
         req = shape.req
         positive = req > 0
         most = (self.free[:, positive] // req[positive]).min(axis=1)
@@ -314,6 +327,8 @@ class ClusterState:
         other.frag_mix = None
         other.alone = {}
         other.memo = {}
+        other._copies = {}
+        other._copies_version = -1
         return other
 
     def totals(self) -> tuple[IntArray, int, int]:
