@@ -113,20 +113,13 @@ def solve(
 def _online(
     problem: Problem, live: list[Unit], solver: str, failures: dict[int, dict[str, str]]
 ) -> Placed:
+    if solver != "cpsat":
+        return _by_rule(problem, live, solver, failures)
     placed: Placed = []
     for unit in live:
-        if solver == "cpsat":
-            found = _best_cluster(problem, unit)
-            if found is not None:
-                placed.append((unit, *found))
-            continue
-        choice = choose_and_pack(
-            solver, unit, problem.states, _order(solver, unit), mix=problem.mix
-        )
-        if choice.packed is not None and choice.cluster is not None:
-            placed.append((unit, choice.cluster, choice.packed))
-        elif choice.cluster is not None and choice.failure:
-            failures[unit.index] = {choice.cluster: choice.failure}
+        found = _best_cluster(problem, unit)
+        if found is not None:
+            placed.append((unit, *found))
     return placed
 
 
@@ -171,6 +164,13 @@ def _batch_rule(
         ordered = sorted(live, key=lambda u: (-u.priority, *ffd_key(u)))
     else:
         ordered = sorted(live, key=lambda u: (-u.priority, u.index))
+    return _by_rule(problem, ordered, solver, failures)
+
+
+def _by_rule(
+    problem: Problem, ordered: list[Unit], solver: str, failures: dict[int, dict[str, str]]
+) -> Placed:
+    """Units one at a time in ``ordered`` by a baseline rule; records the rules' refusals."""
     placed: Placed = []
     for unit in ordered:
         choice = choose_and_pack(
