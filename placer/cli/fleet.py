@@ -6,7 +6,9 @@
   :mod:`placer.fleet.summary` documents.
 * ``fleet up SNAPSHOT --kubeconfig-out PATH [--fleet-out PATH]``: the virtual fleet — one
   loopback HTTPS API server per cluster of the snapshot, seeded so that gathering from it gives
-  the snapshot's capacity back; one kubeconfig context per cluster. Runs until SIGINT/SIGTERM,
+  the snapshot's capacity back; one kubeconfig context per cluster. Every catalog kind is
+  served, and applied workloads get pods bound to nodes and a Running status
+  (:mod:`placer.fleet.realism`; ``--no-pods`` turns that off). Runs until SIGINT/SIGTERM,
   then stops the servers and removes nothing the user asked for.
 """
 
@@ -75,6 +77,12 @@ def register(subparsers: Any) -> None:
         metavar="PATH",
         help="also write a fleet file (kubeconfig, context, labels, taints per cluster)",
     )
+    up.add_argument(
+        "--no-pods",
+        dest="pods",
+        action="store_false",
+        help="serve the catalog's kinds but do not materialise pods of applied workloads",
+    )
     up.set_defaults(func=run_up)
     parser.set_defaults(func=lambda _args: _missing_command(parser))
 
@@ -104,6 +112,7 @@ def run_show(args: argparse.Namespace) -> int:
 
 
 def run_up(args: argparse.Namespace) -> int:
+    from placer.fleet.realism import realism_setup
     from placer.fleet.virtual import VirtualFleet
 
     fleet = load_snapshot(args.snapshot)
@@ -112,7 +121,7 @@ def run_up(args: argparse.Namespace) -> int:
         sig: signal.signal(sig, lambda *_: stop.set()) for sig in (signal.SIGINT, signal.SIGTERM)
     }
     try:
-        with VirtualFleet(fleet) as virtual:
+        with VirtualFleet(fleet, setup=realism_setup(pods=args.pods)) as virtual:
             path = virtual.write_kubeconfig(Path(args.kubeconfig_out))
             if args.fleet_out:
                 virtual.write_fleet_file(Path(args.fleet_out), kubeconfig=path)

@@ -46,7 +46,14 @@ from dataclasses import dataclass, field, replace
 from typing import Any
 
 from placer.definitions import Decomposition, can_suspend, resume
-from placer.dispatch.ledger import DEFAULT_TTL, InFlight, Ledger, delete_entry, write_entry
+from placer.dispatch.ledger import (
+    DEFAULT_TTL,
+    InFlight,
+    Ledger,
+    charge_known,
+    delete_entry,
+    write_entry,
+)
 from placer.dispatch.record import (
     FIELD_MANAGER,
     LABEL_PLACED_BY,
@@ -67,10 +74,16 @@ from placer.errors import (
 from placer.kube import KubeClient
 from placer.model import Decision, Fleet, Placement, Unplaced, Workload, WorkloadRef
 from placer.policy import PlacementPolicy
-from placer.solver import charge, solve
+from placer.solver import solve
 
 __all__ = [
+    "DISPATCHED",
+    "DRY_RUN",
+    "FAILED",
+    "UNCHANGED",
+    "UNPLACED",
     "Attempt",
+    "Decide",
     "DispatchResult",
     "Dispatcher",
     "Manifest",
@@ -83,6 +96,8 @@ log = logging.getLogger(__name__)
 
 #: ``transform(body, manifest)``: the body to apply instead of ``body`` (after the record).
 Transform = Callable[[dict[str, Any], "Manifest"], Mapping[str, Any]]
+#: ``decide(workloads, fleet)``: a decision for re-deciding units after a failed dispatch.
+Decide = Callable[[Sequence[Workload], Fleet], Decision]
 
 #: outcome states.
 DISPATCHED = "dispatched"
@@ -249,6 +264,7 @@ class Dispatcher:
         resume: dispatch suspended objects resumed (their definition's resume actions).
         transform: last change to each body before it is applied.
         solver, time_limit, seed: for re-decisions after a failed apply.
+        decide: replaces the solver for re-decisions (e.g. snapshot-free decisions).
         max_workers: threads (default: one per cluster with work, at most 16).
         field_manager: server-side apply field manager.
     """
@@ -268,6 +284,7 @@ class Dispatcher:
         solver: str = "cpsat",
         time_limit: float = 1.0,
         seed: int = 0,
+        decide: Decide | None = None,
         max_workers: int | None = None,
         field_manager: str = FIELD_MANAGER,
     ) -> None:
@@ -283,6 +300,7 @@ class Dispatcher:
         self.solver = solver
         self.time_limit = time_limit
         self.seed = seed
+        self.decide = decide
         self.max_workers = max_workers
         self.field_manager = field_manager
 
@@ -446,6 +464,8 @@ class Dispatcher:
                     would_create.add(namespace)
             if self.member_ledger and not self.dry_run:
                 for placement in unit.placements:
+                    if not any(pod.node for pod in placement.pods):
+                        continue  # no node plan (snapshot-free): nothing to reserve
                     entry = InFlight.new(placement, decision_id, ttl=self.in_flight_ttl)
                     if self._reserve(run, entry):
                         written.append(placement.workload)
@@ -629,16 +649,19 @@ class Dispatcher:
                 clusters.append(cluster)
         base = replace(fleet, clusters=tuple(clusters))
         known = {c.name for c in base.clusters if c.reachable}
-        charged = charge(base, [p for p in success if p.cluster in known])
+        charged = charge_known(base, [p for p in success if p.cluster in known])
         workloads = [by_ref[ref].workload for ref in unit.refs]
-        decision = solve(
-            workloads,
-            charged,
-            policies=self.policies,
-            solver=self.solver,
-            time_limit=self.time_limit,
-            seed=self.seed,
-        )
+        if self.decide is not None:
+            decision = self.decide(workloads, charged)
+        else:
+            decision = solve(
+                workloads,
+                charged,
+                policies=self.policies,
+                solver=self.solver,
+                time_limit=self.time_limit,
+                seed=self.seed,
+            )
         if decision.placements and not decision.unplaced:
             return _Unit(list(decision.placements), dict(unit.excluded))
         fixed = tuple(

@@ -75,6 +75,7 @@ __all__ = [
     "LEDGER_NAMESPACE",
     "InFlight",
     "Ledger",
+    "charge_known",
     "delete_entry",
     "entry_from_configmap",
     "entry_name",
@@ -271,16 +272,25 @@ class Ledger:
         Entries on clusters the fleet does not have or could not reach, and pods on nodes that
         are gone, are skipped: there is nothing to charge them to.
         """
-        nodes = {c.name: {n.name for n in c.nodes} for c in fleet.clusters if c.reachable}
-        chargeable = []
-        for placement in self.placements(now=now):
-            known = nodes.get(placement.cluster)
-            if not known:
-                continue
-            pods = tuple(p for p in placement.pods if p.node in known)
-            if pods:
-                chargeable.append(replace(placement, pods=pods))
-        return charge_fleet(fleet, chargeable) if chargeable else fleet
+        return charge_known(fleet, self.placements(now=now))
+
+
+def charge_known(fleet: Fleet, placements: Iterable[Placement]) -> Fleet:
+    """``fleet`` with ``placements`` charged, skipping pods it has no node for.
+
+    Placements on clusters the fleet lacks or could not reach, and pods on nodes that are
+    gone (or without a node: snapshot-free decisions), have nothing to be charged to.
+    """
+    nodes = {c.name: {n.name for n in c.nodes} for c in fleet.clusters if c.reachable}
+    chargeable = []
+    for placement in placements:
+        known = nodes.get(placement.cluster)
+        if not known:
+            continue
+        pods = tuple(p for p in placement.pods if p.node in known)
+        if pods:
+            chargeable.append(replace(placement, pods=pods))
+    return charge_fleet(fleet, chargeable) if chargeable else fleet
 
 
 # --------------------------------------------------------------------------------------------
