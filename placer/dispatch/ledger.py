@@ -63,6 +63,7 @@ from datetime import UTC, datetime
 from typing import Any
 
 from placer.errors import KubeError, NotFoundError
+from placer.inventory.owners import OwnerWalker
 from placer.kube import KubeClient
 from placer.model import Fleet, Placement, PodAssignment, WorkloadRef
 from placer.podspec import pod_demand
@@ -94,7 +95,6 @@ LABEL_IN_FLIGHT = "placer.dev/in-flight"
 DEFAULT_TTL = 600.0
 #: seconds an entry may exist before its workload does (reserve, then apply).
 APPLY_GRACE = 60.0
-_MAX_OWNER_DEPTH = 6
 
 
 def _ts(seconds: float) -> str:
@@ -401,7 +401,7 @@ def sync_cluster(
         (done if entry.expired(when) else live).append(entry)
     roots: dict[tuple[str, str, str], dict[str, Mapping[str, Any]]] = {}
     pods_by_ns: dict[str, list[Mapping[str, Any]]] = {}
-    owners = _OwnerCache(client)
+    owners = OwnerWalker(client)
     for entry in live:
         ref = entry.workload
         key = (ref.api_version, ref.kind, ref.namespace)
@@ -454,40 +454,3 @@ def _list_by_name(
 
 def _list_pods(client: KubeClient, namespace: str) -> list[Mapping[str, Any]]:
     return list(client.list("v1", "Pod", namespace=namespace).items)
-
-
-class _OwnerCache:
-    """Owner-chain walks (spec 7.2) with fetches cached per object, misses included."""
-
-    def __init__(self, client: KubeClient) -> None:
-        self.client = client
-        self.cache: dict[tuple[str, str, str, str], Mapping[str, Any] | None] = {}
-
-    def owned_by(self, obj: Mapping[str, Any], uid: str) -> bool:
-        if not uid:
-            return False
-        current: Mapping[str, Any] | None = obj
-        for _ in range(_MAX_OWNER_DEPTH):
-            if current is None:
-                return False
-            metadata = current.get("metadata") or {}
-            refs = metadata.get("ownerReferences") or []
-            if any(r.get("uid") == uid for r in refs):
-                return True
-            controller = next((r for r in refs if r.get("controller")), None)
-            if controller is None:
-                return False
-            current = self._fetch(controller, str(metadata.get("namespace") or ""))
-        return False
-
-    def _fetch(self, ref: Mapping[str, Any], namespace: str) -> Mapping[str, Any] | None:
-        key = (str(ref.get("apiVersion")), str(ref.get("kind")), namespace, str(ref.get("name")))
-        if key in self.cache:
-            return self.cache[key]
-        found: Mapping[str, Any] | None
-        try:
-            found = self.client.get(key[0], key[1], key[3], namespace=namespace or None)
-        except KubeError:
-            found = None
-        self.cache[key] = found
-        return found
