@@ -32,10 +32,11 @@ exists on the member **and** is bound to a node (``spec.nodeName``) or has finis
 then on capacity gathering sees it (a bound pod's requests are in its node's ``requested``;
 a finished one no longer uses anything). Pods belong to the workload when their owner chain
 reaches the root object (spec section 7.2: any owner reference with the root's uid, else the
-controller reference followed up to 6 levels). Each observed pod retires one planned pod of
-the entry — the one on the same node with the same requests if there is one, else one with the
-same requests, else one on the same node, else any — so the charge shrinks exactly as the
-pods appear and nothing is counted twice; an entry with nothing left is deleted. Unbound
+controller reference followed up to 6 levels); a workload that is a bare Pod is its own pod.
+Each observed pod retires one planned pod of the entry — the one on the same node with the
+same requests if there is one, else one with the same requests, else one on the same node,
+else any — so the charge shrinks exactly as the pods appear and nothing is counted twice; an
+entry with nothing left is deleted. Unbound
 (Pending) pods retire nothing: the gathered capacity does not include them yet.
 
 *Expired*: an entry older than its TTL (:data:`DEFAULT_TTL`, 10 minutes) no longer counts and
@@ -420,7 +421,7 @@ def sync_cluster(
         seen = [
             (str(pod["spec"].get("nodeName", "")), pod_demand(pod["spec"]).requests)
             for pod in pods_by_ns[ref.namespace]
-            if _counted(pod) and owners.owned_by(pod, uid)
+            if _counted(pod) and (_uid(pod) == uid or owners.owned_by(pod, uid))
         ]
         updated = observe(entry, seen) if seen else entry
         (keep if updated.placement.pods else done).append(updated)
@@ -431,6 +432,10 @@ def sync_cluster(
             except KubeError as err:  # someone else's cleanup, or no right to delete: harmless
                 log.info("cluster %s: in-flight entry not deleted: %s", client.name, err)
     return keep
+
+
+def _uid(obj: Mapping[str, Any]) -> str:
+    return str((obj.get("metadata") or {}).get("uid", ""))
 
 
 def _counted(pod: Mapping[str, Any]) -> bool:
