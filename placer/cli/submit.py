@@ -10,8 +10,8 @@ server-side applies each to its cluster with placer's placement record
 (:mod:`placer.dispatch`). Text output: the decision, for every placed workload the reason each
 other cluster was refused, failures with the API server's Status, warnings. JSON: as ``placer
 plan``, plus ``decision`` (id), per placement ``dispatched``, ``state``, ``error``,
-``attempts``, ``record`` and ``refused``, and per unplaced workload ``dispatched: false`` and
-``error``.
+``attempts``, ``record`` and ``refused``, per unplaced workload ``dispatched: false`` and
+``error``, and ``warnings`` and ``timings`` (seconds per step).
 
 ``--wait[=TIMEOUT]`` (default 300 s; ``90s``, ``5m`` accepted) then follows each placed
 workload's phase (its definition's status mapping) until Running, Completed or Failed.
@@ -226,7 +226,12 @@ def report_to_dict(report: Any) -> dict[str, Any]:
         item["dispatched"] = False
         item["error"] = outcome.error or None
         item["attempts"] = [a.to_dict() for a in outcome.attempts]
-    return {"decision": report.decision_id, **data, "warnings": list(report.warnings)}
+    return {
+        "decision": report.decision_id,
+        **data,
+        "warnings": list(report.warnings),
+        "timings": dict(report.timings),
+    }
 
 
 def render(report: Any, out: Any = None) -> None:

@@ -29,9 +29,10 @@ and says so in every reason.
 from __future__ import annotations
 
 import logging
+import time
 from collections.abc import Mapping, Sequence
 from concurrent.futures import ThreadPoolExecutor
-from dataclasses import dataclass, replace
+from dataclasses import dataclass, field, replace
 
 from placer.dispatch.dispatcher import (
     FAILED,
@@ -82,6 +83,8 @@ class SubmitReport:
     #: the fleet the decision was made on (in-flight placements charged).
     fleet: Fleet
     warnings: tuple[str, ...] = ()
+    #: seconds per step: gather, ledger, existing, decide, dispatch, explain.
+    timings: Mapping[str, float] = field(default_factory=dict)
 
     @property
     def ok(self) -> bool:
@@ -132,10 +135,20 @@ def submit(
     dispatch failures are in the outcomes.
     """
     warnings: list[str] = []
+    timings: dict[str, float] = {}
+    clock = time.perf_counter()
+
+    def lap(step: str) -> None:
+        nonlocal clock
+        now = time.perf_counter()
+        timings[step] = round(now - clock, 4)
+        clock = now
+
     if snapshot_free:
         fleet = _probe_fleet(config, clients)
     else:
         fleet = gather_fleet(config)
+    lap("gather")
     reachable = {
         c.name: clients[c.name] for c in fleet.clusters if c.reachable and c.name in clients
     }
@@ -143,6 +156,7 @@ def submit(
     if not snapshot_free:
         warnings += _sync_ledger(ledger, reachable, delete=not dry_run)
         fleet = ledger.charge(fleet)
+    lap("ledger")
     existing = find_existing(reachable, [m.ref for m in manifests])
     for name, reason in existing.unknown.items():
         warnings.append(
@@ -151,6 +165,7 @@ def submit(
         )
     decision_id = new_decision_id()
     todo, settled = _settle_existing(manifests, existing)
+    lap("existing")
     if snapshot_free:
         decision = snapshot_free_decision([m.workload for m in todo], fleet, policies)
     else:
@@ -162,6 +177,7 @@ def submit(
             time_limit=time_limit,
             seed=seed,
         )
+    lap("decide")
     dispatcher = Dispatcher(
         reachable,
         policies=policies,
@@ -176,6 +192,7 @@ def submit(
         decide=(lambda w, f: snapshot_free_decision(w, f, policies)) if snapshot_free else None,
     )
     result = dispatcher.dispatch(todo, decision, fleet, decision_id=decision_id)
+    lap("dispatch")
     warnings += result.warnings
     by_ref = {o.workload: o for o in result.outcomes}
     by_ref.update(settled)
@@ -190,7 +207,8 @@ def submit(
             policies=policies,
         )
     final = _merge(result.decision, outcomes, manifests)
-    return SubmitReport(decision_id, final, outcomes, refused, fleet, tuple(warnings))
+    lap("explain")
+    return SubmitReport(decision_id, final, outcomes, refused, fleet, tuple(warnings), timings)
 
 
 # --------------------------------------------------------------------------------------------
