@@ -762,7 +762,7 @@ class Controller:
         places = [a for a in actions if isinstance(a, Place)]
         with self._wake:
             if places and ref not in self._pending:
-                if self._invalid.get(ref) != _version(obj):
+                if self._invalid.get(ref) != _as_written(obj):
                     self._pending[ref] = self._clock()
                     if places[0].reason:
                         log.info(
@@ -1396,7 +1396,7 @@ class Controller:
     def _invalid_object(self, ref: WorkloadRef, obj: JSON, reason: str, text: str) -> None:
         """A hub object that cannot be placed as written: condition, Event, no retry."""
         with self._lock:
-            self._invalid[ref] = _version(obj)
+            self._invalid[ref] = _as_written(obj)
         self.metrics.invalid.labels(reason).inc()
         log.warning(
             "%s cannot be placed: %s",
@@ -1422,6 +1422,25 @@ def _generation(obj: Mapping[str, Any]) -> int | None:
 
 def _version(obj: Mapping[str, Any]) -> str:
     return str((obj.get("metadata") or {}).get("resourceVersion") or "")
+
+
+def _as_written(obj: Mapping[str, Any]) -> str:
+    """What the user wrote, as far as placement reads it: generation, labels, annotations.
+
+    Status writes (placer's own conditions) change the resourceVersion but not this, so an
+    object reported invalid is not tried again until its owner changes it.
+    """
+    meta = obj.get("metadata") or {}
+    annotations = {
+        k: v for k, v in (meta.get("annotations") or {}).items() if k != ANNOTATION_PHASE
+    }
+    return repr(
+        (
+            meta.get("generation"),
+            sorted((meta.get("labels") or {}).items()),
+            sorted(annotations.items()),
+        )
+    )
 
 
 def _rv(obj: Mapping[str, Any]) -> int:
