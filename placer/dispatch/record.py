@@ -106,7 +106,12 @@ def label_value(text: str) -> str:
 
 
 def plan_of(placement: Placement) -> dict[str, list[str]]:
-    """The pod-to-node plan: ``component[/instance]`` -> node of each replica, by index."""
+    """The pod-to-node plan: ``component[/instance]`` -> node of each replica, by index.
+
+    Empty when some pod has no node (a decision without capacity: nothing was planned).
+    """
+    if any(not pod.node for pod in placement.pods):
+        return {}
     plan: dict[str, dict[int, str]] = {}
     for pod in placement.pods:
         key = f"{pod.component}/{pod.instance}" if pod.instance else pod.component

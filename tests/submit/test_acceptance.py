@@ -257,3 +257,40 @@ def test_namespace_team_a_and_no_credential_in_any_output_or_log(
     assert all(token not in text for text in texts)
     ca = fleet.virtual.server("central").ca_pem.decode().splitlines()[1]
     assert all(ca not in text for text in texts)
+
+
+def test_snapshot_free_follows_the_policy_and_writes_no_ledger_entry(
+    demo_fleet: Callable[..., Fleet], capsys: pytest.CaptureFixture[str], tmp_path: Path
+) -> None:
+    fleet = demo_fleet()
+    policy = tmp_path / "policy.yaml"
+    policy.write_text(
+        "apiVersion: placer.dev/v1alpha1\nkind: PlacementPolicy\nmetadata: {name: prefer-west}\n"
+        "spec: {preferredClusters: [west, central]}\n"
+    )
+    code, data, _ = submit(capsys, fleet, SEED, extra=("--snapshot-free", "--policy", str(policy)))
+    assert code == 0
+    [placement] = data["placements"]
+    # no capacity is read: the policy's first choice, although no west node has 4 free GPUs
+    assert placement["cluster"] == "west" and placement["dispatched"] is True
+    assert data["summary"]["solver"] == "snapshot-free"
+    assert fleet.entries("west") == []
+    [obj] = fleet.jobsets("west")
+    record = PlacementRecord.from_object(obj)
+    assert record is not None and record.plan == {}
+    fleet.virtual.server("west").stop()
+    code, data, err = submit(capsys, fleet, renamed(tmp_path, "other"), extra=("--snapshot-free",))
+    # without a policy: the first reachable cluster in fleet order; west's probe failed
+    assert code == 0 and data["placements"][0]["cluster"] == "east"
+    assert "warning: cluster west: get version: unreachable" in err
+
+
+def test_wait_times_out_when_the_workload_never_runs(
+    demo_fleet: Callable[..., Fleet], capsys: pytest.CaptureFixture[str]
+) -> None:
+    fleet = demo_fleet(pods=False)  # nothing plays the JobSet controller: no status
+    code = main(["submit", "--kubeconfig", str(fleet.kubeconfig), "-f", str(SEED), "--wait=1"])
+    _, err = capsys.readouterr()
+    assert code == 1
+    assert "JobSet/default/demo on central: Undefined" in err
+    assert "error: JobSet/default/demo on central: timed out after 1s" in err
