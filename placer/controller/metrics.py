@@ -119,21 +119,39 @@ class Metrics:
 def unschedulable_reason(reasons: dict[str, str] | None) -> str:
     """A low-cardinality reason for an unplaced workload from the solver's per-cluster words.
 
-    The most hopeful cluster decides: capacity taken (``InsufficientCapacity``) beats a node
-    mismatch (``NoMatchingNode``), which beats a policy or a pin (``PolicyExcluded``,
-    ``Pinned``), which beats an unreachable member (``ClusterUnreachable``).
+    Each cluster's text gets one category; the most hopeful cluster decides: capacity taken
+    (``InsufficientCapacity``) beats a node mismatch (``NoMatchingNode``), which beats a policy
+    or a pin (``PolicyExcluded``, ``Pinned``), which beats an unreachable member
+    (``ClusterUnreachable``).
     """
     if not reasons:
         return "NoClusters"
-    texts = [t.lower() for t in reasons.values()]
-    order = (
-        ("InsufficientCapacity", ("free", "capacity", "room", "displaced", "fits, but", "pack")),
-        ("NoMatchingNode", ("selector", "affinity", "taint", "matches no node", "no node")),
-        ("PolicyExcluded", ("policy",)),
-        ("Pinned", ("pinned",)),
-        ("ClusterUnreachable", ("unreachable",)),
-    )
-    for name, words in order:
-        if any(any(w in t for w in words) for t in texts):
+    found = {_category(text.lower()) for text in reasons.values()}
+    for name in _HOPE:
+        if name in found:
             return name
+    return "Other"
+
+
+_HOPE = (
+    "InsufficientCapacity",
+    "NoMatchingNode",
+    "PolicyExcluded",
+    "Pinned",
+    "ClusterUnreachable",
+    "Other",
+)
+
+
+def _category(text: str) -> str:
+    if "unreachable" in text:
+        return "ClusterUnreachable"
+    if "policy" in text:
+        return "PolicyExcluded"
+    if "pinned" in text:
+        return "Pinned"
+    if any(w in text for w in ("free", "capacity", "room", "displaced", "fits, but", "pack")):
+        return "InsufficientCapacity"
+    if any(w in text for w in ("selector", "affinity", "taint", "no node", "cordon", "no nodes")):
+        return "NoMatchingNode"
     return "Other"
