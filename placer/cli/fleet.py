@@ -55,6 +55,11 @@ def register(subparsers: Any) -> None:
     )
     show.add_argument("snapshot", nargs="?", metavar="SNAPSHOT", help="snapshot file")
     add_fleet_options(show)
+    show.add_argument(
+        "--server",
+        metavar="URL",
+        help="ask a running `placer controller` (its /v1/fleet) instead of the clusters",
+    )
     add_output_option(show)
     show.add_argument("--nodes", action="store_true", help="one row per node (text output)")
     show.set_defaults(func=run_show)
@@ -96,7 +101,14 @@ def run_show(args: argparse.Namespace) -> int:
     if args.snapshot and has_fleet_options(args):
         raise UsageError("give either SNAPSHOT or fleet options, not both")
     fleet: Fleet
-    if args.snapshot:
+    if args.server:
+        if args.snapshot or has_fleet_options(args):
+            raise UsageError("--server cannot be combined with SNAPSHOT or fleet options")
+        from placer.controller.client import fetch_fleet
+
+        fleet = fetch_fleet(args.server, timeout=args.timeout)
+        report_unreachable(fleet)
+    elif args.snapshot:
         fleet = load_snapshot(args.snapshot)
     else:
         fleet = gather_fleet(fleet_config_from_args(args))
