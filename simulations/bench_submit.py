@@ -199,6 +199,17 @@ def check(kubeconfig: Path, decided: dict[str, str | None]) -> dict[str, Any]:
             client.close()
 
 
+def measured(
+    seconds: float, count: int, kubeconfig: Path, decided: dict[str, str | None]
+) -> dict[str, Any]:
+    """Rate of a mode and the checks of its outcome (see :func:`check`)."""
+    return {
+        "seconds": round(seconds, 2),
+        "workloads_per_s": round(count / seconds, 2),
+        **check(kubeconfig, decided),
+    }
+
+
 def run_sequential(docs: list[dict[str, Any]], workdir: Path) -> dict[str, Any]:
     files = []
     for doc in docs:
@@ -217,13 +228,7 @@ def run_sequential(docs: list[dict[str, Any]], workdir: Path) -> dict[str, Any]:
                 decided[p["workload"]["name"]] = p["cluster"]
             for u in data["unplaced"]:
                 decided[u["workload"]["name"]] = None
-        seconds = time.perf_counter() - start
-        checked = check(kubeconfig, decided)
-    return {
-        "seconds": round(seconds, 2),
-        "workloads_per_s": round(len(docs) / seconds, 2),
-        **checked,
-    }
+        return measured(time.perf_counter() - start, len(docs), kubeconfig, decided)
 
 
 def run_sequential_inprocess(docs: list[dict[str, Any]], workdir: Path) -> dict[str, Any]:
@@ -242,13 +247,7 @@ def run_sequential_inprocess(docs: list[dict[str, Any]], workdir: Path) -> dict[
                     client.close()
             [outcome] = report.outcomes
             decided[manifest.ref.name] = outcome.cluster if outcome.placed else None
-        seconds = time.perf_counter() - start
-        checked = check(kubeconfig, decided)
-    return {
-        "seconds": round(seconds, 2),
-        "workloads_per_s": round(len(docs) / seconds, 2),
-        **checked,
-    }
+        return measured(time.perf_counter() - start, len(docs), kubeconfig, decided)
 
 
 def run_batch(docs: list[dict[str, Any]], workdir: Path) -> dict[str, Any]:
@@ -265,14 +264,8 @@ def run_batch(docs: list[dict[str, Any]], workdir: Path) -> dict[str, Any]:
             p["workload"]["name"]: p["cluster"] for p in data["placements"]
         }
         decided.update({u["workload"]["name"]: None for u in data["unplaced"]})
-        checked = check(kubeconfig, decided)
-    return {
-        "seconds": round(seconds, 2),
-        "workloads_per_s": round(len(docs) / seconds, 2),
-        "timings": data["timings"],
-        "solver_status": data["summary"]["status"],
-        **checked,
-    }
+        result_row = measured(seconds, len(docs), kubeconfig, decided)
+    return {**result_row, "timings": data["timings"], "solver_status": data["summary"]["status"]}
 
 
 def machine() -> dict[str, Any]:

@@ -19,6 +19,7 @@ from contextlib import ExitStack
 
 from placer.cli._fleet import add_fleet_options, fleet_config_from_args
 from placer.cli._output import add_output_option, print_json, print_table
+from placer.cli.definitions import add_catalog_option, load_catalog
 from placer.errors import UsageError
 
 __all__ = ["add_namespace_options", "register", "run"]
@@ -43,26 +44,19 @@ def register(subparsers: argparse._SubParsersAction[argparse.ArgumentParser]) ->
     parser.add_argument("type", nargs="?", metavar="TYPE", help="workload type (default: all)")
     add_namespace_options(parser, all_namespaces=True)
     add_fleet_options(parser)
-    parser.add_argument(
-        "--catalog",
-        action="append",
-        default=[],
-        metavar="DIR",
-        help="extra Workload Map definitions (repeatable)",
-    )
+    add_catalog_option(parser)
     add_output_option(parser)
     parser.set_defaults(func=run)
 
 
 def run(args: argparse.Namespace) -> int:
-    from placer.definitions import Catalog
     from placer.dispatch.submit import open_clients
     from placer.inventory import age, components_text, list_workloads, resolve_type
 
     if args.all_namespaces and args.namespace:
         raise UsageError("give either -A or -n NAMESPACE, not both")
     namespace = None if args.all_namespaces else (args.namespace or "default")
-    catalog = Catalog.load(args.catalog)
+    catalog = load_catalog(args)
     definitions = resolve_type(args.type, catalog) if args.type else None
     config = fleet_config_from_args(args)
     with ExitStack() as stack:

@@ -32,6 +32,7 @@ from typing import Any
 
 from placer.cli._fleet import add_fleet_options, fleet_config_from_args, report_unreachable
 from placer.cli._output import add_output_option, print_json, print_table
+from placer.cli.definitions import add_catalog_option
 from placer.errors import PlacerError, UsageError
 from placer.policy import PlacementPolicy, load_policies
 from placer.solver import SOLVERS
@@ -101,13 +102,7 @@ def register(subparsers: argparse._SubParsersAction[argparse.ArgumentParser]) ->
         "--time-limit", type=float, default=1.0, metavar="S", help="seconds for the decision"
     )
     parser.add_argument("--seed", type=int, default=0, help="solver seed (default 0)")
-    parser.add_argument(
-        "--catalog",
-        action="append",
-        default=[],
-        metavar="DIR",
-        help="extra Workload Map definitions (repeatable)",
-    )
+    add_catalog_option(parser)
     add_output_option(parser)
     parser.set_defaults(func=run)
 

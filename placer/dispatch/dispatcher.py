@@ -46,6 +46,7 @@ from dataclasses import dataclass, field, replace
 from typing import Any
 
 from placer.definitions import Decomposition, can_suspend, resume
+from placer.dispatch.existing import ExistingCopies, find_existing
 from placer.dispatch.ledger import (
     DEFAULT_TTL,
     InFlight,
@@ -72,7 +73,15 @@ from placer.errors import (
     PlacerError,
 )
 from placer.kube import KubeClient
-from placer.model import Decision, Fleet, Placement, Unplaced, Workload, WorkloadRef
+from placer.model import (
+    Decision,
+    Fleet,
+    Placement,
+    PodAssignment,
+    Unplaced,
+    Workload,
+    WorkloadRef,
+)
 from placer.policy import PlacementPolicy
 from placer.solver import solve
 
@@ -90,6 +99,8 @@ __all__ = [
     "Outcome",
     "Transform",
     "attempt_error",
+    "placement_from_record",
+    "settle_existing",
 ]
 
 log = logging.getLogger(__name__)
@@ -265,6 +276,11 @@ class Dispatcher:
         transform: last change to each body before it is applied.
         solver, time_limit, seed: for re-decisions after a failed apply.
         decide: replaces the solver for re-decisions (e.g. snapshot-free decisions).
+        check_existing: before applying, look for copies of the placed workloads on every
+            member (:func:`~placer.dispatch.existing.find_existing`): one placed by placer
+            stays where it is (``unchanged``), someone else's blocks it (``failed``).
+            ``placer submit`` does this before deciding; a caller with its own source of
+            truth (the controller's hub records) can leave it off.
         max_workers: threads (default: one per cluster with work, at most 16).
         field_manager: server-side apply field manager.
     """
@@ -285,6 +301,7 @@ class Dispatcher:
         time_limit: float = 1.0,
         seed: int = 0,
         decide: Decide | None = None,
+        check_existing: bool = False,
         max_workers: int | None = None,
         field_manager: str = FIELD_MANAGER,
     ) -> None:
@@ -301,6 +318,7 @@ class Dispatcher:
         self.time_limit = time_limit
         self.seed = seed
         self.decide = decide
+        self.check_existing = check_existing
         self.max_workers = max_workers
         self.field_manager = field_manager
 
@@ -341,6 +359,19 @@ class Dispatcher:
         placed_at = rfc3339()
         done: dict[WorkloadRef, Outcome] = {}
         warnings: list[str] = []
+        if self.check_existing:
+            placed_refs = {p.workload for p in decision.placements}
+            existing = find_existing(self.clients, placed_refs)
+            _, settled = settle_existing([by_ref[r] for r in placed_refs], existing)
+            done.update(settled)
+            decision = replace(
+                decision,
+                placements=tuple(p for p in decision.placements if p.workload not in settled),
+            )
+            warnings += [
+                f"cluster {name}: could not check for existing copies ({reason})"
+                for name, reason in existing.unknown.items()
+            ]
         units = _units(decision.placements, by_ref)
         success: list[Placement] = []
         extra_unplaced: dict[WorkloadRef, dict[str, str]] = {}
@@ -755,3 +786,78 @@ def _sum_requests(placements: Sequence[Placement]) -> dict[str, int]:
         for name, amount in placement.requests.items():
             total[name] = total.get(name, 0) + amount
     return total
+
+
+def settle_existing(
+    manifests: Sequence[Manifest], existing: ExistingCopies
+) -> tuple[list[Manifest], dict[WorkloadRef, Outcome]]:
+    """Workloads still to decide, and the outcomes of those that already exist somewhere.
+
+    A copy with placer's record: ``unchanged`` (it stays there; a new member of its
+    ``placer.dev/group`` is pinned to the same cluster). Copies without one (someone else's
+    object): ``failed``, placed nowhere, so that it cannot run twice.
+    """
+    settled: dict[WorkloadRef, Outcome] = {}
+    group_cluster: dict[str, str] = {}
+    for manifest in manifests:
+        copies = existing.of(manifest.ref)
+        if not copies:
+            continue
+        ours = [c for c in copies if c.record is not None]
+        if ours:
+            copy = ours[0]
+            record = copy.record
+            assert record is not None
+            note: tuple[str, ...] = ()
+            if len(copies) > 1:
+                others = ", ".join(c.cluster for c in copies if c is not copy)
+                note = (f"also found on {others}: check for a duplicate",)
+            settled[manifest.ref] = Outcome(
+                manifest.ref,
+                UNCHANGED,
+                cluster=copy.cluster,
+                placement=placement_from_record(manifest, copy.cluster, record),
+                record=record,
+                uid=copy.uid,
+                notes=note,
+            )
+            if manifest.workload.group:
+                group_cluster[manifest.workload.group] = copy.cluster
+        else:
+            where = ", ".join(c.cluster for c in copies)
+            settled[manifest.ref] = Outcome(
+                manifest.ref,
+                FAILED,
+                cluster=copies[0].cluster,
+                error=(
+                    f"already exists on cluster {where} without placer's placement record "
+                    "(created by someone else); not placed anywhere, so that it cannot run "
+                    "twice: delete it there, or rename the workload"
+                ),
+            )
+    todo: list[Manifest] = []
+    for manifest in manifests:
+        if manifest.ref in settled:
+            continue
+        group = manifest.workload.group
+        if group and group in group_cluster:
+            workload = replace(manifest.workload, pinned_cluster=group_cluster[group])
+            decomposition = replace(manifest.decomposition, workload=workload)
+            manifest = replace(manifest, decomposition=decomposition)
+        todo.append(manifest)
+    return todo, settled
+
+
+def placement_from_record(manifest: Manifest, cluster: str, record: PlacementRecord) -> Placement:
+    workload = manifest.workload
+    pods = []
+    for component in workload.components:
+        planned = record.plan.get(component.label, ())
+        for index in range(component.replicas):
+            node = planned[index] if index < len(planned) else ""
+            pods.append(
+                PodAssignment(
+                    component.name, component.instance, index, node, dict(component.pod.requests)
+                )
+            )
+    return Placement(workload.ref, cluster, tuple(pods), workload.total_requests())

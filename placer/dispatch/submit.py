@@ -35,15 +35,15 @@ from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, field, replace
 
 from placer.dispatch.dispatcher import (
-    FAILED,
     UNCHANGED,
     Dispatcher,
     Manifest,
     Outcome,
+    settle_existing,
 )
-from placer.dispatch.existing import ExistingCopies, find_existing
+from placer.dispatch.existing import find_existing
 from placer.dispatch.ledger import DEFAULT_TTL, Ledger, sync_cluster
-from placer.dispatch.record import PlacementRecord, new_decision_id
+from placer.dispatch.record import new_decision_id
 from placer.errors import KubeError, PlacerError
 from placer.fleet import FleetConfig, gather_fleet
 from placer.fleet.gather import unavailable
@@ -164,7 +164,7 @@ def submit(
             "there earlier cannot be ruled out"
         )
     decision_id = new_decision_id()
-    todo, settled = _settle_existing(manifests, existing)
+    todo, settled = settle_existing(manifests, existing)
     lap("existing")
     if snapshot_free:
         decision = snapshot_free_decision([m.workload for m in todo], fleet, policies)
@@ -230,76 +230,6 @@ def _sync_ledger(ledger: Ledger, clients: Mapping[str, KubeClient], *, delete: b
 
     with ThreadPoolExecutor(max_workers=min(16, len(clients)), thread_name_prefix="ledger") as pool:
         return [w for w in pool.map(one, clients) if w]
-
-
-def _settle_existing(
-    manifests: Sequence[Manifest], existing: ExistingCopies
-) -> tuple[list[Manifest], dict[WorkloadRef, Outcome]]:
-    """Workloads to decide, and the outcomes of those that already exist somewhere."""
-    settled: dict[WorkloadRef, Outcome] = {}
-    group_cluster: dict[str, str] = {}
-    for manifest in manifests:
-        copies = existing.of(manifest.ref)
-        if not copies:
-            continue
-        ours = [c for c in copies if c.record is not None]
-        if ours:
-            copy = ours[0]
-            record = copy.record
-            assert record is not None
-            note: tuple[str, ...] = ()
-            if len(copies) > 1:
-                others = ", ".join(c.cluster for c in copies if c is not copy)
-                note = (f"also found on {others}: check for a duplicate",)
-            settled[manifest.ref] = Outcome(
-                manifest.ref,
-                UNCHANGED,
-                cluster=copy.cluster,
-                placement=_placement_from_record(manifest, copy.cluster, record),
-                record=record,
-                uid=copy.uid,
-                notes=note,
-            )
-            if manifest.workload.group:
-                group_cluster[manifest.workload.group] = copy.cluster
-        else:
-            where = ", ".join(c.cluster for c in copies)
-            settled[manifest.ref] = Outcome(
-                manifest.ref,
-                FAILED,
-                cluster=copies[0].cluster,
-                error=(
-                    f"already exists on cluster {where} without placer's placement record "
-                    "(created by someone else); not placed anywhere, so that it cannot run "
-                    "twice: delete it there, or rename the workload"
-                ),
-            )
-    todo: list[Manifest] = []
-    for manifest in manifests:
-        if manifest.ref in settled:
-            continue
-        group = manifest.workload.group
-        if group and group in group_cluster:
-            workload = replace(manifest.workload, pinned_cluster=group_cluster[group])
-            decomposition = replace(manifest.decomposition, workload=workload)
-            manifest = replace(manifest, decomposition=decomposition)
-        todo.append(manifest)
-    return todo, settled
-
-
-def _placement_from_record(manifest: Manifest, cluster: str, record: PlacementRecord) -> Placement:
-    workload = manifest.workload
-    pods = []
-    for component in workload.components:
-        planned = record.plan.get(component.label, ())
-        for index in range(component.replicas):
-            node = planned[index] if index < len(planned) else ""
-            pods.append(
-                PodAssignment(
-                    component.name, component.instance, index, node, dict(component.pod.requests)
-                )
-            )
-    return Placement(workload.ref, cluster, tuple(pods), workload.total_requests())
 
 
 def _merge(

@@ -202,3 +202,26 @@ def test_a_member_refusing_the_ledger_entry_still_gets_the_workload(members: Mem
     assert "in-flight ledger not written on this cluster" in outcome.notes
     [warning] = result.warnings
     assert f"cluster {chosen}: in-flight ledger not written" in warning
+
+
+def test_check_existing_keeps_placed_workloads_and_refuses_foreign_copies(
+    members: Members,
+) -> None:
+    placed, foreign = jobset("placed"), jobset("foreign")
+    decision, fleet = decide(members, [placed])
+    assert Dispatcher(members.clients).dispatch([placed], decision, fleet).ok
+    [home] = [c for c in ("east", "west", "central") if members.jobsets(c) == ["placed"]]
+    elsewhere = next(c for c in ("east", "west", "central") if c != home)
+    members.virtual.server(elsewhere).store.create(dict(foreign.body))  # a user's own copy
+    # a decision that would put both somewhere else entirely
+    decision, fleet = decide(members, [placed, foreign])
+    result = Dispatcher(members.clients, check_existing=True).dispatch(
+        [placed, foreign], decision, fleet
+    )
+    kept, refused = result.outcome(placed.ref), result.outcome(foreign.ref)
+    assert kept.state == "unchanged" and kept.cluster == home and not kept.dispatched
+    assert refused.state == FAILED and "without placer's placement record" in refused.error
+    assert sorted(n for c in ("east", "west", "central") for n in members.jobsets(c)) == [
+        "foreign",
+        "placed",
+    ]
