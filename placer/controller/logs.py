@@ -31,6 +31,7 @@ CONTEXT_KEYS = (
     "unplaced",
     "seconds",
     "kind",
+    "timings",
 )
 
 
@@ -49,6 +50,10 @@ class JsonFormatter(logging.Formatter):
             value = record.__dict__.get(key)
             if isinstance(value, (str, int, float, bool)):
                 line[key] = value
+            elif isinstance(value, dict):
+                line[key] = {
+                    str(k): v for k, v in value.items() if isinstance(v, (str, int, float, bool))
+                }
         if record.exc_info and record.exc_info[0] is not None:
             line["error"] = f"{record.exc_info[0].__name__}: {record.exc_info[1]}"
         return json.dumps(line, ensure_ascii=False)

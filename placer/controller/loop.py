@@ -33,12 +33,13 @@ import threading
 import time
 from collections import OrderedDict
 from collections.abc import Callable, Mapping, Sequence
-from concurrent.futures import Future, ThreadPoolExecutor
-from concurrent.futures import wait as wait_futures
+from concurrent.futures import ThreadPoolExecutor
 from dataclasses import replace
+from functools import partial
 from typing import Any
 
 from placer.controller.events import EventRecorder
+from placer.controller.fanout import Part, ensure_namespaces, split_decision
 from placer.controller.hubconfig import (
     DEFINITION_KINDS,
     POLICY_KIND,
@@ -100,6 +101,7 @@ from placer.definitions import (
 )
 from placer.dispatch import (
     Dispatcher,
+    DispatchResult,
     Ledger,
     Manifest,
     Outcome,
@@ -118,7 +120,7 @@ from placer.errors import (
 )
 from placer.fleet import FleetConfig, gather_fleet
 from placer.kube import ClientSettings, KubeClient, WatchSettings, open_client
-from placer.model import Fleet, WorkloadRef
+from placer.model import Decision, Fleet, WorkloadRef
 from placer.policy import PlacementPolicy
 from placer.snapshot import fleet_to_dict
 from placer.solver import solve
@@ -332,7 +334,8 @@ class Controller:
         for thread in self._threads:
             thread.join(timeout=60)
         if self._pool is not None:
-            self._pool.shutdown(wait=True, cancel_futures=True)
+            # a graceful stop records what was dispatched; a lost leader must not write on
+            self._pool.shutdown(wait=True, cancel_futures=self._lost.is_set())
         informers = [
             *self._config_informers.values(),
             *self._hub_informers.values(),
@@ -1154,14 +1157,11 @@ class Controller:
             epoch = self._epoch
         if not ready:
             return
+        handed: set[WorkloadRef] = set()
         try:
-            self._decide(ready, objects, epoch)
+            handed = self._decide(ready, objects, epoch)
         finally:
-            with self._wake:
-                for ref in ready:
-                    self._busy.discard(ref)
-                self._dirty.update(ready)
-                self._wake.notify_all()
+            self._release([r for r in ready if r not in handed])
             self.metrics.cycles.inc()
             log.info(
                 "cycle done in %.2fs",
@@ -1169,10 +1169,46 @@ class Controller:
                 extra={"event": "cycle", "count": len(ready), "seconds": self._clock() - started},
             )
 
+    def _release(self, refs: Sequence[WorkloadRef]) -> None:
+        """The work on ``refs`` is over: reconcile them again."""
+        with self._wake:
+            for ref in refs:
+                self._busy.discard(ref)
+            self._dirty.update(refs)
+            self._wake.notify_all()
+
+    def _then_release(self, ref: WorkloadRef, work: Callable[[], None]) -> None:
+        try:
+            work()
+        except Exception as err:
+            log.warning(
+                "%s: recording the outcome failed: %s",
+                _ref_text(ref),
+                err,
+                extra={"event": "record-failed", "workload": _ref_text(ref)},
+            )
+        finally:
+            self._release([ref])
+
     def _decide(
         self, refs: list[WorkloadRef], objects: Mapping[WorkloadRef, JSON | None], epoch: int
-    ) -> None:
+    ) -> set[WorkloadRef]:
+        """Decide and dispatch ``refs``; returns those whose outcome is being recorded.
+
+        Recording (hub writes) runs in the worker pool while the next cycle may already
+        decide: the dispatched placements are in the ledger, the refs stay busy until recorded.
+        """
+        timings: dict[str, float] = {}
+        mark = time.perf_counter()
+
+        def lap(step: str) -> None:
+            nonlocal mark
+            now = time.perf_counter()
+            timings[step] = round(now - mark, 3)
+            mark = now
+
         fleet = self._gather()
+        lap("gather")
         manifests: list[Manifest] = []
         for ref in refs:
             obj = objects.get(ref)
@@ -1188,7 +1224,7 @@ class Controller:
                 continue
             manifests.append(Manifest(obj, decomposition, source="hub"))
         if not manifests:
-            return
+            return set()
         policies = (*self.file_policies, *self._policies.policies)
         decision = solve(
             [m.workload for m in manifests],
@@ -1197,6 +1233,7 @@ class Controller:
             solver=self.settings.solver,
             time_limit=self.settings.solve_time_limit,
         )
+        lap("decompose+solve")
         self.metrics.decision_seconds.observe(decision.summary.seconds)
         decision_id = new_decision_id()
         clients = {
@@ -1204,63 +1241,87 @@ class Controller:
             for c in fleet.clusters
             if c.reachable and c.name in self.clients
         }
-        dispatcher = Dispatcher(
-            clients,
-            policies=policies,
-            create_namespaces=self.settings.create_namespaces,
-            ledger=self.ledger,
-            in_flight_ttl=self.settings.ledger_ttl,
-            resume=True,
-            transform=self._mark,
-            solver=self.settings.solver,
-            time_limit=self.settings.solve_time_limit,
+        outcomes, unplaced = self._dispatch(
+            clients, policies, manifests, decision, fleet, decision_id
         )
-        result = dispatcher.dispatch(manifests, decision, fleet, decision_id=decision_id)
+        lap("dispatch")
+        placed = sum(1 for o in outcomes if o.placed)
         log.info(
             "decision %s: %d placed, %d not",
             decision_id,
-            sum(1 for o in result.outcomes if o.placed),
-            sum(1 for o in result.outcomes if not o.placed),
+            placed,
+            len(outcomes) - placed,
             extra={
                 "event": "decision",
                 "decision": decision_id,
-                "placed": sum(1 for o in result.outcomes if o.placed),
-                "unplaced": sum(1 for o in result.outcomes if not o.placed),
+                "placed": placed,
+                "unplaced": len(outcomes) - placed,
                 "seconds": decision.summary.seconds,
             },
         )
         by_ref = {m.ref: m for m in manifests}
-        unplaced = {u.workload: dict(u.reasons) for u in result.decision.unplaced}
-        futures: list[Future[None]] = []
         assert self._pool is not None
-        for outcome in result.outcomes:
+        handed: set[WorkloadRef] = set()
+        for outcome in outcomes:
             manifest = by_ref[outcome.workload]
             for attempt in outcome.attempts:
                 self.metrics.dispatch_errors.labels(
                     attempt.cluster or "?", attempt.reason or str(attempt.code or "Error")
                 ).inc()
+            work: Callable[[], None]
             if outcome.placed and outcome.cluster:
                 self._remember_copy(outcome, manifest)
-                futures.append(
-                    self._pool.submit(self._record_placed, manifest, outcome, decision_id)
-                )
+                work = partial(self._record_placed, manifest, outcome, decision_id)
             else:
-                futures.append(
-                    self._pool.submit(
-                        self._record_unplaced,
-                        manifest,
-                        outcome,
-                        unplaced.get(outcome.workload, {}),
-                        epoch,
-                    )
-                )
-        wait_futures(futures)
-        for future in futures:
-            error = future.exception()
-            if error is not None:
-                log.warning(
-                    "recording an outcome failed: %s", error, extra={"event": "record-failed"}
-                )
+                reasons = unplaced.get(outcome.workload, {})
+                work = partial(self._record_unplaced, manifest, outcome, reasons, epoch)
+            self._pool.submit(self._then_release, outcome.workload, work)
+            handed.add(outcome.workload)
+        log.info(
+            "decision %s dispatched",
+            decision_id,
+            extra={"event": "cycle-timings", "decision": decision_id, "timings": timings},
+        )
+        return handed
+
+    def _dispatch(
+        self,
+        clients: Mapping[str, KubeClient],
+        policies: Sequence[PlacementPolicy],
+        manifests: Sequence[Manifest],
+        decision: Decision,
+        fleet: Fleet,
+        decision_id: str,
+    ) -> tuple[list[Outcome], dict[WorkloadRef, dict[str, str]]]:
+        """Carry ``decision`` out in concurrent parts (:mod:`placer.controller.fanout`)."""
+        parts = split_decision(decision, manifests, fleet, self.settings.dispatch_parts)
+        if self.settings.create_namespaces and len(parts) > 1:
+            ensure_namespaces(clients, decision.placements)
+
+        def run(part: Part) -> DispatchResult:
+            dispatcher = Dispatcher(
+                clients,
+                policies=policies,
+                create_namespaces=self.settings.create_namespaces,
+                ledger=self.ledger,
+                in_flight_ttl=self.settings.ledger_ttl,
+                resume=True,
+                transform=self._mark,
+                solver=self.settings.solver,
+                time_limit=self.settings.solve_time_limit,
+            )
+            return dispatcher.dispatch(
+                list(part.manifests), part.decision, part.fleet, decision_id=decision_id
+            )
+
+        if len(parts) == 1:
+            results = [run(parts[0])]
+        else:
+            with ThreadPoolExecutor(len(parts), thread_name_prefix="placer-part") as pool:
+                results = list(pool.map(run, parts))
+        outcomes = [o for r in results for o in r.outcomes]
+        unplaced = {u.workload: dict(u.reasons) for r in results for u in r.decision.unplaced}
+        return outcomes, unplaced
 
     def _decompose(self, obj: Mapping[str, Any]) -> Decomposition:
         key = (uid_of(obj), _version(obj))

@@ -76,8 +76,10 @@ class ControllerSettings:
     solver: str = "cpsat"
     #: seconds between looks for kinds the hub does not serve yet (CRD installed later).
     discovery_interval: float = 30.0
-    #: threads dispatching to members and writing records on the hub.
+    #: threads writing records on the hub and carrying out single-object actions.
     workers: int = 8
+    #: parts a decision is dispatched in concurrently (each part: one thread per cluster).
+    dispatch_parts: int = 4
     #: namespaces whose objects are never placed (besides the Lease's namespace).
     ignored_namespaces: tuple[str, ...] = ("kube-system", "kube-public", "kube-node-lease")
     #: create a missing namespace on the member (the workload's namespace).
@@ -101,6 +103,8 @@ class ControllerSettings:
             problems.append("lease retry period must be positive and below the renew deadline")
         if not self.workers >= 1:
             problems.append("workers must be >= 1")
+        if not self.dispatch_parts >= 1:
+            problems.append("dispatch parts must be >= 1")
         if not _LABEL_VALUE.fullmatch(self.hub):
             problems.append(f"hub name {self.hub!r} is not a valid label value")
         if problems:
