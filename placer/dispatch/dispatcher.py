@@ -408,6 +408,8 @@ class Dispatcher:
                         )
                         extra_unplaced[ref] = reasons
                     continue
+                # later re-decisions of this round must see the capacity it takes
+                success += again.placements
                 round_units.append(again)
         for run_name, run in runs.items():
             if run.ledger_problem:
