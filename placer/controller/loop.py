@@ -767,6 +767,8 @@ class Controller:
             if places and ref not in self._pending:
                 if self._invalid.get(ref) != _as_written(obj):
                     self._pending[ref] = self._clock()
+                    if self._pool is not None:  # decompose during the batch window
+                        self._pool.submit(self._warm, obj)
                     if places[0].reason:
                         log.info(
                             "%s: %s",
@@ -1223,6 +1225,7 @@ class Controller:
                 self._invalid_object(ref, obj, "InvalidWorkload", describe_error(err))
                 continue
             manifests.append(Manifest(obj, decomposition, source="hub"))
+        lap("decompose")
         if not manifests:
             return set()
         policies = (*self.file_policies, *self._policies.policies)
@@ -1233,7 +1236,7 @@ class Controller:
             solver=self.settings.solver,
             time_limit=self.settings.solve_time_limit,
         )
-        lap("decompose+solve")
+        lap("solve")
         self.metrics.decision_seconds.observe(decision.summary.seconds)
         decision_id = new_decision_id()
         clients = {
@@ -1322,6 +1325,13 @@ class Controller:
         outcomes = [o for r in results for o in r.outcomes]
         unplaced = {u.workload: dict(u.reasons) for r in results for u in r.decision.unplaced}
         return outcomes, unplaced
+
+    def _warm(self, obj: Mapping[str, Any]) -> None:
+        """Decompose ahead of the cycle (errors are the cycle's to report)."""
+        try:
+            self._decompose(obj)
+        except PlacerError:
+            pass
 
     def _decompose(self, obj: Mapping[str, Any]) -> Decomposition:
         key = (uid_of(obj), _version(obj))
