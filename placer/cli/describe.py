@@ -53,7 +53,7 @@ def register(subparsers: argparse._SubParsersAction[argparse.ArgumentParser]) ->
     add_fleet_options(parser)
     add_catalog_option(parser)
     add_output_option(parser)
-    parser.set_defaults(func=run)
+    parser.set_defaults(func=run, describe_parser=parser)
 
 
 def read_manifests(filename: str) -> list[Document]:
@@ -64,6 +64,9 @@ def read_manifests(filename: str) -> list[Document]:
 
 
 def run(args: argparse.Namespace) -> int:
+    if not args.filename and not args.target:
+        parser: argparse.ArgumentParser = args.describe_parser
+        parser.error("one of the arguments -f/--filename or TYPE/NAME is required")
     if args.filename and args.target:
         raise UsageError("give either -f FILE or TYPE/NAME, not both")
     if not args.filename:
