@@ -7,7 +7,12 @@ PlacementPolicy on the hub opts objects in and steers them.
 from __future__ import annotations
 
 import copy
+from pathlib import Path
 from typing import Any
+
+import yaml
+
+DEPLOY = Path(__file__).resolve().parents[2] / "deploy"
 
 WIDGET_KARTA: dict[str, Any] = {
     "apiVersion": "run.ai/v1alpha1",
@@ -89,10 +94,8 @@ def _reasons(hubfleet: Any, name: str, namespace: str = "team-a") -> list[str]:
 
 def test_bad_objects_are_reported_and_the_rest_is_placed(hubfleet: Any) -> None:
     hub = hubfleet.hub.store
-    hub.register_resource("run.ai", "v1alpha1", "Karta", "kartas", namespaced=False)
-    hub.register_resource(
-        "placer.dev", "v1alpha1", "PlacementPolicy", "placementpolicies", namespaced=False
-    )
+    for crd in ("kartas.run.ai.yaml", "placementpolicies.placer.dev.yaml"):
+        hub.create(yaml.safe_load((DEPLOY / "crds" / crd).read_text()))  # deploy/'s own CRDs
     for store in (hub, *(m.store for m in hubfleet.members.values())):
         store.register_resource("example.com", "v1", "Widget", "widgets")
         store.register_resource("jobset.x-k8s.io", "v1alpha2", "JobSet", "jobsets")
