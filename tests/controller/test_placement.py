@@ -185,3 +185,57 @@ def test_status_mirrored_and_delete_cleans_member(hubfleet: Any) -> None:
         what="hub object finalized",
     )
     assert len(hubfleet.copies("run")) == 1  # the others are untouched
+
+
+def test_with_virtual_fleet_realism_the_hub_shows_running(hubfleet: Any) -> None:
+    """Members that play the frameworks (placer.fleet.realism): pods appear, status flows back."""
+    from placer.fleet.realism import Realism, register_catalog_kinds
+
+    catalog = Catalog.builtin()
+    for name, server in hubfleet.members.items():
+        register_catalog_kinds(server.store, catalog)
+        server.store.add_reactor(Realism(catalog, name=name))
+    register_catalog_kinds(hubfleet.hub.store, catalog)  # CRDs on the hub, no controllers
+    hubfleet.controller()
+    jobset = {
+        "apiVersion": "jobset.x-k8s.io/v1alpha2",
+        "kind": "JobSet",
+        "metadata": {"name": "train", "namespace": "team-a", "labels": {"placer.dev/queue": "q"}},
+        "spec": {
+            "suspend": True,
+            "replicatedJobs": [
+                {
+                    "name": "worker",
+                    "replicas": 2,
+                    "template": {
+                        "spec": {
+                            "template": {
+                                "spec": {
+                                    "containers": [
+                                        {
+                                            "name": "t",
+                                            "image": "t",
+                                            "resources": {"limits": {"nvidia.com/gpu": "4"}},
+                                        }
+                                    ]
+                                }
+                            }
+                        }
+                    },
+                }
+            ],
+        },
+    }
+    hubfleet.hub.store.create(jobset)
+
+    def running() -> dict[str, Any] | None:
+        obj = hubfleet.hub.store.get("jobsets", "train", "team-a")
+        return obj if hubfleet.annotations(obj).get("placer.dev/phase") == "Running" else None
+
+    obj = hubfleet.wait_for(running, what="the hub JobSet Running")
+    assert obj["spec"]["suspend"] is True  # the hub object stays suspended
+    ((cluster, copy),) = hubfleet.copies("train", kind="jobsets").items()
+    assert copy["spec"]["suspend"] is False
+    pods = hubfleet.members[cluster].store.list("pods", "team-a")
+    assert len(pods) == 2 and all(p["spec"].get("nodeName") for p in pods)
+    assert obj["status"]["replicatedJobsStatus"] == copy["status"]["replicatedJobsStatus"]
