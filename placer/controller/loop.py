@@ -30,115 +30,58 @@ from __future__ import annotations
 
 import logging
 import threading
-import time
-from collections import OrderedDict
 from collections.abc import Callable, Mapping, Sequence
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import replace
-from functools import partial
 from typing import Any
 
-from placer.controller.events import EventRecorder
-from placer.controller.fanout import Part, ensure_namespaces, split_decision
+from placer.controller.actions import ActionsMixin
+from placer.controller.base import (
+    JSON,
+    as_written,
+    generation_of,
+    ref_text,
+    version_of,
+)
+from placer.controller.cycles import CyclesMixin
 from placer.controller.hubconfig import (
     DEFINITION_KINDS,
     POLICY_KIND,
-    HubDefinitions,
-    HubPolicies,
     definitions_from_hub,
-    describe,
     policies_from_hub,
     selected,
 )
 from placer.controller.informer import Informer
 from placer.controller.leader import LeaderElector
-from placer.controller.metrics import Metrics, unschedulable_reason
 from placer.controller.reconcile import (
     Action,
-    Adopt,
-    Backoff,
-    Confirm,
-    DeleteCopy,
-    Failover,
-    Finalize,
     Health,
-    Mirror,
     Place,
-    Reapply,
-    is_stale,
     reconcile,
 )
 from placer.controller.records import (
-    ANNOTATION_HUB_UID,
-    ANNOTATION_PHASE,
     LABEL_HUB,
-    clear_record_patch,
-    condition_of,
-    describe_error,
-    finalizer_patch,
     format_time,
     hub_uid_of,
-    is_deleting,
     is_opted_in,
     key_of,
-    phase_patch,
-    placed_condition,
     record_of,
-    record_patch,
-    status_patch,
     uid_of,
 )
 from placer.controller.server import UnavailableError
-from placer.controller.settings import ControllerSettings
-from placer.definitions import (
-    Catalog,
-    Decomposition,
-    GroupVersionKind,
-    can_suspend,
-    decompose,
-    phases_of,
-    resume,
-)
-from placer.dispatch import (
-    Dispatcher,
-    DispatchResult,
-    Ledger,
-    Manifest,
-    Outcome,
-    PlacementRecord,
-    dispatch_manifest,
-    new_decision_id,
-    sync_cluster,
-)
-from placer.dispatch.ledger import delete_entry
 from placer.errors import (
-    ConflictError,
-    KubeError,
-    NoDefinitionError,
-    NotFoundError,
     PlacerError,
 )
-from placer.fleet import FleetConfig, gather_fleet
-from placer.kube import ClientSettings, KubeClient, WatchSettings, open_client
-from placer.model import Decision, Fleet, WorkloadRef
-from placer.policy import PlacementPolicy
+from placer.kube import ClientSettings, WatchSettings, open_client
+from placer.model import WorkloadRef
 from placer.snapshot import fleet_to_dict
-from placer.solver import solve
-
-__all__ = ["Controller"]
 
 log = logging.getLogger(__name__)
 
-JSON = dict[str, Any]
-KindKey = tuple[str, str]
-_DECOMPOSITIONS = 20_000
+__all__ = ["Controller"]
 
 
-def _ref_text(ref: WorkloadRef) -> str:
-    return f"{ref.kind}/{ref.namespace}/{ref.name}"
-
-
-class Controller:
+class Controller(ActionsMixin, CyclesMixin):
     """The placement controller (see the module docstring).
 
     Args:
@@ -150,69 +93,6 @@ class Controller:
         metrics: where to count (default: a fresh registry).
         clock: monotonic clock.
     """
-
-    def __init__(
-        self,
-        hub: KubeClient,
-        fleet: FleetConfig,
-        settings: ControllerSettings,
-        *,
-        catalog: Catalog | None = None,
-        policies: Sequence[PlacementPolicy] = (),
-        metrics: Metrics | None = None,
-        clock: Callable[[], float] = time.monotonic,
-    ) -> None:
-        self.hub = hub
-        self.config = fleet
-        self.settings = settings
-        self.base_catalog = catalog if catalog is not None else Catalog.builtin()
-        self.file_policies = tuple(policies)
-        self.metrics = metrics or Metrics()
-        self._clock = clock
-        self.members: tuple[str, ...] = fleet.names
-        self.clients: dict[str, KubeClient] = {}
-        self.ledger = Ledger()
-        self.events = EventRecorder(hub, instance=settings.identity)
-        self._lock = threading.RLock()
-        self._wake = threading.Condition(self._lock)
-        self._cycle_wake = threading.Event()
-        self._halt = threading.Event()
-        self._lost = threading.Event()
-        self._started = threading.Event()
-        # hub state
-        self._definitions = HubDefinitions(self.base_catalog)
-        self._policies = HubPolicies()
-        self._reported: dict[str, str] = {}
-        self._config_versions: dict[str, tuple[tuple[str, str, str], ...]] = {}
-        self._hub_informers: dict[KindKey, Informer] = {}
-        self._config_informers: dict[KindKey, Informer] = {}
-        self._objects: dict[WorkloadRef, JSON] = {}
-        self._by_uid: dict[str, WorkloadRef] = {}
-        self._first_seen: dict[WorkloadRef, float] = {}
-        self._invalid: dict[WorkloadRef, str] = {}
-        # members
-        self._member_informers: dict[tuple[str, str, str], Informer] = {}
-        self._health: dict[str, Health] = {}
-        # work
-        self._dirty: set[WorkloadRef] = set()
-        self._busy: set[WorkloadRef] = set()
-        self._pending: dict[WorkloadRef, float] = {}
-        self._retry: dict[WorkloadRef, float] = {}
-        self._gc: set[tuple[str, str, str, str, str]] = set()
-        self._backoff = Backoff(settings.backoff.initial, settings.backoff.maximum)
-        self._epoch = 0
-        self._fleet: Fleet | None = None
-        self._free: dict[str, dict[str, int]] = {}
-        self._last_gather = float("-inf")
-        self._decomposed: OrderedDict[tuple[str, str], Decomposition] = OrderedDict()
-        self._phases: dict[tuple[str, str, str, str], str] = {}
-        self._pool: ThreadPoolExecutor | None = None
-        self._threads: list[threading.Thread] = []
-        self._elector: LeaderElector | None = None
-        self._cycle_running = False
-
-    # ========================================================================================
-    # lifecycle
 
     def run(self, stop: threading.Event) -> int:
         """Campaign, then act while leading, until ``stop`` is set or leadership is lost.
@@ -249,10 +129,6 @@ class Controller:
         if self._elector is None:
             return self._started.is_set() and not self._halt.is_set()
         return self._elector.leading
-
-    def _wake_all(self) -> None:
-        with self._wake:
-            self._wake.notify_all()
 
     def _on_lost(self) -> None:
         self._lost.set()
@@ -351,9 +227,6 @@ class Controller:
         self._close_members()
         log.info("stopped", extra={"event": "stopped", "identity": self.settings.identity})
 
-    # ========================================================================================
-    # probes and the read-only API
-
     def healthy(self) -> tuple[bool, str]:
         dead = [t.name for t in self._threads if not t.is_alive() and not self._halt.is_set()]
         if dead:
@@ -390,7 +263,7 @@ class Controller:
             pending = set(self._pending)
             waiting = {r for r in pending if r in self._backoff}
         items = []
-        for ref, obj in sorted(objects, key=lambda item: _ref_text(item[0])):
+        for ref, obj in sorted(objects, key=lambda item: ref_text(item[0])):
             record = record_of(obj)
             if record is None and ref not in pending and not self._condition(obj):
                 continue
@@ -421,19 +294,12 @@ class Controller:
             )
         return {"placements": items}
 
-    @staticmethod
-    def _condition(obj: Mapping[str, Any]) -> dict[str, Any] | None:
-        return condition_of(obj)
-
     def _require_leader(self) -> None:
         if not self.leading:
             holder = self._elector.holder() if self._elector else ""
             raise UnavailableError(
                 f"this replica stands by; ask the leader ({holder or 'unknown'})"
             )
-
-    # ========================================================================================
-    # informers and their callbacks (informer threads: update caches, mark dirty, nothing else)
 
     def _config_informer(self, api_version: str, kind: str, callback: Callable[[], None]) -> None:
         def on_change(_informer: Informer, _old: JSON | None, _new: JSON | None) -> None:
@@ -513,7 +379,7 @@ class Controller:
                 self._objects[ref] = new
                 self._by_uid[uid_of(new)] = ref
                 self._first_seen.setdefault(ref, self._clock())
-                if old is not None and _generation(old) != _generation(new):
+                if old is not None and generation_of(old) != generation_of(new):
                     self._backoff.forget(ref)
                 start_members = True
             self._dirty.add(ref)
@@ -555,26 +421,6 @@ class Controller:
                     if r.api_version == informer.api_version and r.kind == informer.kind
                 )
                 self._wake.notify_all()
-
-    def _set_health(self, cluster: str, reachable: bool, reason: str = "") -> None:
-        with self._wake:
-            current = self._health.get(cluster, Health())
-            if current.reachable == reachable:
-                return
-            self._health[cluster] = Health(reachable, self._clock(), current.synced)
-            if reachable:
-                self._epoch += 1
-                self._dirty.update(self._objects)
-            self._wake.notify_all()
-        self.metrics.reachable.labels(cluster).set(1 if reachable else 0)
-        log.log(
-            logging.INFO if reachable else logging.WARNING,
-            "member %s is %s%s",
-            cluster,
-            "reachable" if reachable else "unreachable",
-            f": {reason}" if reason else "",
-            extra={"event": "member-health", "cluster": cluster},
-        )
 
     def _on_definition(self) -> None:
         self._refresh_definitions()
@@ -624,7 +470,7 @@ class Controller:
 
     def _config_changed(self, what: str, objects: Sequence[Mapping[str, Any]]) -> bool:
         """Whether the hub's definitions (or policies) differ from the last ones read."""
-        versions = tuple(sorted((str(o.get("kind")), uid_of(o), _version(o)) for o in objects))
+        versions = tuple(sorted((str(o.get("kind")), uid_of(o), version_of(o)) for o in objects))
         with self._lock:
             if self._config_versions.get(what) == versions:
                 return False
@@ -643,36 +489,6 @@ class Controller:
             return
         self._pool.submit(self._write_config_report, dict(obj), problem, reason)
 
-    def _write_config_report(self, obj: JSON, problem: str | None, reason: str) -> None:
-        if problem:
-            log.warning(
-                "%s is ignored: %s",
-                describe(obj),
-                problem,
-                extra={"event": "invalid-config", "reason": reason},
-            )
-            self.events.record(obj, "Warning", reason, problem)
-            self.metrics.invalid.labels(reason).inc()
-        condition = {
-            "type": "Valid",
-            "status": "False" if problem else "True",
-            "reason": reason if problem else "Valid",
-            "message": (problem or "in use")[:1024],
-            "lastTransitionTime": format_time(time.time()),
-        }
-        api_version, kind = str(obj.get("apiVersion")), str(obj.get("kind"))
-        name = str((obj.get("metadata") or {}).get("name"))
-        try:
-            ref = self.hub.resource(api_version, kind)
-            if "status" not in ref.subresources:
-                return
-            self.hub.patch_status(api_version, kind, name, {"status": {"conditions": [condition]}})
-        except KubeError as err:
-            log.info("could not set the condition of %s: %s", describe(obj), err)
-
-    # ========================================================================================
-    # the loop
-
     def _loop(self) -> None:
         try:
             while not self._halt.is_set():
@@ -689,7 +505,7 @@ class Controller:
                     gc, self._gc = self._gc, set()
                 if self._halt.is_set():
                     return
-                for ref in sorted(ready, key=_ref_text):
+                for ref in sorted(ready, key=ref_text):
                     self._reconcile(ref)
                 self._check_failover()
                 self._collect(gc)
@@ -765,16 +581,16 @@ class Controller:
         places = [a for a in actions if isinstance(a, Place)]
         with self._wake:
             if places and ref not in self._pending:
-                if self._invalid.get(ref) != _as_written(obj):
+                if self._invalid.get(ref) != as_written(obj):
                     self._pending[ref] = self._clock()
                     if self._pool is not None:  # decompose during the batch window
                         self._pool.submit(self._warm, obj)
                     if places[0].reason:
                         log.info(
                             "%s: %s",
-                            _ref_text(ref),
+                            ref_text(ref),
                             places[0].reason,
-                            extra={"event": "requeued", "workload": _ref_text(ref)},
+                            extra={"event": "requeued", "workload": ref_text(ref)},
                         )
                     self._cycle_wake.set()
             elif not places and ref in self._pending:
@@ -791,742 +607,3 @@ class Controller:
         if is_opted_in(obj):
             return True
         return selected(obj, ref, self._policies.policies) is not None
-
-    def _phase_of(self, cluster: str, copy: Mapping[str, Any]) -> str:
-        meta = copy.get("metadata") or {}
-        key = (cluster, str(meta.get("namespace")), str(meta.get("name")), _version(copy))
-        cached = self._phases.get(key)
-        if cached is not None:
-            return cached
-        try:
-            phase = ",".join(phases_of(copy, self._definitions.catalog))
-        except PlacerError:
-            phase = ""
-        if phase == "Undefined":
-            phase = ""
-        if len(self._phases) > 50_000:
-            self._phases.clear()
-        self._phases[key] = phase
-        return phase
-
-    # ========================================================================================
-    # executing actions (worker threads)
-
-    def _execute(
-        self, ref: WorkloadRef, obj: JSON, actions: list[Action], copies: dict[str, JSON]
-    ) -> None:
-        requeue = False
-        try:
-            for action in actions:
-                if self._halt.is_set():
-                    return
-                if isinstance(action, DeleteCopy):
-                    self._delete_copy(ref, action.cluster, reason="stale")
-                elif isinstance(action, Finalize):
-                    self._finalize(ref, obj)
-                elif isinstance(action, Confirm):
-                    obj = self._confirm(ref, obj, action.cluster, "Placed")
-                elif isinstance(action, Adopt):
-                    obj = self._adopt(ref, obj, action.cluster, copies[action.cluster])
-                elif isinstance(action, Mirror):
-                    obj = self._mirror(ref, obj, action.cluster, copies[action.cluster])
-                elif isinstance(action, Reapply):
-                    obj = self._reapply(ref, obj, action.cluster, copies[action.cluster])
-                elif isinstance(action, Failover):
-                    self._failover(ref, obj, action)
-                    requeue = True
-        except NotFoundError:
-            pass  # the hub object went away meanwhile: its informer says so
-        except KubeError as err:
-            log.warning(
-                "%s: %s",
-                _ref_text(ref),
-                err,
-                extra={"event": "action-failed", "workload": _ref_text(ref)},
-            )
-            with self._lock:
-                self._retry[ref] = self._clock() + 2.0
-        except Exception:
-            log.exception("%s: action failed", _ref_text(ref), extra={"event": "action-failed"})
-            with self._lock:
-                self._retry[ref] = self._clock() + 5.0
-        finally:
-            with self._wake:
-                self._busy.discard(ref)
-                if requeue:
-                    self._pending.setdefault(ref, self._clock())
-                    self._cycle_wake.set()
-                self._dirty.add(ref)
-                self._wake.notify_all()
-
-    def _patch_meta(
-        self, ref: WorkloadRef, obj: JSON, build: Callable[[JSON], JSON | None]
-    ) -> JSON:
-        """Merge-patch metadata built from the object; on 409 read it again and rebuild."""
-        for attempt in range(5):
-            patch = build(obj)
-            if patch is None:
-                return obj
-            try:
-                result = self.hub.patch(
-                    ref.api_version, ref.kind, ref.name, patch, namespace=ref.namespace
-                )
-            except ConflictError:
-                if attempt == 4:
-                    raise
-                obj = self.hub.get(ref.api_version, ref.kind, ref.name, namespace=ref.namespace)
-                continue
-            self._remember_hub(ref, result)
-            return result
-        raise AssertionError("unreachable")  # pragma: no cover
-
-    def _patch_status(self, ref: WorkloadRef, obj: JSON, patch: JSON | None) -> JSON:
-        if patch is None:
-            return obj
-        resource = self.hub.resource(ref.api_version, ref.kind)
-        subresource = "status" if "status" in resource.subresources else ""
-        result = self.hub.patch(
-            ref.api_version,
-            ref.kind,
-            ref.name,
-            patch,
-            namespace=ref.namespace,
-            subresource=subresource,
-        )
-        self._remember_hub(ref, result)
-        return result
-
-    def _remember_hub(self, ref: WorkloadRef, obj: JSON) -> None:
-        informer = self._hub_informers.get((ref.api_version, ref.kind))
-        if informer is not None:
-            informer.remember(obj)
-        with self._lock:
-            current = self._objects.get(ref)
-            if current is None or _rv(current) <= _rv(obj):
-                self._objects[ref] = obj
-
-    def _confirm(self, ref: WorkloadRef, obj: JSON, cluster: str, how: str) -> JSON:
-        record = record_of(obj)
-        decision = record.decision if record else ""
-        condition = placed_condition(
-            True,
-            "Placed",
-            f"cluster {cluster}: {how} by decision {decision or '-'}",
-            time.time(),
-            generation=_generation(obj),
-        )
-        return self._patch_status(ref, obj, status_patch(obj, condition))
-
-    def _adopt(self, ref: WorkloadRef, obj: JSON, cluster: str, copy: JSON) -> JSON:
-        record = PlacementRecord.from_object(copy)
-        decision = record.decision if record and record.decision else "adopted"
-        placed_at = record.placed_at if record and record.placed_at else format_time(time.time())
-        obj = self._patch_meta(ref, obj, lambda o: record_patch(o, cluster, decision, placed_at))
-        obj = self._confirm(ref, obj, cluster, "adopted (its copy was already there)")
-        self.events.record(
-            obj,
-            "Normal",
-            "Adopted",
-            f"cluster {cluster}: its copy was already there (decision {decision}); kept it",
-        )
-        log.info(
-            "%s: adopted its copy on %s",
-            _ref_text(ref),
-            cluster,
-            extra={"event": "adopted", "workload": _ref_text(ref), "cluster": cluster},
-        )
-        return obj
-
-    def _mirror(self, ref: WorkloadRef, obj: JSON, cluster: str, copy: JSON) -> JSON:
-        phase = self._phase_of(cluster, copy)
-        record = record_of(obj)
-        if record is not None and record.phase != phase:
-            result = self.hub.patch(
-                ref.api_version, ref.kind, ref.name, phase_patch(phase), namespace=ref.namespace
-            )
-            self._remember_hub(ref, result)
-            obj = result
-        condition = self._condition(obj) or placed_condition(
-            True, "Placed", f"cluster {cluster}", time.time(), generation=_generation(obj)
-        )
-        member_status = copy.get("status")
-        mirrored = dict(member_status) if isinstance(member_status, Mapping) else {}
-        return self._patch_status(ref, obj, status_patch(obj, condition, mirrored))
-
-    def _reapply(self, ref: WorkloadRef, obj: JSON, cluster: str, copy: JSON) -> JSON:
-        """Apply the changed hub object onto its copy (same cluster, same record)."""
-        decomposition = self._decompose(obj)
-        record = PlacementRecord.from_object(copy) or PlacementRecord(
-            cluster, (record_of(obj) or _NO_RECORD).decision, format_time(time.time())
-        )
-        body = dispatch_manifest(obj, ref, record)
-        if can_suspend(decomposition.definition):
-            body = resume(body, decomposition.definition)
-        body = self._mark(body, Manifest(obj, decomposition, source="hub"))
-        client = self.clients[cluster]
-        applied = client.apply(body, field_manager="placer", force=False)
-        informer = self._member_informers.get((cluster, ref.api_version, ref.kind))
-        if informer is not None:
-            informer.remember(applied)
-        log.info(
-            "%s: re-applied to %s (generation %s)",
-            _ref_text(ref),
-            cluster,
-            _generation(obj),
-            extra={"event": "reapplied", "workload": _ref_text(ref), "cluster": cluster},
-        )
-        return self._confirm(ref, obj, cluster, "re-applied")
-
-    def _failover(self, ref: WorkloadRef, obj: JSON, action: Failover) -> None:
-        self.ledger.discard(action.cluster, ref)
-        obj = self._patch_meta(ref, obj, clear_record_patch)
-        message = f"{action.reason}; placing it on another cluster"
-        condition = placed_condition(
-            False, "ClusterLost", message, time.time(), generation=_generation(obj)
-        )
-        obj = self._patch_status(ref, obj, status_patch(obj, condition))
-        self.events.record(obj, "Warning", "ClusterLost", message)
-        self.metrics.failovers.labels(action.cluster).inc()
-        with self._lock:
-            self._epoch += 1
-        log.warning(
-            "%s: %s",
-            _ref_text(ref),
-            message,
-            extra={"event": "failover", "workload": _ref_text(ref), "cluster": action.cluster},
-        )
-
-    def _finalize(self, ref: WorkloadRef, obj: JSON) -> None:
-        self._patch_meta(ref, obj, finalizer_patch)
-        log.info(
-            "%s: deleted on the hub; copies removed",
-            _ref_text(ref),
-            extra={"event": "finalized", "workload": _ref_text(ref)},
-        )
-
-    def _delete_copy(self, ref: WorkloadRef, cluster: str, *, reason: str) -> None:
-        client = self.clients.get(cluster)
-        if client is None:
-            return
-        client.delete(ref.api_version, ref.kind, ref.name, namespace=ref.namespace, missing_ok=True)
-        informer = self._member_informers.get((cluster, ref.api_version, ref.kind))
-        if informer is not None:
-            informer.forget(ref.namespace, ref.name)
-        self.ledger.discard(cluster, ref)
-        try:
-            delete_entry(client, ref)
-        except KubeError as err:
-            log.info("cluster %s: ledger entry of %s not removed: %s", cluster, ref, err)
-        if reason == "stale":
-            self.metrics.stale_deleted.labels(cluster).inc()
-        log.info(
-            "%s: copy on %s deleted (%s)",
-            _ref_text(ref),
-            cluster,
-            reason,
-            extra={"event": "copy-deleted", "workload": _ref_text(ref), "cluster": cluster},
-        )
-
-    def _collect(self, candidates: set[tuple[str, str, str, str, str]]) -> None:
-        """Delete stale copies whose hub object is gone (or records another cluster)."""
-        for cluster, api_version, kind, namespace, name in candidates:
-            hub_informer = self._hub_informers.get((api_version, kind))
-            informer = self._member_informers.get((cluster, api_version, kind))
-            if hub_informer is None or informer is None:
-                continue
-            if not hub_informer.synced:
-                with self._lock:
-                    self._gc.add((cluster, api_version, kind, namespace, name))
-                continue
-            copy = informer.get(namespace, name)
-            if copy is None:
-                continue
-            uid = hub_uid_of(copy)
-            with self._lock:
-                ref = self._by_uid.get(uid)
-                if ref is not None:
-                    self._dirty.add(ref)  # its reconcile decides (busy objects included)
-                    continue
-                objects: dict[str, JSON] = {}
-            if not is_stale(copy, cluster, objects) or self._pool is None:
-                continue
-            stale_ref = WorkloadRef(api_version, kind, namespace, name)
-            self._pool.submit(self._delete_orphan, stale_ref, cluster)
-
-    def _delete_orphan(self, ref: WorkloadRef, cluster: str) -> None:
-        try:
-            self._delete_copy(ref, cluster, reason="stale: its hub object is gone")
-            self.metrics.stale_deleted.labels(cluster).inc()
-        except KubeError as err:
-            log.warning("cluster %s: stale copy %s not deleted: %s", cluster, ref, err)
-
-    # ========================================================================================
-    # placement cycles (the cycle thread)
-
-    def _cycles(self) -> None:
-        try:
-            while not self._halt.is_set():
-                now = self._clock()
-                when = self._next_cycle(now)
-                probe_at = self._last_gather + self.settings.resync_interval
-                wait = min(when, probe_at) - now
-                if wait > 0:
-                    self._cycle_wake.wait(timeout=min(wait, 1.0))
-                    self._cycle_wake.clear()
-                    continue
-                if self._halt.is_set():
-                    return
-                if when <= now:
-                    self._run_cycle()
-                else:
-                    self._gather()
-        except Exception:
-            log.exception("the placement cycle failed", extra={"event": "cycle-failed"})
-            raise
-
-    def _next_cycle(self, now: float) -> float:
-        """When the next cycle should run (``inf``: nothing to place)."""
-        with self._lock:
-            if not self._pending:
-                return float("inf")
-            earliest = float("inf")
-            oldest_ready = float("inf")
-            for ref, queued in self._pending.items():
-                if ref in self._busy:
-                    continue
-                if self._backoff.ready(ref, now, self._epoch):
-                    oldest_ready = min(oldest_ready, queued)
-                else:
-                    later = self._backoff.next_time(ref, self._epoch)
-                    if later is not None:
-                        earliest = min(earliest, later)
-            if oldest_ready < float("inf"):
-                return min(earliest, oldest_ready + self.settings.batch_window)
-            return earliest
-
-    def _gather(self) -> Fleet:
-        """Gather the fleet, sync the ledger, update health and the capacity epoch."""
-        config = FleetConfig(
-            tuple(
-                replace(s, timeout=min(s.timeout, self.settings.gather_timeout))
-                for s in self.config.clusters
-            ),
-            self.config.source,
-        )
-        fleet = gather_fleet(config)
-        now = time.time()
-
-        def sync(name: str) -> None:
-            client = self.clients.get(name)
-            if client is None:
-                return
-            try:
-                self.ledger.replace_cluster(name, sync_cluster(client, now=now))
-            except KubeError as err:
-                log.info("cluster %s: in-flight ledger not synced: %s", name, err)
-
-        reachable = [c.name for c in fleet.clusters if c.reachable]
-        if reachable:
-            with ThreadPoolExecutor(max_workers=min(16, len(reachable))) as pool:
-                list(pool.map(sync, reachable))
-        charged = self.ledger.charge(fleet, now=now)
-        for cluster in fleet.clusters:
-            self._set_health(cluster.name, cluster.reachable, cluster.reason)
-        free = {c.name: c.free() for c in charged.clusters if c.reachable}
-        with self._wake:
-            if _more_room(self._free, free):
-                self._epoch += 1
-            self._free = free
-            self._fleet = charged
-            self._last_gather = self._clock()
-        return charged
-
-    def _run_cycle(self) -> None:
-        started = self._clock()
-        with self._wake:
-            now = self._clock()
-            ready = [
-                ref
-                for ref in self._pending
-                if ref not in self._busy and self._backoff.ready(ref, now, self._epoch)
-            ]
-            ready.sort(key=lambda r: (self._pending[r], _ref_text(r)))
-            ready = ready[: self.settings.max_batch]
-            objects = {ref: self._objects.get(ref) for ref in ready}
-            for ref in ready:
-                self._pending.pop(ref, None)
-                self._busy.add(ref)
-            epoch = self._epoch
-        if not ready:
-            return
-        handed: set[WorkloadRef] = set()
-        try:
-            handed = self._decide(ready, objects, epoch)
-        finally:
-            self._release([r for r in ready if r not in handed])
-            self.metrics.cycles.inc()
-            log.info(
-                "cycle done in %.2fs",
-                self._clock() - started,
-                extra={"event": "cycle", "count": len(ready), "seconds": self._clock() - started},
-            )
-
-    def _release(self, refs: Sequence[WorkloadRef]) -> None:
-        """The work on ``refs`` is over: reconcile them again."""
-        with self._wake:
-            for ref in refs:
-                self._busy.discard(ref)
-            self._dirty.update(refs)
-            self._wake.notify_all()
-
-    def _then_release(self, ref: WorkloadRef, work: Callable[[], None]) -> None:
-        try:
-            work()
-        except Exception as err:
-            log.warning(
-                "%s: recording the outcome failed: %s",
-                _ref_text(ref),
-                err,
-                extra={"event": "record-failed", "workload": _ref_text(ref)},
-            )
-        finally:
-            self._release([ref])
-
-    def _decide(
-        self, refs: list[WorkloadRef], objects: Mapping[WorkloadRef, JSON | None], epoch: int
-    ) -> set[WorkloadRef]:
-        """Decide and dispatch ``refs``; returns those whose outcome is being recorded.
-
-        Recording (hub writes) runs in the worker pool while the next cycle may already
-        decide: the dispatched placements are in the ledger, the refs stay busy until recorded.
-        """
-        timings: dict[str, float] = {}
-        mark = time.perf_counter()
-
-        def lap(step: str) -> None:
-            nonlocal mark
-            now = time.perf_counter()
-            timings[step] = round(now - mark, 3)
-            mark = now
-
-        fleet = self._gather()
-        lap("gather")
-        manifests: list[Manifest] = []
-        for ref in refs:
-            obj = objects.get(ref)
-            if obj is None or is_deleting(obj):
-                continue
-            try:
-                decomposition = self._decompose(obj)
-            except NoDefinitionError as err:
-                self._invalid_object(ref, obj, "NoDefinition", self._no_definition_text(ref, err))
-                continue
-            except PlacerError as err:
-                self._invalid_object(ref, obj, "InvalidWorkload", describe_error(err))
-                continue
-            manifests.append(Manifest(obj, decomposition, source="hub"))
-        lap("decompose")
-        if not manifests:
-            return set()
-        policies = (*self.file_policies, *self._policies.policies)
-        decision = solve(
-            [m.workload for m in manifests],
-            fleet,
-            policies=policies,
-            solver=self.settings.solver,
-            time_limit=self.settings.solve_time_limit,
-        )
-        lap("solve")
-        self.metrics.decision_seconds.observe(decision.summary.seconds)
-        decision_id = new_decision_id()
-        clients = {
-            c.name: self.clients[c.name]
-            for c in fleet.clusters
-            if c.reachable and c.name in self.clients
-        }
-        outcomes, unplaced = self._dispatch(
-            clients, policies, manifests, decision, fleet, decision_id
-        )
-        lap("dispatch")
-        placed = sum(1 for o in outcomes if o.placed)
-        log.info(
-            "decision %s: %d placed, %d not",
-            decision_id,
-            placed,
-            len(outcomes) - placed,
-            extra={
-                "event": "decision",
-                "decision": decision_id,
-                "placed": placed,
-                "unplaced": len(outcomes) - placed,
-                "seconds": decision.summary.seconds,
-            },
-        )
-        by_ref = {m.ref: m for m in manifests}
-        assert self._pool is not None
-        handed: set[WorkloadRef] = set()
-        for outcome in outcomes:
-            manifest = by_ref[outcome.workload]
-            for attempt in outcome.attempts:
-                self.metrics.dispatch_errors.labels(
-                    attempt.cluster or "?", attempt.reason or str(attempt.code or "Error")
-                ).inc()
-            work: Callable[[], None]
-            if outcome.placed and outcome.cluster:
-                self._remember_copy(outcome, manifest)
-                work = partial(self._record_placed, manifest, outcome, decision_id)
-            else:
-                reasons = unplaced.get(outcome.workload, {})
-                work = partial(self._record_unplaced, manifest, outcome, reasons, epoch)
-            self._pool.submit(self._then_release, outcome.workload, work)
-            handed.add(outcome.workload)
-        log.info(
-            "decision %s dispatched",
-            decision_id,
-            extra={"event": "cycle-timings", "decision": decision_id, "timings": timings},
-        )
-        return handed
-
-    def _dispatch(
-        self,
-        clients: Mapping[str, KubeClient],
-        policies: Sequence[PlacementPolicy],
-        manifests: Sequence[Manifest],
-        decision: Decision,
-        fleet: Fleet,
-        decision_id: str,
-    ) -> tuple[list[Outcome], dict[WorkloadRef, dict[str, str]]]:
-        """Carry ``decision`` out in concurrent parts (:mod:`placer.controller.fanout`)."""
-        parts = split_decision(decision, manifests, fleet, self.settings.dispatch_parts)
-        if self.settings.create_namespaces and len(parts) > 1:
-            ensure_namespaces(clients, decision.placements)
-
-        def run(part: Part) -> DispatchResult:
-            dispatcher = Dispatcher(
-                clients,
-                policies=policies,
-                create_namespaces=self.settings.create_namespaces,
-                ledger=self.ledger,
-                in_flight_ttl=self.settings.ledger_ttl,
-                resume=True,
-                transform=self._mark,
-                solver=self.settings.solver,
-                time_limit=self.settings.solve_time_limit,
-            )
-            return dispatcher.dispatch(
-                list(part.manifests), part.decision, part.fleet, decision_id=decision_id
-            )
-
-        if len(parts) == 1:
-            results = [run(parts[0])]
-        else:
-            with ThreadPoolExecutor(len(parts), thread_name_prefix="placer-part") as pool:
-                results = list(pool.map(run, parts))
-        outcomes = [o for r in results for o in r.outcomes]
-        unplaced = {u.workload: dict(u.reasons) for r in results for u in r.decision.unplaced}
-        return outcomes, unplaced
-
-    def _warm(self, obj: Mapping[str, Any]) -> None:
-        """Decompose ahead of the cycle (errors are the cycle's to report)."""
-        try:
-            self._decompose(obj)
-        except PlacerError:
-            pass
-
-    def _decompose(self, obj: Mapping[str, Any]) -> Decomposition:
-        key = (uid_of(obj), _version(obj))
-        with self._lock:
-            cached = self._decomposed.get(key)
-            catalog = self._definitions.catalog
-        if cached is not None:
-            return cached
-        decomposition = decompose(obj, catalog, source="hub")
-        with self._lock:
-            self._decomposed[key] = decomposition
-            while len(self._decomposed) > _DECOMPOSITIONS:
-                self._decomposed.popitem(last=False)
-        return decomposition
-
-    def _no_definition_text(self, ref: WorkloadRef, err: NoDefinitionError) -> str:
-        gvk = GroupVersionKind.from_api_version(ref.api_version, ref.kind)
-        problem = self._definitions.uncovered.get(gvk)
-        return problem or describe_error(err)
-
-    def _mark(self, body: dict[str, Any], manifest: Manifest) -> dict[str, Any]:
-        """Mark a copy as this hub's copy of the hub object (``Dispatcher`` transform)."""
-        meta = dict(body.get("metadata") or {})
-        labels = dict(meta.get("labels") or {})
-        annotations = dict(meta.get("annotations") or {})
-        labels[LABEL_HUB] = self.settings.hub
-        annotations[ANNOTATION_HUB_UID] = uid_of(manifest.body)
-        annotations.pop(ANNOTATION_PHASE, None)
-        meta["labels"] = labels
-        meta["annotations"] = annotations
-        return {**body, "metadata": meta}
-
-    def _remember_copy(self, outcome: Outcome, manifest: Manifest) -> None:
-        """Put the applied copy in the member cache at once (its watch event follows)."""
-        cluster = outcome.cluster or ""
-        ref = outcome.workload
-        informer = self._member_informers.get((cluster, ref.api_version, ref.kind))
-        if informer is None or outcome.record is None:
-            return
-        body = self._mark(dispatch_manifest(manifest.body, ref, outcome.record), manifest)
-        body["metadata"]["uid"] = outcome.uid
-        informer.remember(body)
-
-    def _record_placed(self, manifest: Manifest, outcome: Outcome, decision_id: str) -> None:
-        ref = manifest.ref
-        cluster = outcome.cluster or ""
-        record = outcome.record
-        placed_at = record.placed_at if record else format_time(time.time())
-        obj = dict(manifest.body)
-        try:
-            obj = self._patch_meta(
-                ref, obj, lambda o: record_patch(o, cluster, decision_id, placed_at)
-            )
-        except NotFoundError:
-            log.info("%s: deleted on the hub while it was dispatched", _ref_text(ref))
-            with self._lock:
-                self._gc.add((cluster, ref.api_version, ref.kind, ref.namespace, ref.name))
-            return
-        tried = "; ".join(f"{a.cluster}: {a.error}" for a in outcome.attempts)
-        how = f"placed by decision {decision_id}"
-        if tried:
-            how += f" after failures elsewhere ({tried})"
-        condition = placed_condition(
-            True,
-            "Placed",
-            f"cluster {cluster}: {how}",
-            time.time(),
-            generation=_generation(manifest.body),
-        )
-        obj = self._patch_status(ref, obj, status_patch(obj, condition))
-        placement = outcome.placement
-        gpus = sum(p.requests.get("nvidia.com/gpu", 0) for p in placement.pods) if placement else 0
-        pods = len(placement.pods) if placement else 0
-        self.events.record(
-            obj,
-            "Normal",
-            "Placed",
-            f"cluster {cluster}: {pods} pods, {gpus} GPUs ({how})",
-        )
-        now = self._clock()
-        with self._lock:
-            first = self._first_seen.get(ref, now)
-            self._backoff.forget(ref)
-            self._invalid.pop(ref, None)
-        self.metrics.placements.labels(cluster).inc()
-        self.metrics.latency.observe(max(0.0, now - first))
-        log.info(
-            "%s placed on %s",
-            _ref_text(ref),
-            cluster,
-            extra={
-                "event": "placed",
-                "workload": _ref_text(ref),
-                "cluster": cluster,
-                "decision": decision_id,
-            },
-        )
-
-    def _record_unplaced(
-        self, manifest: Manifest, outcome: Outcome, reasons: dict[str, str], epoch: int
-    ) -> None:
-        ref = manifest.ref
-        failed = outcome.state == "failed"
-        if reasons:
-            detail = "; ".join(f"{c}: {t}" for c, t in reasons.items())
-            text = f"no cluster can run it now: {detail}"
-        else:
-            text = outcome.error or "no cluster can run it now"
-        if failed and outcome.error and outcome.error not in text:
-            text = f"{outcome.error}; {text}"
-        reason = "DispatchFailed" if failed else "Unschedulable"
-        category = "DispatchFailed" if failed else unschedulable_reason(reasons)
-        obj = dict(manifest.body)
-        condition = placed_condition(False, reason, text, time.time(), generation=_generation(obj))
-        with self._wake:
-            self._backoff.failed(ref, self._clock(), epoch)
-            if ref in self._objects:
-                self._pending.setdefault(ref, self._clock())
-        self.metrics.unschedulable.labels(category).inc()
-        try:
-            current = self._objects.get(ref, obj)
-            self._patch_status(ref, current, status_patch(current, condition))
-        except NotFoundError:
-            return
-        self.events.record(obj, "Warning", reason, text)
-        log.info(
-            "%s not placed: %s",
-            _ref_text(ref),
-            text,
-            extra={"event": "unschedulable", "workload": _ref_text(ref), "reason": category},
-        )
-
-    def _invalid_object(self, ref: WorkloadRef, obj: JSON, reason: str, text: str) -> None:
-        """A hub object that cannot be placed as written: condition, Event, no retry."""
-        with self._lock:
-            self._invalid[ref] = _as_written(obj)
-        self.metrics.invalid.labels(reason).inc()
-        log.warning(
-            "%s cannot be placed: %s",
-            _ref_text(ref),
-            text,
-            extra={"event": "invalid-object", "workload": _ref_text(ref), "reason": reason},
-        )
-        condition = placed_condition(False, reason, text, time.time(), generation=_generation(obj))
-        try:
-            self._patch_status(ref, obj, status_patch(obj, condition))
-        except KubeError as err:
-            log.info("%s: condition not written: %s", _ref_text(ref), err)
-        self.events.record(obj, "Warning", reason, text)
-
-
-_NO_RECORD = PlacementRecord("", "", "")
-
-
-def _generation(obj: Mapping[str, Any]) -> int | None:
-    value = (obj.get("metadata") or {}).get("generation")
-    return value if isinstance(value, int) else None
-
-
-def _version(obj: Mapping[str, Any]) -> str:
-    return str((obj.get("metadata") or {}).get("resourceVersion") or "")
-
-
-def _as_written(obj: Mapping[str, Any]) -> str:
-    """What the user wrote, as far as placement reads it: generation, labels, annotations.
-
-    Status writes (placer's own conditions) change the resourceVersion but not this, so an
-    object reported invalid is not tried again until its owner changes it.
-    """
-    meta = obj.get("metadata") or {}
-    annotations = {
-        k: v for k, v in (meta.get("annotations") or {}).items() if k != ANNOTATION_PHASE
-    }
-    return repr(
-        (
-            meta.get("generation"),
-            sorted((meta.get("labels") or {}).items()),
-            sorted(annotations.items()),
-        )
-    )
-
-
-def _rv(obj: Mapping[str, Any]) -> int:
-    text = _version(obj)
-    return int(text) if text.isdigit() else 0
-
-
-def _more_room(
-    before: Mapping[str, Mapping[str, int]], after: Mapping[str, Mapping[str, int]]
-) -> bool:
-    """Whether any member has more of any resource free (or is newly reachable)."""
-    for cluster, free in after.items():
-        old = before.get(cluster)
-        if old is None:
-            return True
-        if any(amount > old.get(name, 0) for name, amount in free.items()):
-            return True
-    return False

@@ -230,7 +230,9 @@ def test_with_virtual_fleet_realism_the_hub_shows_running(hubfleet: Any) -> None
 
     def running() -> dict[str, Any] | None:
         obj = hubfleet.hub.store.get("jobsets", "train", "team-a")
-        return obj if hubfleet.annotations(obj).get("placer.dev/phase") == "Running" else None
+        phase = hubfleet.annotations(obj).get("placer.dev/phase")
+        mirrored = "replicatedJobsStatus" in (obj.get("status") or {})
+        return obj if phase == "Running" and mirrored else None
 
     obj = hubfleet.wait_for(running, what="the hub JobSet Running")
     assert obj["spec"]["suspend"] is True  # the hub object stays suspended
