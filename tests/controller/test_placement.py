@@ -241,3 +241,27 @@ def test_with_virtual_fleet_realism_the_hub_shows_running(hubfleet: Any) -> None
     pods = hubfleet.members[cluster].store.list("pods", "team-a")
     assert len(pods) == 2 and all(p["spec"].get("nodeName") for p in pods)
     assert obj["status"]["replicatedJobsStatus"] == copy["status"]["replicatedJobsStatus"]
+
+
+def test_unschedulable_waits_and_is_placed_when_capacity_appears(hubfleet: Any) -> None:
+    running = hubfleet.controller()
+    hubfleet.hub.store.create(hubfleet.job("big", gpus=16))  # no node has 16 GPUs yet
+
+    def reason() -> str:
+        obj = hubfleet.hub.store.get("jobs", "big", hubfleet.NAMESPACE)
+        return str((hubfleet.condition(obj) or {}).get("reason", ""))
+
+    hubfleet.wait_for(lambda: reason() == "Unschedulable", what="refused")
+    message = hubfleet.condition(hubfleet.hub.store.get("jobs", "big", hubfleet.NAMESPACE))
+    assert "needs 16, largest free block 8" in str(message)
+    # retried after the longest backoff (2 s here) though capacity did not change: the same
+    # refusal again is one aggregated Event, not a new one per attempt
+    hubfleet.wait_for(
+        lambda: [e.get("count") for e in hubfleet.events("big")] == [2], what="aggregated event"
+    )
+    assert [e["reason"] for e in hubfleet.events("big")] == ["Unschedulable"]
+
+    hubfleet.members["m2"].store.seed([hubfleet.node("m2-big", gpus=16)])
+    hubfleet.wait_for(lambda: reason() == "Placed", what="placed once room appeared")
+    assert list(hubfleet.copies("big")) == ["m2"]
+    assert "placer_unschedulable_total" in running.controller.metrics.exposition().decode()
