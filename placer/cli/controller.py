@@ -96,7 +96,11 @@ def register(subparsers: Any) -> None:
     )
     placing.add_argument("--solver", choices=SOLVERS, default="cpsat", help="default cpsat")
     placing.add_argument(
-        "--time-limit", type=float, default=2.0, metavar="S", help="solver seconds per cycle"
+        "--time-limit",
+        type=float,
+        default=1.0,
+        metavar="S",
+        help="solver seconds per cycle (default 1)",
     )
     placing.add_argument(
         "--max-batch", type=int, default=2000, metavar="N", help="workloads per cycle at most"

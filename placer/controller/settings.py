@@ -71,7 +71,7 @@ class ControllerSettings:
     #: seen running on the member (pods can take this long to show up).
     ledger_ttl: float = 300.0
     #: seconds the solver may spend on one cycle's decision.
-    solve_time_limit: float = 2.0
+    solve_time_limit: float = 1.0
     #: solver name (``placer.solver.SOLVERS``).
     solver: str = "cpsat"
     #: seconds between looks for kinds the hub does not serve yet (CRD installed later).
