@@ -62,13 +62,22 @@ class JsonFormatter(logging.Formatter):
 def configure_logging(
     level: str = "info", *, fmt: str = "json", stream: TextIO | None = None
 ) -> None:
-    """Send placer's logs to ``stream`` (stderr) as JSON lines or plain text."""
+    """Send every log record to ``stream`` (stderr) as JSON lines, or plain text.
+
+    placer's loggers log at ``level``; other libraries' only warnings and errors (urllib3's
+    per-retry warnings are left out: placer reports an unreachable member itself), so that
+    the stream stays one format.
+    """
     handler = logging.StreamHandler(stream or sys.stderr)
     if fmt == "json":
         handler.setFormatter(JsonFormatter())
     else:
         handler.setFormatter(logging.Formatter("%(asctime)s %(levelname)s %(name)s: %(message)s"))
-    root = logging.getLogger("placer")
+    root = logging.getLogger()
     root.handlers[:] = [handler]
-    root.setLevel(level.upper())
-    root.propagate = False
+    root.setLevel(logging.WARNING)
+    placer = logging.getLogger("placer")
+    placer.handlers[:] = []
+    placer.setLevel(level.upper())
+    placer.propagate = True
+    logging.getLogger("urllib3").setLevel(logging.ERROR)

@@ -506,7 +506,16 @@ class Controller(ActionsMixin, CyclesMixin):
                 if self._halt.is_set():
                     return
                 for ref in sorted(ready, key=ref_text):
-                    self._reconcile(ref)
+                    try:
+                        self._reconcile(ref)
+                    except Exception:  # one object's trouble must not stop the others
+                        log.exception(
+                            "%s: reconcile failed",
+                            ref_text(ref),
+                            extra={"event": "reconcile-failed", "workload": ref_text(ref)},
+                        )
+                        with self._lock:
+                            self._retry[ref] = self._clock() + 5.0
                 self._check_failover()
                 self._collect(gc)
                 self.metrics.queue_depth.set(len(self._pending))

@@ -2,11 +2,15 @@
 
 from __future__ import annotations
 
+import logging
 import time
 from typing import Any
 
+import pytest
 
-def test_member_lost_then_back(hubfleet: Any) -> None:
+
+def test_member_lost_then_back(hubfleet: Any, caplog: pytest.LogCaptureFixture) -> None:
+    caplog.set_level(logging.INFO, logger="placer")
     grace = 2.0
     hubfleet.controller(grace_period=grace)
     names = [f"f{i}" for i in range(6)]
@@ -61,3 +65,7 @@ def test_member_lost_then_back(hubfleet: Any) -> None:
     )
     for job in hubfleet.hub_jobs():
         assert list(hubfleet.copies(job["metadata"]["name"])) == [hubfleet.placed_cluster(job)]
+    # the unreachable member's errors were logged, without any credential
+    assert "unreachable" in caplog.text
+    for server in (hubfleet.hub, *hubfleet.members.values()):
+        assert server.token not in caplog.text

@@ -6,6 +6,7 @@ members of the test process through kubeconfig files.
 
 from __future__ import annotations
 
+import json
 import signal
 import socket
 import time
@@ -137,3 +138,12 @@ def test_two_controllers_only_the_leader_acts_standby_takes_over(hubfleet: Any) 
     procs[standby].send_signal(signal.SIGTERM)
     assert procs[standby].wait(timeout=30) == 0
     assert _holder(hubfleet) == ""
+
+    # structured logs: one JSON object a line, never a credential
+    tokens = [hubfleet.hub.token, *(s.token for s in hubfleet.members.values())]
+    for name in ports:
+        text = hubfleet.log(name)
+        lines = [line for line in text.splitlines() if line.strip()]
+        assert lines and all(json.loads(line)["level"] for line in lines), name
+        assert any(json.loads(line).get("event") == "placed" for line in lines), name
+        assert not any(token in text for token in tokens), name
