@@ -265,3 +265,34 @@ def test_unschedulable_waits_and_is_placed_when_capacity_appears(hubfleet: Any) 
     hubfleet.wait_for(lambda: reason() == "Placed", what="placed once room appeared")
     assert list(hubfleet.copies("big")) == ["m2"]
     assert "placer_unschedulable_total" in running.controller.metrics.exposition().decode()
+
+
+def test_an_edited_hub_object_is_reapplied_where_it_is(hubfleet: Any) -> None:
+    hubfleet.controller()
+    hubfleet.hub.store.create(hubfleet.job("edit", gpus=1))
+    hubfleet.wait_for(
+        lambda: hubfleet.placed_cluster(hubfleet.hub.store.get("jobs", "edit", "team-a")),
+        what="placed",
+    )
+    ((cluster, _copy),) = hubfleet.copies("edit").items()
+    obj = hubfleet.hub.store.get("jobs", "edit", "team-a")
+    container = obj["spec"]["template"]["spec"]["containers"][0]
+    container["env"] = [{"name": "LEARNING_RATE", "value": "0.01"}]
+    hubfleet.hub.store.replace(obj)
+
+    def reapplied() -> bool:
+        copies = hubfleet.copies("edit")
+        env = copies.get(cluster, {})["spec"]["template"]["spec"]["containers"][0].get("env")
+        return list(copies) == [cluster] and env == [{"name": "LEARNING_RATE", "value": "0.01"}]
+
+    hubfleet.wait_for(reapplied, what="the edit applied to the same member")
+    generation = hubfleet.hub.store.get("jobs", "edit", "team-a")["metadata"]["generation"]
+    hubfleet.wait_for(
+        lambda: (
+            (hubfleet.condition(hubfleet.hub.store.get("jobs", "edit", "team-a")) or {}).get(
+                "observedGeneration"
+            )
+            == generation
+        ),
+        what="the applied generation recorded",
+    )
