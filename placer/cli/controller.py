@@ -200,7 +200,7 @@ def run(args: argparse.Namespace) -> int:
         hub_sets,
         args.hub_context,
         name="hub",
-        settings=ClientSettings(pool_size=settings.workers + 4, user_agent="placer-controller"),
+        settings=ClientSettings(pool_size=settings.hub_connections, user_agent="placer-controller"),
     )
     metrics = Metrics(process=True)
     controller = Controller(

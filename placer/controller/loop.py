@@ -143,7 +143,8 @@ class Controller(ActionsMixin, CyclesMixin):
         client_settings = ClientSettings(
             request_timeout=max(self.settings.gather_timeout, 5.0),
             connect_timeout=min(5.0, self.settings.gather_timeout),
-            pool_size=self.settings.workers + 4,
+            # watches of the kinds in use, dispatch parts, workers
+            pool_size=self.settings.workers + self.settings.dispatch_parts + 16,
             user_agent="placer-controller",
             watch=watch,
         )

@@ -91,6 +91,12 @@ class ControllerSettings:
     #: leader election; off only for tests and single-replica setups that want none.
     leader_election: bool = True
 
+    @property
+    def hub_connections(self) -> int:
+        """Connections to keep to the hub: a watch per kind (catalog, definitions, policies),
+        the workers, the cycle, the leader election."""
+        return self.workers + 40
+
     def __post_init__(self) -> None:
         problems = []
         if not self.batch_window >= 0:

@@ -182,7 +182,7 @@ class HubFleet:
             load_kubeconfigs([self.hub_kubeconfig]),
             "hub",
             name="hub",
-            settings=ClientSettings(pool_size=16),
+            settings=ClientSettings(pool_size=48),
         )
         self.clients.append(client)
         return client
