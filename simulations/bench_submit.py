@@ -19,12 +19,14 @@ Modes, each on a freshly started fleet:
 * ``batch``: one ``placer submit`` process with all workloads in one file.
 
 Checks after each mode (the benchmark fails if one does not hold): every workload decided
-once (placed or refused), each placed one on exactly one cluster, and the in-flight ledger
-entries on the members, charged to the initial capacity, leave no node with negative free
-capacity (no overcommit). Per-step timings of the batch come from the command's JSON.
+once (placed or refused), each placed one on exactly one cluster with its placement record,
+and all placed workloads' pods — on the nodes of their records, with the requests of their
+definitions — charged to the initial capacity leave no node with negative free capacity (no
+overcommit). The in-flight TTL is set longer than the run (``--in-flight-ttl``), since pods
+never appear here. Per-step timings of the batch come from the command's JSON.
 
-Run: ``python -m simulations.bench_submit`` (about 15 minutes; ``--quick`` runs 100
-sequential commands and extrapolates nothing — it reports what it ran). Results in
+Run: ``python -m simulations.bench_submit`` (about 30 minutes on 2 busy cores;
+``--sequential N`` runs only N commands as processes and reports what it ran). Results in
 ``simulations/results/bench_submit.{json,md}``.
 """
 
@@ -50,14 +52,21 @@ import yaml
 
 from placer.definitions import Catalog, decompose
 from placer.dispatch import Manifest
-from placer.dispatch.ledger import Ledger, read_entries
+from placer.dispatch.dispatcher import placement_from_record
+from placer.dispatch.ledger import read_entries
+from placer.dispatch.record import PlacementRecord
 from placer.dispatch.submit import open_clients, submit
 from placer.fleet import fleet_from_kubeconfigs, gather_fleet
 from placer.snapshot import load_snapshot
+from placer.solver import charge
 
 ROOT = Path(__file__).resolve().parents[1]
 RESULTS = Path(__file__).resolve().parent / "results"
 SNAPSHOT = ROOT / "clusters" / "openb-8.yaml"
+#: longer than the whole run: pods never appear (--no-pods), and every placement must keep
+#: counting, or later decisions would rightly reuse the capacity of expired entries
+TTL = 7200.0
+COMMON = ("-o", "json", "--in-flight-ttl", str(TTL))
 
 
 def workloads(count: int, seed: int) -> list[dict[str, Any]]:
@@ -151,19 +160,28 @@ def placer(*args: str) -> tuple[float, subprocess.CompletedProcess[str]]:
 
 
 def check(kubeconfig: Path, decided: dict[str, str | None]) -> dict[str, Any]:
-    """Each placed workload on exactly one cluster; ledger charged to the initial capacity
-    leaves no node overcommitted."""
+    """Each placed workload on exactly one cluster, and no node overcommitted: every placed
+    object's pods, on the nodes of its placement record (requests from its definition),
+    charged to the initial capacity (pods are never materialised: the initial capacity is
+    what gathering still sees), leave no node with negative free capacity."""
+    catalog = Catalog.builtin()
     config = fleet_from_kubeconfigs([kubeconfig])
     clients = open_clients(config)
     try:
         seen: dict[str, list[str]] = {}
-        ledger = Ledger()
+        placements = []
+        entries = 0
         for name, client in clients.items():
             for namespace in ("team-a", "team-b", "team-c", "team-d"):
                 items = client.list("jobset.x-k8s.io/v1alpha2", "JobSet", namespace=namespace).items
                 for item in items:
                     seen.setdefault(item["metadata"]["name"], []).append(name)
-            ledger.replace_cluster(name, read_entries(client))
+                    record = PlacementRecord.from_object(item)
+                    if record is None or record.cluster != name:
+                        raise SystemExit(f"{item['metadata']['name']}: no record for {name}")
+                    manifest = Manifest(item, decompose(item, catalog))
+                    placements.append(placement_from_record(manifest, name, record))
+            entries += len(read_entries(client))
         twice = {w: c for w, c in seen.items() if len(c) > 1}
         placed = {w for w, c in decided.items() if c}
         if twice or set(seen) != placed:
@@ -171,8 +189,7 @@ def check(kubeconfig: Path, decided: dict[str, str | None]) -> dict[str, Any]:
                 f"placement check failed: twice={twice}, "
                 f"missing={placed - set(seen)}, extra={set(seen) - placed}"
             )
-        initial = gather_fleet(config)  # pods are not materialised: the initial capacity
-        charged = ledger.charge(initial, now=time.time())
+        charged = charge(gather_fleet(config), placements)
         over = [
             (c.name, n.name, r)
             for c in charged.clusters
@@ -189,8 +206,8 @@ def check(kubeconfig: Path, decided: dict[str, str | None]) -> dict[str, Any]:
         )
         return {
             "placed": len(placed),
-            "in_flight_entries": len(ledger),
-            "gpus_charged": gpus,
+            "in_flight_entries": entries,
+            "gpus_placed": gpus,
             "overcommitted_nodes": 0,
             "placed_twice": 0,
         }
@@ -220,9 +237,7 @@ def run_sequential(docs: list[dict[str, Any]], workdir: Path) -> dict[str, Any]:
     with virtual_fleet(workdir) as kubeconfig:
         start = time.perf_counter()
         for path in files:
-            _, result = placer(
-                "submit", "-f", str(path), "--kubeconfig", str(kubeconfig), "-o", "json"
-            )
+            _, result = placer("submit", "-f", str(path), *COMMON, "--kubeconfig", str(kubeconfig))
             data = json.loads(result.stdout)
             for p in data["placements"]:
                 decided[p["workload"]["name"]] = p["cluster"]
@@ -241,7 +256,7 @@ def run_sequential_inprocess(docs: list[dict[str, Any]], workdir: Path) -> dict[
         for manifest in manifests:
             clients = open_clients(config)  # each command opens its own connections
             try:
-                report = submit([manifest], config, clients)
+                report = submit([manifest], config, clients, in_flight_ttl=TTL)
             finally:
                 for client in clients.values():
                     client.close()
@@ -255,7 +270,7 @@ def run_batch(docs: list[dict[str, Any]], workdir: Path) -> dict[str, Any]:
     path.write_text(yaml.safe_dump_all(docs))
     with virtual_fleet(workdir) as kubeconfig:
         seconds, result = placer(
-            "submit", "-f", str(path), "--kubeconfig", str(kubeconfig), "-o", "json"
+            "submit", "-f", str(path), *COMMON, "--kubeconfig", str(kubeconfig)
         )
         if result.returncode not in (0, 1):
             raise SystemExit(result.stderr)

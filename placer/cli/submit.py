@@ -1,8 +1,8 @@
 """``placer submit``: place workloads on the fleet and dispatch them to the chosen clusters.
 
     placer submit -f FILE... [fleet options | --snapshot-free] [--policy FILE]... [--dry-run]
-                  [--wait[=TIMEOUT]] [--no-create-namespace] [--solver NAME] [--time-limit S]
-                  [--seed N] [--catalog DIR]... [-o text|json]
+                  [--wait[=TIMEOUT]] [--no-create-namespace] [--in-flight-ttl S]
+                  [--solver NAME] [--time-limit S] [--seed N] [--catalog DIR]... [-o text|json]
 
 Decomposes every object of the files with its Workload Map definition, gathers the fleet's
 node-level capacity (in-flight placements charged), decides all objects in one batch and
@@ -97,6 +97,14 @@ def register(subparsers: argparse._SubParsersAction[argparse.ArgumentParser]) ->
         action="store_false",
         help="fail on a cluster where the workload's namespace does not exist",
     )
+    parser.add_argument(
+        "--in-flight-ttl",
+        type=float,
+        default=None,
+        metavar="SECONDS",
+        help="how long this submission's in-flight entries count at most while its pods do "
+        "not appear (default 600)",
+    )
     parser.add_argument("--solver", choices=SOLVERS, default="cpsat", help="default cpsat")
     parser.add_argument(
         "--time-limit", type=float, default=1.0, metavar="S", help="seconds for the decision"
@@ -154,11 +162,15 @@ def read_manifests(filenames: Sequence[str], catalog_dirs: Sequence[str]) -> lis
 
 
 def run(args: argparse.Namespace) -> int:
+    from placer.dispatch.ledger import DEFAULT_TTL
     from placer.dispatch.submit import open_clients, submit
 
     if not args.time_limit > 0:
         raise UsageError(f"--time-limit must be positive, got {args.time_limit:g}")
     wait = parse_duration(args.wait) if args.wait is not None else None
+    ttl = DEFAULT_TTL if args.in_flight_ttl is None else args.in_flight_ttl
+    if not ttl > 0:
+        raise UsageError(f"--in-flight-ttl must be positive, got {ttl:g}")
     if wait is not None and args.dry_run:
         raise UsageError("--wait cannot be combined with --dry-run (nothing is created)")
     manifests = read_manifests(args.filename, args.catalog)
@@ -181,6 +193,7 @@ def run(args: argparse.Namespace) -> int:
             solver=args.solver,
             time_limit=args.time_limit,
             seed=args.seed,
+            in_flight_ttl=ttl,
         )
         report_unreachable(report.fleet)
         if args.output == "json":
