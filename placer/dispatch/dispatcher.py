@@ -4,11 +4,12 @@
 (:class:`Manifest`: the object as written plus its decomposition), the fleet the decision was
 made on and one :class:`~placer.kube.KubeClient` per member cluster, and for every placement:
 
-1. makes sure the workload's namespace exists on the member (creates it, labelled
+1. reserves the capacity in the member's in-flight ledger (:mod:`placer.dispatch.ledger`)
+   *before* applying, so that no concurrent decision sees the workload without its charge
+   (all placements of one cluster in one write, before the first apply there);
+2. makes sure the workload's namespace exists on the member (creates it, labelled
    ``placer.dev/placed-by=placer``, unless ``create_namespaces=False``: then a missing
    namespace is a failure of that cluster);
-2. reserves the capacity in the member's in-flight ledger (:mod:`placer.dispatch.ledger`)
-   *before* applying, so that no concurrent decision sees the workload without its charge;
 3. server-side applies the manifest (field manager ``placer``) with the placement record
    (:mod:`placer.dispatch.record`), after the optional ``resume``/``transform`` step (the
    controller dispatches suspended hub objects unsuspended).
@@ -40,6 +41,7 @@ re-decisions run one unit at a time after each round.
 from __future__ import annotations
 
 import logging
+import re
 from collections.abc import Callable, Mapping, Sequence
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, field, replace
@@ -52,8 +54,8 @@ from placer.dispatch.ledger import (
     InFlight,
     Ledger,
     charge_known,
-    delete_entry,
-    write_entry,
+    remove_entries,
+    write_entries,
 )
 from placer.dispatch.record import (
     FIELD_MANAGER,
@@ -61,6 +63,7 @@ from placer.dispatch.record import (
     PLACED_BY,
     PlacementRecord,
     dispatch_manifest,
+    label_value,
     new_decision_id,
     rfc3339,
 )
@@ -246,6 +249,8 @@ class _ClusterRun:
     used_namespaces: set[str] = field(default_factory=set)
     #: the ledger could not be written here (warned once).
     ledger_problem: str = ""
+    #: in-flight entries reserved on this cluster by this dispatch, by workload.
+    reserved: dict[WorkloadRef, InFlight] = field(default_factory=dict)
 
 
 @dataclass
@@ -437,6 +442,12 @@ class Dispatcher:
         def work(cluster: str, todo: list[_Unit]) -> list[tuple[_Unit, _UnitResult]]:
             out: list[tuple[_Unit, _UnitResult]] = []
             run = runs.get(cluster)
+            if run is not None and self.member_ledger and not self.dry_run:
+                try:
+                    self._reserve(run, todo, decision_id)
+                except ClusterUnreachableError as err:
+                    attempt = replace(attempt_error(err), cluster=cluster)
+                    return [(unit, _DispatchError(attempt)) for unit in todo]
             for unit in todo:
                 if run is None:
                     attempt = Attempt(cluster, "no client for this cluster", 0, "NoClient")
@@ -482,7 +493,6 @@ class Dispatcher:
         client = run.client
         cluster = unit.placements[0].cluster
         created_here: list[str] = []
-        written: list[WorkloadRef] = []
         applied: list[WorkloadRef] = []
         notes: dict[WorkloadRef, list[str]] = {p.workload: [] for p in unit.placements}
         would_create: set[str] = set()
@@ -495,13 +505,6 @@ class Dispatcher:
                     created_here.append(namespace)
                 elif state == "would-create":
                     would_create.add(namespace)
-            if self.member_ledger and not self.dry_run:
-                for placement in unit.placements:
-                    if not any(pod.node for pod in placement.pods):
-                        continue  # no node plan (snapshot-free): nothing to reserve
-                    entry = InFlight.new(placement, decision_id, ttl=self.in_flight_ttl)
-                    if self._reserve(run, entry):
-                        written.append(placement.workload)
             for placement in unit.placements:
                 manifest = by_ref[placement.workload]
                 record = PlacementRecord.for_placement(placement, decision_id, placed_at)
@@ -543,12 +546,15 @@ class Dispatcher:
             attempt = replace(attempt, cluster=cluster)
             # the failing apply may have landed when the answer was lost: remove it too
             maybe = applied if _may_have_landed(err) else applied[:-1]
-            leftover = self._rollback(run, unit, maybe, written, created_here)
+            leftover = self._rollback(run, unit, maybe, created_here)
             raise _DispatchError(attempt, leftover=leftover) from None
         for placement in unit.placements:
             run.used_namespaces.add(placement.workload.namespace)
             if self.ledger is not None and not self.dry_run:
-                self.ledger.add(InFlight.new(placement, decision_id, ttl=self.in_flight_ttl))
+                entry = run.reserved.get(placement.workload)
+                self.ledger.add(
+                    entry or InFlight.new(placement, decision_id, ttl=self.in_flight_ttl)
+                )
         if run.ledger_problem:
             for ref in notes:
                 notes[ref].append("in-flight ledger not written on this cluster")
@@ -602,26 +608,39 @@ class Dispatcher:
         run.known_namespaces.add(namespace)
         return "known"
 
-    def _reserve(self, run: _ClusterRun, entry: InFlight) -> bool:
-        """Write the ledger entry; ``False`` (and a warning) when the cluster refuses it."""
+    def _reserve(self, run: _ClusterRun, units: Sequence[_Unit], decision_id: str) -> None:
+        """Reserve every placement of ``units`` in the member's ledger, in one write.
+
+        A cluster that refuses the ledger (403, ...) gets the workloads anyway, with a warning;
+        an unreachable one raises :class:`ClusterUnreachableError` (its units fail).
+        """
         if run.ledger_problem:
-            return False
+            return
+        entries = [
+            InFlight.new(placement, decision_id, ttl=self.in_flight_ttl)
+            for unit in units
+            for placement in unit.placements
+            if any(pod.node for pod in placement.pods)  # snapshot-free: nothing to charge
+        ]
+        if not entries:
+            return
+        token = re.sub(r"[^a-z0-9-]+", "-", label_value(decision_id).lower()).strip("-")
+        name = f"inflight-{token[:40] or 'decision'}"
         try:
-            write_entry(run.client, entry, field_manager=self.field_manager)
+            stored = write_entries(run.client, entries, name=name, field_manager=self.field_manager)
         except ClusterUnreachableError:
             raise
         except KubeError as err:
             run.ledger_problem = attempt_error(err).error
             log.warning("cluster %s: in-flight ledger not written: %s", run.client.name, err)
-            return False
-        return True
+            return
+        run.reserved.update({entry.workload: entry for entry in stored})
 
     def _rollback(
         self,
         run: _ClusterRun,
         unit: _Unit,
         applied: list[WorkloadRef],
-        written: list[WorkloadRef],
         created: list[str],
     ) -> str:
         """Remove what the unit left on the cluster; what could not be removed, in words."""
@@ -641,11 +660,16 @@ class Dispatcher:
                 )
             except KubeError as err:
                 problems.append(f"{ref} may be left on cluster {client.name} ({err.message})")
-        for ref in written:
+        by_store: dict[str, list[WorkloadRef]] = {}
+        for ref in unit.refs:
+            entry = run.reserved.pop(ref, None)
+            if entry is not None:
+                by_store.setdefault(entry.store, []).append(ref)
+        for store, refs in by_store.items():
             try:
-                delete_entry(client, ref)
-            except KubeError as err:
-                log.info("cluster %s: ledger entry of %s not removed: %s", client.name, ref, err)
+                remove_entries(client, store, refs)
+            except KubeError as err:  # left to expire, or to readers once its grace is over
+                log.info("cluster %s: ledger entries %s not removed: %s", client.name, refs, err)
         for namespace in created:
             if namespace in run.used_namespaces:
                 continue

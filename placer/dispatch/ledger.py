@@ -9,17 +9,22 @@ fit). Every decision therefore charges the fleet with the in-flight placements f
 
 Where the ledger lives — on the member cluster itself
 ------------------------------------------------------
-One small ConfigMap per in-flight placement, in namespace :data:`LEDGER_NAMESPACE`
-(``placer-system``) of the cluster the workload was placed on, labelled
-``placer.dev/in-flight=true``; ``data.entry`` holds the placement as JSON: workload, decision
-id, creation and expiry time, and every pod with its node, requests and GPU devices.
+ConfigMaps in namespace :data:`LEDGER_NAMESPACE` (``placer-system``) of the cluster the
+workloads were placed on, labelled ``placer.dev/in-flight=true``; each data key
+(:func:`entry_name` of the workload) holds one placement as JSON: workload, decision id,
+creation and expiry time, and every pod with its node, requests and GPU devices. A dispatch
+writes the entries of all its workloads for one cluster in one ConfigMap (chunks of at most
+:data:`ENTRIES_PER_CONFIGMAP`; :func:`write_entries`), so reserving costs one request per
+cluster, not one per workload; entries leave by key (:func:`remove_entries`) and a ConfigMap
+goes when its last entry does.
 
 * It is shared by every placer process — two users submitting from two laptops, a CI job and
   the controller — with no extra infrastructure, and read with **one list call per cluster**.
-* It is written **before** the workload is applied (reserve, then apply) and deleted again if
-  the apply fails, so no reader ever sees a placed workload without its reservation.
-* It needs only namespaced rights in ``placer-system`` (create/list/delete ConfigMaps), not
-  cluster-wide ones; a process that cannot write it still dispatches and says so.
+* It is written **before** the workloads are applied (reserve, then apply) and the entry is
+  removed again if an apply fails, so no reader ever sees a placed workload without its
+  reservation.
+* It needs only namespaced rights in ``placer-system`` (create/list/patch/delete ConfigMaps),
+  not cluster-wide ones; a process that cannot write it still dispatches and says so.
 * A local state file was rejected: it would protect one user's back-to-back commands only,
   not the platform team's many submitters, and would outlive clusters it no longer matches.
 
@@ -56,14 +61,15 @@ from __future__ import annotations
 import hashlib
 import json
 import logging
+import secrets
 import threading
 import time
 from collections.abc import Iterable, Mapping, Sequence
-from dataclasses import dataclass, replace
+from dataclasses import dataclass, field, replace
 from datetime import UTC, datetime
 from typing import Any
 
-from placer.errors import KubeError, NotFoundError
+from placer.errors import ConflictError, KubeError, NotFoundError
 from placer.inventory.owners import OwnerWalker
 from placer.kube import KubeClient
 from placer.model import Fleet, Placement, PodAssignment, WorkloadRef
@@ -78,13 +84,19 @@ __all__ = [
     "InFlight",
     "Ledger",
     "charge_known",
+    "decode_entry",
     "delete_entry",
+    "encode_entry",
+    "entries_configmap",
+    "entries_from_configmap",
     "entry_from_configmap",
     "entry_name",
     "entry_to_configmap",
     "observe",
     "read_entries",
+    "remove_entries",
     "sync_cluster",
+    "write_entries",
     "write_entry",
 ]
 
@@ -95,7 +107,10 @@ LABEL_IN_FLIGHT = "placer.dev/in-flight"
 #: seconds an entry counts at most.
 DEFAULT_TTL = 600.0
 #: seconds an entry may exist before its workload does (reserve, then apply).
-APPLY_GRACE = 60.0
+APPLY_GRACE = 120.0
+#: entries per ledger ConfigMap, and bytes of entry data (ConfigMaps hold at most 1 MiB).
+ENTRIES_PER_CONFIGMAP = 250
+CONFIGMAP_BYTES = 512 * 1024
 
 
 def _ts(seconds: float) -> str:
@@ -122,6 +137,8 @@ class InFlight:
     #: epoch seconds.
     created: float
     expires: float
+    #: the ledger ConfigMap holding it on its member (empty: not stored, or not known).
+    store: str = field(default="", compare=False)
 
     @property
     def cluster(self) -> str:
@@ -148,13 +165,14 @@ class InFlight:
 
 
 def entry_name(ref: WorkloadRef) -> str:
-    """The ConfigMap name of ``ref``'s entry (one per workload and cluster)."""
+    """The key of ``ref``'s entry: its data key in a ledger ConfigMap, and the name of the
+    ConfigMap :func:`write_entry` stores it in alone (one entry per workload and cluster)."""
     key = f"{ref.api_version}/{ref.kind}/{ref.namespace}/{ref.name}"
     return "inflight-" + hashlib.sha256(key.encode()).hexdigest()[:24]
 
 
-def entry_to_configmap(entry: InFlight) -> dict[str, Any]:
-    """The ConfigMap that stores ``entry`` on its member cluster."""
+def encode_entry(entry: InFlight) -> str:
+    """The JSON text of an entry (as stored in a ConfigMap's data)."""
     p = entry.placement
     ref = p.workload
     pods = [
@@ -175,23 +193,13 @@ def entry_to_configmap(entry: InFlight) -> dict[str, Any]:
         "requests": dict(p.requests),
         "pods": pods,
     }
-    return {
-        "apiVersion": "v1",
-        "kind": "ConfigMap",
-        "metadata": {
-            "name": entry_name(ref),
-            "namespace": LEDGER_NAMESPACE,
-            "labels": {LABEL_IN_FLIGHT: "true"},
-            "annotations": {"placer.dev/workload": str(ref)},
-        },
-        "data": {"entry": json.dumps(data, separators=(",", ":"), sort_keys=True)},
-    }
+    return json.dumps(data, separators=(",", ":"), sort_keys=True)
 
 
-def entry_from_configmap(obj: Mapping[str, Any]) -> InFlight | None:
-    """The entry stored in a ledger ConfigMap, or ``None`` when it is unreadable."""
+def decode_entry(text: str, *, store: str = "") -> InFlight | None:
+    """The entry of :func:`encode_entry`'s text, or ``None`` when it is unreadable."""
     try:
-        data = json.loads(str((obj.get("data") or {}).get("entry", "")))
+        data = json.loads(text)
         w = data["workload"]
         ref = WorkloadRef(str(w["apiVersion"]), str(w["kind"]), str(w["namespace"]), str(w["name"]))
         pods = tuple(
@@ -211,9 +219,48 @@ def entry_from_configmap(obj: Mapping[str, Any]) -> InFlight | None:
         if created is None or expires is None:
             return None
         placement = Placement(ref, str(data["cluster"]), pods, requests)
-        return InFlight(placement, str(data.get("decision", "")), created, expires)
+        return InFlight(placement, str(data.get("decision", "")), created, expires, store)
     except (ValueError, KeyError, TypeError):
         return None
+
+
+def entries_configmap(name: str, entries: Sequence[InFlight]) -> dict[str, Any]:
+    """A ledger ConfigMap named ``name`` holding ``entries`` (data key: :func:`entry_name`)."""
+    return {
+        "apiVersion": "v1",
+        "kind": "ConfigMap",
+        "metadata": {
+            "name": name,
+            "namespace": LEDGER_NAMESPACE,
+            "labels": {LABEL_IN_FLIGHT: "true"},
+        },
+        "data": {entry_name(e.workload): encode_entry(e) for e in entries},
+    }
+
+
+def entry_to_configmap(entry: InFlight) -> dict[str, Any]:
+    """The ConfigMap that stores ``entry`` alone (named :func:`entry_name`)."""
+    return entries_configmap(entry_name(entry.workload), [entry])
+
+
+def entries_from_configmap(obj: Mapping[str, Any]) -> tuple[list[InFlight], list[str]]:
+    """The readable entries of a ledger ConfigMap, and the data keys that are not."""
+    store = str((obj.get("metadata") or {}).get("name", ""))
+    entries: list[InFlight] = []
+    bad: list[str] = []
+    for key, text in (obj.get("data") or {}).items():
+        entry = decode_entry(str(text), store=store)
+        if entry is None:
+            bad.append(str(key))
+        else:
+            entries.append(entry)
+    return entries, bad
+
+
+def entry_from_configmap(obj: Mapping[str, Any]) -> InFlight | None:
+    """The entry of a single-entry ledger ConfigMap, or ``None`` when it is unreadable."""
+    entries, bad = entries_from_configmap(obj)
+    return entries[0] if len(entries) == 1 and not bad else None
 
 
 class Ledger:
@@ -348,23 +395,104 @@ def _any(pod: PodAssignment, node: str, requests: Mapping[str, int]) -> bool:
 # member-side storage
 
 
-def write_entry(client: KubeClient, entry: InFlight, *, field_manager: str = "placer") -> None:
-    """Store ``entry`` on ``client``'s cluster (server-side apply: idempotent).
+def _create_configmap(client: KubeClient, body: Mapping[str, Any], field_manager: str) -> None:
+    """Create a ledger ConfigMap (and its namespace when missing).
 
-    Creates :data:`LEDGER_NAMESPACE` when it is missing. Raises :class:`KubeError` when the
-    cluster refuses.
+    Raises:
+        ConflictError: one of that name exists.
+    """
+    try:
+        client.create(body, field_manager=field_manager)
+    except NotFoundError:
+        client.ensure_namespace(LEDGER_NAMESPACE, labels={"placer.dev/placed-by": "placer"})
+        client.create(body, field_manager=field_manager)
+
+
+def write_entry(client: KubeClient, entry: InFlight, *, field_manager: str = "placer") -> InFlight:
+    """Store ``entry`` alone in its own ConfigMap (named :func:`entry_name`); idempotent.
+
+    Creates :data:`LEDGER_NAMESPACE` when it is missing. Returns the entry with its ``store``.
+    Raises :class:`KubeError` when the cluster refuses.
     """
     body = entry_to_configmap(entry)
     try:
+        _create_configmap(client, body, field_manager)
+    except ConflictError:  # written before (a retry): this entry replaces it
         client.apply(body, field_manager=field_manager, force=True)
+    return replace(entry, store=body["metadata"]["name"])
+
+
+def write_entries(
+    client: KubeClient,
+    entries: Sequence[InFlight],
+    *,
+    name: str,
+    field_manager: str = "placer",
+) -> list[InFlight]:
+    """Store ``entries`` in as few ConfigMaps as fit (at most :data:`ENTRIES_PER_CONFIGMAP`
+    entries and :data:`CONFIGMAP_BYTES` of data each) — one request for a whole dispatch to a
+    cluster instead of one per workload. Each ConfigMap is new: ``NAME-<random>``, so that
+    concurrent writers (parts of one decision dispatched in parallel) never share one.
+
+    Returns the entries with their ``store``. Raises :class:`KubeError` when the cluster
+    refuses (entries of chunks written before the failure stay; they are dropped by readers
+    once :data:`APPLY_GRACE` has passed without their workload).
+    """
+    stored: list[InFlight] = []
+    chunk: list[InFlight] = []
+    size = 0
+
+    def flush() -> None:
+        nonlocal chunk, size
+        if not chunk:
+            return
+        for attempt in range(3):
+            store = f"{name}-{secrets.token_hex(4)}"
+            try:
+                _create_configmap(client, entries_configmap(store, chunk), field_manager)
+                break
+            except ConflictError:
+                if attempt == 2:
+                    raise
+        stored.extend(replace(e, store=store) for e in chunk)
+        chunk, size = [], 0
+
+    for entry in entries:
+        text = len(encode_entry(entry))
+        if chunk and (len(chunk) >= ENTRIES_PER_CONFIGMAP or size + text > CONFIGMAP_BYTES):
+            flush()
+        chunk.append(entry)
+        size += text
+    flush()
+    return stored
+
+
+def remove_entries(client: KubeClient, store: str, refs: Iterable[WorkloadRef]) -> None:
+    """Take the entries of ``refs`` out of ledger ConfigMap ``store``; delete it once empty.
+
+    Gone already is fine (another reader cleaned up).
+    """
+    keys = {entry_name(ref): None for ref in refs}
+    if not keys:
+        return
+    try:
+        result = client.patch("v1", "ConfigMap", store, {"data": keys}, namespace=LEDGER_NAMESPACE)
     except NotFoundError:
-        client.ensure_namespace(LEDGER_NAMESPACE, labels={"placer.dev/placed-by": "placer"})
-        client.apply(body, field_manager=field_manager, force=True)
+        return
+    if not (result or {}).get("data"):
+        client.delete("v1", "ConfigMap", store, namespace=LEDGER_NAMESPACE, missing_ok=True)
 
 
 def delete_entry(client: KubeClient, ref: WorkloadRef) -> None:
-    """Remove the entry of ``ref`` from ``client``'s cluster (gone already is fine)."""
-    client.delete("v1", "ConfigMap", entry_name(ref), namespace=LEDGER_NAMESPACE, missing_ok=True)
+    """Remove the entry of ``ref`` from ``client``'s cluster, wherever it is stored (one list
+    call to find it); gone already is fine."""
+    key = entry_name(ref)
+    listed = client.list(
+        "v1", "ConfigMap", namespace=LEDGER_NAMESPACE, label_selector=f"{LABEL_IN_FLIGHT}=true"
+    )
+    for item in listed.items:
+        if key in (item.get("data") or {}):
+            remove_entries(client, str(item["metadata"]["name"]), [ref])
 
 
 def read_entries(client: KubeClient) -> list[InFlight]:
@@ -372,14 +500,15 @@ def read_entries(client: KubeClient) -> list[InFlight]:
     listed = client.list(
         "v1", "ConfigMap", namespace=LEDGER_NAMESPACE, label_selector=f"{LABEL_IN_FLIGHT}=true"
     )
-    entries = []
+    entries: list[InFlight] = []
     for item in listed.items:
-        entry = entry_from_configmap(item)
-        if entry is None:
+        found, bad = entries_from_configmap(item)
+        for key in bad:
             name = (item.get("metadata") or {}).get("name")
-            log.warning("cluster %s: skipping unreadable in-flight entry %s", client.name, name)
-            continue
-        entries.append(entry)
+            log.warning(
+                "cluster %s: skipping unreadable in-flight entry %s/%s", client.name, name, key
+            )
+        entries += found
     return entries
 
 
@@ -426,11 +555,14 @@ def sync_cluster(
         updated = observe(entry, seen) if seen else entry
         (keep if updated.placement.pods else done).append(updated)
     if delete:
+        by_store: dict[str, list[WorkloadRef]] = {}
         for entry in done:
+            by_store.setdefault(entry.store, []).append(entry.workload)
+        for store, refs in by_store.items():
             try:
-                delete_entry(client, entry.workload)
+                remove_entries(client, store, refs)
             except KubeError as err:  # someone else's cleanup, or no right to delete: harmless
-                log.info("cluster %s: in-flight entry not deleted: %s", client.name, err)
+                log.info("cluster %s: in-flight entries not deleted: %s", client.name, err)
     return keep
 
 

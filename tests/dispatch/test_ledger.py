@@ -13,11 +13,14 @@ from placer.dispatch.ledger import (
     LEDGER_NAMESPACE,
     InFlight,
     Ledger,
+    delete_entry,
     entry_from_configmap,
     entry_to_configmap,
     observe,
     read_entries,
+    remove_entries,
     sync_cluster,
+    write_entries,
     write_entry,
 )
 from placer.kube import KubeClient, load_kubeconfigs, open_client
@@ -167,3 +170,26 @@ def test_sync_drops_expired_entries_and_entries_whose_workload_never_came(
     write_entry(client, fresh)
     assert sync_cluster(client, now=now + 700, delete=False) == []  # expired
     assert len(read_entries(client)) == 1  # delete=False (dry runs) leaves it
+
+
+def test_batched_entries_share_configmaps_and_leave_one_by_one(
+    member: tuple[ApiServer, KubeClient],
+) -> None:
+    server, client = member
+    refs = [WorkloadRef(REF.api_version, "JobSet", "default", f"w{i}") for i in range(5)]
+    entries = [
+        InFlight(Placement(r, "c1", (pod("leader", 0, "n1"),), GPU4), "d", 1.0, 9e9) for r in refs
+    ]
+    first = write_entries(client, entries[:3], name="inflight-d")
+    # the same name again (parts of one decision dispatched in parallel): a new ConfigMap
+    second = write_entries(client, entries[3:], name="inflight-d")
+    stores = {e.store for e in first} | {e.store for e in second}
+    assert len(stores) == 2
+    assert len(server.store.list("configmaps", LEDGER_NAMESPACE)) == 2
+    assert sorted(e.workload.name for e in read_entries(client)) == [f"w{i}" for i in range(5)]
+    [store] = {e.store for e in first}
+    remove_entries(client, store, refs[:2])
+    assert sorted(e.workload.name for e in read_entries(client)) == ["w2", "w3", "w4"]
+    delete_entry(client, refs[2])  # found by a list: its ConfigMap goes with its last entry
+    assert len(server.store.list("configmaps", LEDGER_NAMESPACE)) == 1
+    assert sorted(e.workload.name for e in read_entries(client)) == ["w3", "w4"]
