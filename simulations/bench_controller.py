@@ -40,6 +40,7 @@ from __future__ import annotations
 
 import argparse
 import json
+import os
 import random
 import signal
 import socket
@@ -130,6 +131,15 @@ def workloads(count: int, seed: int, *, queue: bool = True, namespace: str = "")
     return out
 
 
+def cpu_seconds(pid: int) -> float:
+    """CPU time (user + system) a process has used so far, from ``/proc`` (0 if unknown)."""
+    try:
+        fields = Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()
+    except (OSError, IndexError):
+        return 0.0
+    return (int(fields[11]) + int(fields[12])) / os.sysconf("SC_CLK_TCK")
+
+
 def _free_port() -> int:
     with socket.socket() as sock:
         sock.bind(("127.0.0.1", 0))
@@ -215,8 +225,9 @@ def _metric(text: str, name: str) -> float:
 
 
 @contextmanager
-def member_processes(workdir: Path) -> Iterator[Path]:
-    """One loopback API server process per cluster of the snapshot; yields the kubeconfig."""
+def member_processes(workdir: Path, pids: list[int] | None = None) -> Iterator[Path]:
+    """One loopback API server process per cluster of the snapshot; yields the kubeconfig
+    (and puts the servers' process ids in ``pids``)."""
     snapshot = load_snapshot(SNAPSHOT)
     servers: dict[str, ApiServerProcess] = {}
     try:
@@ -226,6 +237,8 @@ def member_processes(workdir: Path) -> Iterator[Path]:
                 for obj in cluster_objects(cluster):
                     handle.write(json.dumps(obj) + "\n")
             servers[cluster.name] = ApiServerProcess(seed=[seed], name=cluster.name).start()
+            if pids is not None:
+                pids.append(int(servers[cluster.name].pid or 0))
         kubeconfig = write_kubeconfig(workdir / "members.kubeconfig", servers)
         for name in servers:
             with _client(kubeconfig, name) as client:
@@ -238,9 +251,14 @@ def member_processes(workdir: Path) -> Iterator[Path]:
 
 def run(args: argparse.Namespace, workdir: Path) -> dict[str, Any]:
     docs = workloads(args.workloads, args.seed)
-    members = member_processes if args.members == "processes" else virtual_fleet
+    member_pids: list[int] = []
+    members = (
+        member_processes(workdir, member_pids)
+        if args.members == "processes"
+        else virtual_fleet(workdir)
+    )
     with (
-        members(workdir) as members_kubeconfig,
+        members as members_kubeconfig,
         ApiServerProcess(name="hub") as hub_server,
     ):
         hub_kubeconfig = write_kubeconfig(workdir / "hub.kubeconfig", {"hub": hub_server})
@@ -298,6 +316,10 @@ def run(args: argparse.Namespace, workdir: Path) -> dict[str, Any]:
             hub_watch = Watch(_client(hub_kubeconfig, "hub"), accept=_placed)
             time.sleep(1.0)  # watches listed
 
+            pids = {"controller": [controller.pid], "hub": [int(hub_server.pid or 0)]}
+            if member_pids:
+                pids["members"] = member_pids
+            cpu_before = {k: sum(cpu_seconds(p) for p in v) for k, v in pids.items()}
             created = create_all(hub_kubeconfig, docs)
             first = min(created.values())
             created_in = max(created.values()) - first
@@ -316,6 +338,9 @@ def run(args: argparse.Namespace, workdir: Path) -> dict[str, Any]:
                         dispatched[name] = min(at, dispatched.get(name, at))
                         where.setdefault(name, []).append(watch.client.name)
             decided = dict(hub_watch.seen)
+            cpu = {
+                k: round(sum(cpu_seconds(p) for p in v) - cpu_before[k], 2) for k, v in pids.items()
+            }
             metrics = httpx.get(f"http://127.0.0.1:{port}/metrics", timeout=5).text
             for watch in (*member_watches, hub_watch):
                 watch.stop()
@@ -377,6 +402,8 @@ def run(args: argparse.Namespace, workdir: Path) -> dict[str, Any]:
             "placements_total": _metric(metrics, "placer_placements_total"),
             "exit_code_after_sigterm": code,
         },
+        "cpu_seconds": cpu,
+        "controller_cpu_ms_per_workload": round(1000 * cpu["controller"] / len(placed), 2),
         "checks": checks,
     }
 
@@ -424,6 +451,10 @@ def markdown(report: dict[str, Any]) -> str:
         f"{lat['max']} s |",
         f"| placement cycles / solver seconds in all | {c['cycles']:.0f} / "
         f"{c['solver_seconds_total']} |",
+        f"| CPU seconds used meanwhile (controller / hub / members) | "
+        f"{report['cpu_seconds']['controller']} / {report['cpu_seconds']['hub']} / "
+        f"{report['cpu_seconds'].get('members', '?')} |",
+        f"| controller CPU per workload | {report['controller_cpu_ms_per_workload']} ms |",
         f"| checks | {report['checks']} |",
         "",
         f"Target >= 100 workloads/s: {'met' if report['dispatched_per_s'] >= 100 else 'NOT met'}. "

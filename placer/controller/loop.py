@@ -491,10 +491,13 @@ class Controller(ActionsMixin, CyclesMixin):
         self._pool.submit(self._write_config_report, dict(obj), problem, reason)
 
     def _loop(self) -> None:
+        housekeeping = 0.0
         try:
             while not self._halt.is_set():
                 with self._wake:
-                    if not self._dirty:
+                    # NB: dirty objects that are busy wait for their work to end (which
+                    # notifies): waiting only on "anything dirty" would spin meanwhile
+                    if not self._gc and self._dirty <= self._busy:
                         self._wake.wait(timeout=self._tick())
                     now = self._clock()
                     due = [r for r, t in self._retry.items() if t <= now]
@@ -517,10 +520,13 @@ class Controller(ActionsMixin, CyclesMixin):
                         )
                         with self._lock:
                             self._retry[ref] = self._clock() + 5.0
-                self._check_failover()
                 self._collect(gc)
-                self.metrics.queue_depth.set(len(self._pending))
-                self.metrics.waiting.set(self._backoff.waiting())
+                now = self._clock()
+                if now >= housekeeping:  # at most a few times a second, not per event
+                    housekeeping = now + 0.25
+                    self._check_failover()
+                    self.metrics.queue_depth.set(len(self._pending))
+                    self.metrics.waiting.set(self._backoff.waiting())
         except Exception:
             log.exception("the controller loop failed", extra={"event": "loop-failed"})
             raise
