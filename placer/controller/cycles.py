@@ -28,12 +28,15 @@ from placer.controller.base import (
 from placer.controller.fanout import Part, ensure_namespaces, split_decision
 from placer.controller.metrics import unschedulable_reason
 from placer.controller.records import (
+    ANNOTATION_HUB_UID,
+    LABEL_HUB,
     describe_error,
     format_time,
     is_deleting,
     placed_condition,
     record_patch,
     status_patch,
+    uid_of,
 )
 from placer.definitions import (
     GroupVersionKind,
@@ -43,7 +46,6 @@ from placer.dispatch import (
     DispatchResult,
     Manifest,
     Outcome,
-    dispatch_manifest,
     new_decision_id,
     sync_cluster,
 )
@@ -334,9 +336,22 @@ class CyclesMixin(ControllerBase):
         informer = self._member_informers.get((cluster, ref.api_version, ref.kind))
         if informer is None or outcome.record is None:
             return
-        body = self._mark(dispatch_manifest(manifest.body, ref, outcome.record), manifest)
-        body["metadata"]["uid"] = outcome.uid
-        informer.remember(body)
+        # what the loop reads of a copy: identity, marks, record (the spec is not needed)
+        stub: JSON = {
+            "apiVersion": ref.api_version,
+            "kind": ref.kind,
+            "metadata": {
+                "name": ref.name,
+                "namespace": ref.namespace,
+                "uid": outcome.uid,
+                "labels": {**outcome.record.labels(), LABEL_HUB: self.settings.hub},
+                "annotations": {
+                    **outcome.record.annotations(),
+                    ANNOTATION_HUB_UID: uid_of(manifest.body),
+                },
+            },
+        }
+        informer.remember(stub)
 
     def _record_placed(self, manifest: Manifest, outcome: Outcome, decision_id: str) -> None:
         ref = manifest.ref
