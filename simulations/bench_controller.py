@@ -6,13 +6,16 @@ its default limits — published figures, not measured here).
 
 Setup, every part in its own process (2 cores shared by all of them):
 
-* **members**: ``placer fleet up clusters/openb-8.yaml --no-pods`` (8 loopback HTTPS API
-  servers, about 1,200 nodes and 6,200 GPUs; pods are not materialised, so every placement
-  stays in flight and only the in-flight ledger keeps later cycles from overcommitting);
-* **hub**: a loopback API server (:class:`placer.testing.ApiServerProcess`) serving the JobSet
-  CRD, namespaces ``team-a`` .. ``team-d`` and ``placer-system``;
+* **members**: the 8 clusters of ``clusters/openb-8.yaml`` (about 1,200 nodes and 6,200 GPUs),
+  one loopback HTTPS API server process each (:class:`placer.testing.ApiServerProcess`, seeded
+  with the snapshot's nodes) — or all 8 in one ``placer fleet up --no-pods`` process with
+  ``--members fleet-up``, as ``bench_submit`` runs them. Pods are not materialised, so every
+  placement stays in flight and only the in-flight ledger keeps later cycles from
+  overcommitting;
+* **hub**: a loopback API server process serving the JobSet CRD, namespaces ``team-a`` ..
+  ``team-d`` and ``placer-system``;
 * **controller**: ``placer controller`` with its defaults (1 s batch window, leader election
-  on, CP-SAT with a 2 s limit per cycle);
+  on, CP-SAT with a 1 s limit per cycle, decisions dispatched in 4 concurrent parts);
 * **this process**: creates the workloads on the hub (4 client threads, as fast as the hub
   takes them) and watches the members (one watch per member, label ``placer.dev/hub``) and
   the hub, noting when each copy appears and when each hub object gets ``Placed``.
@@ -26,7 +29,8 @@ creation on the hub) — the headline; ``recorded_per_s`` the same up to the las
 on the hub; creation-to-dispatch latency percentiles; the creation rate alone (the same
 number of objects created on the hub before the controller starts, in a namespace nobody
 placed: the ceiling this client and hub allow); the controller's cycles and solver time from
-its ``/metrics``.
+its ``/metrics``; the CPU time each process used meanwhile (``/proc``), since on a shared
+2-core machine the wall-clock rate depends on the load, and CPU per workload much less.
 
 Checks (the benchmark fails if one does not hold): every workload on exactly one member, the
 one its hub record names; the in-flight ledger entries on the members, charged to the initial

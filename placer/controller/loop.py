@@ -63,6 +63,7 @@ from placer.controller.records import (
     LABEL_HUB,
     format_time,
     hub_uid_of,
+    is_deleting,
     is_opted_in,
     key_of,
     record_of,
@@ -382,7 +383,8 @@ class Controller(ActionsMixin, CyclesMixin):
                 self._first_seen.setdefault(ref, self._clock())
                 if old is not None and generation_of(old) != generation_of(new):
                     self._backoff.forget(ref)
-                start_members = True
+                # copies can only exist of objects placed or to be placed
+                start_members = record_of(new) is not None or self._opted_in(new, ref)
             self._dirty.add(ref)
             self._wake.notify_all()
         if start_members:
@@ -576,16 +578,21 @@ class Controller(ActionsMixin, CyclesMixin):
             informer = self._hub_informers.get((ref.api_version, ref.kind))
             if informer is None or not informer.synced:
                 return
+        record = record_of(obj)
+        opted_in = self._opted_in(obj, ref)
+        if record is not None or opted_in or is_deleting(obj):
+            for cluster in self.members:  # (a policy may have opted the kind in just now)
+                self._member_informer(cluster, ref.api_version, ref.kind)
+        with self._lock:
             uid = uid_of(obj)
             copies, health = self._member_view(ref)
             copies = {c: o for c, o in copies.items() if hub_uid_of(o) == uid}
-        record = record_of(obj)
         phases = {}
         if record is not None and record.cluster in copies:
             phases[record.cluster] = self._phase_of(record.cluster, copies[record.cluster])
         actions = reconcile(
             obj,
-            opted_in=self._opted_in(obj, ref),
+            opted_in=opted_in,
             copies=copies,
             health=health,
             members=self.members,

@@ -170,3 +170,12 @@ def test_bad_objects_are_reported_and_the_rest_is_placed(hubfleet: Any) -> None:
     )
     (cluster,) = hubfleet.copies("widget-1", kind="widgets")
     assert hubfleet.placed_cluster(hub.get("widgets", "widget-1", "team-a")) == cluster
+
+    # a policy created later opts in objects that were ignored until then
+    hub.create(hubfleet.job("late", queue=False, labels={"team": "late"}))
+    hubfleet.wait_for(lambda: state("good").get("status") == "True", what="loop alive")
+    assert not hubfleet.copies("late")
+    selector = {"labelSelectors": [{"matchLabels": {"team": "late"}}]}
+    hub.create(_policy("late", {"resourceSelectors": selector, "preferredClusters": ["m2"]}))
+    hubfleet.wait_for(lambda: state("late").get("status") == "True", what="late placed")
+    assert list(hubfleet.copies("late")) == ["m2"]
