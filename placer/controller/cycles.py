@@ -63,7 +63,17 @@ from placer.solver import solve
 
 log = logging.getLogger(__name__)
 
-__all__ = ["CyclesMixin"]
+
+def batch_deadline(oldest: float, newest: float, window: float) -> float:
+    """When a cycle deciding objects queued from ``oldest`` to ``newest`` should start.
+
+    At least ``window`` after the oldest; while objects keep arriving (the newest less than a
+    quarter window ago) a burst is collected whole, up to three windows after the oldest —
+    one decision for a burst costs one gather and one solve, not one per window.
+    """
+    return max(oldest + window, min(newest + window / 4, oldest + 3 * window))
+
+__all__ = ["CyclesMixin", "batch_deadline"]
 
 
 class CyclesMixin(ControllerBase):
@@ -97,17 +107,20 @@ class CyclesMixin(ControllerBase):
                 return float("inf")
             earliest = float("inf")
             oldest_ready = float("inf")
+            newest_ready = float("-inf")
             for ref, queued in self._pending.items():
                 if ref in self._busy:
                     continue
                 if self._backoff.ready(ref, now, self._epoch):
                     oldest_ready = min(oldest_ready, queued)
+                    newest_ready = max(newest_ready, queued)
                 else:
                     later = self._backoff.next_time(ref, self._epoch)
                     if later is not None:
                         earliest = min(earliest, later)
             if oldest_ready < float("inf"):
-                return min(earliest, oldest_ready + self.settings.batch_window)
+                deadline = batch_deadline(oldest_ready, newest_ready, self.settings.batch_window)
+                return min(earliest, deadline)
             return earliest
 
     def _gather(self) -> Fleet:
