@@ -9,7 +9,7 @@ only ever gets what the higher ones left (priorities are strictly lexicographic)
 from __future__ import annotations
 
 import time
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -106,14 +106,44 @@ def _greedy(
     ffd: bool = True,
     spread: bool = False,
     rule: str = "greedy",
+    dense: bool = False,
 ) -> Placed:
     placed: Placed = []
-    for unit in sorted(units, key=ffd_key) if ffd else units:
+    if dense:
+        ordered = sorted(units, key=_density_key(units, states))
+    else:
+        ordered = sorted(units, key=ffd_key) if ffd else list(units)
+    for unit in ordered:
         order = _most_room(unit, states) if spread else unit.allowed()
         choice = choose_and_pack(rule, unit, states, order, mix=mix)
         if choice.packed is not None and choice.cluster is not None:
             placed.append((unit, choice.cluster, choice.packed))
     return placed
+
+
+def _density_key(
+    units: Sequence[Unit], states: dict[str, ClusterState]
+) -> Callable[[Unit], tuple[float, int]]:
+    """Most value per share of the scarcest resource first (GPU thousandths, cpu, memory,
+    each as a share of the level's free total): when cpu or memory binds, units that bring
+    many GPUs per core go first."""
+    free_cpu = sum(int(s.free[s.usable, 0].sum()) for s in states.values()) or 1
+    free_mem = sum(int(s.free[s.usable, 1].sum()) for s in states.values()) or 1
+    free_gpu = sum(int(s.devfree[s.usable].sum()) for s in states.values()) or 1
+    demand = {
+        u.index: (
+            sum(int(r.shape.req[0]) * r.count for r in u.runs),
+            sum(int(r.shape.req[1]) * r.count for r in u.runs),
+        )
+        for u in units
+    }
+
+    def key(unit: Unit) -> tuple[float, int]:
+        cpu, mem = demand[unit.index]
+        share = max(unit.milli / free_gpu, cpu / free_cpu, mem / free_mem, 1e-12)
+        return (-unit.value / share, unit.index)
+
+    return key
 
 
 def solve_level(
@@ -140,6 +170,7 @@ def solve_level(
     # arrival order into the cluster with the most room (Karmada's choice, realised node by
     # node), and Karmada's own rule: on overloaded fleets these often beat largest-first
     alternatives: tuple[dict[str, Any], ...] = (
+        {"dense": True},
         {"ffd": False, "rule": "karmada"},
         {"ffd": False, "spread": True},
     )
