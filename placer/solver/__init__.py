@@ -58,9 +58,10 @@ answers on nodes lost 9–11 % of GPUs in the same experiments. placer splits th
 How the parts run, per priority level:
 
 * **Hint and fallback**: node-aware greedy passes — largest first in preference order (the
-  ``greedy`` baseline), arrival order with Karmada's cluster choice, arrival order into the
-  cluster with most room — the best one realised answer is the master's hint and the
-  fallback, so CP-SAT's answer is never worse than these.
+  ``greedy`` baseline), most value per scarce resource first (with cheap best-fit node scoring,
+  then with fragmentation scoring), arrival order with Karmada's cluster choice, arrival order
+  into the cluster with most room — as many as the time limit allows; the best realised answer
+  is the master's hint and the fallback, so CP-SAT's answer is never worse than the first.
 * **Small masters** (at most ``SMALL_MODEL`` variables): the global master with CP-SAT's full
   search (which proves optimality), realisation and cuts, up to ``MAX_ROUNDS`` rounds.
 * **Large masters** are not solved globally — at 400 units × 8 clusters CP-SAT neither proves
