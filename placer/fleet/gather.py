@@ -1,10 +1,12 @@
 """Gathering the fleet: every member cluster at once, each within its own timeout.
 
 One thread per cluster (the clients are synchronous and independent; the work is waiting on
-sockets and parsing JSON). Per cluster: list the nodes, then the non-terminal pods page by page
-(``limit``/``continue``, field selector ``status.phase!=Succeeded,status.phase!=Failed``),
-feeding each page to a :class:`placer.fleet.capacity.PodTally` and dropping it — a 5,000-pod
-cluster never sits in memory as objects. The pure :func:`placer.fleet.capacity.cluster_from_api`
+sockets and parsing JSON). Per cluster: list the nodes, reading each page into
+:class:`placer.model.Node` values at once (a real Node object, with its image list, is many times
+what placer keeps), then the non-terminal pods page by page (``limit``/``continue``, field
+selector ``status.phase!=Succeeded,status.phase!=Failed``), feeding each page to a
+:class:`placer.fleet.capacity.PodTally` and dropping it — a 5,000-pod cluster never sits in
+memory as objects. The pure :func:`placer.fleet.capacity.cluster_from_api`
 then builds the :class:`placer.model.Cluster`.
 
 Timeouts are per cluster and hold twice: every request's timeout is cut to the time left before
@@ -24,7 +26,7 @@ from concurrent.futures import TimeoutError as FutureTimeout
 from datetime import UTC, datetime
 
 from placer.errors import KubeError, PlacerError
-from placer.fleet.capacity import NON_TERMINAL_PODS, PodTally, cluster_from_api
+from placer.fleet.capacity import NON_TERMINAL_PODS, PodTally, cluster_from_api, node_from_api
 from placer.fleet.config import ClusterSource, FleetConfig
 from placer.kube import ClientSettings, KubeClient, open_client
 from placer.model import Cluster, Fleet
@@ -72,7 +74,11 @@ def gather_cluster(
     try:
         client = open_client(source.kubeconfig, source.context, name=source.name, settings=settings)
         with client:
-            nodes = client.list("v1", "Node", deadline=deadline).items
+            nodes = [
+                node_from_api(obj)
+                for page in client.iter_pages("v1", "Node", deadline=deadline)
+                for obj in page.get("items") or ()
+            ]
             tally = _tally_pods(client, deadline)
     except KubeError as err:
         return unavailable(source, _reason(err, source.name))
