@@ -520,6 +520,7 @@ class HttpFront:
         self._conns: dict[int, socket.socket] = {}
         self._threads: set[threading.Thread] = set()
         self._lock = threading.Lock()
+        self._closing = threading.Event()
         self._accept_thread = threading.Thread(
             target=self._accept_loop, name=f"apiserver-{self.port}-accept", daemon=True
         )
@@ -532,12 +533,9 @@ class HttpFront:
         with selectors.DefaultSelector() as sel:
             sel.register(self._listener, selectors.EVENT_READ)
             sel.register(self._wake_r, selectors.EVENT_READ)
-            while not self.ctx.stopping.is_set():
+            while not self._closing.is_set():
                 ready = sel.select()
-                if (
-                    any(key.fileobj is self._wake_r for key, _ in ready)
-                    or self.ctx.stopping.is_set()
-                ):
+                if any(key.fileobj is self._wake_r for key, _ in ready) or self._closing.is_set():
                     return
                 try:
                     sock, address = self._listener.accept()
@@ -551,7 +549,7 @@ class HttpFront:
                     daemon=True,
                 )
                 with self._lock:
-                    if self.ctx.stopping.is_set():
+                    if self._closing.is_set():
                         sock.close()
                         return
                     self._threads = {t for t in self._threads if t.is_alive()}
@@ -563,13 +561,14 @@ class HttpFront:
         me = id(threading.current_thread())
         tls: ssl.SSLSocket | None = None
         try:
-            sock.settimeout(10)
-            tls = self._ssl.wrap_socket(sock, server_side=True)
-            tls.settimeout(None)
+            tls = self._ssl.wrap_socket(sock, server_side=True, do_handshake_on_connect=False)
             with self._lock:
                 if self.ctx.stopping.is_set():
                     return
-                self._conns[me] = tls
+                self._conns[me] = tls  # from now on stop() can cut it, even mid-handshake
+            tls.settimeout(10)
+            tls.do_handshake()
+            tls.settimeout(None)
             _Handler(tls, address, self.ctx)
         except (OSError, ssl.SSLError, ValueError):
             pass  # client went away, bad handshake or the server is stopping
@@ -586,14 +585,19 @@ class HttpFront:
                         pass
 
     def stop(self, timeout: float = 5.0) -> None:
-        """Stop accepting, cut every connection, wake watches and join every thread."""
-        self.ctx.stopping.set()
+        """Stop accepting, cut every connection, wake watches and join every thread.
+
+        The listener closes first, so a client retrying after its connection is cut gets a
+        clean "connection refused" instead of a half-accepted connection.
+        """
+        self._closing.set()
         try:
             self._wake_w.send(b"x")
         except OSError:
             pass
         self._accept_thread.join(timeout)
         self._listener.close()
+        self.ctx.stopping.set()
         with self._lock:
             conns = list(self._conns.values())
             threads = list(self._threads)

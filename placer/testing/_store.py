@@ -236,6 +236,25 @@ def _meta(obj: Mapping[str, Any]) -> JsonObj:
     return meta if isinstance(meta, dict) else {}
 
 
+_GENERATION_KINDS = frozenset(
+    {
+        ("apps", "Deployment"),
+        ("apps", "StatefulSet"),
+        ("apps", "ReplicaSet"),
+        ("apps", "DaemonSet"),
+        ("batch", "Job"),
+        ("batch", "CronJob"),
+        ("apiextensions.k8s.io", "CustomResourceDefinition"),
+    }
+)
+
+
+def _tracks_generation(rt: ResourceType) -> bool:
+    """Whether ``metadata.generation`` is maintained: custom resources and the built-in kinds
+    whose strategies set it (workloads, jobs, CRDs); pods, config maps, nodes... have none."""
+    return not rt.builtin or (rt.group, rt.kind) in _GENERATION_KINDS
+
+
 def _spec_part(obj: Mapping[str, Any], with_status: bool) -> JsonObj:
     skip = (
         {"metadata", "apiVersion", "kind"}
@@ -1294,7 +1313,10 @@ class Store:
             )
         meta["uid"] = str(uuid.uuid4())
         meta["creationTimestamp"] = now_rfc3339()
-        meta["generation"] = 1
+        if _tracks_generation(rt):
+            meta["generation"] = 1
+        else:
+            meta.pop("generation", None)
         for key in ("deletionTimestamp", "deletionGracePeriodSeconds", "selfLink"):
             meta.pop(key, None)
         admitted = self._admit("CREATE", rt, None, body, None, dry_run)
@@ -1395,7 +1417,9 @@ class Store:
         )
         if rt.group == _CRD_GROUP:
             admitted["status"] = self._crd_status(admitted)
-        if _spec_part(admitted, not rt.status) != _spec_part(old, not rt.status):
+        if _tracks_generation(rt) and _spec_part(admitted, not rt.status) != _spec_part(
+            old, not rt.status
+        ):
             admitted["metadata"]["generation"] = int(old_meta.get("generation", 1)) + 1
         if self._same(admitted, old):
             return self._present(rt, old)
@@ -1419,15 +1443,10 @@ class Store:
         if meta.get("finalizers"):
             if meta.get("deletionTimestamp"):
                 return old
-            new = {
-                **old,
-                "metadata": {
-                    **meta,
-                    "deletionTimestamp": now_rfc3339(),
-                    "deletionGracePeriodSeconds": 0,
-                    "generation": int(meta.get("generation", 1)) + 1,
-                },
-            }
+            new_meta = {**meta, "deletionTimestamp": now_rfc3339(), "deletionGracePeriodSeconds": 0}
+            if _tracks_generation(rt):
+                new_meta["generation"] = int(meta.get("generation", 1)) + 1
+            new = {**old, "metadata": new_meta}
             if dry_run:
                 return new
             return self._commit(rt, old, new)
@@ -1593,7 +1612,8 @@ class Store:
                     meta.setdefault(k, _meta(old)[k])
         meta.setdefault("uid", str(uuid.uuid4()))
         meta.setdefault("creationTimestamp", creation)
-        meta.setdefault("generation", 1)
+        if _tracks_generation(rt):
+            meta.setdefault("generation", 1)
         if rt.group == _CRD_GROUP:
             obj["status"] = self._crd_status(obj)
         if react:
