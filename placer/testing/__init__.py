@@ -32,7 +32,7 @@ Hooks for tests: :attr:`ApiServer.store` (in-process API, fast ``seed``), :attr:
 its own process (benchmarks that must not share a GIL with the client).
 """
 
-from placer.testing._faults import FailureRule, Faults, RequestRecord
+from placer.testing._faults import FaultRule, Faults, RequestRecord
 from placer.testing._kubeconfig import Endpoint, kubeconfig_dict, write_kubeconfig
 from placer.testing._process import ApiServerProcess, load_objects
 from placer.testing._resources import BUILTIN_RESOURCES, ResourceType
@@ -47,7 +47,7 @@ __all__ = [
     "ApiServer",
     "ApiServerProcess",
     "Endpoint",
-    "FailureRule",
+    "FaultRule",
     "Faults",
     "RequestRecord",
     "ResourceType",

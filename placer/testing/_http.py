@@ -144,7 +144,7 @@ class _Handler(BaseHTTPRequestHandler):
             self._authenticate()
             route = self._route(path, query)
             rt = route.rt
-            rule = ctx.faults.take(
+            delay, rule = ctx.faults.take(
                 route.verb,
                 rt.plural if rt else None,
                 rt.group if rt else "",
@@ -152,13 +152,17 @@ class _Handler(BaseHTTPRequestHandler):
                 route.namespace,
                 route.name,
             )
-            if rule is not None and rule.code is None:
+            if delay > 0 and ctx.stopping.wait(delay):
+                self.close_connection = True
+                self._record(route, path, query, 0, content_type)
+                return
+            if rule is not None and rule.action == "drop":
                 self.close_connection = True
                 self._record(route, path, query, 0, content_type)
                 return
             if rule is not None:
                 raise StatusError(
-                    rule.code or 500,
+                    rule.code,
                     rule.message or f"injected fault: {rule.code} for {route.verb} {path}",
                     reason=rule.reason,
                     retry_after=rule.retry_after,

@@ -263,3 +263,19 @@ def test_request_log(apiserver: ApiServer, kube_client: Client) -> None:
         "",
     )
     assert (patch.verb, patch.subresource, patch.name) == ("patch", "status", "p")
+
+
+def test_delay_slows_one_resource_only(apiserver: ApiServer, kube_client: Client) -> None:
+    core = client.CoreV1Api(kube_client(apiserver))
+    core.list_node()
+    rule = apiserver.faults.delay(0.3, verb="list", resource="pods")
+    start = time.monotonic()
+    core.list_node()
+    assert time.monotonic() - start < 0.2
+    with pytest.raises(urllib3.exceptions.MaxRetryError):  # read timeouts, retried by urllib3
+        core.list_pod_for_all_namespaces(_request_timeout=0.1)
+    start = time.monotonic()
+    core.list_pod_for_all_namespaces()
+    assert time.monotonic() - start >= 0.3
+    pod_lists = [r for r in apiserver.requests if r.resource == "pods"]
+    assert rule.hits == len(pod_lists) >= 2
