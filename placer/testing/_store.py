@@ -30,7 +30,12 @@ Design choices, and why:
 
 What is not modelled: ``resourceVersionMatch=Exact`` for anything but the current version, pod
 graceful deletion (pods go at once; seed objects with ``deletionTimestamp`` to model terminating
-pods), field ownership of non-apply writes (see :func:`placer.testing._patch.apply_config`).
+pods), field ownership of non-apply writes (see :func:`placer.testing._patch.apply_config`),
+foreground deletion (treated as background), conversion between served versions (the stored
+object is shown with the requested ``apiVersion``), shared storage of core and
+``events.k8s.io`` events (two separate resources here), RBAC (one token may do everything;
+inject 403s with :meth:`Faults.fail`), and the limit on objects per list a real server may
+ignore for ``resourceVersion=0`` (``limit`` is always honoured).
 """
 
 from __future__ import annotations
@@ -314,8 +319,8 @@ class Store:
         """Call ``callback`` after every committed write (not dry runs, not ``seed``).
 
         Reactors run in the writing thread after the store lock is released and before the
-        HTTP response is sent; writes they make through the store trigger reactors again (depth
-        limited to 32). An exception from a reactor propagates: an HTTP client gets a 500
+        HTTP response is sent, so several may run at once for concurrent clients (guard shared
+        state); writes they make through the store trigger reactors again (depth limited to 32). An exception from a reactor propagates: an HTTP client gets a 500
         InternalError (the triggering write is already committed), an in-process caller gets
         the exception.
         """
