@@ -26,11 +26,12 @@ rules; ``dryRun=All``; finalizers; owner-reference garbage collection; namespace
 ``Status`` errors. The module docstrings of ``_store``, ``_patch``, ``_validation`` and
 ``_http`` say precisely what is and is not modelled.
 
-Hooks for tests: :attr:`ApiServer.store` (in-process API, fast ``seed``), :attr:`ApiServer.faults`
-(latency, slow requests, error Statuses, dropped connections), :meth:`ApiServer.stop`/:meth:`ApiServer.start`
-(unreachable cluster, same port), admission callbacks and reactors on the store,
-:attr:`ApiServer.requests` (what clients sent), and :class:`ApiServerProcess` for a server in
-its own process (benchmarks that must not share a GIL with the client).
+Hooks for tests: :attr:`ApiServer.store` (in-process API, fast ``seed``),
+:attr:`ApiServer.faults` (latency, slow requests, error Statuses, dropped connections),
+:meth:`ApiServer.stop`/:meth:`ApiServer.start` (unreachable cluster, same port), admission
+callbacks and reactors on the store, :attr:`ApiServer.requests` (what clients sent), and
+:class:`ApiServerProcess` for a server in its own process (benchmarks that must not share a GIL
+with the client).
 """
 
 from placer.testing._faults import FaultRule, Faults, RequestRecord

@@ -320,9 +320,9 @@ class Store:
 
         Reactors run in the writing thread after the store lock is released and before the
         HTTP response is sent, so several may run at once for concurrent clients (guard shared
-        state); writes they make through the store trigger reactors again (depth limited to 32). An exception from a reactor propagates: an HTTP client gets a 500
-        InternalError (the triggering write is already committed), an in-process caller gets
-        the exception.
+        state); writes they make through the store trigger reactors again (depth limited to
+        32). An exception from a reactor propagates: an HTTP client gets a 500 InternalError
+        (the triggering write is already committed), an in-process caller gets the exception.
         """
         with self._lock:
             self._reactors.append(callback)
