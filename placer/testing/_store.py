@@ -57,6 +57,16 @@ from typing import Any, Literal, TypeVar, cast
 
 import yaml
 
+from placer.testing._crds import (
+    CRD_GROUP,
+    crd_document,
+    crd_identity,
+    crd_status,
+    established_at,
+    guess_plural,
+    served_types,
+    version_document,
+)
 from placer.testing._patch import apply_config, json_patch, merge_patch, strategic_merge_patch
 from placer.testing._resources import Registry, ResourceType
 from placer.testing._selectors import FieldSelector, LabelSelector
@@ -84,7 +94,6 @@ PATCH_CONTENT_TYPES: Mapping[str, PatchType] = {
     "application/apply-patch+yaml": "apply",
     "application/apply-patch+json": "apply",
 }
-_CRD_GROUP = "apiextensions.k8s.io"
 _NAME_CHARS = "bcdfghjklmnpqrstvwxz2456789"
 _MAX_SNAPSHOTS = 64
 _MAX_REACTOR_DEPTH = 32
@@ -394,37 +403,22 @@ class Store:
         Returns:
             The served type.
         """
-        plural = plural or _guess_plural(kind)
-        name = f"{plural}.{group}"
-        version_doc: JsonObj = {"name": version, "served": True, "storage": True}
-        if status:
-            version_doc["subresources"] = {"status": {}}
-        if selectable_fields:
-            version_doc["selectableFields"] = [
-                {"jsonPath": "." + f.lstrip(".")} for f in selectable_fields
-            ]
-        crd_rt = self.resource("customresourcedefinitions.apiextensions.k8s.io")
+        plural = plural or guess_plural(kind)
+        version_doc = version_document(version, status=status, selectable_fields=selectable_fields)
+        crd_rt = self.resource(f"customresourcedefinitions.{CRD_GROUP}")
         with self._op():
-            existing = self._collection_for(crd_rt).objects.get(("", name))
+            existing = self._collection_for(crd_rt).objects.get(("", f"{plural}.{group}"))
             if existing is None:
-                crd: JsonObj = {
-                    "apiVersion": f"{_CRD_GROUP}/v1",
-                    "kind": "CustomResourceDefinition",
-                    "metadata": {"name": name},
-                    "spec": {
-                        "group": group,
-                        "names": {
-                            "plural": plural,
-                            "singular": singular or kind.lower(),
-                            "kind": kind,
-                            "listKind": f"{kind}List",
-                            **({"shortNames": list(short_names)} if short_names else {}),
-                            **({"categories": list(categories)} if categories else {}),
-                        },
-                        "scope": "Namespaced" if namespaced else "Cluster",
-                        "versions": [version_doc],
-                    },
-                }
+                crd = crd_document(
+                    group,
+                    kind,
+                    plural,
+                    version_doc,
+                    namespaced=namespaced,
+                    short_names=short_names,
+                    singular=singular,
+                    categories=categories,
+                )
                 self._create(crd_rt, None, crd, dry_run=False)
             else:
                 crd = clone(existing)
@@ -1184,13 +1178,7 @@ class Store:
             raise StatusError(400, f"continue key is not valid: {token!r}") from None
 
     def _not_found(self, rt: ResourceType, name: str) -> StatusError:
-        return StatusError(
-            404,
-            f'{rt.qualified} "{name}" not found',
-            details={"name": name, "group": rt.group, "kind": rt.plural}
-            if rt.group
-            else {"name": name, "kind": rt.plural},
-        )
+        return StatusError(404, f'{rt.qualified} "{name}" not found', details=_details(rt, name))
 
     # -- internals: writing ----------------------------------------------------------------
 
@@ -1312,9 +1300,7 @@ class Store:
                 409,
                 f'{rt.qualified} "{name}" already exists',
                 reason="AlreadyExists",
-                details={"name": name, "group": rt.group, "kind": rt.plural}
-                if rt.group
-                else {"name": name, "kind": rt.plural},
+                details=_details(rt, name),
             )
         meta["uid"] = str(uuid.uuid4())
         meta["creationTimestamp"] = now_rfc3339()
@@ -1326,8 +1312,8 @@ class Store:
             meta.pop(key, None)
         admitted = self._admit("CREATE", rt, None, body, None, dry_run)
         assert admitted is not None
-        if rt.group == _CRD_GROUP:
-            admitted["status"] = self._crd_status(admitted)
+        if rt.group == CRD_GROUP:
+            admitted["status"] = crd_status(admitted, now_rfc3339())
         if dry_run:
             return admitted
         return self._commit(rt, None, admitted)
@@ -1420,8 +1406,8 @@ class Store:
                 if k in old_meta
             }
         )
-        if rt.group == _CRD_GROUP:
-            admitted["status"] = self._crd_status(admitted)
+        if rt.group == CRD_GROUP:
+            admitted["status"] = crd_status(admitted, established_at(old) or now_rfc3339())
         if _tracks_generation(rt) and _spec_part(admitted, not rt.status) != _spec_part(
             old, not rt.status
         ):
@@ -1516,7 +1502,7 @@ class Store:
         self._record(rt, coll, _Event(self._rv, "DELETED", last, obj))
         self._unindex(obj)
         uid = meta.get("uid")
-        if rt.group == _CRD_GROUP:
+        if rt.group == CRD_GROUP:
             self._unserve_crd(obj)
         for storage_key, dep_key in sorted(self._dependents.pop(uid, set()) if uid else ()):
             dep_coll = self._collections.get(storage_key)
@@ -1550,8 +1536,8 @@ class Store:
             coll.encoded.pop(_meta(old).get("uid") or "", None)
         self._index(rt, key, new)
         self._record(rt, coll, _Event(self._rv, "ADDED" if old is None else "MODIFIED", new, old))
-        if rt.group == _CRD_GROUP:
-            self._serve_crd(new, old)
+        if rt.group == CRD_GROUP:
+            self._serve_crd(new)
         return new
 
     def _record(self, rt: ResourceType, coll: _Collection, event: _Event) -> None:
@@ -1619,8 +1605,8 @@ class Store:
         meta.setdefault("creationTimestamp", creation)
         if _tracks_generation(rt):
             meta.setdefault("generation", 1)
-        if rt.group == _CRD_GROUP:
-            obj["status"] = self._crd_status(obj)
+        if rt.group == CRD_GROUP:
+            obj["status"] = crd_status(obj, creation)
         if react:
             return self._commit(rt, old, obj)
         quiet = self._local.quiet
@@ -1632,79 +1618,21 @@ class Store:
 
     # -- custom resource definitions ---------------------------------------------------------
 
-    def _crd_status(self, crd: JsonObj) -> JsonObj:
-        spec = crd.get("spec") or {}
-        names = dict(spec.get("names") or {})
-        if names.get("kind"):
-            names.setdefault("singular", str(names["kind"]).lower())
-            names.setdefault("listKind", f"{names['kind']}List")
-        stamp = now_rfc3339()
-        storage = [
-            v["name"]
-            for v in spec.get("versions") or ()
-            if isinstance(v, dict) and v.get("storage")
-        ]
-        return {
-            "acceptedNames": names,
-            "conditions": [
-                {
-                    "type": "NamesAccepted",
-                    "status": "True",
-                    "reason": "NoConflicts",
-                    "message": "no conflicts found",
-                    "lastTransitionTime": stamp,
-                },
-                {
-                    "type": "Established",
-                    "status": "True",
-                    "reason": "InitialNamesAccepted",
-                    "message": "the initial names have been accepted",
-                    "lastTransitionTime": stamp,
-                },
-            ],
-            "storedVersions": storage,
-        }
-
-    def _serve_crd(self, crd: JsonObj, old: JsonObj | None) -> None:
-        spec = crd.get("spec") or {}
-        names = spec.get("names") or {}
-        group, plural = spec.get("group"), names.get("plural")
-        if not group or not plural:
+    def _serve_crd(self, crd: JsonObj) -> None:
+        identity = crd_identity(crd)
+        if identity is None:
             return
-        self._registry.remove(group, plural)
-        if _meta(crd).get("deletionTimestamp"):
-            return
-        for version in spec.get("versions") or ():
-            if not isinstance(version, dict) or not version.get("served", True):
-                continue
-            labels = tuple(
-                str(f.get("jsonPath", "")).lstrip(".")
-                for f in version.get("selectableFields") or ()
-                if isinstance(f, dict)
-            )
-            self._registry.add(
-                ResourceType(
-                    group=group,
-                    version=str(version["name"]),
-                    kind=str(names.get("kind")),
-                    plural=plural,
-                    namespaced=spec.get("scope", "Namespaced") == "Namespaced",
-                    status="status" in (version.get("subresources") or {}),
-                    short_names=tuple(names.get("shortNames") or ()),
-                    singular=str(names.get("singular") or str(names.get("kind")).lower()),
-                    categories=tuple(names.get("categories") or ()),
-                    builtin=False,
-                    field_labels=labels,
-                )
-            )
+        self._registry.remove(*identity)
+        if not _meta(crd).get("deletionTimestamp"):
+            for rt in served_types(crd):
+                self._registry.add(rt)
 
     def _unserve_crd(self, crd: JsonObj) -> None:
-        spec = crd.get("spec") or {}
-        group, plural = spec.get("group"), (spec.get("names") or {}).get("plural")
-        if not group or not plural:
+        identity = crd_identity(crd)
+        if identity is None:
             return
-        removed = self._registry.remove(group, plural)
-        coll = self._collections.get((group, plural))
+        removed = self._registry.remove(*identity)
+        coll = self._collections.get(identity)
         if coll is not None and removed:
             for obj in list(coll.objects.values()):
                 self._remove(removed[0], obj)
@@ -1734,12 +1662,3 @@ def _namespace(name: str) -> JsonObj:
         "spec": {"finalizers": ["kubernetes"]},
         "status": {"phase": "Active"},
     }
-
-
-def _guess_plural(kind: str) -> str:
-    lower = kind.lower()
-    if lower.endswith(("s", "x", "ch", "sh")):
-        return lower + "es"
-    if lower.endswith("y") and len(lower) > 1 and lower[-2] not in "aeiou":
-        return lower[:-1] + "ies"
-    return lower + "s"

@@ -333,3 +333,15 @@ def test_cluster_scoped_custom_resource_and_second_version(
     preferred = {g.name: g.preferred_version.version for g in api_group.groups}
     assert preferred["example.com"] == "v1"
     assert group is api_group
+
+
+def test_unchanged_crd_write_is_a_no_op(server: ApiServer) -> None:
+    store = server.store
+    crd = store.get("crd", f"{PLURAL}.{GROUP}")
+    assert store.replace(crd)["metadata"]["resourceVersion"] == crd["metadata"]["resourceVersion"]
+    same = store.register_resource(GROUP, VERSION, "JobSet", short_names=["js"])
+    assert same.plural == PLURAL
+    assert (
+        store.get("crd", f"{PLURAL}.{GROUP}")["metadata"]["resourceVersion"]
+        == crd["metadata"]["resourceVersion"]
+    )
