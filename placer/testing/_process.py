@@ -78,6 +78,11 @@ def _read_all(handle: IO[bytes]) -> str:
 class ApiServerProcess:
     """A loopback API server running in a child process.
 
+    The child has its own CA (:attr:`ca_pem` changes with every :meth:`start`) and its own
+    store, loaded from ``seed``/``synthetic`` at each start; the parent cannot reach the store or
+    the faults (``latency`` is fixed at start). A child with 500 nodes and 5,000 pods uses
+    about 60 MB.
+
     Args:
         seed: seed files loaded at start (see :func:`load_objects`).
         synthetic: ``(nodes, pods)`` of synthetic content (see ``synthetic_cluster``) to load.
