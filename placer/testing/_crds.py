@@ -39,11 +39,23 @@ def guess_plural(kind: str) -> str:
     return lower + "s"
 
 
-def version_document(version: str, *, status: bool, selectable_fields: Iterable[str]) -> JsonObj:
-    """One ``spec.versions[]`` entry, served and stored."""
+def version_document(
+    version: str, *, status: bool, scale: bool, selectable_fields: Iterable[str]
+) -> JsonObj:
+    """One ``spec.versions[]`` entry, served and stored (``scale``: ``spec.replicas``,
+    ``status.replicas`` and ``status.selector``, the usual paths)."""
     doc: JsonObj = {"name": version, "served": True, "storage": True}
+    subresources: JsonObj = {}
     if status:
-        doc["subresources"] = {"status": {}}
+        subresources["status"] = {}
+    if scale:
+        subresources["scale"] = {
+            "specReplicasPath": ".spec.replicas",
+            "statusReplicasPath": ".status.replicas",
+            "labelSelectorPath": ".status.selector",
+        }
+    if subresources:
+        doc["subresources"] = subresources
     fields = [{"jsonPath": "." + f.lstrip(".")} for f in selectable_fields]
     if fields:
         doc["selectableFields"] = fields
@@ -152,6 +164,14 @@ def served_types(crd: JsonObj) -> list[ResourceType]:
             for f in version.get("selectableFields") or ()
             if isinstance(f, dict)
         )
+        scale_doc = (version.get("subresources") or {}).get("scale")
+        scale = None
+        if isinstance(scale_doc, dict) and scale_doc.get("specReplicasPath"):
+            scale = (
+                str(scale_doc["specReplicasPath"]).lstrip("."),
+                str(scale_doc.get("statusReplicasPath", ".status.replicas")).lstrip("."),
+                str(scale_doc.get("labelSelectorPath") or "").lstrip("."),
+            )
         types.append(
             ResourceType(
                 group=group,
@@ -165,6 +185,7 @@ def served_types(crd: JsonObj) -> list[ResourceType]:
                 categories=tuple(names.get("categories") or ()),
                 builtin=False,
                 field_labels=labels,
+                scale=scale,
             )
         )
     return types

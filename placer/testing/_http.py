@@ -38,7 +38,7 @@ import yaml
 from placer.testing._faults import Faults, RequestLog, RequestRecord
 from placer.testing._resources import ResourceType
 from placer.testing._status import StatusError
-from placer.testing._store import PATCH_CONTENT_TYPES, ListQuery, Store
+from placer.testing._store import PATCH_CONTENT_TYPES, ListQuery, PatchType, Store
 
 __all__ = ["HttpFront", "ServerContext"]
 
@@ -319,8 +319,9 @@ class _Handler(BaseHTTPRequestHandler):
         if rt is None:
             raise StatusError(404, _NOT_FOUND)
         if sub is not None and (
-            sub not in {"status", "finalize"}
+            sub not in {"status", "finalize", "scale"}
             or (sub == "status" and not rt.status)
+            or (sub == "scale" and not rt.scale)
             or (sub == "finalize" and rt.plural != "namespaces")
         ):
             raise StatusError(404, _NOT_FOUND)
@@ -396,6 +397,8 @@ class _Handler(BaseHTTPRequestHandler):
         if sub == "finalize":
             sub = None  # namespace finalize: an update of spec.finalizers
         verb = route.verb
+        if sub == "scale":
+            return 200, self._scale_call(route, query, body, content_type)
         if verb == "get":
             return 200, store.do_get(rt, ns, name or "")
         if verb == "list":
@@ -469,6 +472,33 @@ class _Handler(BaseHTTPRequestHandler):
             field_selector=query.get("fieldSelector"),
             dry_run=dry_run,
             options=options,
+        )
+
+    def _scale_call(
+        self, route: _Route, query: dict[str, str], body: bytes, content_type: str
+    ) -> Any:
+        assert route.rt is not None
+        patch_type: PatchType | None = None
+        payload = None
+        if route.verb == "patch":
+            patch_type = PATCH_CONTENT_TYPES.get(content_type.split(";")[0].strip().lower())
+            if patch_type is None or patch_type == "apply":
+                raise StatusError(
+                    415,
+                    "the body of the request was in an unknown format - accepted media types "
+                    "include: application/json-patch+json, application/merge-patch+json, "
+                    "application/strategic-merge-patch+json",
+                )
+        if route.verb in {"update", "patch"}:
+            payload = self._decode(body, content_type)
+        return self.ctx.store.do_scale(
+            route.rt,
+            route.namespace,
+            route.name or "",
+            payload,
+            patch_type=patch_type if route.verb == "patch" else None,
+            replace=route.verb == "update",
+            dry_run=self._dry_run(query) if route.verb != "get" else False,
         )
 
     def _stream_watch(self, route: _Route, query: dict[str, str]) -> None:

@@ -379,6 +379,7 @@ class Store:
         *,
         namespaced: bool = True,
         status: bool = True,
+        scale: bool = False,
         short_names: Iterable[str] = (),
         singular: str | None = None,
         categories: Iterable[str] = (),
@@ -394,6 +395,8 @@ class Store:
                 ``ies`` for a consonant + y).
             namespaced: namespace-scoped or cluster-scoped.
             status: whether a ``/status`` subresource exists.
+            scale: whether a ``/scale`` subresource exists (``spec.replicas``,
+                ``status.replicas``, ``status.selector``).
             short_names: kubectl short names.
             singular: singular name (default: lower-cased kind).
             categories: discovery categories (``all``).
@@ -404,7 +407,9 @@ class Store:
             The served type.
         """
         plural = plural or guess_plural(kind)
-        version_doc = version_document(version, status=status, selectable_fields=selectable_fields)
+        version_doc = version_document(
+            version, status=status, scale=scale, selectable_fields=selectable_fields
+        )
         crd_rt = self.resource(f"customresourcedefinitions.{CRD_GROUP}")
         with self._op():
             existing = self._collection_for(crd_rt).objects.get(("", f"{plural}.{group}"))
@@ -850,6 +855,49 @@ class Store:
                     "the patch cannot change the name or namespace",
                 )
             return self._update(rt, old, new, subresource=subresource, dry_run=dry_run), False
+
+    def do_scale(
+        self,
+        rt: ResourceType,
+        namespace: str | None,
+        name: str,
+        body: Any = None,
+        *,
+        patch_type: PatchType | None = None,
+        replace: bool = False,
+        dry_run: bool = False,
+    ) -> JsonObj:
+        """The ``autoscaling/v1`` Scale of an object; with ``replace`` (PUT) or ``patch_type``
+        (PATCH), write its replicas back to the object first (a spec change: generation moves).
+        """
+        assert rt.scale is not None
+        spec_path, _status_path, _selector_path = rt.scale
+        with self._op():
+            old = self._collection_for(rt).objects.get((namespace or "", name))
+            if old is None:
+                raise self._not_found(rt, name)
+            current = _scale_of(rt, old)
+            if not replace and patch_type is None:
+                return current
+            if replace:
+                wanted = body
+            elif patch_type == "json":
+                wanted = json_patch(current, body)
+            else:
+                wanted = merge_patch(current, body)
+            if not isinstance(wanted, dict):
+                raise StatusError(400, "the body of the request must be a Scale object")
+            replicas = (wanted.get("spec") or {}).get("replicas")
+            if not isinstance(replicas, int) or isinstance(replicas, bool) or replicas < 0:
+                problem = cause("spec.replicas", f"Invalid value: {replicas!r}: must be >= 0")
+                raise invalid("Scale", name, "autoscaling", [problem])
+            new = clone(old)
+            new["metadata"]["resourceVersion"] = _meta(wanted).get("resourceVersion") or _meta(
+                old
+            ).get("resourceVersion")
+            _set_path(new, spec_path, replicas)
+            written = self._update(rt, old, new, subresource=None, dry_run=dry_run)
+            return _scale_of(rt, written)
 
     def do_delete(
         self,
@@ -1652,6 +1700,61 @@ def _details(rt: ResourceType, name: str) -> JsonObj:
 def _conflict(rt: ResourceType, name: str, why: str = _MODIFIED) -> StatusError:
     message = f'Operation cannot be fulfilled on {rt.qualified} "{name}": {why}'
     return StatusError(409, message, details=_details(rt, name))
+
+
+def _get_path(obj: Any, path: str) -> Any:
+    for part in path.split("."):
+        if not isinstance(obj, dict):
+            return None
+        obj = obj.get(part)
+    return obj
+
+
+def _set_path(obj: JsonObj, path: str, value: Any) -> None:
+    *parents, last = path.split(".")
+    for part in parents:
+        obj = obj.setdefault(part, {})
+    obj[last] = value
+
+
+def _selector_text(selector: Any) -> str:
+    """A LabelSelector object as selector text (``app=web,tier in (a,b)``)."""
+    if isinstance(selector, str):
+        return selector
+    if not isinstance(selector, dict):
+        return ""
+    terms = [f"{k}={v}" for k, v in sorted((selector.get("matchLabels") or {}).items())]
+    for expr in selector.get("matchExpressions") or ():
+        key, op, values = expr.get("key"), expr.get("operator"), expr.get("values") or []
+        if op in {"In", "NotIn"}:
+            terms.append(f"{key} {op.lower()} ({','.join(values)})")
+        elif op == "Exists":
+            terms.append(str(key))
+        elif op == "DoesNotExist":
+            terms.append(f"!{key}")
+    return ",".join(terms)
+
+
+def _scale_of(rt: ResourceType, obj: JsonObj) -> JsonObj:
+    """The ``autoscaling/v1`` Scale view of an object with a scale subresource."""
+    assert rt.scale is not None
+    spec_path, status_path, selector_path = rt.scale
+    meta = _meta(obj)
+    status: JsonObj = {"replicas": _get_path(obj, status_path) or 0}
+    selector = _selector_text(_get_path(obj, selector_path)) if selector_path else ""
+    if selector:
+        status["selector"] = selector
+    return {
+        "kind": "Scale",
+        "apiVersion": "autoscaling/v1",
+        "metadata": {
+            k: meta[k]
+            for k in ("name", "namespace", "uid", "resourceVersion", "creationTimestamp")
+            if k in meta
+        },
+        "spec": {"replicas": _get_path(obj, spec_path) or 0},
+        "status": status,
+    }
 
 
 def _namespace(name: str) -> JsonObj:

@@ -339,3 +339,17 @@ def test_orphan_propagation_keeps_dependents(apiserver: ApiServer, core: client.
     core.delete_namespaced_config_map("owner", "default", propagation_policy="Orphan")
     dep = core.read_namespaced_config_map("dep", "default")
     assert not dep.metadata.owner_references
+
+
+def test_deployment_scale_subresource(apiserver: ApiServer, kube_client: Client) -> None:
+    apps = client.AppsV1Api(kube_client(apiserver))
+    apps.create_namespaced_deployment("default", _deployment("web"))
+    scale = apps.read_namespaced_deployment_scale("web", "default")
+    assert (scale.spec.replicas, scale.status.selector) == (1, "app=web")
+    scaled = apps.patch_namespaced_deployment_scale("web", "default", {"spec": {"replicas": 4}})
+    assert scaled.spec.replicas == 4
+    deployment = apps.read_namespaced_deployment("web", "default")
+    assert (deployment.spec.replicas, deployment.metadata.generation) == (4, 2)
+    with pytest.raises(ApiException) as err:
+        apps.patch_namespaced_deployment_scale("web", "default", {"spec": {"replicas": -1}})
+    assert _status(err)["reason"] == "Invalid"

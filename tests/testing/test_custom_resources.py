@@ -345,3 +345,43 @@ def test_unchanged_crd_write_is_a_no_op(server: ApiServer) -> None:
         store.get("crd", f"{PLURAL}.{GROUP}")["metadata"]["resourceVersion"]
         == crd["metadata"]["resourceVersion"]
     )
+
+
+def test_custom_resource_scale_subresource(apiserver: ApiServer, kube_client: Client) -> None:
+    apiserver.store.register_resource(
+        "leaderworkerset.x-k8s.io", "v1", "LeaderWorkerSet", scale=True
+    )
+    objects = client.CustomObjectsApi(kube_client(apiserver))
+    body = {
+        "apiVersion": "leaderworkerset.x-k8s.io/v1",
+        "kind": "LeaderWorkerSet",
+        "metadata": {"name": "lws"},
+        "spec": {"replicas": 2},
+    }
+    objects.create_namespaced_custom_object(
+        "leaderworkerset.x-k8s.io", "v1", "default", "leaderworkersets", body
+    )
+    objects.patch_namespaced_custom_object_status(
+        "leaderworkerset.x-k8s.io",
+        "v1",
+        "default",
+        "leaderworkersets",
+        "lws",
+        {"status": {"replicas": 2, "selector": "app=lws"}},
+    )
+    scale = objects.get_namespaced_custom_object_scale(
+        "leaderworkerset.x-k8s.io", "v1", "default", "leaderworkersets", "lws"
+    )
+    assert scale["spec"] == {"replicas": 2} and scale["status"] == {
+        "replicas": 2,
+        "selector": "app=lws",
+    }
+    objects.patch_namespaced_custom_object_scale(
+        "leaderworkerset.x-k8s.io",
+        "v1",
+        "default",
+        "leaderworkersets",
+        "lws",
+        {"spec": {"replicas": 5}},
+    )
+    assert apiserver.store.get("leaderworkersets", "lws")["spec"]["replicas"] == 5
