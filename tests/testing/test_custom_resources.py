@@ -12,7 +12,7 @@ import pytest
 from kubernetes import client, dynamic
 from kubernetes.client.rest import ApiException
 
-from placer.testing import ApiServer
+from placer.testing import ApiServer, StatusError
 
 Client = Callable[..., client.ApiClient]
 GROUP, VERSION, PLURAL = "jobset.x-k8s.io", "v1alpha2", "jobsets"
@@ -385,3 +385,60 @@ def test_custom_resource_scale_subresource(apiserver: ApiServer, kube_client: Cl
         {"spec": {"replicas": 5}},
     )
     assert apiserver.store.get("leaderworkersets", "lws")["spec"]["replicas"] == 5
+
+
+def test_server_side_apply_shares_keyed_list_items(apiserver: ApiServer) -> None:
+    store = apiserver.store
+    base = {
+        "apiVersion": "apps/v1",
+        "kind": "Deployment",
+        "metadata": {"name": "web"},
+        "spec": {
+            "selector": {"matchLabels": {"app": "web"}},
+            "template": {
+                "metadata": {"labels": {"app": "web"}},
+                "spec": {"containers": [{"name": "c", "image": "x"}]},
+            },
+        },
+    }
+
+    def containers(obj: dict[str, Any]) -> list[tuple[str, Any, Any]]:
+        return [
+            (c["name"], c.get("image"), c.get("env"))
+            for c in obj["spec"]["template"]["spec"]["containers"]
+        ]
+
+    store.apply(base, field_manager="owner")
+    extra = {
+        "apiVersion": "apps/v1",
+        "kind": "Deployment",
+        "metadata": {"name": "web"},
+        "spec": {
+            "template": {
+                "spec": {
+                    "containers": [
+                        {"name": "c", "env": [{"name": "E", "value": "1"}]},
+                        {"name": "side", "image": "envoy"},
+                    ]
+                }
+            }
+        },
+    }
+    # another manager adds fields to the same container and a second container: no conflict
+    assert containers(store.apply(extra, field_manager="injector")) == [
+        ("c", "x", [{"name": "E", "value": "1"}]),
+        ("side", "envoy", None),
+    ]
+    # the first manager re-applies its own configuration: the injector's fields stay
+    assert len(containers(store.apply(base, field_manager="owner"))) == 2
+    # the injector stops applying its container and env: both go, the owner's image stays
+    extra["spec"]["template"]["spec"]["containers"] = [{"name": "c"}]
+    assert containers(store.apply(extra, field_manager="injector")) == [("c", "x", None)]
+    # changing the owner's image is a conflict naming the keyed path
+    extra["spec"]["template"]["spec"]["containers"] = [{"name": "c", "image": "y"}]
+    with pytest.raises(StatusError) as err:
+        store.apply(extra, field_manager="injector")
+    assert (
+        err.value.details["causes"][0]["field"]
+        == '.spec.template.spec.containers["name"="c"].image'
+    )
