@@ -55,6 +55,19 @@ class RequestRecord:
     content_type: str
 
 
+@dataclass(frozen=True)
+class Target:
+    """What a request addresses: verb, resource (plural and group), subresource, namespace
+    and name (``resource`` ``None`` for discovery and other non-resource paths)."""
+
+    verb: str
+    resource: str | None = None
+    group: str = ""
+    subresource: str | None = None
+    namespace: str | None = None
+    name: str | None = None
+
+
 @dataclass
 class FaultRule:
     """An injected fault: which requests it hits, how many times, and what they get.
@@ -89,29 +102,23 @@ class FaultRule:
     retry_after: int | None = None
     hits: int = field(default=0)
 
-    def matches(
-        self,
-        verb: str,
-        resource: str | None,
-        group: str,
-        subresource: str | None,
-        namespace: str | None,
-        name: str | None,
-    ) -> bool:
-        """Whether a request with these coordinates is hit by this rule."""
-        if self.verb is not None and self.verb != verb:
+    def matches(self, target: Target) -> bool:
+        """Whether a request for ``target`` is hit by this rule."""
+        if self.verb is not None and self.verb != target.verb:
             return False
         if self.resource is not None:
-            if resource is None:
+            if target.resource is None:
                 return False
-            names = {resource, f"{resource}.{group}" if group else resource}
-            if subresource:
-                names = {f"{n}/{subresource}" for n in names}
+            names = {target.resource}
+            if target.group:
+                names.add(f"{target.resource}.{target.group}")
+            if target.subresource:
+                names = {f"{n}/{target.subresource}" for n in names}
             if self.resource not in names:
                 return False
-        if self.namespace is not None and self.namespace != namespace:
+        if self.namespace is not None and self.namespace != target.namespace:
             return False
-        return self.name is None or self.name == name
+        return self.name is None or self.name == target.name
 
 
 class Faults:
@@ -215,24 +222,14 @@ class Faults:
             self._rules.clear()
             self.latency = 0.0
 
-    def take(
-        self,
-        verb: str,
-        resource: str | None,
-        group: str,
-        subresource: str | None,
-        namespace: str | None,
-        name: str | None,
-    ) -> tuple[float, FaultRule | None]:
+    def take(self, target: Target) -> tuple[float, FaultRule | None]:
         """What hits this request: the total delay and the first ``fail``/``drop`` rule (or
         ``None``); every rule applied counts the hit."""
         delay = 0.0
         hit: FaultRule | None = None
         with self._lock:
             for rule in list(self._rules):
-                if (rule.action != "delay" and hit is not None) or not rule.matches(
-                    verb, resource, group, subresource, namespace, name
-                ):
+                if (rule.action != "delay" and hit is not None) or not rule.matches(target):
                     continue
                 rule.hits += 1
                 if rule.remaining is not None:

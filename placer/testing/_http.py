@@ -35,7 +35,7 @@ from urllib.parse import parse_qs, unquote, urlsplit
 
 import yaml
 
-from placer.testing._faults import Faults, RequestLog, RequestRecord
+from placer.testing._faults import Faults, RequestLog, RequestRecord, Target
 from placer.testing._resources import ResourceType
 from placer.testing._status import StatusError
 from placer.testing._store import PATCH_CONTENT_TYPES, ListQuery, PatchType, Store
@@ -145,12 +145,14 @@ class _Handler(BaseHTTPRequestHandler):
             route = self._route(path, query)
             rt = route.rt
             delay, rule = ctx.faults.take(
-                route.verb,
-                rt.plural if rt else None,
-                rt.group if rt else "",
-                route.subresource,
-                route.namespace,
-                route.name,
+                Target(
+                    route.verb,
+                    rt.plural if rt else None,
+                    rt.group if rt else "",
+                    route.subresource,
+                    route.namespace,
+                    route.name,
+                )
             )
             if delay > 0 and ctx.stopping.wait(delay):
                 self.close_connection = True

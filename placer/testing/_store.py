@@ -799,29 +799,12 @@ class Store:
             if patch_type == "apply":
                 if subresource != "status" and rt.status:
                     body.pop("status", None)
-                if old is None:
-                    if subresource:
-                        raise self._not_found(rt, name)
-                    body.setdefault("metadata", {})["name"] = name
-                    applied = apply_config(
-                        None,
-                        body,
-                        manager=field_manager or "",
-                        api_version=rt.api_version,
-                        force=force,
-                        keyed_lists=rt.builtin,
-                        subresource=None,
-                        now=now_rfc3339(),
-                    )
-                    applied.setdefault("apiVersion", rt.api_version)
-                    applied.setdefault("kind", rt.kind)
-                    return self._create(rt, namespace, applied, dry_run=dry_run), True
-                config = body
-                if subresource == "status":
-                    config = {"status": body.get("status", {})}
+                if old is None and subresource:
+                    raise self._not_found(rt, name)
+                body.setdefault("metadata", {})["name"] = name
                 new = apply_config(
-                    self._present(rt, old),
-                    config,
+                    None if old is None else self._present(rt, old),
+                    {"status": body.get("status", {})} if subresource == "status" else body,
                     manager=field_manager or "",
                     api_version=rt.api_version,
                     force=force,
@@ -829,6 +812,10 @@ class Store:
                     subresource=subresource,
                     now=now_rfc3339(),
                 )
+                if old is None:
+                    new.setdefault("apiVersion", rt.api_version)
+                    new.setdefault("kind", rt.kind)
+                    return self._create(rt, namespace, new, dry_run=dry_run), True
                 new["metadata"]["resourceVersion"] = _meta(body).get("resourceVersion") or _meta(
                     old
                 ).get("resourceVersion")
