@@ -517,6 +517,7 @@ class _Handler(BaseHTTPRequestHandler):
             send_initial_events=query.get("sendInitialEvents") in {"true", "1"},
             timeout=float(timeout) if timeout and timeout > 0 else _DEFAULT_WATCH_TIMEOUT,
             stop=self.ctx.stopping,
+            shared=True,
         )
         self._record(
             route, urlsplit(self.path).path, query, 200, self.headers.get("Content-Type", "")

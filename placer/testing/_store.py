@@ -966,8 +966,8 @@ class Store:
 
     def watch(
         self,
-        rt: ResourceType,
-        namespace: str | None,
+        resource: str | ResourceType,
+        namespace: str | None = None,
         *,
         label_selector: str | None = None,
         field_selector: str | None = None,
@@ -976,10 +976,12 @@ class Store:
         send_initial_events: bool = False,
         timeout: float = 1800.0,
         stop: threading.Event | None = None,
+        shared: bool = False,
     ) -> Iterator[JsonObj]:
         """Watch events (``{"type", "object"}``) until ``timeout`` or ``stop``.
 
-        Without a resourceVersion (or ``"0"``) the stream starts with a synthetic ``ADDED`` per
+        ``namespace`` ``None`` watches all namespaces (or a cluster-scoped resource). Without a
+        resourceVersion (or ``"0"``) the stream starts with a synthetic ``ADDED`` per
         matching object; with one, it replays every later event, or yields one ``ERROR`` event
         (410 Expired) when that version is older than the retained history. Selectors filter the
         stream the way the watch cache does: an object that stops matching comes as ``DELETED``,
@@ -988,14 +990,18 @@ class Store:
         ``send_initial_events`` one annotated ``k8s.io/initial-events-end`` follows the initial
         events.
 
+        Events are copies unless ``shared`` (the HTTP front, which only serialises them, reads
+        the stored objects directly: never mutate shared events).
+
         Raises:
             StatusError: 400 for a malformed selector or resourceVersion (before streaming).
         """
+        rt = self.resource(resource)
         labels, fields = LabelSelector(label_selector), FieldSelector(field_selector, rt)
         position = (
             self._parse_rv(resource_version) if resource_version not in (None, "", "0") else None
         )
-        return self._watch(
+        events = self._watch(
             rt,
             namespace,
             labels,
@@ -1006,6 +1012,7 @@ class Store:
             timeout,
             stop,
         )
+        return events if shared else (clone(event) for event in events)
 
     def _watch(
         self,
