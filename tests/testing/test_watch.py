@@ -155,7 +155,7 @@ def test_timeout_ends_the_stream_cleanly(apiserver: ApiServer, kube_client: Clie
         )
         == []
     )
-    assert 0.9 < time.monotonic() - start < 3
+    assert 0.9 < time.monotonic() - start < 10
 
 
 def test_selectors_filter_the_stream(apiserver: ApiServer, kube_client: Client) -> None:
@@ -207,7 +207,7 @@ def test_stopping_the_server_ends_open_watches(
     server.stop()
     thread.join(5)
     assert not thread.is_alive()
-    assert time.monotonic() - start < 2
+    assert time.monotonic() - start < 10  # not the 30 s watch timeout
 
 
 def test_send_initial_events_ends_with_an_annotated_bookmark(apiserver: ApiServer) -> None:
