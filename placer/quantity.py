@@ -15,7 +15,6 @@ quantity string (``"500m"``, ``"16Gi"``) for snapshots and tables.
 
 from __future__ import annotations
 
-import functools
 import math
 import re
 from collections.abc import Iterable, Mapping
@@ -98,18 +97,6 @@ def parse_quantity(value: object) -> Fraction:
 
 def to_canonical(resource: str, value: object) -> int:
     """A quantity in placer's canonical unit for ``resource`` (cpu: millicores; else base units)."""
-    if isinstance(value, str):
-        # NB: gathering parses the same few strings for thousands of pods; cached, 6x faster
-        return _text_to_canonical(resource, value)
-    return _to_canonical(resource, value)
-
-
-@functools.lru_cache(maxsize=4096)
-def _text_to_canonical(resource: str, value: str) -> int:
-    return _to_canonical(resource, value)
-
-
-def _to_canonical(resource: str, value: object) -> int:
     quantity = parse_quantity(value)
     if resource == CPU:
         quantity *= 1000
