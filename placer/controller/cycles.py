@@ -73,6 +73,7 @@ def batch_deadline(oldest: float, newest: float, window: float) -> float:
     """
     return max(oldest + window, min(newest + window / 4, oldest + 3 * window))
 
+
 __all__ = ["CyclesMixin", "batch_deadline"]
 
 

@@ -33,6 +33,7 @@ from __future__ import annotations
 import logging
 from collections import Counter
 from collections.abc import Iterable, Mapping, Sequence
+from dataclasses import replace
 from typing import Any
 
 from placer.model import Cluster, Node, PendingPods, Taint
@@ -147,15 +148,20 @@ def node_from_api(obj: Mapping[str, Any], requested: Mapping[str, int] | None = 
 
 def cluster_from_api(
     name: str,
-    nodes: Sequence[Mapping[str, Any]],
+    nodes: Iterable[Mapping[str, Any] | Node],
     tally: PodTally,
     *,
     labels: Mapping[str, str] | None = None,
     taints: Sequence[Taint] = (),
 ) -> Cluster:
-    """A reachable :class:`Cluster` from its Node objects and the tally of its pods."""
+    """A reachable :class:`Cluster` from its nodes and the tally of its pods.
+
+    ``nodes`` are Node API objects, or :class:`Node` values already read from them with
+    :func:`node_from_api` (gathering converts each page at once: a real Node object, with its
+    image list, is many times the size of what placer keeps).
+    """
     built = sorted(
-        (node_from_api(obj, tally.requested.get(_name(obj))) for obj in nodes),
+        (_with_requests(node, tally) for node in nodes),
         key=lambda n: n.name,
     )
     return Cluster(
@@ -166,6 +172,12 @@ def cluster_from_api(
         reachable=True,
         pending=tally.pending,
     )
+
+
+def _with_requests(node: Mapping[str, Any] | Node, tally: PodTally) -> Node:
+    if isinstance(node, Node):
+        return replace(node, requested=dict(tally.requested.get(node.name, {})))
+    return node_from_api(node, tally.requested.get(_name(node)))
 
 
 def gpu_product(node: Node) -> str:

@@ -24,7 +24,7 @@ import json
 import threading
 import time
 from collections.abc import Iterator, Mapping, Sequence
-from contextlib import contextmanager
+from contextlib import AbstractContextManager, contextmanager, nullcontext
 from dataclasses import dataclass
 from types import TracebackType
 from typing import Any, Self
@@ -78,6 +78,7 @@ class KubeClient:
         name: member cluster name (used in errors and logs).
         settings: timeouts, retries, paging.
         namespace: default namespace (the context's).
+        page_gate: see :attr:`page_gate`.
     """
 
     def __init__(
@@ -87,8 +88,12 @@ class KubeClient:
         name: str,
         settings: ClientSettings | None = None,
         namespace: str = "default",
+        page_gate: AbstractContextManager[Any] | None = None,
     ) -> None:
         self.api_client = api_client
+        #: held while a list page is decoded and processed (see :meth:`iter_pages`); share a
+        #: ``threading.BoundedSemaphore`` between clients to bound the pages alive at once.
+        self.page_gate: AbstractContextManager[Any] = page_gate or nullcontext()
         self.name = name
         self.settings = settings or ClientSettings()
         self.namespace = namespace
@@ -122,8 +127,14 @@ class KubeClient:
         Raises:
             KubeError: the matching subclass for an error Status or a transport failure.
         """
+        return self._decode(request, self._fetch(request, timeout=timeout))
+
+    def _fetch(self, request: Request, *, timeout: float | None) -> bytes:
         with self._open(request, timeout=timeout) as response:
-            data = response.data
+            data: bytes = response.data
+        return data
+
+    def _decode(self, request: Request, data: bytes) -> Any:
         if not data:
             return None
         try:
@@ -132,7 +143,6 @@ class KubeClient:
             raise KubeError(
                 f"{request.action}: the server answered something that is not JSON",
                 cluster=self.name,
-                code=response.status,
             ) from None
 
     @contextmanager
@@ -272,7 +282,9 @@ class KubeClient:
 
         Every item gets ``apiVersion`` and ``kind`` set (servers omit them in lists). All pages
         come from one consistent snapshot; the last page's ``metadata.resourceVersion`` is the
-        list's RV.
+        list's RV. A page is decoded and handed over while holding :attr:`page_gate`, which is
+        released when the next page is asked for: consumers should drop their reference to a
+        page before asking for the next one.
 
         Args:
             deadline: ``time.monotonic()`` value after which no request may still run; each
@@ -294,12 +306,16 @@ class KubeClient:
                 limit=limit,
                 continue_token=token,
             )
-            page: JSON = self.send(request, timeout=self._time_left(deadline, request))
-            for item in page.get("items") or ():
-                item.setdefault("apiVersion", ref.api_version)
-                item.setdefault("kind", ref.kind)
-            yield page
-            token = (page.get("metadata") or {}).get("continue") or None
+            data = self._fetch(request, timeout=self._time_left(deadline, request))
+            with self.page_gate:
+                page: JSON = self._decode(request, data)
+                del data
+                for item in page.get("items") or ():
+                    item.setdefault("apiVersion", ref.api_version)
+                    item.setdefault("kind", ref.kind)
+                token = (page.get("metadata") or {}).get("continue") or None
+                yield page
+                del page
             if not token:
                 return
 
@@ -613,6 +629,7 @@ def open_client(
     *,
     name: str | None = None,
     settings: ClientSettings | None = None,
+    page_gate: AbstractContextManager[Any] | None = None,
 ) -> KubeClient:
     """A :class:`KubeClient` for ``context`` of ``kubeconfigs``.
 
@@ -623,6 +640,7 @@ def open_client(
         context: context name.
         name: member cluster name for messages (default: the context name).
         settings: per-cluster client settings.
+        page_gate: see :attr:`KubeClient.page_gate`.
 
     Raises:
         FleetConfigError: unknown context, dangling reference, or the official loader refused
@@ -666,7 +684,13 @@ def open_client(
     hook = getattr(api_client.configuration, "refresh_api_key_hook", None)
     if hook is not None:
         api_client.configuration.refresh_api_key_hook = _throttled(hook, _REFRESH_INTERVAL)
-    return KubeClient(api_client, name=name or context, settings=settings, namespace=info.namespace)
+    return KubeClient(
+        api_client,
+        name=name or context,
+        settings=settings,
+        namespace=info.namespace,
+        page_gate=page_gate,
+    )
 
 
 #: seconds between two runs of the official loader's token refresh hook.

@@ -204,8 +204,7 @@ class Watcher:
 
     def _list(self) -> ObjectList | None:
         """The full list, retried like a watch on transport failures; ``None`` once stopped."""
-        failures = 0
-        delay = self.settings.reconnect_backoff
+        backoff = _Backoff(self.settings, self._stop, self.client.name)
         while not self.stopped:
             try:
                 return self.client.list(
@@ -216,18 +215,12 @@ class Watcher:
                     field_selector=self.field_selector,
                 )
             except ClusterUnreachableError as err:
-                failures += 1
-                if failures > self.settings.max_reconnects:
-                    raise
-                log.warning("cluster %s: list failed (%s); retrying", self.client.name, err)
-                self._stop.wait(delay)
-                delay = min(delay * 2, 30.0)
+                backoff.failed(err, "list")
         return None
 
     def _watch_until_gone(self) -> Iterator[WatchEvent]:
         """Watch from the latest RV until 410 (return) or stop; reconnect on failures."""
-        failures = 0
-        delay = self.settings.reconnect_backoff
+        backoff = _Backoff(self.settings, self._stop, self.client.name)
         ref = self.client.resource(self.api_version, self.kind)
         while not self.stopped:
             request = watch_request(
@@ -254,27 +247,43 @@ class Watcher:
                         if action is Action.RELIST:
                             return
                         if event is not None:
-                            failures, delay = 0, self.settings.reconnect_backoff
+                            backoff.reset()
                             yield event
                         if self.stopped:
                             return
-                failures = 0
+                backoff.reset()
             except KubeError as err:
-                if self.stopped:
-                    return
-                if err.code == 410:
+                if self.stopped or err.code == 410:
                     return
                 if not isinstance(err, ClusterUnreachableError):
                     raise
-                failures += 1
-                if failures > self.settings.max_reconnects:
-                    raise
-                log.warning("cluster %s: watch failed (%s); reconnecting", self.client.name, err)
-                self._stop.wait(delay)
-                delay = min(delay * 2, 30.0)
+                backoff.failed(err, "watch")
             finally:
                 with self._lock:
                     self._response = None
+
+
+class _Backoff:
+    """Consecutive transport failures: wait (doubling, capped at 30 s) or give up (re-raise)."""
+
+    def __init__(self, settings: WatchSettings, stop: threading.Event, cluster: str) -> None:
+        self.settings = settings
+        self.stop = stop
+        self.cluster = cluster
+        self.reset()
+
+    def reset(self) -> None:
+        self.failures = 0
+        self.delay = self.settings.reconnect_backoff
+
+    def failed(self, err: ClusterUnreachableError, what: str) -> None:
+        """Count ``err``; re-raise it past ``max_reconnects``, else wait before the retry."""
+        self.failures += 1
+        if self.failures > self.settings.max_reconnects:
+            raise err
+        log.warning("cluster %s: %s failed (%s); retrying", self.cluster, what, err)
+        self.stop.wait(self.delay)
+        self.delay = min(self.delay * 2, 30.0)
 
 
 def _chunks(response: Any) -> Iterator[bytes]:

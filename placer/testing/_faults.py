@@ -1,11 +1,12 @@
 """Fault injection and request recording for the loopback API server.
 
 Tests of multi-cluster code need clusters that misbehave in controlled ways: a slow cluster
-(:attr:`Faults.latency`), a cluster that answers the next N matching requests with an error
-Status (:meth:`Faults.fail`: 403, 429 with ``Retry-After``, 500, ...), or drops the connection
-without answering (:meth:`Faults.drop`). An unreachable cluster is a stopped server
-(:meth:`ApiServer.stop`; :meth:`ApiServer.start` brings it back on the same port). Denials that
-depend on the object written belong in admission callbacks (:meth:`Store.add_admission`).
+(:attr:`Faults.latency`) or slow requests (:meth:`Faults.delay`), a cluster that answers the
+next N matching requests with an error Status (:meth:`Faults.fail`: 403, 429 with
+``Retry-After``, 500, ...), or drops the connection without answering (:meth:`Faults.drop`).
+An unreachable cluster is a stopped server (:meth:`ApiServer.stop`; :meth:`ApiServer.start`
+brings it back on the same port). Denials that depend on the object written belong in
+admission callbacks (:meth:`Store.add_admission`).
 
 Every request is recorded (:class:`RequestRecord`) so tests can assert how a client talked to the
 server: that it paginated, which field manager it used, how many requests a gather took.
@@ -17,8 +18,9 @@ import threading
 from collections import deque
 from collections.abc import Mapping
 from dataclasses import dataclass, field
+from typing import Literal
 
-__all__ = ["FailureRule", "Faults", "RequestRecord"]
+__all__ = ["FaultRule", "Faults", "RequestRecord"]
 
 
 @dataclass(frozen=True)
@@ -53,15 +55,43 @@ class RequestRecord:
     content_type: str
 
 
-@dataclass
-class FailureRule:
-    """An injected failure: which requests it hits, how often, and what they get.
+@dataclass(frozen=True)
+class Target:
+    """What a request addresses: verb, resource (plural and group), subresource, namespace
+    and name (``resource`` ``None`` for discovery and other non-resource paths)."""
 
-    ``code`` ``None`` means the connection is dropped without an answer. ``remaining`` counts
-    down per hit; ``None`` means until :meth:`Faults.clear`.
+    verb: str
+    resource: str | None = None
+    group: str = ""
+    subresource: str | None = None
+    namespace: str | None = None
+    name: str | None = None
+
+
+@dataclass
+class FaultRule:
+    """An injected fault: which requests it hits, how many times, and what they get.
+
+    Attributes:
+        action: ``fail`` (answer an error Status), ``drop`` (close the connection without an
+            answer) or ``delay`` (wait ``seconds``, then answer normally).
+        code: HTTP code of a ``fail``.
+        seconds: wait of a ``delay``.
+        verb: only requests with this verb (``None``: any).
+        resource: only this resource (``pods``, ``jobsets.jobset.x-k8s.io``, ``pods/status``);
+            ``None``: any request, discovery included.
+        namespace: only requests in this namespace.
+        name: only requests for this object name.
+        remaining: hits left; ``None`` until :meth:`Faults.clear`.
+        reason: Status reason override of a ``fail``.
+        message: Status message of a ``fail``.
+        retry_after: ``Retry-After`` seconds of a ``fail``.
+        hits: requests hit so far.
     """
 
-    code: int | None
+    action: Literal["fail", "drop", "delay"]
+    code: int = 500
+    seconds: float = 0.0
     verb: str | None = None
     resource: str | None = None
     namespace: str | None = None
@@ -72,40 +102,46 @@ class FailureRule:
     retry_after: int | None = None
     hits: int = field(default=0)
 
-    def matches(
-        self,
-        verb: str,
-        resource: str | None,
-        group: str,
-        subresource: str | None,
-        namespace: str | None,
-        name: str | None,
-    ) -> bool:
-        """Whether a request with these coordinates is hit by this rule."""
-        if self.verb is not None and self.verb != verb:
+    def matches(self, target: Target) -> bool:
+        """Whether a request for ``target`` is hit by this rule."""
+        if self.verb is not None and self.verb != target.verb:
             return False
         if self.resource is not None:
-            if resource is None:
+            if target.resource is None:
                 return False
-            names = {resource, f"{resource}.{group}" if group else resource}
-            if subresource:
-                names = {f"{n}/{subresource}" for n in names}
+            names = {target.resource}
+            if target.group:
+                names.add(f"{target.resource}.{target.group}")
+            if target.subresource:
+                names = {f"{n}/{target.subresource}" for n in names}
             if self.resource not in names:
                 return False
-        if self.namespace is not None and self.namespace != namespace:
+        if self.namespace is not None and self.namespace != target.namespace:
             return False
-        return self.name is None or self.name == name
+        return self.name is None or self.name == target.name
 
 
 class Faults:
-    """The faults a server injects; thread-safe, changeable while the server runs."""
+    """The faults a server injects; thread-safe, changeable while the server runs.
+
+    The request filters of :meth:`fail`, :meth:`drop` and :meth:`delay` are the same: ``verb``
+    (``list``, ``get``, ``watch``, ``create``, ``update``, ``patch``, ``delete``, ...),
+    ``resource`` (``pods``, ``jobsets.jobset.x-k8s.io``, ``pods/status``), ``namespace`` and
+    ``name``; an unset filter matches anything, and a rule without any filter also hits
+    discovery requests.
+    """
 
     def __init__(self) -> None:
         self._lock = threading.Lock()
-        self._rules: list[FailureRule] = []
+        self._rules: list[FaultRule] = []
         self.latency: float = 0.0
         """Seconds every request waits before it is handled (a slow cluster). Stopping the
         server interrupts the wait."""
+
+    def _add(self, rule: FaultRule) -> FaultRule:
+        with self._lock:
+            self._rules.append(rule)
+        return rule
 
     def fail(
         self,
@@ -119,30 +155,39 @@ class Faults:
         reason: str | None = None,
         message: str | None = None,
         retry_after: int | None = None,
-    ) -> FailureRule:
+    ) -> FaultRule:
         """Answer the next ``times`` matching requests (``None``: all) with an error Status.
 
         Args:
             code: HTTP code; the Status reason defaults to the real one for the code.
             times: how many requests to fail; ``None`` for every one until :meth:`clear`.
-            verb: only this verb (``list``, ``get``, ``create``, ``patch``, ``watch``, ...).
-            resource: only this resource: ``pods``, ``jobsets.jobset.x-k8s.io``,
-                ``pods/status``.
-            namespace: only requests in this namespace.
-            name: only requests for this object name.
+            verb: request filter (see the class docstring).
+            resource: request filter.
+            namespace: request filter.
+            name: request filter.
             reason: Status reason override.
             message: Status message (default: a generic one naming the fault).
-            retry_after: seconds for ``Retry-After`` (with 429/503).
+            retry_after: seconds for ``Retry-After`` (with 429/503); note that urllib3, under
+                the official client, waits and retries such answers by itself.
 
         Returns:
             The rule (its ``hits`` counts the requests it failed).
         """
-        rule = FailureRule(
-            code, verb, resource, namespace, name, times, reason, message, retry_after
+        return self._add(
+            FaultRule(
+                "fail",
+                code,
+                0.0,
+                verb,
+                resource,
+                namespace,
+                name,
+                times,
+                reason,
+                message,
+                retry_after,
+            )
         )
-        with self._lock:
-            self._rules.append(rule)
-        return rule
 
     def drop(
         self,
@@ -152,42 +197,50 @@ class Faults:
         resource: str | None = None,
         namespace: str | None = None,
         name: str | None = None,
-    ) -> FailureRule:
+    ) -> FaultRule:
         """Close the connection of the next ``times`` matching requests without answering."""
-        rule = FailureRule(None, verb, resource, namespace, name, times)
-        with self._lock:
-            self._rules.append(rule)
-        return rule
+        return self._add(FaultRule("drop", 0, 0.0, verb, resource, namespace, name, times))
+
+    def delay(
+        self,
+        seconds: float,
+        *,
+        times: int | None = None,
+        verb: str | None = None,
+        resource: str | None = None,
+        namespace: str | None = None,
+        name: str | None = None,
+    ) -> FaultRule:
+        """Make matching requests wait ``seconds`` before they are answered (by default every
+        one until :meth:`clear`): e.g. a pod list slower than a client's timeout while
+        discovery stays fast. Delays of several matching rules add up."""
+        return self._add(FaultRule("delay", 0, seconds, verb, resource, namespace, name, times))
 
     def clear(self) -> None:
-        """Remove every failure rule and the latency."""
+        """Remove every rule and the latency."""
         with self._lock:
             self._rules.clear()
             self.latency = 0.0
 
-    def take(
-        self,
-        verb: str,
-        resource: str | None,
-        group: str,
-        subresource: str | None,
-        namespace: str | None,
-        name: str | None,
-    ) -> FailureRule | None:
-        """The first rule hitting this request (counted as a hit), or ``None``."""
+    def take(self, target: Target) -> tuple[float, FaultRule | None]:
+        """What hits this request: the total delay and the first ``fail``/``drop`` rule (or
+        ``None``); every rule applied counts the hit."""
+        delay = 0.0
+        hit: FaultRule | None = None
         with self._lock:
-            for rule in self._rules:
-                if rule.remaining == 0 or not rule.matches(
-                    verb, resource, group, subresource, namespace, name
-                ):
+            for rule in list(self._rules):
+                if (rule.action != "delay" and hit is not None) or not rule.matches(target):
                     continue
                 rule.hits += 1
                 if rule.remaining is not None:
                     rule.remaining -= 1
-                if rule.remaining == 0:
-                    self._rules.remove(rule)
-                return rule
-        return None
+                    if rule.remaining <= 0:
+                        self._rules.remove(rule)
+                if rule.action == "delay":
+                    delay += rule.seconds
+                else:
+                    hit = rule
+        return delay, hit
 
 
 class RequestLog:

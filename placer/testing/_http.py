@@ -35,10 +35,10 @@ from urllib.parse import parse_qs, unquote, urlsplit
 
 import yaml
 
-from placer.testing._faults import Faults, RequestLog, RequestRecord
+from placer.testing._faults import Faults, RequestLog, RequestRecord, Target
 from placer.testing._resources import ResourceType
 from placer.testing._status import StatusError
-from placer.testing._store import PATCH_CONTENT_TYPES, ListQuery, Store
+from placer.testing._store import PATCH_CONTENT_TYPES, ListQuery, PatchType, Store
 
 __all__ = ["HttpFront", "ServerContext"]
 
@@ -144,21 +144,27 @@ class _Handler(BaseHTTPRequestHandler):
             self._authenticate()
             route = self._route(path, query)
             rt = route.rt
-            rule = ctx.faults.take(
-                route.verb,
-                rt.plural if rt else None,
-                rt.group if rt else "",
-                route.subresource,
-                route.namespace,
-                route.name,
+            delay, rule = ctx.faults.take(
+                Target(
+                    route.verb,
+                    rt.plural if rt else None,
+                    rt.group if rt else "",
+                    route.subresource,
+                    route.namespace,
+                    route.name,
+                )
             )
-            if rule is not None and rule.code is None:
+            if delay > 0 and ctx.stopping.wait(delay):
+                self.close_connection = True
+                self._record(route, path, query, 0, content_type)
+                return
+            if rule is not None and rule.action == "drop":
                 self.close_connection = True
                 self._record(route, path, query, 0, content_type)
                 return
             if rule is not None:
                 raise StatusError(
-                    rule.code or 500,
+                    rule.code,
                     rule.message or f"injected fault: {rule.code} for {route.verb} {path}",
                     reason=rule.reason,
                     retry_after=rule.retry_after,
@@ -315,8 +321,9 @@ class _Handler(BaseHTTPRequestHandler):
         if rt is None:
             raise StatusError(404, _NOT_FOUND)
         if sub is not None and (
-            sub not in {"status", "finalize"}
+            sub not in {"status", "finalize", "scale"}
             or (sub == "status" and not rt.status)
+            or (sub == "scale" and not rt.scale)
             or (sub == "finalize" and rt.plural != "namespaces")
         ):
             raise StatusError(404, _NOT_FOUND)
@@ -392,6 +399,8 @@ class _Handler(BaseHTTPRequestHandler):
         if sub == "finalize":
             sub = None  # namespace finalize: an update of spec.finalizers
         verb = route.verb
+        if sub == "scale":
+            return 200, self._scale_call(route, query, body, content_type)
         if verb == "get":
             return 200, store.do_get(rt, ns, name or "")
         if verb == "list":
@@ -467,6 +476,33 @@ class _Handler(BaseHTTPRequestHandler):
             options=options,
         )
 
+    def _scale_call(
+        self, route: _Route, query: dict[str, str], body: bytes, content_type: str
+    ) -> Any:
+        assert route.rt is not None
+        patch_type: PatchType | None = None
+        payload = None
+        if route.verb == "patch":
+            patch_type = PATCH_CONTENT_TYPES.get(content_type.split(";")[0].strip().lower())
+            if patch_type is None or patch_type == "apply":
+                raise StatusError(
+                    415,
+                    "the body of the request was in an unknown format - accepted media types "
+                    "include: application/json-patch+json, application/merge-patch+json, "
+                    "application/strategic-merge-patch+json",
+                )
+        if route.verb in {"update", "patch"}:
+            payload = self._decode(body, content_type)
+        return self.ctx.store.do_scale(
+            route.rt,
+            route.namespace,
+            route.name or "",
+            payload,
+            patch_type=patch_type if route.verb == "patch" else None,
+            replace=route.verb == "update",
+            dry_run=self._dry_run(query) if route.verb != "get" else False,
+        )
+
     def _stream_watch(self, route: _Route, query: dict[str, str]) -> None:
         rt = route.rt
         assert rt is not None
@@ -481,6 +517,7 @@ class _Handler(BaseHTTPRequestHandler):
             send_initial_events=query.get("sendInitialEvents") in {"true", "1"},
             timeout=float(timeout) if timeout and timeout > 0 else _DEFAULT_WATCH_TIMEOUT,
             stop=self.ctx.stopping,
+            shared=True,
         )
         self._record(
             route, urlsplit(self.path).path, query, 200, self.headers.get("Content-Type", "")
@@ -520,6 +557,7 @@ class HttpFront:
         self._conns: dict[int, socket.socket] = {}
         self._threads: set[threading.Thread] = set()
         self._lock = threading.Lock()
+        self._closing = threading.Event()
         self._accept_thread = threading.Thread(
             target=self._accept_loop, name=f"apiserver-{self.port}-accept", daemon=True
         )
@@ -532,12 +570,9 @@ class HttpFront:
         with selectors.DefaultSelector() as sel:
             sel.register(self._listener, selectors.EVENT_READ)
             sel.register(self._wake_r, selectors.EVENT_READ)
-            while not self.ctx.stopping.is_set():
+            while not self._closing.is_set():
                 ready = sel.select()
-                if (
-                    any(key.fileobj is self._wake_r for key, _ in ready)
-                    or self.ctx.stopping.is_set()
-                ):
+                if any(key.fileobj is self._wake_r for key, _ in ready) or self._closing.is_set():
                     return
                 try:
                     sock, address = self._listener.accept()
@@ -551,7 +586,7 @@ class HttpFront:
                     daemon=True,
                 )
                 with self._lock:
-                    if self.ctx.stopping.is_set():
+                    if self._closing.is_set():
                         sock.close()
                         return
                     self._threads = {t for t in self._threads if t.is_alive()}
@@ -563,13 +598,14 @@ class HttpFront:
         me = id(threading.current_thread())
         tls: ssl.SSLSocket | None = None
         try:
-            sock.settimeout(10)
-            tls = self._ssl.wrap_socket(sock, server_side=True)
-            tls.settimeout(None)
+            tls = self._ssl.wrap_socket(sock, server_side=True, do_handshake_on_connect=False)
             with self._lock:
                 if self.ctx.stopping.is_set():
                     return
-                self._conns[me] = tls
+                self._conns[me] = tls  # from now on stop() can cut it, even mid-handshake
+            tls.settimeout(10)
+            tls.do_handshake()
+            tls.settimeout(None)
             _Handler(tls, address, self.ctx)
         except (OSError, ssl.SSLError, ValueError):
             pass  # client went away, bad handshake or the server is stopping
@@ -586,14 +622,19 @@ class HttpFront:
                         pass
 
     def stop(self, timeout: float = 5.0) -> None:
-        """Stop accepting, cut every connection, wake watches and join every thread."""
-        self.ctx.stopping.set()
+        """Stop accepting, cut every connection, wake watches and join every thread.
+
+        The listener closes first, so a client retrying after its connection is cut gets a
+        clean "connection refused" instead of a half-accepted connection.
+        """
+        self._closing.set()
         try:
             self._wake_w.send(b"x")
         except OSError:
             pass
         self._accept_thread.join(timeout)
         self._listener.close()
+        self.ctx.stopping.set()
         with self._lock:
             conns = list(self._conns.values())
             threads = list(self._threads)

@@ -281,8 +281,11 @@ def value_at(obj: Any, path: Path) -> tuple[bool, Any]:
 
 
 def remove_at(obj: Any, path: Path) -> None:
-    """Delete the field (or keyed list item) at ``path`` in place, if present."""
+    """Delete the field (or keyed list item) at ``path`` in place, if present; a keyed list
+    left empty by the deletion goes too."""
     parent: Any = obj
+    holder: Any = None  # the map holding ``parent`` when ``parent`` is a list
+    holder_key = ""
     steps = list(_steps(path))
     if steps and steps[-1][0] == ".":
         steps = steps[:-1]
@@ -294,6 +297,7 @@ def remove_at(obj: Any, path: Path) -> None:
             if last:
                 del parent[name]
                 return
+            holder, holder_key = parent, name
             parent = parent[name]
         elif kind == "k:":
             ((key, val),) = json.loads(name).items()
@@ -307,7 +311,10 @@ def remove_at(obj: Any, path: Path) -> None:
                 return
             if last:
                 del parent[index]
+                if not parent and isinstance(holder, dict):
+                    del holder[holder_key]
                 return
+            holder = None
             parent = parent[index]
 
 
@@ -398,6 +405,8 @@ def apply_config(
             owners[n] = parse_fields_v1(entry.get("fieldsV1") or {})
     conflicts: list[tuple[str, Path]] = []
     for path in sorted(new_paths):
+        if path[-1] == ".":
+            continue  # a keyed list item's own entry: shared by everyone who sets its fields
         for n, owned in owners.items():
             if path in owned:
                 found, current = value_at(base, path)
@@ -426,7 +435,9 @@ def apply_config(
         )
     old_paths = parse_fields_v1(mine.get("fieldsV1") or {}) if mine else set()
     others = set().union(*owners.values()) if owners else set()
-    for path in sorted(old_paths - new_paths - others, key=len, reverse=True):
+    dropped = old_paths - new_paths - others
+    # whole keyed list items first (their key fields are among their children), then leaves
+    for path in sorted(dropped, key=lambda p: (p[-1] != ".", -len(p))):
         remove_at(base, path)
     merged = apply_merge(base, config, keyed_lists=keyed_lists)
     assert isinstance(merged, dict)

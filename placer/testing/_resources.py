@@ -45,6 +45,9 @@ class ResourceType:
             ``Status`` on DELETE.
         field_labels: field labels accepted by ``fieldSelector`` besides ``metadata.name`` and
             ``metadata.namespace`` (dotted paths into the object).
+        scale: the ``/scale`` subresource, as dotted paths ``(spec replicas, status replicas,
+            label selector)``; the selector path is ``""`` when there is none and
+            ``"spec.selector"`` for built-ins (a LabelSelector object); ``None``: no scale.
     """
 
     group: str
@@ -58,6 +61,7 @@ class ResourceType:
     categories: tuple[str, ...] = ()
     builtin: bool = False
     field_labels: tuple[str, ...] = field(default=())
+    scale: tuple[str, str, str] | None = None
 
     def __post_init__(self) -> None:
         if not self.singular:
@@ -91,6 +95,8 @@ def _core(kind: str, plural: str, **kw: object) -> ResourceType:
 def _builtin(group: str, version: str, kind: str, plural: str, **kw: object) -> ResourceType:
     return ResourceType(group, version, kind, plural, builtin=True, **kw)  # type: ignore[arg-type]
 
+
+_WORKLOAD_SCALE = ("spec.replicas", "status.replicas", "spec.selector")
 
 _EVENT_FIELDS = (
     "involvedObject.kind",
@@ -143,10 +149,22 @@ BUILTIN_RESOURCES: tuple[ResourceType, ...] = (
     _core("PersistentVolumeClaim", "persistentvolumeclaims", short_names=("pvc",)),
     _core("PersistentVolume", "persistentvolumes", namespaced=False, short_names=("pv",)),
     _builtin(
-        "apps", "v1", "Deployment", "deployments", short_names=("deploy",), categories=("all",)
+        "apps",
+        "v1",
+        "Deployment",
+        "deployments",
+        short_names=("deploy",),
+        categories=("all",),
+        scale=_WORKLOAD_SCALE,
     ),
     _builtin(
-        "apps", "v1", "StatefulSet", "statefulsets", short_names=("sts",), categories=("all",)
+        "apps",
+        "v1",
+        "StatefulSet",
+        "statefulsets",
+        short_names=("sts",),
+        categories=("all",),
+        scale=_WORKLOAD_SCALE,
     ),
     _builtin(
         "apps",
@@ -156,6 +174,7 @@ BUILTIN_RESOURCES: tuple[ResourceType, ...] = (
         short_names=("rs",),
         categories=("all",),
         field_labels=("status.replicas",),
+        scale=_WORKLOAD_SCALE,
     ),
     _builtin("apps", "v1", "DaemonSet", "daemonsets", short_names=("ds",), categories=("all",)),
     _builtin(
@@ -330,6 +349,18 @@ class Registry:
                         "singularName": "",
                         "namespaced": rt.namespaced,
                         "kind": rt.kind,
+                        "verbs": list(_STATUS_VERBS),
+                    }
+                )
+            if rt.scale:
+                resources.append(
+                    {
+                        "name": f"{rt.plural}/scale",
+                        "singularName": "",
+                        "namespaced": rt.namespaced,
+                        "group": "autoscaling",
+                        "version": "v1",
+                        "kind": "Scale",
                         "verbs": list(_STATUS_VERBS),
                     }
                 )

@@ -30,7 +30,12 @@ Design choices, and why:
 
 What is not modelled: ``resourceVersionMatch=Exact`` for anything but the current version, pod
 graceful deletion (pods go at once; seed objects with ``deletionTimestamp`` to model terminating
-pods), field ownership of non-apply writes (see :func:`placer.testing._patch.apply_config`).
+pods), field ownership of non-apply writes (see :func:`placer.testing._patch.apply_config`),
+foreground deletion (treated as background), conversion between served versions (the stored
+object is shown with the requested ``apiVersion``), shared storage of core and
+``events.k8s.io`` events (two separate resources here), RBAC (one token may do everything;
+inject 403s with :meth:`Faults.fail`), and the limit on objects per list a real server may
+ignore for ``resourceVersion=0`` (``limit`` is always honoured).
 """
 
 from __future__ import annotations
@@ -52,6 +57,16 @@ from typing import Any, Literal, TypeVar, cast
 
 import yaml
 
+from placer.testing._crds import (
+    CRD_GROUP,
+    crd_document,
+    crd_identity,
+    crd_status,
+    established_at,
+    guess_plural,
+    served_types,
+    version_document,
+)
 from placer.testing._patch import apply_config, json_patch, merge_patch, strategic_merge_patch
 from placer.testing._resources import Registry, ResourceType
 from placer.testing._selectors import FieldSelector, LabelSelector
@@ -79,7 +94,6 @@ PATCH_CONTENT_TYPES: Mapping[str, PatchType] = {
     "application/apply-patch+yaml": "apply",
     "application/apply-patch+json": "apply",
 }
-_CRD_GROUP = "apiextensions.k8s.io"
 _NAME_CHARS = "bcdfghjklmnpqrstvwxz2456789"
 _MAX_SNAPSHOTS = 64
 _MAX_REACTOR_DEPTH = 32
@@ -236,6 +250,25 @@ def _meta(obj: Mapping[str, Any]) -> JsonObj:
     return meta if isinstance(meta, dict) else {}
 
 
+_GENERATION_KINDS = frozenset(
+    {
+        ("apps", "Deployment"),
+        ("apps", "StatefulSet"),
+        ("apps", "ReplicaSet"),
+        ("apps", "DaemonSet"),
+        ("batch", "Job"),
+        ("batch", "CronJob"),
+        ("apiextensions.k8s.io", "CustomResourceDefinition"),
+    }
+)
+
+
+def _tracks_generation(rt: ResourceType) -> bool:
+    """Whether ``metadata.generation`` is maintained: custom resources and the built-in kinds
+    whose strategies set it (workloads, jobs, CRDs); pods, config maps, nodes... have none."""
+    return not rt.builtin or (rt.group, rt.kind) in _GENERATION_KINDS
+
+
 def _spec_part(obj: Mapping[str, Any], with_status: bool) -> JsonObj:
     skip = (
         {"metadata", "apiVersion", "kind"}
@@ -295,10 +328,10 @@ class Store:
         """Call ``callback`` after every committed write (not dry runs, not ``seed``).
 
         Reactors run in the writing thread after the store lock is released and before the
-        HTTP response is sent; writes they make through the store trigger reactors again (depth
-        limited to 32). An exception from a reactor propagates: an HTTP client gets a 500
-        InternalError (the triggering write is already committed), an in-process caller gets
-        the exception.
+        HTTP response is sent, so several may run at once for concurrent clients (guard shared
+        state); writes they make through the store trigger reactors again (depth limited to
+        32). An exception from a reactor propagates: an HTTP client gets a 500 InternalError
+        (the triggering write is already committed), an in-process caller gets the exception.
         """
         with self._lock:
             self._reactors.append(callback)
@@ -346,6 +379,7 @@ class Store:
         *,
         namespaced: bool = True,
         status: bool = True,
+        scale: bool = False,
         short_names: Iterable[str] = (),
         singular: str | None = None,
         categories: Iterable[str] = (),
@@ -361,6 +395,8 @@ class Store:
                 ``ies`` for a consonant + y).
             namespaced: namespace-scoped or cluster-scoped.
             status: whether a ``/status`` subresource exists.
+            scale: whether a ``/scale`` subresource exists (``spec.replicas``,
+                ``status.replicas``, ``status.selector``).
             short_names: kubectl short names.
             singular: singular name (default: lower-cased kind).
             categories: discovery categories (``all``).
@@ -370,37 +406,24 @@ class Store:
         Returns:
             The served type.
         """
-        plural = plural or _guess_plural(kind)
-        name = f"{plural}.{group}"
-        version_doc: JsonObj = {"name": version, "served": True, "storage": True}
-        if status:
-            version_doc["subresources"] = {"status": {}}
-        if selectable_fields:
-            version_doc["selectableFields"] = [
-                {"jsonPath": "." + f.lstrip(".")} for f in selectable_fields
-            ]
-        crd_rt = self.resource("customresourcedefinitions.apiextensions.k8s.io")
+        plural = plural or guess_plural(kind)
+        version_doc = version_document(
+            version, status=status, scale=scale, selectable_fields=selectable_fields
+        )
+        crd_rt = self.resource(f"customresourcedefinitions.{CRD_GROUP}")
         with self._op():
-            existing = self._collection_for(crd_rt).objects.get(("", name))
+            existing = self._collection_for(crd_rt).objects.get(("", f"{plural}.{group}"))
             if existing is None:
-                crd: JsonObj = {
-                    "apiVersion": f"{_CRD_GROUP}/v1",
-                    "kind": "CustomResourceDefinition",
-                    "metadata": {"name": name},
-                    "spec": {
-                        "group": group,
-                        "names": {
-                            "plural": plural,
-                            "singular": singular or kind.lower(),
-                            "kind": kind,
-                            "listKind": f"{kind}List",
-                            **({"shortNames": list(short_names)} if short_names else {}),
-                            **({"categories": list(categories)} if categories else {}),
-                        },
-                        "scope": "Namespaced" if namespaced else "Cluster",
-                        "versions": [version_doc],
-                    },
-                }
+                crd = crd_document(
+                    group,
+                    kind,
+                    plural,
+                    version_doc,
+                    namespaced=namespaced,
+                    short_names=short_names,
+                    singular=singular,
+                    categories=categories,
+                )
                 self._create(crd_rt, None, crd, dry_run=False)
             else:
                 crd = clone(existing)
@@ -776,29 +799,12 @@ class Store:
             if patch_type == "apply":
                 if subresource != "status" and rt.status:
                     body.pop("status", None)
-                if old is None:
-                    if subresource:
-                        raise self._not_found(rt, name)
-                    body.setdefault("metadata", {})["name"] = name
-                    applied = apply_config(
-                        None,
-                        body,
-                        manager=field_manager or "",
-                        api_version=rt.api_version,
-                        force=force,
-                        keyed_lists=rt.builtin,
-                        subresource=None,
-                        now=now_rfc3339(),
-                    )
-                    applied.setdefault("apiVersion", rt.api_version)
-                    applied.setdefault("kind", rt.kind)
-                    return self._create(rt, namespace, applied, dry_run=dry_run), True
-                config = body
-                if subresource == "status":
-                    config = {"status": body.get("status", {})}
+                if old is None and subresource:
+                    raise self._not_found(rt, name)
+                body.setdefault("metadata", {})["name"] = name
                 new = apply_config(
-                    self._present(rt, old),
-                    config,
+                    None if old is None else self._present(rt, old),
+                    {"status": body.get("status", {})} if subresource == "status" else body,
                     manager=field_manager or "",
                     api_version=rt.api_version,
                     force=force,
@@ -806,6 +812,10 @@ class Store:
                     subresource=subresource,
                     now=now_rfc3339(),
                 )
+                if old is None:
+                    new.setdefault("apiVersion", rt.api_version)
+                    new.setdefault("kind", rt.kind)
+                    return self._create(rt, namespace, new, dry_run=dry_run), True
                 new["metadata"]["resourceVersion"] = _meta(body).get("resourceVersion") or _meta(
                     old
                 ).get("resourceVersion")
@@ -832,6 +842,49 @@ class Store:
                     "the patch cannot change the name or namespace",
                 )
             return self._update(rt, old, new, subresource=subresource, dry_run=dry_run), False
+
+    def do_scale(
+        self,
+        rt: ResourceType,
+        namespace: str | None,
+        name: str,
+        body: Any = None,
+        *,
+        patch_type: PatchType | None = None,
+        replace: bool = False,
+        dry_run: bool = False,
+    ) -> JsonObj:
+        """The ``autoscaling/v1`` Scale of an object; with ``replace`` (PUT) or ``patch_type``
+        (PATCH), write its replicas back to the object first (a spec change: generation moves).
+        """
+        assert rt.scale is not None
+        spec_path, _status_path, _selector_path = rt.scale
+        with self._op():
+            old = self._collection_for(rt).objects.get((namespace or "", name))
+            if old is None:
+                raise self._not_found(rt, name)
+            current = _scale_of(rt, old)
+            if not replace and patch_type is None:
+                return current
+            if replace:
+                wanted = body
+            elif patch_type == "json":
+                wanted = json_patch(current, body)
+            else:
+                wanted = merge_patch(current, body)
+            if not isinstance(wanted, dict):
+                raise StatusError(400, "the body of the request must be a Scale object")
+            replicas = (wanted.get("spec") or {}).get("replicas")
+            if not isinstance(replicas, int) or isinstance(replicas, bool) or replicas < 0:
+                problem = cause("spec.replicas", f"Invalid value: {replicas!r}: must be >= 0")
+                raise invalid("Scale", name, "autoscaling", [problem])
+            new = clone(old)
+            new["metadata"]["resourceVersion"] = _meta(wanted).get("resourceVersion") or _meta(
+                old
+            ).get("resourceVersion")
+            _set_path(new, spec_path, replicas)
+            written = self._update(rt, old, new, subresource=None, dry_run=dry_run)
+            return _scale_of(rt, written)
 
     def do_delete(
         self,
@@ -913,8 +966,8 @@ class Store:
 
     def watch(
         self,
-        rt: ResourceType,
-        namespace: str | None,
+        resource: str | ResourceType,
+        namespace: str | None = None,
         *,
         label_selector: str | None = None,
         field_selector: str | None = None,
@@ -923,10 +976,12 @@ class Store:
         send_initial_events: bool = False,
         timeout: float = 1800.0,
         stop: threading.Event | None = None,
+        shared: bool = False,
     ) -> Iterator[JsonObj]:
         """Watch events (``{"type", "object"}``) until ``timeout`` or ``stop``.
 
-        Without a resourceVersion (or ``"0"``) the stream starts with a synthetic ``ADDED`` per
+        ``namespace`` ``None`` watches all namespaces (or a cluster-scoped resource). Without a
+        resourceVersion (or ``"0"``) the stream starts with a synthetic ``ADDED`` per
         matching object; with one, it replays every later event, or yields one ``ERROR`` event
         (410 Expired) when that version is older than the retained history. Selectors filter the
         stream the way the watch cache does: an object that stops matching comes as ``DELETED``,
@@ -935,14 +990,18 @@ class Store:
         ``send_initial_events`` one annotated ``k8s.io/initial-events-end`` follows the initial
         events.
 
+        Events are copies unless ``shared`` (the HTTP front, which only serialises them, reads
+        the stored objects directly: never mutate shared events).
+
         Raises:
             StatusError: 400 for a malformed selector or resourceVersion (before streaming).
         """
+        rt = self.resource(resource)
         labels, fields = LabelSelector(label_selector), FieldSelector(field_selector, rt)
         position = (
             self._parse_rv(resource_version) if resource_version not in (None, "", "0") else None
         )
-        return self._watch(
+        events = self._watch(
             rt,
             namespace,
             labels,
@@ -953,6 +1012,7 @@ class Store:
             timeout,
             stop,
         )
+        return events if shared else (clone(event) for event in events)
 
     def _watch(
         self,
@@ -1160,13 +1220,7 @@ class Store:
             raise StatusError(400, f"continue key is not valid: {token!r}") from None
 
     def _not_found(self, rt: ResourceType, name: str) -> StatusError:
-        return StatusError(
-            404,
-            f'{rt.qualified} "{name}" not found',
-            details={"name": name, "group": rt.group, "kind": rt.plural}
-            if rt.group
-            else {"name": name, "kind": rt.plural},
-        )
+        return StatusError(404, f'{rt.qualified} "{name}" not found', details=_details(rt, name))
 
     # -- internals: writing ----------------------------------------------------------------
 
@@ -1288,19 +1342,20 @@ class Store:
                 409,
                 f'{rt.qualified} "{name}" already exists',
                 reason="AlreadyExists",
-                details={"name": name, "group": rt.group, "kind": rt.plural}
-                if rt.group
-                else {"name": name, "kind": rt.plural},
+                details=_details(rt, name),
             )
         meta["uid"] = str(uuid.uuid4())
         meta["creationTimestamp"] = now_rfc3339()
-        meta["generation"] = 1
+        if _tracks_generation(rt):
+            meta["generation"] = 1
+        else:
+            meta.pop("generation", None)
         for key in ("deletionTimestamp", "deletionGracePeriodSeconds", "selfLink"):
             meta.pop(key, None)
         admitted = self._admit("CREATE", rt, None, body, None, dry_run)
         assert admitted is not None
-        if rt.group == _CRD_GROUP:
-            admitted["status"] = self._crd_status(admitted)
+        if rt.group == CRD_GROUP:
+            admitted["status"] = crd_status(admitted, now_rfc3339())
         if dry_run:
             return admitted
         return self._commit(rt, None, admitted)
@@ -1393,9 +1448,11 @@ class Store:
                 if k in old_meta
             }
         )
-        if rt.group == _CRD_GROUP:
-            admitted["status"] = self._crd_status(admitted)
-        if _spec_part(admitted, not rt.status) != _spec_part(old, not rt.status):
+        if rt.group == CRD_GROUP:
+            admitted["status"] = crd_status(admitted, established_at(old) or now_rfc3339())
+        if _tracks_generation(rt) and _spec_part(admitted, not rt.status) != _spec_part(
+            old, not rt.status
+        ):
             admitted["metadata"]["generation"] = int(old_meta.get("generation", 1)) + 1
         if self._same(admitted, old):
             return self._present(rt, old)
@@ -1419,15 +1476,10 @@ class Store:
         if meta.get("finalizers"):
             if meta.get("deletionTimestamp"):
                 return old
-            new = {
-                **old,
-                "metadata": {
-                    **meta,
-                    "deletionTimestamp": now_rfc3339(),
-                    "deletionGracePeriodSeconds": 0,
-                    "generation": int(meta.get("generation", 1)) + 1,
-                },
-            }
+            new_meta = {**meta, "deletionTimestamp": now_rfc3339(), "deletionGracePeriodSeconds": 0}
+            if _tracks_generation(rt):
+                new_meta["generation"] = int(meta.get("generation", 1)) + 1
+            new = {**old, "metadata": new_meta}
             if dry_run:
                 return new
             return self._commit(rt, old, new)
@@ -1492,7 +1544,7 @@ class Store:
         self._record(rt, coll, _Event(self._rv, "DELETED", last, obj))
         self._unindex(obj)
         uid = meta.get("uid")
-        if rt.group == _CRD_GROUP:
+        if rt.group == CRD_GROUP:
             self._unserve_crd(obj)
         for storage_key, dep_key in sorted(self._dependents.pop(uid, set()) if uid else ()):
             dep_coll = self._collections.get(storage_key)
@@ -1526,8 +1578,8 @@ class Store:
             coll.encoded.pop(_meta(old).get("uid") or "", None)
         self._index(rt, key, new)
         self._record(rt, coll, _Event(self._rv, "ADDED" if old is None else "MODIFIED", new, old))
-        if rt.group == _CRD_GROUP:
-            self._serve_crd(new, old)
+        if rt.group == CRD_GROUP:
+            self._serve_crd(new)
         return new
 
     def _record(self, rt: ResourceType, coll: _Collection, event: _Event) -> None:
@@ -1593,9 +1645,10 @@ class Store:
                     meta.setdefault(k, _meta(old)[k])
         meta.setdefault("uid", str(uuid.uuid4()))
         meta.setdefault("creationTimestamp", creation)
-        meta.setdefault("generation", 1)
-        if rt.group == _CRD_GROUP:
-            obj["status"] = self._crd_status(obj)
+        if _tracks_generation(rt):
+            meta.setdefault("generation", 1)
+        if rt.group == CRD_GROUP:
+            obj["status"] = crd_status(obj, creation)
         if react:
             return self._commit(rt, old, obj)
         quiet = self._local.quiet
@@ -1607,79 +1660,21 @@ class Store:
 
     # -- custom resource definitions ---------------------------------------------------------
 
-    def _crd_status(self, crd: JsonObj) -> JsonObj:
-        spec = crd.get("spec") or {}
-        names = dict(spec.get("names") or {})
-        if names.get("kind"):
-            names.setdefault("singular", str(names["kind"]).lower())
-            names.setdefault("listKind", f"{names['kind']}List")
-        stamp = now_rfc3339()
-        storage = [
-            v["name"]
-            for v in spec.get("versions") or ()
-            if isinstance(v, dict) and v.get("storage")
-        ]
-        return {
-            "acceptedNames": names,
-            "conditions": [
-                {
-                    "type": "NamesAccepted",
-                    "status": "True",
-                    "reason": "NoConflicts",
-                    "message": "no conflicts found",
-                    "lastTransitionTime": stamp,
-                },
-                {
-                    "type": "Established",
-                    "status": "True",
-                    "reason": "InitialNamesAccepted",
-                    "message": "the initial names have been accepted",
-                    "lastTransitionTime": stamp,
-                },
-            ],
-            "storedVersions": storage,
-        }
-
-    def _serve_crd(self, crd: JsonObj, old: JsonObj | None) -> None:
-        spec = crd.get("spec") or {}
-        names = spec.get("names") or {}
-        group, plural = spec.get("group"), names.get("plural")
-        if not group or not plural:
+    def _serve_crd(self, crd: JsonObj) -> None:
+        identity = crd_identity(crd)
+        if identity is None:
             return
-        self._registry.remove(group, plural)
-        if _meta(crd).get("deletionTimestamp"):
-            return
-        for version in spec.get("versions") or ():
-            if not isinstance(version, dict) or not version.get("served", True):
-                continue
-            labels = tuple(
-                str(f.get("jsonPath", "")).lstrip(".")
-                for f in version.get("selectableFields") or ()
-                if isinstance(f, dict)
-            )
-            self._registry.add(
-                ResourceType(
-                    group=group,
-                    version=str(version["name"]),
-                    kind=str(names.get("kind")),
-                    plural=plural,
-                    namespaced=spec.get("scope", "Namespaced") == "Namespaced",
-                    status="status" in (version.get("subresources") or {}),
-                    short_names=tuple(names.get("shortNames") or ()),
-                    singular=str(names.get("singular") or str(names.get("kind")).lower()),
-                    categories=tuple(names.get("categories") or ()),
-                    builtin=False,
-                    field_labels=labels,
-                )
-            )
+        self._registry.remove(*identity)
+        if not _meta(crd).get("deletionTimestamp"):
+            for rt in served_types(crd):
+                self._registry.add(rt)
 
     def _unserve_crd(self, crd: JsonObj) -> None:
-        spec = crd.get("spec") or {}
-        group, plural = spec.get("group"), (spec.get("names") or {}).get("plural")
-        if not group or not plural:
+        identity = crd_identity(crd)
+        if identity is None:
             return
-        removed = self._registry.remove(group, plural)
-        coll = self._collections.get((group, plural))
+        removed = self._registry.remove(*identity)
+        coll = self._collections.get(identity)
         if coll is not None and removed:
             for obj in list(coll.objects.values()):
                 self._remove(removed[0], obj)
@@ -1701,6 +1696,61 @@ def _conflict(rt: ResourceType, name: str, why: str = _MODIFIED) -> StatusError:
     return StatusError(409, message, details=_details(rt, name))
 
 
+def _get_path(obj: Any, path: str) -> Any:
+    for part in path.split("."):
+        if not isinstance(obj, dict):
+            return None
+        obj = obj.get(part)
+    return obj
+
+
+def _set_path(obj: JsonObj, path: str, value: Any) -> None:
+    *parents, last = path.split(".")
+    for part in parents:
+        obj = obj.setdefault(part, {})
+    obj[last] = value
+
+
+def _selector_text(selector: Any) -> str:
+    """A LabelSelector object as selector text (``app=web,tier in (a,b)``)."""
+    if isinstance(selector, str):
+        return selector
+    if not isinstance(selector, dict):
+        return ""
+    terms = [f"{k}={v}" for k, v in sorted((selector.get("matchLabels") or {}).items())]
+    for expr in selector.get("matchExpressions") or ():
+        key, op, values = expr.get("key"), expr.get("operator"), expr.get("values") or []
+        if op in {"In", "NotIn"}:
+            terms.append(f"{key} {op.lower()} ({','.join(values)})")
+        elif op == "Exists":
+            terms.append(str(key))
+        elif op == "DoesNotExist":
+            terms.append(f"!{key}")
+    return ",".join(terms)
+
+
+def _scale_of(rt: ResourceType, obj: JsonObj) -> JsonObj:
+    """The ``autoscaling/v1`` Scale view of an object with a scale subresource."""
+    assert rt.scale is not None
+    spec_path, status_path, selector_path = rt.scale
+    meta = _meta(obj)
+    status: JsonObj = {"replicas": _get_path(obj, status_path) or 0}
+    selector = _selector_text(_get_path(obj, selector_path)) if selector_path else ""
+    if selector:
+        status["selector"] = selector
+    return {
+        "kind": "Scale",
+        "apiVersion": "autoscaling/v1",
+        "metadata": {
+            k: meta[k]
+            for k in ("name", "namespace", "uid", "resourceVersion", "creationTimestamp")
+            if k in meta
+        },
+        "spec": {"replicas": _get_path(obj, spec_path) or 0},
+        "status": status,
+    }
+
+
 def _namespace(name: str) -> JsonObj:
     return {
         "apiVersion": "v1",
@@ -1709,12 +1759,3 @@ def _namespace(name: str) -> JsonObj:
         "spec": {"finalizers": ["kubernetes"]},
         "status": {"phase": "Active"},
     }
-
-
-def _guess_plural(kind: str) -> str:
-    lower = kind.lower()
-    if lower.endswith(("s", "x", "ch", "sh")):
-        return lower + "es"
-    if lower.endswith("y") and len(lower) > 1 and lower[-2] not in "aeiou":
-        return lower[:-1] + "ies"
-    return lower + "s"

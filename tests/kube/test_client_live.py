@@ -259,3 +259,37 @@ def test_watch_retries_the_list_while_the_server_is_down(
     watcher.stop()
     restart.join()
     assert isinstance(first, Listed) and "default" in {o["metadata"]["name"] for o in first.items}
+
+
+class _Gate:
+    """Counts how often it is entered and whether it is held."""
+
+    def __init__(self) -> None:
+        self.entered = 0
+        self.held = False
+
+    def __enter__(self) -> None:
+        assert not self.held
+        self.entered += 1
+        self.held = True
+
+    def __exit__(self, *_: object) -> None:
+        self.held = False
+
+
+def test_pages_are_handed_over_inside_the_page_gate(
+    server: ApiServer, kubeconfig_for: Callable[..., Path]
+) -> None:
+    server.store.seed(
+        [{"apiVersion": "v1", "kind": "Node", "metadata": {"name": f"n{i}"}} for i in range(5)]
+    )
+    gate = _Gate()
+    kubeconfigs = load_kubeconfigs([kubeconfig_for(server)])
+    with open_client(kubeconfigs, "hub", page_gate=gate) as kube:
+        pages = kube.iter_pages("v1", "Node", page_size=2)
+        held = []
+        for page in pages:
+            held.append((gate.held, len(page["items"])))
+            del page
+    assert held == [(True, 2), (True, 2), (True, 1)]
+    assert gate.entered == 3 and not gate.held

@@ -233,42 +233,52 @@ def test_strategic_merge_patch_merges_containers_by_name(core: client.CoreV1Api)
     ]
 
 
-def test_pod_status_subresource_and_generation(core: client.CoreV1Api) -> None:
+def test_pod_status_subresource(core: client.CoreV1Api) -> None:
     core.create_namespaced_pod("default", _pod("p"))
     main = core.patch_namespaced_pod("p", "default", {"status": {"phase": "Running"}})
     assert main.status.phase == "Pending"  # the main resource ignores status
-    status = core.patch_namespaced_pod_status("p", "default", {"status": {"phase": "Running"}})
+    status = core.patch_namespaced_pod_status(
+        "p", "default", {"status": {"phase": "Running"}, "spec": {"nodeName": "n1"}}
+    )
     assert status.status.phase == "Running"
-    assert status.metadata.generation == 1
-    relabelled = core.patch_namespaced_pod("p", "default", {"metadata": {"labels": {"a": "b"}}})
-    assert relabelled.metadata.generation == 1  # metadata does not bump generation
-    spec = core.patch_namespaced_pod("p", "default", {"spec": {"activeDeadlineSeconds": 5}})
-    assert spec.metadata.generation == 2
+    assert status.spec.node_name is None  # the status subresource ignores the rest
+    assert status.metadata.generation is None  # pods of a 1.31 server have no generation
+
+
+def test_deployment_generation_follows_the_spec(apiserver: ApiServer, kube_client: Client) -> None:
+    apps = client.AppsV1Api(kube_client(apiserver))
+    made = apps.create_namespaced_deployment("default", _deployment("web"))
+    assert made.metadata.generation == 1
+    labelled = apps.patch_namespaced_deployment(
+        "web", "default", {"metadata": {"labels": {"a": "b"}}}
+    )
+    assert labelled.metadata.generation == 1  # metadata does not bump generation
+    status = apps.patch_namespaced_deployment_status("web", "default", {"status": {"replicas": 1}})
+    assert status.metadata.generation == 1 and status.status.replicas == 1
+    scaled = apps.patch_namespaced_deployment("web", "default", {"spec": {"replicas": 3}})
+    assert scaled.metadata.generation == 2 and scaled.status.replicas == 1
+
+
+def _deployment(name: str, selector: str = "web") -> client.V1Deployment:
+    template = client.V1PodTemplateSpec(
+        metadata=client.V1ObjectMeta(labels={"app": "web"}),
+        spec=client.V1PodSpec(containers=[client.V1Container(name="c", image="nginx")]),
+    )
+    return client.V1Deployment(
+        metadata=client.V1ObjectMeta(name=name),
+        spec=client.V1DeploymentSpec(
+            selector=client.V1LabelSelector(match_labels={"app": selector}), template=template
+        ),
+    )
 
 
 def test_deployment_validation_and_replicas_default(
     apiserver: ApiServer, kube_client: Client
 ) -> None:
     apps = client.AppsV1Api(kube_client(apiserver))
-    template = client.V1PodTemplateSpec(
-        metadata=client.V1ObjectMeta(labels={"app": "web"}),
-        spec=client.V1PodSpec(containers=[client.V1Container(name="c", image="nginx")]),
-    )
-    good = client.V1Deployment(
-        metadata=client.V1ObjectMeta(name="web"),
-        spec=client.V1DeploymentSpec(
-            selector=client.V1LabelSelector(match_labels={"app": "web"}), template=template
-        ),
-    )
-    assert apps.create_namespaced_deployment("default", good).spec.replicas == 1
-    bad = client.V1Deployment(
-        metadata=client.V1ObjectMeta(name="bad"),
-        spec=client.V1DeploymentSpec(
-            selector=client.V1LabelSelector(match_labels={"app": "other"}), template=template
-        ),
-    )
+    assert apps.create_namespaced_deployment("default", _deployment("web")).spec.replicas == 1
     with pytest.raises(ApiException) as err:
-        apps.create_namespaced_deployment("default", bad)
+        apps.create_namespaced_deployment("default", _deployment("bad", selector="other"))
     causes = _status(err)["details"]["causes"]
     assert [c["field"] for c in causes] == ["spec.template.metadata.labels"]
 
@@ -329,3 +339,17 @@ def test_orphan_propagation_keeps_dependents(apiserver: ApiServer, core: client.
     core.delete_namespaced_config_map("owner", "default", propagation_policy="Orphan")
     dep = core.read_namespaced_config_map("dep", "default")
     assert not dep.metadata.owner_references
+
+
+def test_deployment_scale_subresource(apiserver: ApiServer, kube_client: Client) -> None:
+    apps = client.AppsV1Api(kube_client(apiserver))
+    apps.create_namespaced_deployment("default", _deployment("web"))
+    scale = apps.read_namespaced_deployment_scale("web", "default")
+    assert (scale.spec.replicas, scale.status.selector) == (1, "app=web")
+    scaled = apps.patch_namespaced_deployment_scale("web", "default", {"spec": {"replicas": 4}})
+    assert scaled.spec.replicas == 4
+    deployment = apps.read_namespaced_deployment("web", "default")
+    assert (deployment.spec.replicas, deployment.metadata.generation) == (4, 2)
+    with pytest.raises(ApiException) as err:
+        apps.patch_namespaced_deployment_scale("web", "default", {"spec": {"replicas": -1}})
+    assert _status(err)["reason"] == "Invalid"

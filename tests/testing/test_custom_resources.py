@@ -12,7 +12,7 @@ import pytest
 from kubernetes import client, dynamic
 from kubernetes.client.rest import ApiException
 
-from placer.testing import ApiServer
+from placer.testing import ApiServer, StatusError
 
 Client = Callable[..., client.ApiClient]
 GROUP, VERSION, PLURAL = "jobset.x-k8s.io", "v1alpha2", "jobsets"
@@ -333,3 +333,112 @@ def test_cluster_scoped_custom_resource_and_second_version(
     preferred = {g.name: g.preferred_version.version for g in api_group.groups}
     assert preferred["example.com"] == "v1"
     assert group is api_group
+
+
+def test_unchanged_crd_write_is_a_no_op(server: ApiServer) -> None:
+    store = server.store
+    crd = store.get("crd", f"{PLURAL}.{GROUP}")
+    assert store.replace(crd)["metadata"]["resourceVersion"] == crd["metadata"]["resourceVersion"]
+    same = store.register_resource(GROUP, VERSION, "JobSet", short_names=["js"])
+    assert same.plural == PLURAL
+    assert (
+        store.get("crd", f"{PLURAL}.{GROUP}")["metadata"]["resourceVersion"]
+        == crd["metadata"]["resourceVersion"]
+    )
+
+
+def test_custom_resource_scale_subresource(apiserver: ApiServer, kube_client: Client) -> None:
+    apiserver.store.register_resource(
+        "leaderworkerset.x-k8s.io", "v1", "LeaderWorkerSet", scale=True
+    )
+    objects = client.CustomObjectsApi(kube_client(apiserver))
+    body = {
+        "apiVersion": "leaderworkerset.x-k8s.io/v1",
+        "kind": "LeaderWorkerSet",
+        "metadata": {"name": "lws"},
+        "spec": {"replicas": 2},
+    }
+    objects.create_namespaced_custom_object(
+        "leaderworkerset.x-k8s.io", "v1", "default", "leaderworkersets", body
+    )
+    objects.patch_namespaced_custom_object_status(
+        "leaderworkerset.x-k8s.io",
+        "v1",
+        "default",
+        "leaderworkersets",
+        "lws",
+        {"status": {"replicas": 2, "selector": "app=lws"}},
+    )
+    scale = objects.get_namespaced_custom_object_scale(
+        "leaderworkerset.x-k8s.io", "v1", "default", "leaderworkersets", "lws"
+    )
+    assert scale["spec"] == {"replicas": 2} and scale["status"] == {
+        "replicas": 2,
+        "selector": "app=lws",
+    }
+    objects.patch_namespaced_custom_object_scale(
+        "leaderworkerset.x-k8s.io",
+        "v1",
+        "default",
+        "leaderworkersets",
+        "lws",
+        {"spec": {"replicas": 5}},
+    )
+    assert apiserver.store.get("leaderworkersets", "lws")["spec"]["replicas"] == 5
+
+
+def test_server_side_apply_shares_keyed_list_items(apiserver: ApiServer) -> None:
+    store = apiserver.store
+    base = {
+        "apiVersion": "apps/v1",
+        "kind": "Deployment",
+        "metadata": {"name": "web"},
+        "spec": {
+            "selector": {"matchLabels": {"app": "web"}},
+            "template": {
+                "metadata": {"labels": {"app": "web"}},
+                "spec": {"containers": [{"name": "c", "image": "x"}]},
+            },
+        },
+    }
+
+    def containers(obj: dict[str, Any]) -> list[tuple[str, Any, Any]]:
+        return [
+            (c["name"], c.get("image"), c.get("env"))
+            for c in obj["spec"]["template"]["spec"]["containers"]
+        ]
+
+    store.apply(base, field_manager="owner")
+    extra = {
+        "apiVersion": "apps/v1",
+        "kind": "Deployment",
+        "metadata": {"name": "web"},
+        "spec": {
+            "template": {
+                "spec": {
+                    "containers": [
+                        {"name": "c", "env": [{"name": "E", "value": "1"}]},
+                        {"name": "side", "image": "envoy"},
+                    ]
+                }
+            }
+        },
+    }
+    # another manager adds fields to the same container and a second container: no conflict
+    assert containers(store.apply(extra, field_manager="injector")) == [
+        ("c", "x", [{"name": "E", "value": "1"}]),
+        ("side", "envoy", None),
+    ]
+    # the first manager re-applies its own configuration: the injector's fields stay
+    assert len(containers(store.apply(base, field_manager="owner"))) == 2
+    # the injector stops applying its container and env: both go, the owner's image stays
+    extra["spec"]["template"]["spec"]["containers"] = [{"name": "c"}]
+    assert containers(store.apply(extra, field_manager="injector")) == [("c", "x", None)]
+    # changing the owner's image is a conflict naming the keyed path
+    extra["spec"]["template"]["spec"]["containers"] = [{"name": "c", "image": "y"}]
+    with pytest.raises(StatusError) as err:
+        store.apply(extra, field_manager="injector")
+    assert (
+        err.value.details["causes"][0]["field"]
+        == '.spec.template.spec.containers["name"="c"].image'
+    )

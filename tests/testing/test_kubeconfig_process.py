@@ -42,7 +42,6 @@ def test_missing_ca_fails_tls_verification(
     path = kubeconfig_for(apiserver, without_ca=["test"])
     assert "certificate-authority-data" not in path.read_text()
     api = config.new_client_from_config(str(path), context="test", persist_config=False)
-    api.configuration.retries = 0
     with pytest.raises(urllib3.exceptions.MaxRetryError) as err:
         client.CoreV1Api(api).list_node()
     api.close()

@@ -126,6 +126,31 @@ def test_built_in_create_apply_and_delete(apiserver: ApiServer, kubectl: Any) ->
     ]
 
 
+def test_scale_and_client_side_apply_of_a_deployment(apiserver: ApiServer, kubectl: Any) -> None:
+    deployment = """\
+apiVersion: apps/v1
+kind: Deployment
+metadata: {name: web}
+spec:
+  selector: {matchLabels: {app: web}}
+  template:
+    metadata: {labels: {app: web}}
+    spec:
+      containers:
+      - {name: c, image: "nginx:1", env: [{name: A, value: "1"}, {name: B, value: "2"}]}
+      - {name: side, image: envoy}
+"""
+    kubectl("apply", "--validate=false", "-f", "-", stdin=deployment)
+    changed = deployment.replace("nginx:1", "nginx:2").replace(', {name: B, value: "2"}', "")
+    changed = changed.replace("      - {name: side, image: envoy}\n", "")
+    kubectl("apply", "--validate=false", "-f", "-", stdin=changed)  # strategic merge patch
+    kubectl("scale", "deploy/web", "--replicas=3")
+    stored = apiserver.store.get("deployments", "web")
+    [container] = stored["spec"]["template"]["spec"]["containers"]
+    assert (container["image"], container["env"]) == ("nginx:2", [{"name": "A", "value": "1"}])
+    assert (stored["spec"]["replicas"], stored["metadata"]["generation"]) == (3, 3)
+
+
 def test_missing_object_error_reads_like_a_real_cluster(kubectl: Any) -> None:
     failed = kubectl("get", "pod", "ghost", check=False)
     assert failed.returncode == 1

@@ -100,9 +100,7 @@ def test_too_old_resource_version_is_410_expired(apiserver: ApiServer, kube_clie
     assert err.value.status == 410
     # the raw event, as a reflector sees it: the oldest version still known follows the compaction
     oldest = int(store.resource_version) + 1
-    raw = list(
-        store.watch(store.resource("configmaps"), "default", resource_version=old, timeout=1)
-    )
+    raw = list(store.watch("configmaps", "default", resource_version=old, timeout=1))
     assert raw == [
         {
             "type": "ERROR",
@@ -157,7 +155,7 @@ def test_timeout_ends_the_stream_cleanly(apiserver: ApiServer, kube_client: Clie
         )
         == []
     )
-    assert 0.9 < time.monotonic() - start < 3
+    assert 0.9 < time.monotonic() - start < 10
 
 
 def test_selectors_filter_the_stream(apiserver: ApiServer, kube_client: Client) -> None:
@@ -209,7 +207,7 @@ def test_stopping_the_server_ends_open_watches(
     server.stop()
     thread.join(5)
     assert not thread.is_alive()
-    assert time.monotonic() - start < 2
+    assert time.monotonic() - start < 10  # not the 30 s watch timeout
 
 
 def test_send_initial_events_ends_with_an_annotated_bookmark(apiserver: ApiServer) -> None:
@@ -217,7 +215,7 @@ def test_send_initial_events_ends_with_an_annotated_bookmark(apiserver: ApiServe
     store.create(_cm("a"))
     events = list(
         store.watch(
-            store.resource("configmaps"),
+            "configmaps",
             "default",
             send_initial_events=True,
             allow_bookmarks=True,
