@@ -22,7 +22,7 @@ from placer.model import (
     Workload,
 )
 from placer.policy import PlacementPolicy
-from placer.solver.bounds import lp_bounds
+from placer.solver.bounds import BOUND_KEYS, lp_bounds
 from placer.solver.clock import Clock
 from placer.solver.explain import why_not
 from placer.solver.heuristics import RULES, choose_and_pack, failure_basis
@@ -87,10 +87,11 @@ def solve(
         # fragmentation-aware node choice (FGD) unless the policy asks to spread
         unit.scoring = "spread" if unit.objective == "spread" else "fgd"
     live = [u for u in problem.units if u.rank]
-    bound = lp_bounds(problem.states, problem.units) if live else {}
+    bound, _guide = lp_bounds(problem.states, problem.units) if live else ({}, None)
     free_milli = sum(int(s.devfree[s.usable].sum()) for s in problem.states.values())
     demand_milli = sum(u.milli for u in problem.units)
     bound["capacity_gpu"] = min(free_milli, demand_milli) / 1000.0
+    bound["tightest_gpu"] = min(bound[k] for k in BOUND_KEYS if k in bound)
     failures: dict[int, dict[str, str]] = {}
     if not live:
         placed: Placed = []
