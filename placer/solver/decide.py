@@ -25,7 +25,7 @@ from placer.policy import PlacementPolicy
 from placer.solver.bounds import BOUND_KEYS, lp_bounds
 from placer.solver.classlp import ClassLP
 from placer.solver.clock import Clock
-from placer.solver.explain import why_not
+from placer.solver.explain import RunReasons, why_not
 from placer.solver.heuristics import RULES, Placed, failure_basis, run_rule
 from placer.solver.master import solve_level
 from placer.solver.packer import Packed, pack
@@ -82,11 +82,15 @@ def solve(
     problem = build_problem(workloads, fleet, policies, mix=pod_mix)
     pristine = {name: state.copy() for name, state in problem.states.items()}
     if problem.mix is not None and mode == "batch":
-        # batch decisions score many pods: fewer candidates per pod keep them fast
+        # the portfolio's fragmentation-scored pass scores many pods: fewer candidates
         problem.mix = replace(problem.mix, candidates=BATCH_FGD_CANDIDATES)
     for unit in problem.units:
-        # fragmentation-aware node choice (FGD) unless the policy asks to spread
-        unit.scoring = "spread" if unit.objective == "spread" else "fgd"
+        # node choice: spread when the policy asks; otherwise FGD's fragmentation scoring
+        # online (pods arrive one by one) and best-fit in batch (the decision chooses the
+        # whole set; see the package docstring)
+        unit.scoring = (
+            "spread" if unit.objective == "spread" else "fgd" if mode == "online" else "bestfit"
+        )
     live = [u for u in problem.units if u.rank]
     bound, guide = lp_bounds(problem.states, problem.units) if live else ({}, None)
     free_milli = sum(int(s.devfree[s.usable].sum()) for s in problem.states.values())
@@ -147,8 +151,7 @@ def _best_cluster(problem: Problem, unit: Unit) -> tuple[str, Packed] | None:
         if best is not None:
             _, name, packed = best
             state = problem.states[name]
-            for run, _, node, devices in packed.pods:
-                state.place(run.shape, node, devices)
+            state.apply([(run.shape, node, devices) for run, _, node, devices in packed.pods])
             return name, packed
     return None
 
@@ -236,9 +239,10 @@ def _explain(
     for unit, name, _ in placed:
         where.setdefault(name, []).append(unit)
     final: dict[int, dict[str, str | None]] = {}
+    cache: RunReasons = {}
     for unit in unplaced:
         final[unit.index] = {
-            name: why_not(problem.states[name], unit)
+            name: why_not(problem.states[name], unit, cache=cache)
             for name in unit.rank
             if name in problem.states
         }
@@ -258,7 +262,7 @@ def _explain(
             if name not in problem.states:
                 texts[name] = "the cluster has no nodes"
                 continue
-            before = why_not(pristine[name], unit, try_pack=False)
+            before = why_not(pristine[name], unit, try_pack=False, cache=cache)
             if before is not None:
                 texts[name] = before
                 continue

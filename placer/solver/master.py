@@ -21,7 +21,7 @@ from placer.solver.heuristics import Placed, choose_and_pack, ffd_key
 from placer.solver.packer import Packed, pack, pack_set
 from placer.solver.portfolio import run_portfolio, value_of
 from placer.solver.problem import Unit
-from placer.solver.state import ClusterState
+from placer.solver.state import ClusterState, PodShape
 
 __all__ = ["CPSAT_WORKERS", "DETERMINISTIC_PER_SECOND", "MAX_ROUNDS", "LevelResult", "solve_level"]
 
@@ -68,9 +68,12 @@ class LevelResult:
 
 def _apply(states: dict[str, ClusterState], placed: Placed) -> None:
     for _, cluster, packed in placed:
-        state = states[cluster]
-        for run, _, node, devices in packed.pods:
-            state.place(run.shape, node, devices)
+        states[cluster].apply(_pods(packed))
+
+
+def _pods(packed: Packed) -> list[tuple[PodShape, int, tuple[int, ...]]]:
+    """A packing's pods as ``(shape, node, devices)`` for :meth:`ClusterState.apply`."""
+    return [(run.shape, node, devices) for run, _, node, devices in packed.pods]
 
 
 def solve_level(
@@ -332,8 +335,7 @@ def _eject(
             )[:EJECT_CANDIDATES]
             for victim in victims:
                 mark = state.mark()
-                for run, _, node, devices in where[victim.index][1].pods:
-                    state.unplace(run.shape, node, devices)
+                state.apply(_pods(where[victim.index][1]), sign=-1)
                 result = pack(state, unit.runs, scoring=unit.scoring, mix=mix)
                 if not isinstance(result, Packed):
                     state.undo(mark)
@@ -385,8 +387,7 @@ def _cluster_master(
         added = sorted((u for u in outside if solver.value(y[u.index])), key=ffd_key)
         mark = state.mark()
         for unit in dropped:
-            for run, _, node, devices in current[unit.index].pods:
-                state.unplace(run.shape, node, devices)
+            state.apply(_pods(current[unit.index]), sign=-1)
         packed: list[tuple[Unit, Packed]] = []
         for unit in added:
             result = pack(state, unit.runs, scoring=unit.scoring, mix=mix)
@@ -399,8 +400,7 @@ def _cluster_master(
         # incremental did not fit: repack the whole new choice, hardest pods first
         state.undo(mark)
         for unit in inside:
-            for run, _, node, devices in current[unit.index].pods:
-                state.unplace(run.shape, node, devices)
+            state.apply(_pods(current[unit.index]), sign=-1)
         chosen = [u for u in inside if u.index in kept] + added
         repacked, left = pack_set(state, [(u.index, u.runs, u.scoring) for u in chosen], mix=mix)
         if not left:

@@ -130,8 +130,7 @@ def pack_set(
         if placed < run.count:
             failed.append(key)
     for key in failed:
-        for run, _, node, devices in reversed(pods[key]):
-            state.unplace(run.shape, node, devices)
+        state.apply([(run.shape, node, devices) for run, _, node, devices in pods[key]], sign=-1)
     packed = {k: Packed(pods=tuple(p), score=0.0) for k, p in pods.items() if k not in failed}
     left = []
     by_key = {key: (unit_runs, scoring) for key, unit_runs, scoring in units}

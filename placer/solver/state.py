@@ -3,7 +3,8 @@
 Why arrays: the packer asks "on which nodes does this pod fit, and which is best?" thousands of
 times per decision; numpy answers over all nodes of a cluster in one step. The state is built
 from the immutable model (:class:`placer.model.Cluster`) at the start of a decision, changed by
-``place`` and rolled back by ``undo`` (a journal), and never leaks out of the solver.
+``place_many`` / ``place_bulk`` / ``apply``, rolled back by ``undo`` (a journal), and never
+leaks out of the solver.
 
 Resources: a fixed vector ``names`` of scalar resources (cpu, memory, pods and whatever the
 pods request, except GPUs) per decision. GPUs are modelled **per device**: ``dev[n, d]`` is the
@@ -269,7 +270,7 @@ class ClusterState:
             self.sig[node] = self._signature(node)
             return [()] * count
         row = self.dev[node].tolist()
-        result = [self._devices(row, shape) for _ in range(count)]
+        result = self._devices_many(row, shape, count)
         self.dev[node] = row
         self.full[node] = row.count(1000)
         self.devfree[node] = sum(d for d in row if d > 0)
@@ -288,7 +289,7 @@ class ClusterState:
         for node, count in zip(nodes.tolist(), counts.tolist(), strict=True):
             if shape.gpus or shape.share:
                 row = self.dev[node].tolist()
-                result.append([self._devices(row, shape) for _ in range(count)])
+                result.append(self._devices_many(row, shape, count))
                 self.dev[node] = row
                 self.full[node] = row.count(1000)
                 self.devfree[node] = sum(d for d in row if d > 0)
@@ -297,9 +298,23 @@ class ClusterState:
             self.sig[node] = self._signature(node)
         return result
 
+    @classmethod
+    def _devices_many(cls, row: list[int], shape: PodShape, count: int) -> list[tuple[int, ...]]:
+        """``count`` pods' devices from ``row`` (changed in place): as ``_devices`` one pod
+        after another; whole-GPU pods without a share take the idle devices in order."""
+        if shape.share:
+            return [cls._devices(row, shape) for _ in range(count)]
+        gpus = shape.gpus
+        idle = [i for i, d in enumerate(row) if d == 1000][: gpus * count]
+        for i in idle:
+            row[i] = 0
+        return [tuple(idle[j * gpus : (j + 1) * gpus]) for j in range(count)]
+
     @staticmethod
     def _devices(row: list[int], shape: PodShape) -> tuple[int, ...]:
-        """Take one pod's devices from ``row`` (changed in place); see ``place``."""
+        """Take one pod's devices from ``row`` (changed in place): a shared pod takes the
+        device with the least free thousandths that still holds it (best fit inside the
+        node); whole GPUs take the lowest-numbered idle devices."""
         used: tuple[int, ...] = ()
         if shape.gpus:
             idle = [i for i, d in enumerate(row) if d == 1000][: shape.gpus]
@@ -312,72 +327,56 @@ class ClusterState:
             used = (*used, best)
         return used
 
-    def place(
-        self, shape: PodShape, node: int, devices: tuple[int, ...] | None = None
-    ) -> tuple[int, ...]:
-        """Take one pod of ``shape`` on ``node``; returns the devices used (may be empty).
-
-        Devices: a shared pod takes the device with the least free thousandths that still
-        holds it (best fit inside the node); whole GPUs take the lowest-numbered free devices.
-        ``devices`` replays an earlier choice exactly.
-        """
-        self._journal.append((node, self.free[node].copy(), self.dev[node].copy()))
-        self.version += 1
-        self.free[node] -= shape.req
-        if not (shape.gpus or shape.share):
-            self.sig[node] = self._signature(node)
-            return ()
-        # device rows are short: plain Python is faster than numpy here
-        row = self.dev[node].tolist()
-        used: tuple[int, ...] = ()
-        if devices is not None:
-            for i in devices[: shape.gpus]:
-                row[i] = 0
-            if shape.share:
-                row[devices[-1]] -= shape.share
-            used = devices
-        else:
-            used = self._devices(row, shape)
-        self.dev[node] = row
-        self.full[node] = row.count(1000)
-        self.devfree[node] = sum(d for d in row if d > 0)
-        self.sig[node] = self._signature(node)
-        return used
-
-    def unplace(self, shape: PodShape, node: int, devices: tuple[int, ...]) -> None:
-        """Give back one pod placed earlier with ``devices`` (journaled, so ``undo`` works)."""
-        self._journal.append((node, self.free[node].copy(), self.dev[node].copy()))
-        self.version += 1
-        self.free[node] += shape.req
-        if not (shape.gpus or shape.share):
-            self.sig[node] = self._signature(node)
+    def apply(
+        self, pods: Sequence[tuple[PodShape, int, tuple[int, ...]]], *, sign: int = 1
+    ) -> None:
+        """Replay pods placed earlier — ``(shape, node, devices)`` — exactly (``sign=-1``:
+        give them back); one journal entry per node touched."""
+        by_node: dict[int, list[tuple[PodShape, tuple[int, ...]]]] = {}
+        for shape, node, devices in pods:
+            by_node.setdefault(node, []).append((shape, devices))
+        if not by_node:
             return
-        row = self.dev[node].tolist()
-        for i in devices[: shape.gpus]:
-            row[i] = 1000
-        if shape.share:
-            row[devices[-1]] += shape.share
-        self.dev[node] = row
-        self.full[node] = row.count(1000)
-        self.devfree[node] = sum(d for d in row if d > 0)
-        self.sig[node] = self._signature(node)
+        nodes = np.fromiter(by_node, dtype=np.int64, count=len(by_node))
+        self._journal.append((nodes, self.free[nodes].copy(), self.dev[nodes].copy()))
+        self.version += 1
+        for node, items in by_node.items():
+            row = self.dev[node].tolist()
+            total = np.zeros_like(self.free[node])
+            for shape, devices in items:
+                total += shape.req
+                for i in devices[: shape.gpus]:
+                    row[i] = 0 if sign > 0 else 1000
+                if shape.share:
+                    row[devices[-1]] -= sign * shape.share
+            self.free[node] -= sign * total
+            self.dev[node] = row
+            self.full[node] = row.count(1000)
+            self.devfree[node] = sum(d for d in row if d > 0)
+            self.sig[node] = self._signature(node)
 
     def undo(self, mark: int) -> None:
-        """Roll back every ``place`` after ``mark``."""
-        while len(self._journal) > mark:
-            node, free, dev = self._journal.pop()
-            self.free[node] = free
-            self.dev[node] = dev
+        """Roll back every change after ``mark``: each node touched gets the state it had
+        before its first change after ``mark``."""
+        if len(self._journal) <= mark:
+            return
+        oldest: dict[int, tuple[IntArray, IntArray]] = {}
+        for node, free, dev in reversed(self._journal[mark:]):
             if isinstance(node, np.ndarray):  # a bulk entry
-                self.full[node] = (dev == 1000).sum(axis=1)
-                self.devfree[node] = np.maximum(dev, 0).sum(axis=1)
-                for one in node.tolist():
-                    self.sig[one] = self._signature(one)
+                for i, one in enumerate(node.tolist()):
+                    oldest[one] = (free[i], dev[i])
             else:
-                self.full[node] = int((dev == 1000).sum())
-                self.devfree[node] = int(np.maximum(dev, 0).sum())
-                self.sig[node] = self._signature(node)
-            self.version += 1
+                oldest[node] = (free, dev)
+        del self._journal[mark:]
+        nodes = np.fromiter(oldest, dtype=np.int64, count=len(oldest))
+        self.free[nodes] = np.stack([f for f, _ in oldest.values()])
+        dev = np.stack([d for _, d in oldest.values()])
+        self.dev[nodes] = dev
+        self.full[nodes] = (dev == 1000).sum(axis=1)
+        self.devfree[nodes] = np.maximum(dev, 0).sum(axis=1)
+        for one in oldest:
+            self.sig[one] = self._signature(one)
+        self.version += 1
 
     def copy(self) -> ClusterState:
         """An independent copy of the current free capacity (static data shared)."""
@@ -408,7 +407,3 @@ class ClusterState:
             )
             self.memo = {key: cached}
         return cached
-
-    def commit(self) -> None:
-        """Forget the journal (changes are kept for good)."""
-        self._journal.clear()
