@@ -26,15 +26,17 @@ from placer.solver.capacity import infeasible_alone
 from placer.solver.fragmentation import Mix
 from placer.solver.packer import Packed, PackFailure, pack
 from placer.solver.problem import Unit
-from placer.solver.state import ClusterState
+from placer.solver.state import ClusterState, PodShape
 
 __all__ = [
     "RULES",
     "Choice",
     "Placed",
+    "apply_placed",
     "choose_and_pack",
     "failure_basis",
     "ffd_key",
+    "pods_of",
     "rule_order",
     "run_rule",
     "totals_fit",
@@ -44,6 +46,17 @@ RULES = ("greedy", "first-fit", "best-fit", "worst-fit", "karmada")
 
 #: realised placements: (unit, cluster, where its pods went).
 Placed = list[tuple[Unit, str, Packed]]
+
+
+def pods_of(packed: Packed) -> list[tuple[PodShape, int, tuple[int, ...]]]:
+    """A packing's pods as ``(shape, node, devices)`` for :meth:`ClusterState.apply`."""
+    return [(run.shape, node, devices) for run, _, node, devices in packed.pods]
+
+
+def apply_placed(states: dict[str, ClusterState], placed: Placed) -> None:
+    """Put ``placed`` (realised earlier) on the states again, exactly."""
+    for _, cluster, packed in placed:
+        states[cluster].apply(pods_of(packed))
 
 
 @dataclass(frozen=True)

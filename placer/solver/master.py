@@ -17,11 +17,12 @@ from placer.solver.capacity import cluster_rows, infeasible_alone
 from placer.solver.classlp import ClassLP
 from placer.solver.clock import Clock
 from placer.solver.fragmentation import Mix
-from placer.solver.heuristics import Placed, choose_and_pack, ffd_key
+from placer.solver.heuristics import Placed, apply_placed, choose_and_pack, ffd_key, pods_of
 from placer.solver.packer import Packed, pack, pack_set
-from placer.solver.portfolio import run_portfolio, value_of
+from placer.solver.portfolio import PASSES, Hints, run_portfolio, value_of
 from placer.solver.problem import Unit
-from placer.solver.state import ClusterState, PodShape
+from placer.solver.repair import eject, swap_in
+from placer.solver.state import ClusterState
 
 __all__ = ["CPSAT_WORKERS", "DETERMINISTIC_PER_SECOND", "MAX_ROUNDS", "LevelResult", "solve_level"]
 
@@ -45,10 +46,12 @@ MAX_CANDIDATES = 120
 SUB_ATTEMPTS = 3
 #: deterministic time of one single-cluster master (single worker: reproducible).
 SUB_DETERMINISTIC_TIME = 0.05
-#: placed units tried as victims per unplaced unit and cluster in the ejection repair.
-EJECT_CANDIDATES = 6
 #: master solve / realise / cut rounds at most.
 MAX_ROUNDS = 4
+#: the portfolio passes that give the hint: the LP-guided pass and every baseline
+#: (:mod:`placer.solver.portfolio`); the others run during improvement, time permitting.
+HINT_PASSES = ("lp", "greedy", "karmada", "worst-fit", "first-fit", "best-fit")
+EXTRA_PASSES = tuple(p for p in PASSES if p not in HINT_PASSES)
 
 
 @dataclass
@@ -64,16 +67,6 @@ class LevelResult:
     rounds: int = 0
     cuts: int = 0
     notes: list[str] = field(default_factory=list)
-
-
-def _apply(states: dict[str, ClusterState], placed: Placed) -> None:
-    for _, cluster, packed in placed:
-        states[cluster].apply(_pods(packed))
-
-
-def _pods(packed: Packed) -> list[tuple[PodShape, int, tuple[int, ...]]]:
-    """A packing's pods as ``(shape, node, devices)`` for :meth:`ClusterState.apply`."""
-    return [(run.shape, node, devices) for run, _, node, devices in packed.pods]
 
 
 def solve_level(
@@ -97,16 +90,16 @@ def solve_level(
         for name, state in states.items():
             state.undo(marks[name])
 
-    hints = run_portfolio(units, states, mix=mix, clock=clock, deadline=deadline, guide=guide)
-    reset()
+    hints = run_portfolio(
+        units, states, mix=mix, clock=clock, deadline=deadline, guide=guide, passes=HINT_PASSES
+    )
     best = hints.best
     result = LevelResult(placed=best, status="fallback", notes=hints.notes)
     if len(best) == len(units) and all(u.rank[c] == 0 for u, c, _ in best):
-        _apply(states, best)
+        apply_placed(states, best)
         result.status = "optimal"
         result.notes.append("a hint placed every unit in its first-choice cluster")
         return result
-    one_pass = hints.pass_seconds
     pairs = [
         (unit, name)
         for unit in units
@@ -114,35 +107,64 @@ def solve_level(
         if name in states and not infeasible_alone(states[name], unit)
     ]
     if len(pairs) <= SMALL_MODEL:
-        _global_master(
-            result, pairs, units, states, reset, deadline - 1.5 * one_pass, clock, seed, mix
-        )
-    best = result.placed
-    cuts = result.cuts
+        margin = 1.5 * hints.pass_seconds
+        _global_master(result, pairs, units, states, reset, deadline - margin, clock, seed, mix)
     if result.status != "optimal":
-        # node-realised improvement: ejection repair, then the per-cluster masters
-        improved = _eject(
-            best, units, states, deadline=deadline - 0.5 * one_pass, clock=clock, mix=mix
-        )
-        reset()
-        improved, sub_cuts = _improve_by_cluster(
-            improved,
+        _improve(result, units, states, marks, hints, deadline=deadline, clock=clock, mix=mix)
+    apply_placed(states, result.placed)
+    return result
+
+
+def _improve(
+    result: LevelResult,
+    units: Sequence[Unit],
+    states: dict[str, ClusterState],
+    marks: dict[str, int],
+    hints: Hints,
+    *,
+    deadline: float,
+    clock: Clock,
+    mix: Mix | None,
+) -> None:
+    """Node-realised improvement of ``result.placed`` until the deadline: swap-in sweeps,
+    the portfolio's remaining passes (each swapped-in too), ejection, the per-cluster
+    masters (:mod:`placer.solver.repair` and the module docstring)."""
+    best = result.placed
+
+    def consider(placed: Placed, how: str) -> None:
+        nonlocal best
+        if value_of(placed) > value_of(best):
+            best = placed
+            result.status = "feasible"
+            result.notes.append(f"improved by {how}")
+
+    improved, moves = swap_in(best, units, states, mix=mix, clock=clock, deadline=deadline)
+    consider(improved, f"swap-in ({moves} moves)")
+    for name in EXTRA_PASSES:
+        if clock() + hints.pass_seconds > deadline:
+            break
+        other = run_portfolio(
             units,
             states,
-            marks,
-            deadline=deadline - 0.5 * one_pass,
-            clock=clock,
             mix=mix,
-        )
-        cuts += sub_cuts
-        reset()
-        if value_of(improved) > value_of(best):
-            best = improved
-            result.status = "feasible"
-    result.cuts = cuts
+            clock=clock,
+            deadline=deadline,
+            guide=hints.guide,
+            passes=(name,),
+        ).best
+        other, moves = swap_in(other, units, states, mix=mix, clock=clock, deadline=deadline)
+        consider(other, f"the {name} pass and swap-in")
+    margin = 0.5 * hints.pass_seconds
+    improved = eject(best, units, states, deadline=deadline - margin, clock=clock, mix=mix)
+    consider(improved, "ejection")
+    improved, cuts = _improve_by_cluster(
+        best, units, states, marks, deadline=deadline - margin, clock=clock, mix=mix
+    )
+    for name, state in states.items():
+        state.undo(marks[name])
+    result.cuts += cuts
+    consider(improved, "per-cluster masters")
     result.placed = best
-    _apply(states, best)
-    return result
 
 
 def _global_master(
@@ -256,7 +278,7 @@ def _improve_by_cluster(
     done; the ``deadline`` is a safety net.
     """
     base = {name: state.copy() for name, state in states.items()}
-    _apply(states, best)
+    apply_placed(states, best)
     where: dict[int, tuple[str, Packed]] = {u.index: (c, p) for u, c, p in best}
     by_index = {u.index: u for u in units}
     cuts = 0
@@ -293,60 +315,6 @@ def _improve_by_cluster(
             break
     placed = [(by_index[i], c, p) for i, (c, p) in where.items()]
     return placed, cuts
-
-
-def _eject(
-    best: Placed,
-    units: Sequence[Unit],
-    states: dict[str, ClusterState],
-    *,
-    deadline: float,
-    clock: Clock,
-    mix: Mix | None,
-) -> Placed:
-    """Ejection repair, node-realised: an unplaced unit (largest first) takes the place of one
-    placed unit of lower value on a cluster (its pods leave their nodes, the newcomer is
-    packed), and the ejected unit tries every cluster again. Each accepted move raises the
-    placed value; at most ``EJECT_CANDIDATES`` victims are tried per unit and cluster."""
-    _apply(states, best)
-    where: dict[int, tuple[str, Packed]] = {u.index: (c, p) for u, c, p in best}
-    by_index = {u.index: u for u in units}
-    waiting = sorted((u for u in units if u.index not in where), key=ffd_key)
-    for unit in waiting:
-        if clock() > deadline:
-            break
-        if unit.index in where:
-            continue
-        choice = choose_and_pack("greedy", unit, states, unit.allowed(), mix=mix)
-        if choice.packed is not None and choice.cluster is not None:
-            where[unit.index] = (choice.cluster, choice.packed)
-            continue
-        for name in unit.allowed():
-            state = states.get(name)
-            if state is None or unit.index in where:
-                continue
-            victims = sorted(
-                (
-                    by_index[i]
-                    for i, (c, _) in where.items()
-                    if c == name and by_index[i].value < unit.value
-                ),
-                key=lambda v: (-v.value, v.index),
-            )[:EJECT_CANDIDATES]
-            for victim in victims:
-                mark = state.mark()
-                state.apply(_pods(where[victim.index][1]), sign=-1)
-                result = pack(state, unit.runs, scoring=unit.scoring, mix=mix)
-                if not isinstance(result, Packed):
-                    state.undo(mark)
-                    continue
-                del where[victim.index]
-                where[unit.index] = (name, result)
-                again = choose_and_pack("greedy", victim, states, victim.allowed(), mix=mix)
-                if again.packed is not None and again.cluster is not None:
-                    where[victim.index] = (again.cluster, again.packed)
-                break
-    return [(by_index[i], c, p) for i, (c, p) in where.items()]
 
 
 def _cluster_master(
@@ -387,7 +355,7 @@ def _cluster_master(
         added = sorted((u for u in outside if solver.value(y[u.index])), key=ffd_key)
         mark = state.mark()
         for unit in dropped:
-            state.apply(_pods(current[unit.index]), sign=-1)
+            state.apply(pods_of(current[unit.index]), sign=-1)
         packed: list[tuple[Unit, Packed]] = []
         for unit in added:
             result = pack(state, unit.runs, scoring=unit.scoring, mix=mix)
@@ -400,7 +368,7 @@ def _cluster_master(
         # incremental did not fit: repack the whole new choice, hardest pods first
         state.undo(mark)
         for unit in inside:
-            state.apply(_pods(current[unit.index]), sign=-1)
+            state.apply(pods_of(current[unit.index]), sign=-1)
         chosen = [u for u in inside if u.index in kept] + added
         repacked, left = pack_set(state, [(u.index, u.runs, u.scoring) for u in chosen], mix=mix)
         if not left:
