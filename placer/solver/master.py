@@ -50,7 +50,7 @@ SUB_DETERMINISTIC_TIME = 0.05
 MAX_ROUNDS = 4
 #: the portfolio passes that give the hint: the LP-guided pass and every baseline
 #: (:mod:`placer.solver.portfolio`); the others run during improvement, time permitting.
-HINT_PASSES = ("lp", "greedy", "karmada", "worst-fit", "first-fit", "best-fit")
+HINT_PASSES = ("greedy", "lp", "karmada", "worst-fit", "first-fit", "best-fit")
 EXTRA_PASSES = tuple(p for p in PASSES if p not in HINT_PASSES)
 
 
@@ -67,6 +67,8 @@ class LevelResult:
     rounds: int = 0
     cuts: int = 0
     notes: list[str] = field(default_factory=list)
+    #: the node-class LP that guided the hint (GPU objective, on the level's capacity).
+    guide: ClassLP | None = None
 
 
 def solve_level(
@@ -77,12 +79,10 @@ def solve_level(
     clock: Clock,
     seed: int,
     mix: Mix | None,
-    guide: ClassLP | None = None,
 ) -> LevelResult:
     """Place ``units`` (one priority level) on ``states``; leaves the placements applied.
 
-    ``deadline`` is a reading of ``clock`` (seconds of the decision) at which to stop;
-    ``guide`` is the node-class LP over exactly these units and states, if the caller has it.
+    ``deadline`` is a reading of ``clock`` (seconds of the decision) at which to stop.
     """
     marks = {name: state.mark() for name, state in states.items()}
 
@@ -91,10 +91,10 @@ def solve_level(
             state.undo(marks[name])
 
     hints = run_portfolio(
-        units, states, mix=mix, clock=clock, deadline=deadline, guide=guide, passes=HINT_PASSES
+        units, states, mix=mix, clock=clock, deadline=deadline, passes=HINT_PASSES
     )
     best = hints.best
-    result = LevelResult(placed=best, status="fallback", notes=hints.notes)
+    result = LevelResult(placed=best, status="fallback", notes=hints.notes, guide=hints.guide)
     if len(best) == len(units) and all(u.rank[c] == 0 for u, c, _ in best):
         apply_placed(states, best)
         result.status = "optimal"
@@ -155,15 +155,17 @@ def _improve(
         other, moves = swap_in(other, units, states, mix=mix, clock=clock, deadline=deadline)
         consider(other, f"the {name} pass and swap-in")
     margin = 0.5 * hints.pass_seconds
-    improved = eject(best, units, states, deadline=deadline - margin, clock=clock, mix=mix)
-    consider(improved, "ejection")
-    improved, cuts = _improve_by_cluster(
-        best, units, states, marks, deadline=deadline - margin, clock=clock, mix=mix
-    )
-    for name, state in states.items():
-        state.undo(marks[name])
-    result.cuts += cuts
-    consider(improved, "per-cluster masters")
+    if clock() < deadline - margin:
+        improved = eject(best, units, states, deadline=deadline - margin, clock=clock, mix=mix)
+        consider(improved, "ejection")
+    if clock() < deadline - margin:
+        improved, cuts = _improve_by_cluster(
+            best, units, states, marks, deadline=deadline - margin, clock=clock, mix=mix
+        )
+        for name, state in states.items():
+            state.undo(marks[name])
+        result.cuts += cuts
+        consider(improved, "per-cluster masters")
     result.placed = best
 
 

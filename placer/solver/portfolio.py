@@ -26,7 +26,8 @@ from __future__ import annotations
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 
-from placer.solver.classlp import ClassLP, class_lp
+from placer.solver.bounds import gpu_class_lp
+from placer.solver.classlp import ClassLP
 from placer.solver.clock import Clock
 from placer.solver.fragmentation import Mix
 from placer.solver.heuristics import Placed, choose_and_pack, run_rule
@@ -36,7 +37,7 @@ from placer.solver.state import ClusterState
 __all__ = ["PASSES", "Hints", "density_key", "run_portfolio", "value_of"]
 
 #: the passes in the order they run.
-PASSES = ("lp", "greedy", "karmada", "worst-fit", "first-fit", "best-fit", "dense", "lp-fgd")
+PASSES = ("greedy", "lp", "karmada", "worst-fit", "first-fit", "best-fit", "dense", "lp-fgd")
 
 
 @dataclass
@@ -136,7 +137,7 @@ def run_portfolio(
             break
         if name in ("lp", "lp-fgd"):
             if hints.guide is None:
-                hints.guide = class_lp(states, units, lambda unit, _: float(unit.milli))
+                hints.guide = gpu_class_lp(states, units)
             placed = guided(units, states, hints.guide.x, mix=mix, fgd=name == "lp-fgd")
         elif name == "dense":
             placed = _dense(units, states, mix)
