@@ -17,8 +17,8 @@ from placer.solver.capacity import cluster_rows, infeasible_alone
 from placer.solver.classlp import ClassLP
 from placer.solver.clock import Clock
 from placer.solver.fragmentation import Mix
-from placer.solver.heuristics import Placed, apply_placed, choose_and_pack, ffd_key, pods_of
-from placer.solver.packer import Packed, pack, pack_set
+from placer.solver.heuristics import Placed, apply_placed, choose_and_pack, ffd_key
+from placer.solver.packer import Packed, pack
 from placer.solver.portfolio import PASSES, Hints, run_portfolio, value_of
 from placer.solver.problem import Unit
 from placer.solver.repair import eject, swap_in
@@ -38,14 +38,6 @@ MASTER_DETERMINISTIC_CAP = 0.5
 #: masters with at most this many variables get CP-SAT's full (proving) search; larger ones
 #: large-neighbourhood search from the hint only (full search is too slow to start there).
 SMALL_MODEL = 400
-#: sweeps of the per-cluster neighbourhood search, at most.
-MAX_SWEEPS = 3
-#: unplaced units offered to one cluster's master (largest first).
-MAX_CANDIDATES = 120
-#: master solves (each after a packing failure's no-good) per cluster visit.
-SUB_ATTEMPTS = 3
-#: deterministic time of one single-cluster master (single worker: reproducible).
-SUB_DETERMINISTIC_TIME = 0.05
 #: master solve / realise / cut rounds at most.
 MAX_ROUNDS = 4
 #: the portfolio passes that give the hint: the LP-guided pass and every baseline
@@ -110,7 +102,7 @@ def solve_level(
         margin = 1.5 * hints.pass_seconds
         _global_master(result, pairs, units, states, reset, deadline - margin, clock, seed, mix)
     if result.status != "optimal":
-        _improve(result, units, states, marks, hints, deadline=deadline, clock=clock, mix=mix)
+        _improve(result, units, states, hints, deadline=deadline, clock=clock, mix=mix)
     apply_placed(states, result.placed)
     return result
 
@@ -119,54 +111,60 @@ def _improve(
     result: LevelResult,
     units: Sequence[Unit],
     states: dict[str, ClusterState],
-    marks: dict[str, int],
     hints: Hints,
     *,
     deadline: float,
     clock: Clock,
     mix: Mix | None,
 ) -> None:
-    """Node-realised improvement of ``result.placed`` until the deadline: swap-in sweeps,
-    the portfolio's remaining passes (each swapped-in too), ejection, the per-cluster
-    masters (:mod:`placer.solver.repair` and the module docstring)."""
+    """Node-realised improvement of ``result.placed`` until the deadline: repair
+    (:mod:`placer.solver.repair`) from the hint, then from each of the portfolio's other
+    passes while time is left; the best answer wins."""
     best = result.placed
 
-    def consider(placed: Placed, how: str) -> None:
+    def consider(placed: Placed, start: str) -> None:
         nonlocal best
         if value_of(placed) > value_of(best):
             best = placed
             result.status = "feasible"
-            result.notes.append(f"improved by {how}")
+            result.notes.append(f"improved by repair from {start or 'the hint'}")
 
-    improved, moves = swap_in(best, units, states, mix=mix, clock=clock, deadline=deadline)
-    consider(improved, f"swap-in ({moves} moves)")
-    for name in EXTRA_PASSES:
-        if clock() + hints.pass_seconds > deadline:
-            break
-        other = run_portfolio(
-            units,
-            states,
-            mix=mix,
-            clock=clock,
-            deadline=deadline,
-            guide=hints.guide,
-            passes=(name,),
-        ).best
-        other, moves = swap_in(other, units, states, mix=mix, clock=clock, deadline=deadline)
-        consider(other, f"the {name} pass and swap-in")
-    margin = 0.5 * hints.pass_seconds
-    if clock() < deadline - margin:
-        improved = eject(best, units, states, deadline=deadline - margin, clock=clock, mix=mix)
-        consider(improved, "ejection")
-    if clock() < deadline - margin:
-        improved, cuts = _improve_by_cluster(
-            best, units, states, marks, deadline=deadline - margin, clock=clock, mix=mix
-        )
-        for name, state in states.items():
-            state.undo(marks[name])
-        result.cuts += cuts
-        consider(improved, "per-cluster masters")
+    for name in ("", *EXTRA_PASSES):
+        if name:
+            if clock() + hints.pass_seconds > deadline:
+                break
+            start = run_portfolio(
+                units,
+                states,
+                mix=mix,
+                clock=clock,
+                deadline=deadline,
+                guide=hints.guide,
+                passes=(name,),
+            ).best
+        else:
+            start = best
+        consider(_descend(start, units, states, mix=mix, clock=clock, deadline=deadline), name)
     result.placed = best
+
+
+def _descend(
+    placed: Placed,
+    units: Sequence[Unit],
+    states: dict[str, ClusterState],
+    *,
+    mix: Mix | None,
+    clock: Clock,
+    deadline: float,
+) -> Placed:
+    """Swap-in and ejection in turn while either raises the placed value (and time is left)."""
+    while clock() < deadline:
+        swapped, _ = swap_in(placed, units, states, mix=mix, clock=clock, deadline=deadline)
+        ejected = eject(swapped, units, states, deadline=deadline, clock=clock, mix=mix)
+        if value_of(ejected) <= value_of(placed):
+            break
+        placed = ejected
+    return placed
 
 
 def _global_master(
@@ -257,131 +255,6 @@ def _global_master(
         for key, var in x.items():
             model.add_hint(var, 1 if key in chosen else 0)
     result.placed = best
-
-
-def _improve_by_cluster(
-    best: Placed,
-    units: Sequence[Unit],
-    states: dict[str, ClusterState],
-    marks: dict[str, int],
-    *,
-    deadline: float,
-    clock: Clock,
-    mix: Mix | None,
-) -> tuple[Placed, int]:
-    """Large-neighbourhood search, one cluster at a time (see the package docstring).
-
-    For cluster ``c``: the units now on ``c`` and the unplaced units ``c`` may take form a
-    single-cluster master (CP-SAT on ``c``'s node-aware rows at the level's start, value
-    objective, asked for more value than now). Its answer is realised incrementally: the
-    units it drops leave their nodes, the units it adds are packed into what is then free; a
-    packing failure adds a no-good and the master is solved again (``SUB_ATTEMPTS``). Sweeps
-    over the clusters (most free GPU first) until one brings nothing or ``MAX_SWEEPS`` are
-    done; the ``deadline`` is a safety net.
-    """
-    base = {name: state.copy() for name, state in states.items()}
-    apply_placed(states, best)
-    where: dict[int, tuple[str, Packed]] = {u.index: (c, p) for u, c, p in best}
-    by_index = {u.index: u for u in units}
-    cuts = 0
-    for _ in range(MAX_SWEEPS):
-        improved = False
-        order = sorted(states, key=lambda c: (-states[c].totals()[1], c))
-        for name in order:
-            if clock() > deadline:
-                break
-            inside = [by_index[i] for i, (c, _) in where.items() if c == name]
-            outside = [
-                u
-                for u in units
-                if u.index not in where and name in u.rank and not infeasible_alone(base[name], u)
-            ]
-            if not outside:
-                continue
-            outside = sorted(outside, key=ffd_key)[:MAX_CANDIDATES]
-            current = {u.index: where[u.index][1] for u in inside}
-            found, tried = _cluster_master(
-                states[name], base[name], inside, outside, current, deadline, clock, mix
-            )
-            cuts += tried
-            if found is None:
-                continue
-            kept, added = found
-            for unit in inside:
-                if unit.index not in kept:
-                    del where[unit.index]  # dropped, or repacked (then in ``added``)
-            for unit, packed in added:
-                where[unit.index] = (name, packed)
-            improved = True
-        if not improved or clock() > deadline:
-            break
-    placed = [(by_index[i], c, p) for i, (c, p) in where.items()]
-    return placed, cuts
-
-
-def _cluster_master(
-    state: ClusterState,
-    base: ClusterState,
-    inside: list[Unit],
-    outside: list[Unit],
-    current: dict[int, Packed],
-    deadline: float,
-    clock: Clock,
-    mix: Mix | None,
-) -> tuple[tuple[set[int], list[tuple[Unit, Packed]]] | None, int]:
-    """A better realisable choice of units for one cluster: (kept, added), or ``None``."""
-    members = inside + outside
-    model = cp_model.CpModel()
-    y = {u.index: model.new_bool_var(f"y{u.index}") for u in members}
-    for row in cluster_rows(base, members, node_aware=True):
-        model.add(sum(y[u] * a for u, a in row.coef.items()) <= row.rhs)
-    now = sum(u.value for u in inside)
-    model.add(sum(y[u.index] * u.value for u in members) >= now + 1)
-    # prefer changes that keep most of what is placed (fewer moves, likelier to pack)
-    model.maximize(sum(y[u.index] * u.value * 2 for u in members) + sum(y[u.index] for u in inside))
-    for unit in members:
-        model.add_hint(y[unit.index], 1 if unit.index in current else 0)
-    cuts = 0
-    for _ in range(SUB_ATTEMPTS):
-        remaining = deadline - clock()
-        if remaining <= 0.01:
-            return None, cuts
-        solver = cp_model.CpSolver()
-        solver.parameters.num_workers = 1
-        solver.parameters.max_deterministic_time = SUB_DETERMINISTIC_TIME
-        solver.parameters.max_time_in_seconds = Clock.wall_seconds(remaining)
-        status = solver.solve(model)
-        if status not in (cp_model.OPTIMAL, cp_model.FEASIBLE):
-            return None, cuts
-        dropped = [u for u in inside if not solver.value(y[u.index])]
-        added = sorted((u for u in outside if solver.value(y[u.index])), key=ffd_key)
-        mark = state.mark()
-        for unit in dropped:
-            state.apply(pods_of(current[unit.index]), sign=-1)
-        packed: list[tuple[Unit, Packed]] = []
-        for unit in added:
-            result = pack(state, unit.runs, scoring=unit.scoring, mix=mix)
-            if not isinstance(result, Packed):
-                break
-            packed.append((unit, result))
-        kept = {u.index for u in inside} - {u.index for u in dropped}
-        if len(packed) == len(added):
-            return (kept, packed), cuts
-        # incremental did not fit: repack the whole new choice, hardest pods first
-        state.undo(mark)
-        for unit in inside:
-            state.apply(pods_of(current[unit.index]), sign=-1)
-        chosen = [u for u in inside if u.index in kept] + added
-        repacked, left = pack_set(state, [(u.index, u.runs, u.scoring) for u in chosen], mix=mix)
-        if not left:
-            return (set(), [(u, repacked[u.index]) for u in chosen]), cuts
-        state.undo(mark)
-        # no-good: not this exchange again
-        model.add(
-            sum(y[u.index] for u in added) - sum(y[u.index] for u in dropped) <= len(added) - 1
-        )
-        cuts += 1
-    return None, cuts
 
 
 def _realise(
