@@ -179,7 +179,7 @@ def _best_cluster(problem: Problem, unit: Unit) -> tuple[str, Packed] | None:
         if best is not None:
             _, name, packed = best
             state = problem.states[name]
-            state.apply([(run.shape, node, devices) for run, _, node, devices in packed.pods])
+            state.apply([packed.replay])
             return name, packed
     return None
 

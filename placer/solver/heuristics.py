@@ -26,7 +26,7 @@ from placer.solver.capacity import infeasible_alone
 from placer.solver.fragmentation import Mix
 from placer.solver.packer import Packed, PackFailure, pack
 from placer.solver.problem import Unit
-from placer.solver.state import ClusterState, PodShape
+from placer.solver.state import ClusterState, Replay
 
 __all__ = [
     "RULES",
@@ -36,7 +36,6 @@ __all__ = [
     "choose_and_pack",
     "failure_basis",
     "ffd_key",
-    "pods_of",
     "rule_order",
     "run_rule",
     "totals_fit",
@@ -48,15 +47,13 @@ RULES = ("greedy", "first-fit", "best-fit", "worst-fit", "karmada")
 Placed = list[tuple[Unit, str, Packed]]
 
 
-def pods_of(packed: Packed) -> list[tuple[PodShape, int, tuple[int, ...]]]:
-    """A packing's pods as ``(shape, node, devices)`` for :meth:`ClusterState.apply`."""
-    return [(run.shape, node, devices) for run, _, node, devices in packed.pods]
-
-
 def apply_placed(states: dict[str, ClusterState], placed: Placed) -> None:
     """Put ``placed`` (realised earlier) on the states again, exactly."""
+    by_cluster: dict[str, list[Replay]] = {}
     for _, cluster, packed in placed:
-        states[cluster].apply(pods_of(packed))
+        by_cluster.setdefault(cluster, []).append(packed.replay)
+    for cluster, replays in by_cluster.items():
+        states[cluster].apply(replays)
 
 
 @dataclass(frozen=True)

@@ -27,12 +27,13 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 from dataclasses import dataclass
+from functools import cached_property
 
 import numpy as np
 
 from placer.model import ComponentDemand
 from placer.solver.fragmentation import FloatArray, Mix, frag_after, frag_of
-from placer.solver.state import ClusterState, IntArray, PodShape
+from placer.solver.state import ClusterState, IntArray, PodShape, Replay
 
 __all__ = ["FGD_MAX_PODS", "SCORINGS", "PackFailure", "Packed", "PodRun", "pack", "run_order"]
 
@@ -61,6 +62,12 @@ class Packed:
     pods: tuple[tuple[PodRun, int, int, tuple[int, ...]], ...]
     #: the sum of the chosen nodes' scores (lower is better; fgd: fragmentation added).
     score: float
+
+    @cached_property
+    def replay(self) -> Replay:
+        """The packing as a change to apply to (or take off) a state again."""
+        width = len(self.pods[0][0].shape.req) if self.pods else 0
+        return Replay.of([(run.shape, node, dev) for run, _, node, dev in self.pods], width)
 
 
 @dataclass(frozen=True)

@@ -27,7 +27,7 @@ import numpy as np
 from placer.solver.capacity import infeasible_alone
 from placer.solver.clock import Clock
 from placer.solver.fragmentation import Mix
-from placer.solver.heuristics import Placed, apply_placed, choose_and_pack, ffd_key, pods_of
+from placer.solver.heuristics import Placed, apply_placed, choose_and_pack, ffd_key
 from placer.solver.packer import Packed, pack
 from placer.solver.problem import Unit
 from placer.solver.state import ClusterState
@@ -100,7 +100,7 @@ def _swap_one(
             continue
         mark = state.mark()
         evicted = victims[: first + 1]
-        state.apply([p for v in evicted for p in pods_of(where[v.index][1])], sign=-1)
+        state.apply([where[v.index][1].replay for v in evicted], sign=-1)
         packed: Packed | None = None
         following = first + 1
         while True:
@@ -113,7 +113,7 @@ def _swap_one(
                 break
             victim = victims[following]
             following += 1
-            state.apply(pods_of(where[victim.index][1]), sign=-1)
+            state.apply([where[victim.index][1].replay], sign=-1)
             evicted.append(victim)
         if packed is None:
             state.undo(mark)
@@ -179,7 +179,7 @@ def eject(
             )[:EJECT_CANDIDATES]
             for victim in victims:
                 mark = state.mark()
-                state.apply(pods_of(where[victim.index][1]), sign=-1)
+                state.apply([where[victim.index][1].replay], sign=-1)
                 result = pack(state, unit.runs, scoring=unit.scoring, mix=mix)
                 if not isinstance(result, Packed):
                     state.undo(mark)

@@ -30,6 +30,7 @@ from placer.quantity import CPU, GPU, MEMORY, PODS
 __all__ = [
     "ClusterState",
     "PodShape",
+    "Replay",
     "Signatures",
     "constraint_key",
     "gpu_milli",
@@ -126,6 +127,47 @@ class Signatures:
         return found
 
 
+@dataclass(frozen=True)
+class Replay:
+    """A placement's change to a state, ready to apply again: the nodes it uses (sorted),
+    the scalar amounts it takes from each, and per node the devices it takes (whole devices,
+    and ``(device, thousandths)`` shares)."""
+
+    nodes: IntArray
+    delta: IntArray  # [len(nodes), K]
+    devices: tuple[tuple[int, tuple[int, ...], tuple[tuple[int, int], ...]], ...]
+
+    @staticmethod
+    def of(pods: Sequence[tuple[PodShape, int, tuple[int, ...]]], width: int) -> Replay:
+        """From ``(shape, node, devices)`` per pod."""
+        amounts: dict[int, IntArray] = {}
+        whole: dict[int, list[int]] = {}
+        shares: dict[int, list[tuple[int, int]]] = {}
+        for shape, node, devices in pods:
+            total = amounts.get(node)
+            if total is None:
+                total = amounts[node] = np.zeros(width, dtype=np.int64)
+            total += shape.req
+            if shape.gpus:
+                whole.setdefault(node, []).extend(devices[: shape.gpus])
+            if shape.share:
+                shares.setdefault(node, []).append((devices[-1], shape.share))
+        order = sorted(amounts)
+        return Replay(
+            nodes=np.array(order, dtype=np.int64),
+            delta=(
+                np.stack([amounts[n] for n in order])
+                if order
+                else np.zeros((0, width), dtype=np.int64)
+            ),
+            devices=tuple(
+                (n, tuple(whole.get(n, ())), tuple(shares.get(n, ())))
+                for n in order
+                if n in whole or n in shares
+            ),
+        )
+
+
 class ClusterState:
     """Free capacity of one cluster's nodes; see the module docstring."""
 
@@ -175,12 +217,23 @@ class ClusterState:
         self._copies_version = -1
         self.signatures = signatures if signatures is not None else Signatures()
         self._static = [self.cap[i].tobytes() for i in range(count)]
-        self.sig: IntArray = np.array([self._signature(i) for i in range(count)], dtype=np.int64)
+        self._sig: IntArray = np.array([self._signature(i) for i in range(count)], dtype=np.int64)
+        #: nodes changed since their signature was computed.
+        self._stale: set[int] = set()
 
     def _signature(self, node: int) -> int:
         return self.signatures.of(
             self._static[node] + self.free[node].tobytes() + self.dev[node].tobytes()
         )
+
+    @property
+    def sig(self) -> IntArray:
+        """Each node's signature (:class:`Signatures`), brought up to date."""
+        if self._stale:
+            for node in self._stale:
+                self._sig[node] = self._signature(node)
+            self._stale.clear()
+        return self._sig
 
     def __len__(self) -> int:
         return len(self.nodes)
@@ -267,14 +320,14 @@ class ClusterState:
         self.version += 1
         self.free[node] -= shape.req * count
         if not (shape.gpus or shape.share):
-            self.sig[node] = self._signature(node)
+            self._stale.add(node)
             return [()] * count
         row = self.dev[node].tolist()
         result = self._devices_many(row, shape, count)
         self.dev[node] = row
         self.full[node] = row.count(1000)
         self.devfree[node] = sum(d for d in row if d > 0)
-        self.sig[node] = self._signature(node)
+        self._stale.add(node)
         return result
 
     def place_bulk(
@@ -295,7 +348,7 @@ class ClusterState:
                 self.devfree[node] = sum(d for d in row if d > 0)
             else:
                 result.append([()] * count)
-            self.sig[node] = self._signature(node)
+            self._stale.add(node)
         return result
 
     @classmethod
@@ -327,55 +380,52 @@ class ClusterState:
             used = (*used, best)
         return used
 
-    def apply(
-        self, pods: Sequence[tuple[PodShape, int, tuple[int, ...]]], *, sign: int = 1
-    ) -> None:
-        """Replay pods placed earlier — ``(shape, node, devices)`` — exactly (``sign=-1``:
-        give them back); one journal entry per node touched."""
-        by_node: dict[int, list[tuple[PodShape, tuple[int, ...]]]] = {}
-        for shape, node, devices in pods:
-            by_node.setdefault(node, []).append((shape, devices))
-        if not by_node:
+    def apply(self, replays: Sequence[Replay], *, sign: int = 1) -> None:
+        """Replay placements made earlier, exactly (``sign=-1``: give them back); one
+        journal entry."""
+        replays = [r for r in replays if r.nodes.size]
+        if not replays:
             return
-        nodes = np.fromiter(by_node, dtype=np.int64, count=len(by_node))
+        nodes = np.unique(np.concatenate([r.nodes for r in replays]))
         self._journal.append((nodes, self.free[nodes].copy(), self.dev[nodes].copy()))
         self.version += 1
-        for node, items in by_node.items():
-            row = self.dev[node].tolist()
-            total = np.zeros_like(self.free[node])
-            for shape, devices in items:
-                total += shape.req
-                for i in devices[: shape.gpus]:
+        rows: dict[int, list[int]] = {}
+        for replay in replays:
+            self.free[replay.nodes] -= sign * replay.delta
+            for node, whole, shares in replay.devices:
+                row = rows.get(node)
+                if row is None:
+                    row = rows[node] = self.dev[node].tolist()
+                for i in whole:
                     row[i] = 0 if sign > 0 else 1000
-                if shape.share:
-                    row[devices[-1]] -= sign * shape.share
-            self.free[node] -= sign * total
-            self.dev[node] = row
-            self.full[node] = row.count(1000)
-            self.devfree[node] = sum(d for d in row if d > 0)
-            self.sig[node] = self._signature(node)
+                for i, share in shares:
+                    row[i] -= sign * share
+        if rows:
+            changed = np.fromiter(rows, dtype=np.int64, count=len(rows))
+            dev = np.array(list(rows.values()), dtype=np.int64)
+            self.dev[changed] = dev
+            self.full[changed] = (dev == 1000).sum(axis=1)
+            self.devfree[changed] = np.maximum(dev, 0).sum(axis=1)
+        self._stale.update(nodes.tolist())
 
     def undo(self, mark: int) -> None:
-        """Roll back every change after ``mark``: each node touched gets the state it had
-        before its first change after ``mark``."""
+        """Roll back every change after ``mark`` (the saved rows, newest first)."""
         if len(self._journal) <= mark:
             return
-        oldest: dict[int, tuple[IntArray, IntArray]] = {}
+        touched: set[int] = set()
         for node, free, dev in reversed(self._journal[mark:]):
+            self.free[node] = free
+            self.dev[node] = dev
             if isinstance(node, np.ndarray):  # a bulk entry
-                for i, one in enumerate(node.tolist()):
-                    oldest[one] = (free[i], dev[i])
+                touched.update(node.tolist())
             else:
-                oldest[node] = (free, dev)
+                touched.add(node)
         del self._journal[mark:]
-        nodes = np.fromiter(oldest, dtype=np.int64, count=len(oldest))
-        self.free[nodes] = np.stack([f for f, _ in oldest.values()])
-        dev = np.stack([d for _, d in oldest.values()])
-        self.dev[nodes] = dev
+        nodes = np.fromiter(touched, dtype=np.int64, count=len(touched))
+        dev = self.dev[nodes]
         self.full[nodes] = (dev == 1000).sum(axis=1)
         self.devfree[nodes] = np.maximum(dev, 0).sum(axis=1)
-        for one in oldest:
-            self.sig[one] = self._signature(one)
+        self._stale.update(touched)
         self.version += 1
 
     def copy(self) -> ClusterState:
@@ -386,7 +436,8 @@ class ClusterState:
         other.dev = self.dev.copy()
         other.full = self.full.copy()
         other.devfree = self.devfree.copy()
-        other.sig = self.sig.copy()
+        other._sig = self._sig.copy()
+        other._stale = set(self._stale)
         other._journal = []
         other.alone = {}
         other.memo = {}
