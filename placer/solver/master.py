@@ -1,9 +1,9 @@
-"""Batch placement with CP-SAT: cluster choice on node-aware aggregated capacity (the master),
-node packing per cluster (the realiser), and cuts back to the master when a packing fails.
+"""Batch placement of one priority level: the hint portfolio, the CP-SAT master on small
+models, and node-realised repair until the deadline.
 
-See the package docstring (:mod:`placer.solver`) for the model. This module runs one priority
-level: the caller charges each level's placements before solving the next, so a lower priority
-only ever gets what the higher ones left (priorities are strictly lexicographic).
+See the package docstring (:mod:`placer.solver`) for the model and how the parts run. The
+caller charges each level's placements before solving the next, so a lower priority only
+ever gets what the higher ones left (priorities are strictly lexicographic).
 """
 
 from __future__ import annotations
@@ -51,8 +51,9 @@ class LevelResult:
     """The realised placements of one level and how they were found."""
 
     placed: Placed
-    #: ``optimal`` (the master was proven optimal and fully realised), ``feasible``,
-    #: ``fallback`` (the greedy answer was kept).
+    #: ``optimal`` (the master was proven optimal and fully realised, or a hint placed every
+    #: unit in its first-choice cluster), ``feasible`` (CP-SAT or repair improved on the
+    #: hint), ``fallback`` (the portfolio's best hint was kept).
     status: str
     #: CP-SAT's proven bound on the level's placed value, from the first (cut-free) master.
     bound: float | None = None

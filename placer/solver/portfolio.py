@@ -1,20 +1,26 @@
 """The hint portfolio: complete, node-realised answers for one priority level, cheap first.
 
 CP-SAT's batch solver starts from the best of several greedy passes, each a full placement
-realised by the packer (:mod:`placer.solver.packer`):
+realised by the packer (:mod:`placer.solver.packer`). In the order they run (``PASSES``):
 
-1. **LP-guided** (``lp``): the node-class LP (:mod:`placer.solver.classlp`) maximising placed
-   GPUs; units in decreasing order of their largest LP share ``max_c x[u, c]`` (then most
-   value per scarcest resource), each tried in its clusters by decreasing ``x[u, c]``, then
-   by preference. Units the LP places whole go first, into the cluster the LP chose, and
-   the rest fill what is left. Packed with the units' node scoring (best-fit in batch).
-2. **Every baseline** (``greedy``, ``karmada``, ``worst-fit``, ``first-fit``,
-   ``best-fit``), exactly as its own batch decision runs it
-   (:func:`placer.solver.heuristics.run_rule`): so, time permitting, CP-SAT's answer is never
-   worse than any baseline's on the same capacity.
-3. **Density** (``dense``): most value per share of the scarcest resource first (when cpu or
-   memory binds, units with many GPUs per core go first); and the LP-guided pass again with
-   fragmentation-aware node scoring (``lp-fgd``, :mod:`placer.solver.fragmentation`).
+* **Every baseline** (``greedy`` first: when it places every unit in its first-choice
+  cluster nothing can be better and the rest is skipped; then ``karmada``, ``worst-fit``,
+  ``first-fit``, ``best-fit`` after the LP pass), exactly as its own batch decision runs it
+  (:func:`placer.solver.heuristics.run_rule`): so, time permitting, CP-SAT's answer is never
+  worse than any baseline's on the same capacity.
+* **LP-guided** (``lp``, second): the node-class LP (:mod:`placer.solver.classlp`)
+  maximising placed GPUs; units in decreasing order of their largest LP share
+  ``max_c x[u, c]`` (then most value per scarcest resource), each tried in its clusters by
+  decreasing ``x[u, c]``, then by preference. Units the LP places whole go first, into the
+  cluster the LP chose, and the rest fill what is left. On the benchmark this pass alone
+  reaches 93–99 % of the bound where the best baseline reaches 89–98 %. (The LP's pure GPU
+  objective matters: with its ties broken by a 0.01 % random perturbation, or by a
+  preference for small units, the pass lost 2–10 %, because the perturbed optimum splits more
+  big gangs between clusters.)
+* **Density** (``dense``): most value per share of the scarcest resource first (when cpu or
+  memory binds, units with many GPUs per core go first); and the LP-guided pass again with
+  fragmentation-aware node scoring (``lp-fgd``, :mod:`placer.solver.fragmentation`). The
+  batch solver runs these two during repair, as further starting points.
 
 A pass runs when the time it is expected to take (the longest pass so far) fits before the
 deadline; the first always runs. The best answer (placed value, then preference) wins; ties
