@@ -32,73 +32,82 @@ makes any value gain outweigh every preference term.
 Why a decomposition
 -------------------
 A pod-to-node CP-SAT model is exact but does not scale: an exploratory run found no first
-solution in 5 s at 122 nodes × 200 gangs (benchmark-design B.3). Cluster-total models scale
-but lie: aggregate "8 GPUs free" may be 4 + 4 on two nodes, and realising cluster-level
-answers on nodes lost 9–11 % of GPUs in the same experiments. placer splits the problem:
+solution in 5 s at 122 nodes × 200 gangs (benchmark-design B.3), and on one of the
+benchmark's 1,213-node instances (:mod:`simulations.exact`) it found 5,854 GPUs in 60 s where
+this solver's 1-s decision places 5,934. (On 80-node instances it proves the optimum in
+seconds; the benchmark uses that to check the bounds.) Cluster-total models
+scale but lie: aggregate "8 GPUs free" may be 4 + 4 on two nodes, and realising cluster-level
+answers on nodes lost 9–11 % of GPUs in the same experiments. placer splits the problem and
+keeps every intermediate answer *realised* (each pod on a node):
 
-1. **Master** (CP-SAT, per priority level) on node-aware aggregated capacity
-   (:mod:`placer.solver.capacity`): ``Σ_c x_{u,c} ≤ 1``; ``x_{u,c} = 0`` when some run of
-   ``u`` fits no node of ``c`` or more of its replicas than the nodes' free blocks hold; for
-   each distinct eligible node set ``S`` and resource ``k``: ``Σ_u D^S_{u,k} x_{u,c} ≤ Σ_{n∈S}
-   f_{n,k}`` and the same for GPU thousandths; and **slot cuts** that see node and device
-   boundaries: for a threshold ``q``, ``Σ_u Σ_r n_r ⌊a_r/q⌋ x_{u,c} ≤ Σ_n ⌊f_n/q⌋`` for
-   whole GPUs (every pod size), cpu and memory (the largest pod sizes), for shared devices
-   ``Σ (g_r + [m_r > t]) n_r x ≤ #{devices with φ > t}`` for ``t ≥ 500``, and **shape cuts**:
-   pods that need at least shape ``s`` in every resource each take one of the
-   ``Σ_n copies_n(s)`` copies of ``s`` the nodes hold. All rows are valid for any
-   node-feasible placement, so the master's LP relaxation is the bound B3.
-2. **Realiser** (:mod:`placer.solver.packer`): per cluster, units largest first, each packed
-   all-or-nothing on nodes; node choice by least GPU fragmentation added for the decision's
-   pod mix (FGD, :mod:`placer.solver.fragmentation`), per-device GPU accounting.
-3. **Cuts back to the master**: a unit ``u`` that does not pack after the units ``P`` packed
-   before it in ``c`` adds the no-good ``Σ_{w∈P∪{u}} x_{w,c} ≤ |P|`` (or ``x_{u,c} = 0`` when
-   ``u`` does not pack alone); unplaced units are then offered to the other clusters (repair)
-   and everything left tries to fit anywhere (fill).
+1. **Node-class LP** (:mod:`placer.solver.classlp`): identical free nodes of a cluster form a
+   class ``k``; ``x_{u,c} ∈ [0, 1]``, ``y_{s,c,k} ≥ 0`` pods of shape ``s`` on class ``k``;
+   ``Σ_k y_{s,c,k} = Σ_{r: s(r)=s} n_r x_{u(r),c}``; per class and resource
+   ``Σ_s a_s y ≤ f(k)``, GPU thousandths, idle devices, device and cpu/memory slot cuts
+   (``Σ_s ⌊a_s/q⌋ y ≤ Σ_{n∈k} ⌊f_n/q⌋``) and shape cuts (pods that need at least an anchor
+   shape ``s`` are at most the copies of ``s`` the nodes hold). Every row is a sum of
+   per-node rows, so it is a relaxation (proof in the module): its optimum with the GPU
+   objective is the bound ``class_lp_gpu``, and its solution guides the search.
+2. **Hint portfolio** (:mod:`placer.solver.portfolio`), complete node-realised answers:
+   ``greedy`` first, then the **LP-guided** pass (units by decreasing LP share
+   ``max_c x_{u,c}``, then most value per scarcest resource; clusters by decreasing
+   ``x_{u,c}``), then every other baseline exactly as its own decision runs it
+   (:func:`placer.solver.heuristics.run_rule`), so with one priority level CP-SAT's answer is
+   never below any baseline's when the passes fit in the limit (they take 0.1–0.6 s at
+   200–400 workloads × 4–8 clusters). The best answer is the hint.
+3. **Master** (CP-SAT, small models only: at most ``SMALL_MODEL`` unit-cluster pairs) on
+   node-aware aggregated capacity (:mod:`placer.solver.capacity`): ``Σ_c x_{u,c} ≤ 1``;
+   ``x_{u,c} = 0`` when some run of ``u`` fits no node of ``c`` or more of its replicas than
+   the nodes' free blocks hold; per eligible node set ``S`` and resource ``k``
+   ``Σ_u D^S_{u,k} x_{u,c} ≤ Σ_{n∈S} f_{n,k}``, GPU thousandths, and slot and shape cuts.
+   Full search from the hint (it proves optimality on small instances); its answer is
+   realised cluster by cluster (:mod:`placer.solver.packer`); a unit ``u`` that does not pack
+   after the units ``P`` packed before it in ``c`` adds the no-good
+   ``Σ_{w∈P∪{u}} x_{w,c} ≤ |P|`` (or ``x_{u,c} = 0`` when ``u`` does not pack alone), up to
+   ``MAX_ROUNDS`` rounds. At 400 units × 8 clusters the aggregate master neither proves nor
+   improves within a second and its answers often do not pack, so large models skip it.
+4. **Repair** (:mod:`placer.solver.repair`) until the deadline, on real node state, each move
+   raising the placed value: **swap-in** (an unplaced unit, largest first, evicts just enough
+   lower-value units from a cluster to pack, and the evicted units move to whatever free
+   scraps fit them) and **ejection** (one victim, which then tries every cluster), in turn
+   while either gains; from the hint, then from the portfolio's other passes (density order,
+   LP-guided with fragmentation scoring) while time is left.
 
-How the parts run, per priority level:
+The realiser packs a unit's pods largest first, each on the best-scoring node that fits:
+best-fit in batch mode (least GPU, then cpu and memory, left), FGD's fragmentation score in
+online mode (:mod:`placer.solver.fragmentation`; it targets pods arriving one by one; in a
+batch the baselines realised with it placed within 1–2 % of best-fit either way on the
+benchmark, at three to four times the cost), ``spread`` when the policy asks for it.
 
-* **Hint and fallback**: node-aware greedy passes — largest first in preference order (the
-  ``greedy`` baseline), most value per scarce resource first (with cheap best-fit node scoring,
-  then with fragmentation scoring), arrival order with Karmada's cluster choice, arrival order
-  into the cluster with most room — as many as the time limit allows; the best realised answer
-  is the master's hint and the fallback, so CP-SAT's answer is never worse than the first.
-* **Small masters** (at most ``SMALL_MODEL`` variables): the global master with CP-SAT's full
-  search (which proves optimality), realisation and cuts, up to ``MAX_ROUNDS`` rounds.
-* **Large masters** are not solved globally — at 400 units × 8 clusters CP-SAT neither proves
-  nor improves within a second, and the aggregate answer often does not pack. Instead two
-  node-realised neighbourhood searches improve the hint: **ejection** (an unplaced unit takes
-  the nodes of a lower-value placed unit, which then tries every cluster again) and
-  **per-cluster masters** (for one cluster, the units on it plus the unplaced ones it may take
-  form a single-cluster CP-SAT master with the rows above, asked for more value; its answer is
-  realised incrementally — dropped units leave, added units are packed — or by repacking the
-  whole cluster hardest pods first, and a failure adds a no-good). ``MAX_SWEEPS`` sweeps over
-  the clusters, most free GPU first.
-
-Status: ``optimal`` when the master was proven optimal and realised completely (or greedy
-placed every unit in its first-choice cluster), ``feasible`` when a CP-SAT answer was kept
-without proof (and for baselines and online mode), ``fallback`` when the greedy answer was
-better, ``trivial`` when there was nothing to decide.
+Status: ``optimal`` when the master was proven optimal and realised completely (or a hint
+placed every unit in its first-choice cluster), ``feasible`` when CP-SAT or repair improved
+on the hint (and for baselines and online mode), ``fallback`` when the portfolio's best hint
+was kept, ``trivial`` when there was nothing to decide.
 
 Online mode places units one at a time in input order; with ``cpsat`` each step solves the
 single-unit master exactly (the best-ranked cluster where the unit packs, ties broken by the
-least GPU fragmentation added, FGD-style, :mod:`placer.solver.fragmentation`).
+least GPU fragmentation added, FGD-style).
 
-Bounds (benchmark-design B.5), in every decision's ``summary.bound``: ``capacity_gpu`` (B0),
-``cluster_lp_gpu`` (B2, GLOP) and ``node_lp_gpu`` (B3, GLOP), all in GPUs; in batch CP-SAT
-with one priority level and a small master also ``cpsat_value``, the master's proven bound on
-placed value (before any no-good cut).
+Bounds (benchmark-design B.5), in every decision's ``summary.bound``, all in GPUs and all
+valid upper bounds on what any node-feasible placement of the decision places
+(:mod:`placer.solver.bounds`): ``capacity_gpu`` (B0), ``cluster_lp_gpu`` (B2),
+``node_lp_gpu`` (B3), ``class_lp_gpu`` (the node-class LP) and ``tightest_gpu`` (the least);
+when every unit is placed the LP bounds are the placed GPUs and none is solved. In batch
+CP-SAT with one priority level and a small master also ``cpsat_value``, the master's proven
+bound on placed value (before any no-good cut).
 
-Determinism: the global master runs CP-SAT with ``CPSAT_WORKERS = 2`` threads and
-``interleave_search`` (its parallel search is reproducible for a fixed worker count), the
-per-cluster masters with one worker; every CP-SAT call uses the caller's ``random_seed`` and
-stops on **deterministic** time (``DETERMINISTIC_PER_SECOND`` units per second of the limit,
-at most ``MASTER_DETERMINISTIC_CAP`` / ``SUB_DETERMINISTIC_TIME``), every search loop is
-bounded by counts, and all heuristics break ties by input and snapshot order. The time limit
-is measured on the process's CPU clock (:mod:`placer.solver.clock`), so other processes on a
-busy machine do not change how far the search goes; wall time is a safety net at
-``WALL_SAFETY`` times the limit. Identical input and seed give identical decisions whenever the
-searches end by their work bounds; when the time limit (or the safety net) cuts a search short,
-the answer depends on how far it got — on an idle machine, on how fast it is.
+Time: ``time_limit`` covers the whole decision. The search stops at the limit minus a
+reserve for the explanations and for the LP bounds (solved after the search, in proportion to
+their size). The limit is measured on the process's CPU clock (:mod:`placer.solver.clock`), so
+other processes on a busy machine do not change how far the search goes; wall time is a
+safety net at ``WALL_SAFETY`` times the limit.
+
+Determinism: CP-SAT runs with ``CPSAT_WORKERS = 2`` threads and ``interleave_search`` (its
+parallel search is reproducible for a fixed worker count), the caller's ``random_seed`` and a
+**deterministic** time budget; every other loop is bounded by counts and breaks ties by input
+and snapshot order (node signatures are numbered in order of appearance, never hashed).
+Identical input and seed give identical decisions whenever the searches end by their work
+bounds; when the time limit cuts a search short, the answer depends on how far it got.
 
 Baselines (``SOLVERS``): ``greedy``, ``first-fit``, ``best-fit``, ``worst-fit``, ``karmada``
 (:mod:`placer.solver.heuristics`), all realised by the same packer.

@@ -26,11 +26,34 @@ from placer.solver.capacity import infeasible_alone
 from placer.solver.fragmentation import Mix
 from placer.solver.packer import Packed, PackFailure, pack
 from placer.solver.problem import Unit
-from placer.solver.state import ClusterState
+from placer.solver.state import ClusterState, Replay
 
-__all__ = ["RULES", "Choice", "choose_and_pack", "failure_basis", "totals_fit"]
+__all__ = [
+    "RULES",
+    "Choice",
+    "Placed",
+    "apply_placed",
+    "choose_and_pack",
+    "failure_basis",
+    "ffd_key",
+    "rule_order",
+    "run_rule",
+    "totals_fit",
+]
 
 RULES = ("greedy", "first-fit", "best-fit", "worst-fit", "karmada")
+
+#: realised placements: (unit, cluster, where its pods went).
+Placed = list[tuple[Unit, str, Packed]]
+
+
+def apply_placed(states: dict[str, ClusterState], placed: Placed) -> None:
+    """Put ``placed`` (realised earlier) on the states again, exactly."""
+    by_cluster: dict[str, list[Replay]] = {}
+    for _, cluster, packed in placed:
+        by_cluster.setdefault(cluster, []).append(packed.replay)
+    for cluster, replays in by_cluster.items():
+        states[cluster].apply(replays)
 
 
 @dataclass(frozen=True)
@@ -49,10 +72,7 @@ def _totals(state: ClusterState) -> tuple[np.ndarray, int]:
 
 
 def _demand(state: ClusterState, unit: Unit) -> tuple[np.ndarray, int]:
-    vector = np.zeros(len(state.names), dtype=np.int64)
-    for run in unit.runs:
-        vector += run.shape.req * run.count
-    return vector, unit.milli
+    return unit.demand, unit.milli
 
 
 def totals_fit(state: ClusterState, unit: Unit) -> bool:
@@ -72,22 +92,104 @@ def _left(state: ClusterState, unit: Unit) -> tuple[int, int]:
 MAX_SETS = 4
 
 
-def _sets(state: ClusterState, unit: Unit, mix: Mix | None) -> int:
+def _sets(state: ClusterState, unit: Unit) -> int:
     """Complete sets of the unit that fit, as Karmada's accurate estimator counts them.
 
     One component: ``Σ_n ⌊free_n / request⌋`` over eligible nodes (NodeResourceEstimator).
-    Several components: sets packed one after another until one does not fit
-    (MaxAvailableComponentSets simulates the same), at most ``MAX_SETS``.
+    Several components (MaxAvailableComponentSets): sets simulated one after another until
+    one does not fit, at most ``MAX_SETS``; each component's replicas go first-fit over the
+    nodes in order, as many per node as its free capacity holds (counting only: whole GPUs
+    on idle devices, a share on ``Σ_d ⌊free_d / share⌋`` slots of the node).
     """
     if len(unit.runs) == 1:
-        run = unit.runs[0]
-        return int(state.copies_all(run.shape)[state.usable].sum()) // max(run.count, 1)
-    mark = state.mark()
-    sets = 0
-    while sets < MAX_SETS and isinstance(pack(state, unit.runs, mix=mix), Packed):
-        sets += 1
-    state.undo(mark)
-    return sets
+        return _most_sets(state, unit)
+    usable = state.usable
+    free = state.free[usable].copy()
+    idle = state.full[usable].copy()
+    runs = []
+    for run in unit.runs:
+        shape = run.shape
+        slots = (
+            (np.maximum(state.dev[usable], 0) // shape.share).sum(axis=1) if shape.share else None
+        )
+        runs.append((run, state.eligible(shape)[usable], slots))
+    for sets in range(MAX_SETS):
+        for run, eligible, slots in runs:
+            shape = run.shape
+            positive = shape.req > 0
+            most = (free[:, positive] // shape.req[positive]).min(axis=1)
+            if shape.gpus:
+                most = np.minimum(most, idle // shape.gpus)
+            if slots is not None:
+                most = np.minimum(most, slots)
+            most = np.where(eligible, np.maximum(most, 0), 0)
+            reach = np.cumsum(most)
+            if not reach.size or int(reach[-1]) < run.count:
+                return sets
+            last = int(np.searchsorted(reach, run.count))
+            take = most.copy()
+            take[last + 1 :] = 0
+            take[last] -= int(reach[last]) - run.count
+            free -= take[:, None] * shape.req[None, :]
+            idle -= take * shape.gpus
+            if slots is not None:
+                slots -= take
+    return MAX_SETS
+
+
+def _most_sets(state: ClusterState, unit: Unit) -> int:
+    """Per run, the replicas that fit node by node over its count; the least of them: exact
+    for one component, an upper bound on :func:`_sets` for several."""
+    return min(
+        int(state.copies_all(run.shape)[state.usable].sum()) // max(run.count, 1)
+        for run in unit.runs
+    )
+
+
+def ffd_key(unit: Unit) -> tuple[int, int, int]:
+    """Largest first: value (GPU-weighted), then pods, then input order."""
+    return (-unit.value, -unit.pods, unit.index)
+
+
+def rule_order(rule: str, unit: Unit) -> list[str]:
+    """Cluster order a rule walks: fill-and-spill order for first-fit (policy's preferred
+    clusters, then fleet order), the unit's preference order otherwise."""
+    if rule == "first-fit":
+        policy = unit.policy
+        allowed = list(unit.rank)  # fleet order
+        return sorted(allowed, key=lambda c: policy.rank(c) if policy else 0)
+    return unit.allowed()
+
+
+def run_rule(
+    rule: str,
+    units: Sequence[Unit],
+    states: dict[str, ClusterState],
+    *,
+    mix: Mix | None,
+    failures: dict[int, dict[str, str]] | None = None,
+    ordered: bool = False,
+) -> Placed:
+    """A baseline over ``units`` (batch order: largest first for ``greedy``, input order for
+    the others, unless ``ordered``), one unit at a time; leaves the placements applied.
+
+    The batch decisions of the baselines and the CP-SAT solver's hint portfolio both run
+    this, so the portfolio considers exactly each baseline's answer. ``failures`` collects
+    the rules' refusal texts (only then are failed packings simulated in full for the text).
+    """
+    if not ordered:
+        key = ffd_key if rule == "greedy" else (lambda u: (u.index,))
+        units = sorted(units, key=key)
+    placed: Placed = []
+    for unit in units:
+        choice = choose_and_pack(
+            rule, unit, states, rule_order(rule, unit), mix=mix, explain=failures is not None
+        )
+        if choice.packed is not None and choice.cluster is not None:
+            placed.append((unit, choice.cluster, choice.packed))
+        elif failures is not None and choice.cluster is not None and choice.failure:
+            failures[unit.index] = {choice.cluster: choice.failure}
+    return placed
 
 
 def choose_and_pack(
@@ -98,9 +200,12 @@ def choose_and_pack(
     *,
     mix: Mix | None,
     scoring: str | None = None,
+    explain: bool = True,
 ) -> Choice:
     """Apply ``rule`` to ``unit`` over the clusters ``order`` (allowed, preference order);
-    ``scoring`` overrides the unit's node scoring."""
+    ``scoring`` overrides the unit's node scoring. Without ``explain`` a choice that cannot
+    be realised (some pod has fewer node-by-node copies than replicas) is refused without
+    simulating the packing, and without a failure text."""
     candidates = [c for c in order if c in states]
     scoring = scoring or unit.scoring
     if rule == "greedy":
@@ -116,7 +221,10 @@ def choose_and_pack(
     if rule == "karmada":
         best = 0
         for name in candidates:
-            sets = _sets(states[name], unit, mix)
+            # a cluster whose upper bound cannot beat the best so far is not simulated
+            if len(unit.runs) > 1 and min(MAX_SETS, _most_sets(states[name], unit)) <= best:
+                continue
+            sets = _sets(states[name], unit)
             if sets > best:
                 best, chosen = sets, name
     else:
@@ -130,6 +238,8 @@ def choose_and_pack(
                 chosen = max(fitting, key=lambda c: _left(states[c], unit))
     if chosen is None:
         return Choice(cluster=None)
+    if not explain and infeasible_alone(states[chosen], unit):
+        return Choice(cluster=chosen)
     result = pack(states[chosen], unit.runs, scoring=scoring, mix=mix)
     if isinstance(result, Packed):
         return Choice(cluster=chosen, packed=result)

@@ -25,14 +25,15 @@ state is rolled back and a :class:`PackFailure` says which run failed and why.
 
 from __future__ import annotations
 
-from collections.abc import Callable, Sequence
+from collections.abc import Sequence
 from dataclasses import dataclass
+from functools import cached_property
 
 import numpy as np
 
 from placer.model import ComponentDemand
 from placer.solver.fragmentation import FloatArray, Mix, frag_after, frag_of
-from placer.solver.state import ClusterState, IntArray, PodShape
+from placer.solver.state import ClusterState, IntArray, PodShape, Replay
 
 __all__ = ["FGD_MAX_PODS", "SCORINGS", "PackFailure", "Packed", "PodRun", "pack", "run_order"]
 
@@ -61,6 +62,12 @@ class Packed:
     pods: tuple[tuple[PodRun, int, int, tuple[int, ...]], ...]
     #: the sum of the chosen nodes' scores (lower is better; fgd: fragmentation added).
     score: float
+
+    @cached_property
+    def replay(self) -> Replay:
+        """The packing as a change to apply to (or take off) a state again."""
+        width = len(self.pods[0][0].shape.req) if self.pods else 0
+        return Replay.of([(run.shape, node, dev) for run, _, node, dev in self.pods], width)
 
 
 @dataclass(frozen=True)
@@ -103,68 +110,6 @@ def pack(
     return Packed(pods=tuple(pods), score=score_sum)
 
 
-def pack_set(
-    state: ClusterState,
-    units: Sequence[tuple[int, Sequence[PodRun], str]],
-    *,
-    mix: Mix | None = None,
-) -> tuple[dict[int, Packed], list[int]]:
-    """Pack several units (``(key, runs, scoring)``) together on one cluster.
-
-    All their runs are packed in one pass, hardest first (:func:`effective_size`: GPUs'
-    worth of a typical node a pod takes, so pods with much cpu or memory per GPU go first);
-    a unit with a pod that finds no node is taken out again, and such units are retried one
-    by one at the end. Returns the packed units by key and the keys that did not fit.
-    """
-    size = effective_size(state)
-    runs = [(key, run, scoring) for key, unit_runs, scoring in units for run in unit_runs]
-    runs.sort(key=lambda item: (-size(item[1].shape), run_order(item[1])))
-    pods: dict[int, list[tuple[PodRun, int, int, tuple[int, ...]]]] = {k: [] for k, _, _ in units}
-    failed: list[int] = []
-    for key, run, scoring in runs:
-        if key in failed:
-            continue
-        placed, _ = _place_run(
-            state, run, pods[key], scoring=scoring if mix else "bestfit", mix=mix, bulk=True
-        )
-        if placed < run.count:
-            failed.append(key)
-    for key in failed:
-        for run, _, node, devices in reversed(pods[key]):
-            state.unplace(run.shape, node, devices)
-    packed = {k: Packed(pods=tuple(p), score=0.0) for k, p in pods.items() if k not in failed}
-    left = []
-    by_key = {key: (unit_runs, scoring) for key, unit_runs, scoring in units}
-    for key in sorted(failed):
-        unit_runs, scoring = by_key[key]
-        result = pack(state, unit_runs, scoring=scoring, mix=mix)
-        if isinstance(result, Packed):
-            packed[key] = result
-        else:
-            left.append(key)
-    return packed, left
-
-
-def effective_size(state: ClusterState) -> Callable[[PodShape], float]:
-    """A pod's size in GPUs' worth of this cluster's typical GPU node (cpu and memory per
-    GPU at the median), at least its own GPUs; for pods without GPUs, their cpu/memory share
-    of a typical node."""
-    gpu_nodes = state.ndev > 0
-    cap = state.cap[gpu_nodes] if gpu_nodes.any() else state.cap
-    per_gpu = (
-        cap[:, :2] / np.maximum(state.ndev[gpu_nodes], 1)[:, None]
-        if gpu_nodes.any()
-        else cap[:, :2]
-    )
-    typical = np.maximum(np.median(per_gpu, axis=0), 1.0)
-
-    def size(shape: PodShape) -> float:
-        ratio = float(max(shape.req[0] / typical[0], shape.req[1] / typical[1]))
-        return max(shape.milli / 1000.0, ratio)
-
-    return size
-
-
 def _place_run(
     state: ClusterState,
     run: PodRun,
@@ -174,26 +119,26 @@ def _place_run(
     mix: Mix | None,
     bulk: bool,
 ) -> tuple[int, float]:
-    """Place the pods of ``run`` one node choice at a time; returns (placed, score sum)."""
+    """Place the pods of ``run`` one node choice at a time; returns (placed, score sum).
+
+    The candidates and their scores are computed once per run; a placement changes only the
+    chosen node, so only its score is computed again (or it leaves the candidates when the
+    pod no longer fits there). Same choices as scoring every node for every pod, since a
+    node's score depends on that node alone.
+    """
     shape = run.shape
     index = 0
     score_sum = 0.0
+    if bulk:
+        return _fill_run(state, run, pods, scoring=scoring, mix=mix)
+    candidates, scores = _candidates(state, shape, scoring, mix)
     while index < run.count:
-        candidates = np.flatnonzero(state.fits(shape))
         if candidates.size == 0:
-            return index, score_sum
-        if scoring == "fgd":
-            assert mix is not None
-            if candidates.size > mix.candidates:
-                # fragmentation is costly to score: only the best-fitting candidates
-                fit = _bestfit(state, shape, candidates)
-                keep = np.argsort(fit, kind="stable")[: mix.candidates]
-                candidates = candidates[np.sort(keep)]
-            scores = _fgd(state, shape, candidates, mix)
-        elif scoring == "spread":
-            scores = -_left(state, shape, candidates)
-        else:
-            scores = _bestfit(state, shape, candidates)
+            # out of candidates: fragmentation scoring considered only the best-fitting
+            # ones, look at every node again
+            candidates, scores = _candidates(state, shape, scoring, mix)
+            if candidates.size == 0:
+                return index, score_sum
         pick = int(scores.argmin())
         node = int(candidates[pick])
         score_sum += float(scores[pick])
@@ -203,7 +148,86 @@ def _place_run(
         for devices in state.place_many(shape, node, copies):
             pods.append((run, index, node, devices))
             index += 1
+        if index < run.count:
+            row = candidates[pick : pick + 1]
+            if state.fits(shape, row)[0]:
+                scores[pick] = _scores(state, shape, row, scoring, mix)[0]
+            else:
+                candidates = np.delete(candidates, pick)
+                scores = np.delete(scores, pick)
     return index, score_sum
+
+
+def _fill_run(
+    state: ClusterState,
+    run: PodRun,
+    pods: list[tuple[PodRun, int, int, tuple[int, ...]]],
+    *,
+    scoring: str,
+    mix: Mix | None,
+) -> tuple[int, float]:
+    """Bulk mode: each chosen node takes as many replicas as fit, after which the pod no
+    longer fits there and no other node's score has changed — so the choices are the
+    candidates in score order (ties: node order), filled one after another, in one step."""
+    shape = run.shape
+    index = 0
+    score_sum = 0.0
+    while index < run.count:
+        candidates, scores = _candidates(state, shape, scoring, mix)
+        if candidates.size == 0:
+            return index, score_sum
+        order = np.lexsort((candidates, scores))
+        nodes = candidates[order]
+        copies = np.maximum(state.copies_all(shape)[nodes], 1)
+        need = run.count - index
+        reach = np.cumsum(copies)
+        take = min(int(np.searchsorted(reach, need)) + 1, nodes.size)
+        counts = copies[:take].copy()
+        counts[-1] -= max(0, int(reach[take - 1]) - need)
+        score_sum += float(scores[order[:take]].sum())
+        for node, devices in zip(
+            nodes[:take].tolist(), state.place_bulk(shape, nodes[:take], counts), strict=True
+        ):
+            for used in devices:
+                pods.append((run, index, node, used))
+                index += 1
+    return index, score_sum
+
+
+def _candidates(
+    state: ClusterState, shape: PodShape, scoring: str, mix: Mix | None
+) -> tuple[IntArray, FloatArray]:
+    """The nodes where a pod of ``shape`` fits, with their scores (lower is better).
+
+    Identical nodes (same signature) score alike, so one of each is scored. Fragmentation
+    scoring keeps only the ``mix.candidates`` best-fitting distinct node states.
+    """
+    candidates = np.flatnonzero(state.fits(shape))
+    if candidates.size <= 1:
+        return candidates, _scores(state, shape, candidates, scoring, mix)
+    _, first, inverse = np.unique(state.sig[candidates], return_index=True, return_inverse=True)
+    if mix is not None and scoring == "fgd" and first.size > mix.candidates:
+        fit = _bestfit(state, shape, candidates[first])
+        keep = np.zeros(first.size, dtype=bool)
+        keep[np.argsort(fit, kind="stable")[: mix.candidates]] = True
+        chosen = keep[inverse]
+        candidates, first, inverse = candidates[chosen], first[keep], inverse[chosen]
+        # renumber the kept states 0..k-1 in the same order
+        inverse = np.cumsum(keep)[inverse] - 1
+        first = np.unique(inverse, return_index=True)[1]
+    scores = _scores(state, shape, candidates[first], scoring, mix)
+    return candidates, scores[inverse.reshape(-1)]
+
+
+def _scores(
+    state: ClusterState, shape: PodShape, rows: IntArray, scoring: str, mix: Mix | None
+) -> FloatArray:
+    if scoring == "fgd" and mix is not None:
+        return _fgd(state, shape, rows, mix)
+    if scoring == "spread":
+        result: FloatArray = -_left(state, shape, rows)
+        return result
+    return _bestfit(state, shape, rows)
 
 
 def _left(state: ClusterState, shape: PodShape, rows: IntArray) -> FloatArray:
@@ -236,23 +260,30 @@ def _bestfit(state: ClusterState, shape: PodShape, rows: IntArray) -> FloatArray
 
 
 def _fgd(state: ClusterState, shape: PodShape, rows: IntArray, mix: Mix) -> FloatArray:
-    cache = _frag_cache(state, mix)
-    delta = frag_after(mix, state, shape, rows) - cache[rows]
+    """Fragmentation added by one pod on each of ``rows`` (distinct node states), memoised
+    by node signature for the decision's mix; best-fit breaks ties."""
+    memo = state.signatures
+    if memo.mix is not mix:
+        memo.frag.clear()
+        memo.mix = mix
+    token = id(shape)
+    sigs = state.sig[rows].tolist()
+    delta = np.empty(len(sigs), dtype=np.float64)
+    missing = []
+    for i, signature in enumerate(sigs):
+        known = memo.frag.get((signature, token))
+        if known is None:
+            missing.append(i)
+        else:
+            delta[i] = known
+    if missing:
+        fresh = rows[missing]
+        added = frag_after(mix, state, shape, fresh) - frag_of(
+            mix, state.free[fresh], state.dev[fresh]
+        )
+        for i, value in zip(missing, added.tolist(), strict=True):
+            memo.frag[(sigs[i], token)] = value
+            delta[i] = value
     # best-fit breaks ties (its scale is a few units; fragmentation is in thousandths)
     result: FloatArray = delta + 1e-3 * _bestfit(state, shape, rows)
     return result
-
-
-def _frag_cache(state: ClusterState, mix: Mix) -> FloatArray:
-    """``F(n)`` for every node of ``state`` under ``mix``, refreshed for changed nodes."""
-    cached = state.frag_cache
-    if cached is None or state.frag_mix is not mix:
-        cached = frag_of(mix, state.free, state.dev)
-        state.frag_cache = cached
-        state.frag_mix = mix
-        state.changed.clear()
-    elif state.changed:
-        rows = np.fromiter(sorted(state.changed), dtype=np.int64)
-        cached[rows] = frag_of(mix, state.free[rows], state.dev[rows])
-        state.changed.clear()
-    return cached
