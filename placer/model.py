@@ -336,6 +336,12 @@ class PodAssignment:
     #: replica index within the component instance (0-based).
     index: int
     node: str
+    #: the pod's effective requests (canonical units), so placements can be charged to nodes
+    #: and released again without the workload at hand (empty when unknown).
+    requests: Resources = field(default_factory=dict)
+    #: GPU devices of the node the pod uses, by index (whole GPUs and shared ``GPU_SHARE``
+    #: pods); empty when the node's GPUs are counted whole only and the pod needs no share.
+    devices: tuple[int, ...] = ()
 
 
 @dataclass(frozen=True)

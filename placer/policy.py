@@ -1,0 +1,413 @@
+"""PlacementPolicy: which clusters a workload may use and which it prefers.
+
+Modelled on Elotl Nova's ``SchedulePolicy`` (``policy.elotl.co/v1alpha1``), with placer's own
+``apiVersion: placer.dev/v1alpha1`` and ``kind: PlacementPolicy``::
+
+    apiVersion: placer.dev/v1alpha1
+    kind: PlacementPolicy
+    metadata:
+      name: training
+    spec:
+      # which workloads the policy applies to (both optional; omitted = every workload)
+      namespaceSelector:                  # label selector over the namespace's labels
+        matchLabels: {kubernetes.io/metadata.name: team-a}
+      resourceSelectors:
+        labelSelectors:                   # the workload's labels; ANY selector may match
+        - matchLabels: {team: vision}
+          matchExpressions: [{key: tier, operator: In, values: [train, tune]}]
+      # where it may go (omitted = every cluster)
+      clusterSelector:
+        matchLabels: {provider: onprem}
+        matchExpressions: [{key: region, operator: NotIn, values: [us-east-1]}]
+      # fill-and-spill: fill these clusters in this order before any other
+      preferredClusters: [central, east]
+      objective: pack                     # pack (default) | spread
+      clusterCosts: {east: 3, west: 2}    # per-cluster cost weight (>= 0), lower is preferred
+
+Why these fields and no more: they are what platform teams use in Nova (selectors, cluster
+selector, ordered clusters) plus what a solver can honour exactly (an objective and costs).
+Nova's ``groupBy`` is placer's ``placer.dev/group`` label and Nova's pin annotation is the
+``placer.dev/cluster`` label; both live on the workload, not in the policy.
+
+Namespaces are matched by their labels; without an API server the only label known for certain
+is the one Kubernetes puts on every namespace, ``kubernetes.io/metadata.name``. Clusters are
+matched by their labels plus the same virtual ``kubernetes.io/metadata.name`` label holding the
+cluster's name, so ``clusterSelector`` can name clusters.
+
+Several policies: the first one (in the order given) whose selectors match a workload applies
+to it; a workload no policy matches may go to any cluster with the default objective ``pack``.
+
+Parsing (``load_policies``, ``policies_from_yaml``, ``policy_from_dict``) is strict: unknown
+fields, wrong types, unknown operators and empty names are ``PolicyError`` naming the file,
+document and field path. Matching (``PlacementPolicy.selects``, ``PlacementPolicy.admits``) is
+pure.
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+import yaml
+
+from placer.errors import PolicyError
+from placer.model import Cluster, Workload
+
+__all__ = [
+    "API_VERSION",
+    "KIND",
+    "NAME_LABEL",
+    "OBJECTIVES",
+    "LabelSelector",
+    "PlacementPolicy",
+    "SelectorRequirement",
+    "load_policies",
+    "policies_from_yaml",
+    "policy_for",
+    "policy_from_dict",
+]
+
+API_VERSION = "placer.dev/v1alpha1"
+KIND = "PlacementPolicy"
+#: Virtual label carrying a namespace's or cluster's name.
+NAME_LABEL = "kubernetes.io/metadata.name"
+OBJECTIVES = ("pack", "spread")
+_OPERATORS = ("In", "NotIn", "Exists", "DoesNotExist")
+_SPEC_FIELDS = (
+    "namespaceSelector",
+    "resourceSelectors",
+    "clusterSelector",
+    "preferredClusters",
+    "objective",
+    "clusterCosts",
+)
+
+
+@dataclass(frozen=True)
+class SelectorRequirement:
+    """One ``matchExpressions`` entry of a Kubernetes label selector."""
+
+    key: str
+    #: ``In``, ``NotIn``, ``Exists`` or ``DoesNotExist``.
+    operator: str
+    values: tuple[str, ...] = ()
+
+    def matches(self, labels: Mapping[str, str]) -> bool:
+        value = labels.get(self.key)
+        if self.operator == "In":
+            return value is not None and value in self.values
+        if self.operator == "NotIn":
+            return value is None or value not in self.values
+        if self.operator == "Exists":
+            return value is not None
+        return value is None  # DoesNotExist
+
+
+@dataclass(frozen=True)
+class LabelSelector:
+    """A Kubernetes label selector; the empty selector matches everything."""
+
+    match_labels: Mapping[str, str] = field(default_factory=dict)
+    match_expressions: tuple[SelectorRequirement, ...] = ()
+
+    def matches(self, labels: Mapping[str, str]) -> bool:
+        if any(labels.get(k) != v for k, v in self.match_labels.items()):
+            return False
+        return all(r.matches(labels) for r in self.match_expressions)
+
+    def describe(self) -> str:
+        """Compact text (``provider=onprem,region notin (us-east-1)``) for messages."""
+        parts = [f"{k}={v}" for k, v in sorted(self.match_labels.items())]
+        for r in self.match_expressions:
+            if r.operator in ("In", "NotIn"):
+                parts.append(f"{r.key} {r.operator.lower()} ({', '.join(r.values)})")
+            elif r.operator == "Exists":
+                parts.append(r.key)
+            else:
+                parts.append(f"!{r.key}")
+        return ",".join(parts) or "(everything)"
+
+
+@dataclass(frozen=True)
+class PlacementPolicy:
+    """A parsed ``PlacementPolicy``; see the module docstring for the YAML form."""
+
+    name: str
+    #: over the namespace's labels (``kubernetes.io/metadata.name`` = its name); None = all.
+    namespace_selector: LabelSelector | None = None
+    #: over the workload's labels; the policy selects a workload if ANY matches; () = all.
+    workload_selectors: tuple[LabelSelector, ...] = ()
+    #: over the cluster's labels (plus ``kubernetes.io/metadata.name``); None = all clusters.
+    cluster_selector: LabelSelector | None = None
+    #: fill-and-spill order: these clusters first, in this order, then the others.
+    preferred_clusters: tuple[str, ...] = ()
+    #: ``pack`` keeps whole nodes (and clusters) free for big gangs; ``spread`` balances load.
+    objective: str = "pack"
+    #: per-cluster cost weight (absent = 0); among equally preferred clusters, cheaper first.
+    cluster_costs: Mapping[str, float] = field(default_factory=dict)
+    #: where the policy came from (file and document), for messages.
+    source: str = ""
+
+    def selects(self, workload: Workload) -> bool:
+        """Whether the policy applies to ``workload``."""
+        if self.namespace_selector is not None and not self.namespace_selector.matches(
+            {NAME_LABEL: workload.ref.namespace}
+        ):
+            return False
+        if self.workload_selectors and not any(
+            s.matches(workload.labels) for s in self.workload_selectors
+        ):
+            return False
+        return True
+
+    def admits(self, cluster: Cluster) -> bool:
+        """Whether the cluster selector allows ``cluster``."""
+        if self.cluster_selector is None:
+            return True
+        return self.cluster_selector.matches({**cluster.labels, NAME_LABEL: cluster.name})
+
+    def rank(self, cluster: str) -> int:
+        """Position in ``preferred_clusters`` (0 first); clusters not listed come after all."""
+        try:
+            return self.preferred_clusters.index(cluster)
+        except ValueError:
+            return len(self.preferred_clusters)
+
+    def cost(self, cluster: str) -> float:
+        return float(self.cluster_costs.get(cluster, 0.0))
+
+
+def policy_for(workload: Workload, policies: Sequence[PlacementPolicy]) -> PlacementPolicy | None:
+    """The first policy that selects ``workload``, or ``None``."""
+    for policy in policies:
+        if policy.selects(workload):
+            return policy
+    return None
+
+
+# --------------------------------------------------------------------------------------------
+# Parsing
+
+
+def load_policies(path: str | Path) -> list[PlacementPolicy]:
+    """Every PlacementPolicy in a YAML file (several documents allowed)."""
+    source = str(path)
+    try:
+        text = Path(path).read_text(encoding="utf-8")
+    except FileNotFoundError:
+        raise PolicyError("no such file", source=source, hint="check the --policy path") from None
+    except OSError as exc:
+        raise PolicyError(f"cannot read: {exc.strerror}", source=source) from None
+    return policies_from_yaml(text, source=source)
+
+
+def policies_from_yaml(text: str, *, source: str = "<policy>") -> list[PlacementPolicy]:
+    """Parse YAML text holding one or more PlacementPolicy documents (empty documents skipped)."""
+    try:
+        documents = [d for d in yaml.safe_load_all(text) if d is not None]
+    except yaml.YAMLError as exc:
+        mark = getattr(exc, "problem_mark", None)
+        where = f" at line {mark.line + 1}, column {mark.column + 1}" if mark else ""
+        raise PolicyError(f"not valid YAML{where}", source=source) from None
+    if not documents:
+        raise PolicyError(
+            "holds no PlacementPolicy",
+            source=source,
+            hint=f"write a document with apiVersion {API_VERSION} and kind {KIND}",
+        )
+    policies = []
+    names: set[str] = set()
+    for index, document in enumerate(documents):
+        where = source if len(documents) == 1 else f"{source} (document {index + 1})"
+        policy = policy_from_dict(document, source=where)
+        if policy.name in names:
+            raise PolicyError(
+                f"a second policy is named {policy.name!r}", source=where, field="metadata.name"
+            )
+        names.add(policy.name)
+        policies.append(policy)
+    return policies
+
+
+def policy_from_dict(data: object, *, source: str = "<policy>") -> PlacementPolicy:
+    """Validate one parsed document and build the policy."""
+    if not isinstance(data, Mapping):
+        raise PolicyError(
+            "a policy must be a mapping with apiVersion, kind, metadata and spec", source=source
+        )
+    if data.get("apiVersion") != API_VERSION:
+        raise PolicyError(
+            f"apiVersion is {data.get('apiVersion')!r}, expected {API_VERSION!r}",
+            source=source,
+            field="apiVersion",
+        )
+    if data.get("kind") != KIND:
+        raise PolicyError(
+            f"kind is {data.get('kind')!r}, expected {KIND!r}", source=source, field="kind"
+        )
+    metadata = data.get("metadata")
+    if not isinstance(metadata, Mapping):
+        raise PolicyError("must be a mapping with a name", source=source, field="metadata")
+    name = metadata.get("name")
+    if not isinstance(name, str) or not name:
+        raise PolicyError("must be a non-empty string", source=source, field="metadata.name")
+    spec = data.get("spec", {})
+    if spec is None:
+        spec = {}
+    if not isinstance(spec, Mapping):
+        raise PolicyError("must be a mapping", source=source, field="spec")
+    for key in spec:
+        if key not in _SPEC_FIELDS:
+            raise PolicyError(
+                f"unknown field {key!r}",
+                source=source,
+                field=f"spec.{key}",
+                hint=f"known fields: {', '.join(_SPEC_FIELDS)}",
+            )
+    namespace_selector = _optional_selector(spec, "namespaceSelector", source)
+    workload_selectors: tuple[LabelSelector, ...] = ()
+    resource_selectors = spec.get("resourceSelectors")
+    if resource_selectors is not None:
+        if not isinstance(resource_selectors, Mapping) or set(resource_selectors) - {
+            "labelSelectors"
+        }:
+            raise PolicyError(
+                "must be a mapping with labelSelectors",
+                source=source,
+                field="spec.resourceSelectors",
+            )
+        items = resource_selectors.get("labelSelectors") or []
+        if not isinstance(items, list):
+            raise PolicyError(
+                "must be a list of label selectors",
+                source=source,
+                field="spec.resourceSelectors.labelSelectors",
+            )
+        workload_selectors = tuple(
+            _selector(item, source, f"spec.resourceSelectors.labelSelectors[{i}]")
+            for i, item in enumerate(items)
+        )
+    cluster_selector = _optional_selector(spec, "clusterSelector", source)
+    preferred = spec.get("preferredClusters") or []
+    if not isinstance(preferred, list) or not all(isinstance(c, str) and c for c in preferred):
+        raise PolicyError(
+            "must be a list of cluster names", source=source, field="spec.preferredClusters"
+        )
+    if len(set(preferred)) != len(preferred):
+        raise PolicyError(
+            "names a cluster twice", source=source, field="spec.preferredClusters"
+        )
+    objective = spec.get("objective", "pack")
+    if objective not in OBJECTIVES:
+        raise PolicyError(
+            f"{objective!r} is not one of {', '.join(OBJECTIVES)}",
+            source=source,
+            field="spec.objective",
+        )
+    costs_data = spec.get("clusterCosts") or {}
+    if not isinstance(costs_data, Mapping):
+        raise PolicyError(
+            "must map cluster names to numbers", source=source, field="spec.clusterCosts"
+        )
+    costs: dict[str, float] = {}
+    for cluster, cost in costs_data.items():
+        if (
+            isinstance(cost, bool)
+            or not isinstance(cost, (int, float))
+            or not math.isfinite(cost)
+            or cost < 0
+        ):
+            raise PolicyError(
+                f"must be a number >= 0, got {cost!r}",
+                source=source,
+                field=f"spec.clusterCosts.{cluster}",
+            )
+        costs[str(cluster)] = float(cost)
+    return PlacementPolicy(
+        name=name,
+        namespace_selector=namespace_selector,
+        workload_selectors=workload_selectors,
+        cluster_selector=cluster_selector,
+        preferred_clusters=tuple(preferred),
+        objective=str(objective),
+        cluster_costs=costs,
+        source=source,
+    )
+
+
+def _optional_selector(spec: Mapping[str, Any], key: str, source: str) -> LabelSelector | None:
+    if spec.get(key) is None:
+        return None
+    return _selector(spec[key], source, f"spec.{key}")
+
+
+def _selector(data: object, source: str, where: str) -> LabelSelector:
+    if not isinstance(data, Mapping):
+        raise PolicyError(
+            "must be a label selector (matchLabels, matchExpressions)", source=source, field=where
+        )
+    unknown = set(data) - {"matchLabels", "matchExpressions"}
+    if unknown:
+        raise PolicyError(
+            f"unknown field {sorted(unknown)[0]!r}",
+            source=source,
+            field=where,
+            hint="a label selector has matchLabels and matchExpressions",
+        )
+    labels_data = data.get("matchLabels") or {}
+    if not isinstance(labels_data, Mapping):
+        raise PolicyError("must map labels to values", source=source, field=f"{where}.matchLabels")
+    labels: dict[str, str] = {}
+    for key, value in labels_data.items():
+        if not isinstance(key, str) or isinstance(value, (Mapping, list)) or value is None:
+            raise PolicyError(
+                f"entry {key!r} must map a string to a string",
+                source=source,
+                field=f"{where}.matchLabels",
+            )
+        labels[key] = str(value).lower() if isinstance(value, bool) else str(value)
+    expressions_data = data.get("matchExpressions") or []
+    if not isinstance(expressions_data, list):
+        raise PolicyError(
+            "must be a list of {key, operator, values}",
+            source=source,
+            field=f"{where}.matchExpressions",
+        )
+    expressions = []
+    for i, item in enumerate(expressions_data):
+        field_path = f"{where}.matchExpressions[{i}]"
+        if not isinstance(item, Mapping) or not isinstance(item.get("key"), str):
+            raise PolicyError("must be a mapping with a key", source=source, field=field_path)
+        operator = item.get("operator")
+        if operator not in _OPERATORS:
+            raise PolicyError(
+                f"operator {operator!r} is not one of {', '.join(_OPERATORS)}",
+                source=source,
+                field=f"{field_path}.operator",
+            )
+        values = item.get("values") or []
+        if not isinstance(values, list) or any(isinstance(v, (Mapping, list)) for v in values):
+            raise PolicyError(
+                "must be a list of strings", source=source, field=f"{field_path}.values"
+            )
+        if operator in ("In", "NotIn") and not values:
+            raise PolicyError(
+                f"operator {operator} needs at least one value",
+                source=source,
+                field=f"{field_path}.values",
+            )
+        if operator in ("Exists", "DoesNotExist") and values:
+            raise PolicyError(
+                f"operator {operator} takes no values",
+                source=source,
+                field=f"{field_path}.values",
+            )
+        expressions.append(
+            SelectorRequirement(
+                key=item["key"], operator=operator, values=tuple(str(v) for v in values)
+            )
+        )
+    return LabelSelector(match_labels=labels, match_expressions=tuple(expressions))

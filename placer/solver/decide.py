@@ -1,0 +1,348 @@
+"""``solve``: one placement decision, from workloads and fleet to a :class:`Decision`.
+
+Orchestrates the parts: problem building, bounds, the chosen solver in the chosen mode, the
+explanations of every refusal, and the assembly of the model's Decision. Pure: reads its
+arguments only, returns a new object.
+"""
+
+from __future__ import annotations
+
+import time
+from collections.abc import Sequence
+
+from placer.model import (
+    Decision,
+    DecisionSummary,
+    Fleet,
+    Placement,
+    PodAssignment,
+    PodDemand,
+    Unplaced,
+    Workload,
+)
+from placer.policy import PlacementPolicy
+from placer.quantity import GPU
+from placer.solver.bounds import lp_bounds
+from placer.solver.explain import why_not
+from placer.solver.heuristics import RULES, choose_and_pack
+from placer.solver.master import Placed, ffd_key, solve_level
+from placer.solver.packer import Packed, pack
+from placer.solver.problem import Problem, Unit, build_problem
+
+__all__ = ["MODES", "SOLVERS", "solve"]
+
+SOLVERS = ("cpsat", *RULES)
+MODES = ("batch", "online")
+#: share of the time limit kept for realisation checks and explanations after CP-SAT.
+_RESERVE = 0.3
+
+
+def solve(
+    workloads: Sequence[Workload],
+    fleet: Fleet,
+    *,
+    policies: Sequence[PlacementPolicy] = (),
+    solver: str = "cpsat",
+    mode: str = "batch",
+    time_limit: float = 1.0,
+    seed: int = 0,
+    pod_mix: Sequence[tuple[PodDemand, float]] = (),
+) -> Decision:
+    """Decide where each workload goes (see :mod:`placer.solver`).
+
+    Args:
+        workloads: decomposed workloads, in arrival order (online mode follows it).
+        fleet: node-level free capacity of the member clusters.
+        policies: PlacementPolicies; the first one selecting a workload applies to it.
+        solver: one of ``SOLVERS``.
+        mode: ``batch`` (jointly) or ``online`` (one at a time, in order).
+        time_limit: seconds for the whole decision (CP-SAT gets most of it).
+        seed: CP-SAT's random seed; identical input and seed give identical decisions.
+        pod_mix: typical pod shapes and weights for fragmentation-aware node scoring
+            (online mode); default: the pods of ``workloads``.
+
+    Raises:
+        ValueError: an unknown solver or mode, or a time limit that is not positive.
+    """
+    started = time.perf_counter()
+    if solver not in SOLVERS:
+        raise ValueError(f"unknown solver {solver!r}; choose one of {', '.join(SOLVERS)}")
+    if mode not in MODES:
+        raise ValueError(f"unknown mode {mode!r}; choose batch or online")
+    if not time_limit > 0:
+        raise ValueError(f"the time limit must be positive, got {time_limit!r}")
+    problem = build_problem(workloads, fleet, policies, mix=pod_mix)
+    for unit in problem.units:
+        if unit.objective == "spread":
+            unit.scoring = "spread"
+        elif mode == "online":
+            unit.scoring = "fgd"
+    live = [u for u in problem.units if u.rank]
+    bound = lp_bounds(problem.states, problem.units) if live else {}
+    free_gpus = sum(c.free().get(GPU, 0) for c in fleet.clusters if c.reachable)
+    demand_gpus = sum(w.gpus for w in workloads)
+    bound["capacity_gpu"] = float(min(free_gpus, demand_gpus))
+    failures: dict[int, dict[str, str]] = {}
+    if not live:
+        placed: Placed = []
+        status = "trivial"
+    elif mode == "online":
+        placed = _online(problem, live, solver, failures)
+        status = "feasible"
+    elif solver == "cpsat":
+        placed, status, cpsat_bound = _batch_cpsat(problem, live, started, time_limit, seed)
+        if cpsat_bound is not None:
+            bound["cpsat_value"] = round(cpsat_bound, 3)
+    else:
+        placed = _batch_rule(problem, live, solver, failures)
+        status = "feasible"
+    reasons = _explain(problem, placed, failures, solver, mode)
+    return _decision(problem, placed, reasons, solver, mode, status, started, bound)
+
+
+# --------------------------------------------------------------------------------------------
+# modes
+
+
+def _online(
+    problem: Problem, live: list[Unit], solver: str, failures: dict[int, dict[str, str]]
+) -> Placed:
+    placed: Placed = []
+    for unit in live:
+        if solver == "cpsat":
+            found = _best_cluster(problem, unit)
+            if found is not None:
+                placed.append((unit, *found))
+            continue
+        choice = choose_and_pack(
+            solver, unit, problem.states, _order(solver, unit), mix=problem.mix
+        )
+        if choice.packed is not None and choice.cluster is not None:
+            placed.append((unit, choice.cluster, choice.packed))
+        elif choice.cluster is not None and choice.failure:
+            failures[unit.index] = {choice.cluster: choice.failure}
+    return placed
+
+
+def _best_cluster(problem: Problem, unit: Unit) -> tuple[str, Packed] | None:
+    """The single-unit master, solved exactly: the best-ranked clusters where the unit packs,
+    and among equally ranked ones the lowest packing score (least fragmentation added)."""
+    by_rank: dict[int, list[str]] = {}
+    for name in unit.allowed():
+        if name in problem.states:
+            by_rank.setdefault(unit.rank[name], []).append(name)
+    for rank in sorted(by_rank):
+        best: tuple[float, str, Packed] | None = None
+        for name in by_rank[rank]:
+            state = problem.states[name]
+            mark = state.mark()
+            result = pack(state, unit.runs, scoring=unit.scoring, mix=problem.mix)
+            state.undo(mark)
+            if isinstance(result, Packed) and (best is None or result.score < best[0]):
+                best = (result.score, name, result)
+        if best is not None:
+            _, name, packed = best
+            state = problem.states[name]
+            for run, _, node, devices in packed.pods:
+                state.place(run.shape, node, devices)
+            return name, packed
+    return None
+
+
+def _order(solver: str, unit: Unit) -> list[str]:
+    """Cluster order a rule walks: fill-and-spill order for first-fit, preference otherwise."""
+    if solver == "first-fit":
+        policy = unit.policy
+        allowed = list(unit.rank)  # fleet order
+        return sorted(allowed, key=lambda c: policy.rank(c) if policy else 0)
+    return unit.allowed()
+
+
+def _batch_rule(
+    problem: Problem, live: list[Unit], solver: str, failures: dict[int, dict[str, str]]
+) -> Placed:
+    if solver == "greedy":
+        ordered = sorted(live, key=lambda u: (-u.priority, *ffd_key(u)))
+    else:
+        ordered = sorted(live, key=lambda u: (-u.priority, u.index))
+    placed: Placed = []
+    for unit in ordered:
+        choice = choose_and_pack(
+            solver, unit, problem.states, _order(solver, unit), mix=problem.mix
+        )
+        if choice.packed is not None and choice.cluster is not None:
+            placed.append((unit, choice.cluster, choice.packed))
+        elif choice.cluster is not None and choice.failure:
+            failures[unit.index] = {choice.cluster: choice.failure}
+    return placed
+
+
+def _batch_cpsat(
+    problem: Problem, live: list[Unit], started: float, time_limit: float, seed: int
+) -> tuple[Placed, str, float | None]:
+    levels = sorted({u.priority for u in live}, reverse=True)
+    placed: Placed = []
+    statuses = []
+    bound: float | None = None
+    remaining_units = len(live)
+    for level in levels:
+        members = [u for u in live if u.priority == level]
+        left = time_limit * (1 - _RESERVE) - (time.perf_counter() - started)
+        seconds = max(0.02, left * len(members) / remaining_units)
+        remaining_units -= len(members)
+        result = solve_level(members, problem.states, seconds=seconds, seed=seed, mix=problem.mix)
+        placed += result.placed
+        statuses.append(result.status)
+        if len(levels) == 1:
+            bound = result.bound
+    if all(s == "optimal" for s in statuses):
+        status = "optimal"
+    elif any(s in ("optimal", "feasible") for s in statuses):
+        status = "feasible"
+    else:
+        status = "fallback"
+    return placed, status, bound
+
+
+# --------------------------------------------------------------------------------------------
+# explanations and the Decision
+
+
+def _explain(
+    problem: Problem,
+    placed: Placed,
+    failures: dict[int, dict[str, str]],
+    solver: str,
+    mode: str,
+) -> dict[int, dict[str, str]]:
+    """Reasons per unplaced unit and cluster (fleet order); see :mod:`placer.solver.explain`."""
+    done = {u.index for u, _, _ in placed}
+    unplaced = [u for u in problem.units if u.index not in done]
+    if not unplaced:
+        return {}
+    where: dict[str, list[Unit]] = {}
+    for unit, name, _ in placed:
+        where.setdefault(name, []).append(unit)
+    final: dict[int, dict[str, str | None]] = {}
+    for unit in unplaced:
+        final[unit.index] = {
+            name: why_not(problem.states[name], unit)
+            for name in unit.rank
+            if name in problem.states
+        }
+    for state in problem.states.values():
+        state.undo(0)
+    reasons: dict[int, dict[str, str]] = {}
+    for unit in unplaced:
+        texts: dict[str, str] = {}
+        for cluster in problem.fleet.clusters:
+            name = cluster.name
+            if name in unit.excluded:
+                texts[name] = unit.excluded[name]
+                continue
+            if name in failures.get(unit.index, {}):
+                texts[name] = failures[unit.index][name]
+                continue
+            now = final[unit.index].get(name)
+            if name not in problem.states:
+                texts[name] = "the cluster has no nodes"
+                continue
+            before = why_not(problem.states[name], unit)
+            if before is not None:
+                texts[name] = before
+                continue
+            higher = [u for u in where.get(name, []) if u.priority > unit.priority]
+            if higher:
+                names = ", ".join(u.label for u in higher[:3])
+                more = f" and {len(higher) - 3} more" if len(higher) > 3 else ""
+                texts[name] = f"displaced by higher-priority workloads ({names}{more})"
+            elif now is None:
+                texts[name] = f"fits, but {solver} did not choose this cluster"
+            elif mode == "online":
+                texts[name] = f"capacity taken by workloads placed before it: {now}"
+            else:
+                texts[name] = f"capacity went to other workloads of this decision: {now}"
+        if not problem.fleet.clusters:
+            texts["(fleet)"] = unit.problem or "the fleet has no clusters"
+        reasons[unit.index] = texts
+    return reasons
+
+
+def _decision(
+    problem: Problem,
+    placed: Placed,
+    reasons: dict[int, dict[str, str]],
+    solver: str,
+    mode: str,
+    status: str,
+    started: float,
+    bound: dict[str, float],
+) -> Decision:
+    workloads = problem.workloads
+    placements: list[Placement] = []
+    for unit, cluster, packed in sorted(placed, key=lambda item: item[0].index):
+        node_names = problem.states[cluster].node_names
+        pods: dict[int, list[PodAssignment]] = {i: [] for i in unit.members}
+        for run, index, node, devices in packed.pods:
+            component = run.component
+            pods[run.workload].append(
+                PodAssignment(
+                    component=component.name,
+                    instance=component.instance,
+                    index=index,
+                    node=node_names[node],
+                    requests=component.pod.requests,
+                    devices=devices,
+                )
+            )
+        for member in unit.members:
+            workload = workloads[member]
+            placements.append(
+                Placement(
+                    workload=workload.ref,
+                    cluster=cluster,
+                    pods=tuple(
+                        sorted(pods[member], key=lambda p: (p.component, p.instance, p.index))
+                    ),
+                    requests=workload.total_requests(),
+                )
+            )
+    position: dict[object, int] = {}
+    for i, workload in enumerate(workloads):
+        position.setdefault(workload.ref, i)
+    placements.sort(key=lambda p: position.get(p.workload, 0))
+    done = {u.index for u, _, _ in placed}
+    unplaced = []
+    for unit in problem.units:
+        if unit.index in done:
+            continue
+        texts = reasons.get(unit.index, {})
+        prefix = f"{unit.label}: " if len(unit.members) > 1 else ""
+        for member in unit.members:
+            unplaced.append(
+                Unplaced(
+                    workload=workloads[member].ref,
+                    reasons={c: prefix + t for c, t in texts.items()},
+                )
+            )
+    unplaced.sort(key=lambda u: position.get(u.workload, 0))
+    demand: dict[str, int] = {}
+    placed_requests: dict[str, int] = {}
+    placed_refs = {p.workload for p in placements}
+    for workload in workloads:
+        for name, amount in workload.total_requests().items():
+            demand[name] = demand.get(name, 0) + amount
+            if workload.ref in placed_refs:
+                placed_requests[name] = placed_requests.get(name, 0) + amount
+    summary = DecisionSummary(
+        solver=solver,
+        mode=mode,
+        status=status,
+        seconds=round(time.perf_counter() - started, 4),
+        workloads=len(workloads),
+        placed=len(placements),
+        demand=demand,
+        placed_requests=placed_requests,
+        bound=bound,
+    )
+    return Decision(placements=tuple(placements), unplaced=tuple(unplaced), summary=summary)

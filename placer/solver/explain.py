@@ -1,0 +1,169 @@
+"""Why a unit does not fit a cluster, in words a platform engineer can act on.
+
+:func:`why_not` looks at one cluster's free capacity and returns the first reason, from the
+most specific to the least:
+
+1. no node accepts the pods of a component (selector, affinity, taints, cordon, NotReady),
+   summarised over the nodes (``node selector gpu=h100 matches no node``);
+2. a resource no eligible node has at all (``no node has example.com/fpga``);
+3. no single node has enough of one resource for one pod (``no node with enough free
+   nvidia.com/gpu for a pod of component "worker" (needs 8, largest free block 4)``), or of
+   all of them together;
+4. the cluster total of a resource is below the unit's demand (``total free GPUs too low``);
+5. fewer replicas fit node by node than the component has;
+6. the packer could not place all pods together.
+
+``None`` means the unit would fit now. The decision compares the answer on the capacity left
+at the end with the answer before the decision started, to tell "cannot fit here" from
+"displaced by higher-priority workloads" or "capacity taken by this decision's other picks".
+"""
+
+from __future__ import annotations
+
+from collections import Counter
+
+import numpy as np
+
+from placer.model import GPU_SHARE
+from placer.podspec import node_mismatch
+from placer.quantity import CPU, GPU, MEMORY, format_quantity, to_base
+from placer.solver.packer import PackFailure, PodRun, pack
+from placer.solver.problem import Unit, quote
+from placer.solver.state import ClusterState
+
+__all__ = ["why_not"]
+
+
+def _amount(resource: str, amount: int) -> str:
+    if resource == CPU:
+        return str(to_base(CPU, amount))
+    if resource == MEMORY:
+        return format_quantity(MEMORY, amount)
+    return str(amount)
+
+
+def _component(run: PodRun) -> str:
+    return f"component {quote(run.component.label)}"
+
+
+def why_not(state: ClusterState, unit: Unit) -> str | None:
+    """The reason ``unit`` cannot be placed on ``state`` now, or ``None`` (see module doc)."""
+    for run in unit.runs:
+        reason = _no_eligible_node(state, run)
+        if reason:
+            return reason
+    for run in unit.runs:
+        reason = _no_node_with_room(state, run)
+        if reason:
+            return reason
+    reason = _totals_too_low(state, unit)
+    if reason:
+        return reason
+    for run in unit.runs:
+        mask = state.eligible(run.shape) & state.usable
+        fit = int(state.copies_all(run.shape)[mask].sum())
+        if fit < run.count:
+            return (
+                f"only {fit} of the {run.count} pods of {_component(run)} fit on the nodes' "
+                "free capacity"
+            )
+    mark = state.mark()
+    result = pack(state, unit.runs)
+    state.undo(mark)
+    if isinstance(result, PackFailure):
+        failed = result.run
+        return (
+            f"the pods do not fit on the nodes all together: {result.placed} of the "
+            f"{failed.count} pods of {_component(failed)} found a node after the others"
+        )
+    return None
+
+
+def _no_eligible_node(state: ClusterState, run: PodRun) -> str | None:
+    if (state.eligible(run.shape) & state.usable).any():
+        return None
+    pod = run.shape.demand
+    reasons: Counter[str] = Counter()
+    for node in state.nodes:
+        reasons[node_mismatch(pod, node) or "node is cordoned or NotReady"] += 1
+    if len(reasons) == 1:
+        ((text, count),) = reasons.items()
+        if text.startswith("node selector") and text.endswith("not matched"):
+            selector = text.removeprefix("node selector ").removesuffix(" not matched")
+            return f"node selector {selector} of {_component(run)} matches no node"
+        if text == "required node affinity not matched":
+            return f"required node affinity of {_component(run)} matches no node"
+        if text.startswith("taint"):
+            return f"{text} by {_component(run)} (on all {count} nodes)"
+        return f"no node accepts {_component(run)}: {text} (all {count} nodes)"
+    parts = ", ".join(f"{count} node(s): {text}" for text, count in reasons.most_common(3))
+    return f"no node accepts {_component(run)} ({parts})"
+
+
+def _no_node_with_room(state: ClusterState, run: PodRun) -> str | None:
+    shape = run.shape
+    mask = state.eligible(shape) & state.usable
+    free = state.free[mask]
+    for k, resource in enumerate(state.names):
+        need = int(shape.req[k])
+        if need <= 0:
+            continue
+        largest = int(free[:, k].max())
+        if largest >= need:
+            continue
+        if not any(
+            n.allocatable.get(resource, 0) for n, ok in zip(state.nodes, mask, strict=True) if ok
+        ):
+            return f"no node has {resource} ({_component(run)} needs {_amount(resource, need)})"
+        return (
+            f"no node with enough free {resource} for a pod of {_component(run)} "
+            f"(needs {_amount(resource, need)}, largest free block {_amount(resource, largest)})"
+        )
+    if shape.gpus:
+        largest = int(state.full[mask].max())
+        if largest < shape.gpus:
+            if not state.ndev[mask].any():
+                return f"no node has {GPU} ({_component(run)} needs {shape.gpus})"
+            return (
+                f"no node with enough free {GPU} for a pod of {_component(run)} "
+                f"(needs {shape.gpus}, largest free block {largest})"
+            )
+    if shape.share:
+        largest = int(state.dev[mask].max())
+        if largest < shape.share:
+            return (
+                f"no GPU device with {shape.share} thousandths free for a pod of "
+                f"{_component(run)} ({GPU_SHARE}; the most free on one device is "
+                f"{max(largest, 0)})"
+            )
+    if not state.fits(shape)[mask].any():
+        return (
+            f"no single node has room for a pod of {_component(run)} in all resources "
+            "together (each resource alone fits somewhere)"
+        )
+    return None
+
+
+def _totals_too_low(state: ClusterState, unit: Unit) -> str | None:
+    usable = state.usable
+    need = np.zeros(len(state.names), dtype=np.int64)
+    for run in unit.runs:
+        need += run.shape.req * run.count
+    free = state.free[usable].sum(axis=0)
+    whole = sum(r.shape.gpus * r.count for r in unit.runs)
+    idle = int(state.full[usable].sum())
+    if whole > idle:
+        return f"total free GPUs too low (needs {whole}, {idle} free)"
+    if unit.milli > int(state.devfree[usable].sum()):
+        have = int(state.devfree[usable].sum())
+        return (
+            f"total free GPU capacity too low (needs {unit.milli / 1000:g} GPUs, "
+            f"{have / 1000:g} free)"
+        )
+    for k, resource in enumerate(state.names):
+        if need[k] > free[k]:
+            return (
+                f"total free {resource} too low (needs {_amount(resource, int(need[k]))}, "
+                f"{_amount(resource, int(free[k]))} free)"
+            )
+    return None

@@ -1,0 +1,138 @@
+"""Baselines, behind the same interface as CP-SAT: they choose a cluster per unit, one unit at
+a time, and the shared packer realises the choice on nodes (so "placed" is node-realised).
+
+* ``first-fit`` — Nova's fill-and-spill: clusters in policy order (preferred clusters, then
+  fleet order); the first whose **cluster totals** cover the unit's total demand.
+* ``best-fit`` / ``worst-fit`` — among clusters whose totals cover the demand, the one with the
+  least / most free GPU thousandths left after it (then cpu).
+* ``karmada`` — Karmada's accurate estimator: per cluster, the replicas of each component that
+  fit node by node (``Σ_n min_k ⌊free/request⌋``), complete sets = min over components; the
+  cluster with the most sets (at least one) wins, ties by policy order.
+* ``greedy`` — node-aware: clusters in preference order, try the packer, keep the first that
+  really fits; in batch mode units go largest value first (first-fit-decreasing).
+
+The four cluster-total rules commit to a cluster before looking at nodes, as their originals
+do: if the packer cannot realise the choice the unit stays unplaced ("realisation gap").
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from dataclasses import dataclass
+
+import numpy as np
+
+from placer.solver.fragmentation import Mix
+from placer.solver.packer import Packed, PackFailure, pack
+from placer.solver.problem import Unit
+from placer.solver.state import ClusterState
+
+__all__ = ["RULES", "Choice", "choose_and_pack", "totals_fit"]
+
+RULES = ("greedy", "first-fit", "best-fit", "worst-fit", "karmada")
+
+
+@dataclass(frozen=True)
+class Choice:
+    """A unit packed in ``cluster`` (``packed``), or refused there (``failure`` text)."""
+
+    cluster: str | None
+    packed: Packed | None = None
+    #: why the rule's chosen cluster could not realise the unit (None when placed / no choice).
+    failure: str | None = None
+
+
+def _totals(state: ClusterState) -> tuple[np.ndarray, int]:
+    usable = state.usable
+    return state.free[usable].sum(axis=0), int(state.devfree[usable].sum())
+
+
+def _demand(state: ClusterState, unit: Unit) -> tuple[np.ndarray, int]:
+    vector = np.zeros(len(state.names), dtype=np.int64)
+    for run in unit.runs:
+        vector += run.shape.req * run.count
+    return vector, unit.milli
+
+
+def totals_fit(state: ClusterState, unit: Unit) -> bool:
+    """Whether the cluster totals cover the unit's total demand (Nova's capacity check)."""
+    free, gpu = _totals(state)
+    need, milli = _demand(state, unit)
+    return bool((free >= need).all()) and gpu >= milli
+
+
+def _left(state: ClusterState, unit: Unit) -> tuple[int, int]:
+    free, gpu = _totals(state)
+    need, milli = _demand(state, unit)
+    return gpu - milli, int(free[0] - need[0])
+
+
+#: Karmada counts complete component sets by simulation; placer stops counting at this many.
+MAX_SETS = 4
+
+
+def _sets(state: ClusterState, unit: Unit, mix: Mix | None) -> int:
+    """Complete sets of the unit that fit, as Karmada's accurate estimator counts them.
+
+    One component: ``Σ_n ⌊free_n / request⌋`` over eligible nodes (NodeResourceEstimator).
+    Several components: sets packed one after another until one does not fit
+    (MaxAvailableComponentSets simulates the same), at most ``MAX_SETS``.
+    """
+    if len(unit.runs) == 1:
+        run = unit.runs[0]
+        return int(state.copies_all(run.shape)[state.usable].sum()) // max(run.count, 1)
+    mark = state.mark()
+    sets = 0
+    while sets < MAX_SETS and isinstance(pack(state, unit.runs, mix=mix), Packed):
+        sets += 1
+    state.undo(mark)
+    return sets
+
+
+def choose_and_pack(
+    rule: str,
+    unit: Unit,
+    states: dict[str, ClusterState],
+    order: Sequence[str],
+    *,
+    mix: Mix | None,
+) -> Choice:
+    """Apply ``rule`` to ``unit`` over the clusters ``order`` (allowed, preference order)."""
+    candidates = [c for c in order if c in states]
+    if rule == "greedy":
+        for name in candidates:
+            result = pack(states[name], unit.runs, scoring=unit.scoring, mix=mix)
+            if isinstance(result, Packed):
+                return Choice(cluster=name, packed=result)
+        return Choice(cluster=None)
+    chosen: str | None = None
+    if rule == "karmada":
+        best = 0
+        for name in candidates:
+            sets = _sets(states[name], unit, mix)
+            if sets > best:
+                best, chosen = sets, name
+    else:
+        fitting = [c for c in candidates if totals_fit(states[c], unit)]
+        if fitting:
+            if rule == "first-fit":
+                chosen = fitting[0]
+            elif rule == "best-fit":
+                chosen = min(fitting, key=lambda c: _left(states[c], unit))
+            else:
+                chosen = max(fitting, key=lambda c: _left(states[c], unit))
+    if chosen is None:
+        return Choice(cluster=None)
+    result = pack(states[chosen], unit.runs, scoring=unit.scoring, mix=mix)
+    if isinstance(result, Packed):
+        return Choice(cluster=chosen, packed=result)
+    return Choice(cluster=chosen, failure=_failure_text(rule, result))
+
+
+def _failure_text(rule: str, failure: PackFailure) -> str:
+    basis = "its node-by-node estimate" if rule == "karmada" else "cluster totals"
+    run = failure.run
+    return (
+        f"{rule} chose this cluster on {basis}, but only {failure.placed} of the "
+        f'{run.count} pods of component "{run.component.label}" found a node'
+    )

@@ -1,0 +1,210 @@
+"""Batch placement with CP-SAT: cluster choice on node-aware aggregated capacity (the master),
+node packing per cluster (the realiser), and cuts back to the master when a packing fails.
+
+See the package docstring (:mod:`placer.solver`) for the model. This module runs one priority
+level: the caller charges each level's placements before solving the next, so a lower priority
+only ever gets what the higher ones left (priorities are strictly lexicographic).
+"""
+
+from __future__ import annotations
+
+import time
+from collections.abc import Sequence
+from dataclasses import dataclass, field
+
+from ortools.sat.python import cp_model
+
+from placer.solver.capacity import cluster_rows, infeasible_alone
+from placer.solver.fragmentation import Mix
+from placer.solver.heuristics import choose_and_pack
+from placer.solver.packer import Packed, pack
+from placer.solver.problem import Unit
+from placer.solver.state import ClusterState
+
+__all__ = ["CPSAT_WORKERS", "DETERMINISTIC_PER_SECOND", "MAX_ROUNDS", "LevelResult", "solve_level"]
+
+#: CP-SAT threads. Fixed (not "all cores") so that a decision is reproducible: with
+#: ``interleave_search`` the parallel search is deterministic for a fixed worker count.
+CPSAT_WORKERS = 2
+#: CP-SAT's deterministic time units granted per second of the time limit. The search is
+#: stopped by deterministic time (reproducible), and by wall time only as a safety net.
+DETERMINISTIC_PER_SECOND = 1.0
+#: master solve / realise / cut rounds at most.
+MAX_ROUNDS = 4
+
+Placed = list[tuple[Unit, str, Packed]]
+
+
+@dataclass
+class LevelResult:
+    """The realised placements of one level and how they were found."""
+
+    placed: Placed
+    #: ``optimal`` (the master was proven optimal and fully realised), ``feasible``,
+    #: ``fallback`` (the greedy answer was kept).
+    status: str
+    #: CP-SAT's proven bound on the level's placed value, from the first (cut-free) master.
+    bound: float | None = None
+    rounds: int = 0
+    cuts: int = 0
+    notes: list[str] = field(default_factory=list)
+
+
+def ffd_key(unit: Unit) -> tuple[int, int, int]:
+    """Largest first: value (GPU-weighted), then pods, then input order."""
+    return (-unit.value, -unit.pods, unit.index)
+
+
+def _value(placed: Placed) -> tuple[int, int]:
+    """Placed value, then minus the preference ranks (higher is better)."""
+    return (sum(u.value for u, _, _ in placed), -sum(u.rank[c] for u, c, _ in placed))
+
+
+def _apply(states: dict[str, ClusterState], placed: Placed) -> None:
+    for _, cluster, packed in placed:
+        state = states[cluster]
+        for run, _, node, devices in packed.pods:
+            state.place(run.shape, node, devices)
+
+
+def _greedy(units: Sequence[Unit], states: dict[str, ClusterState], mix: Mix | None) -> Placed:
+    placed: Placed = []
+    for unit in sorted(units, key=ffd_key):
+        choice = choose_and_pack("greedy", unit, states, unit.allowed(), mix=mix)
+        if choice.packed is not None and choice.cluster is not None:
+            placed.append((unit, choice.cluster, choice.packed))
+    return placed
+
+
+def solve_level(
+    units: Sequence[Unit],
+    states: dict[str, ClusterState],
+    *,
+    seconds: float,
+    seed: int,
+    mix: Mix | None,
+) -> LevelResult:
+    """Place ``units`` (one priority level) on ``states``; leaves the placements applied."""
+    started = time.perf_counter()
+    marks = {name: state.mark() for name, state in states.items()}
+
+    def reset() -> None:
+        for name, state in states.items():
+            state.undo(marks[name])
+
+    greedy = _greedy(units, states, mix)
+    reset()
+    if len(greedy) == len(units) and all(u.rank[c] == 0 for u, c, _ in greedy):
+        _apply(states, greedy)
+        return LevelResult(placed=greedy, status="optimal", notes=["greedy placed all"])
+
+    model = cp_model.CpModel()
+    x: dict[tuple[int, str], cp_model.IntVar] = {}
+    by_cluster: dict[str, list[Unit]] = {name: [] for name in states}
+    for unit in units:
+        for name in unit.allowed():
+            state = states.get(name)
+            if state is None or infeasible_alone(state, unit):
+                continue
+            x[(unit.index, name)] = model.new_bool_var(f"x{unit.index}_{name}")
+            by_cluster[name].append(unit)
+    for unit in units:
+        options = [v for (u, _), v in x.items() if u == unit.index]
+        if len(options) > 1:
+            model.add_at_most_one(options)
+    for name, members in by_cluster.items():
+        for row in cluster_rows(states[name], members, node_aware=True):
+            model.add(sum(x[(u, name)] * a for u, a in row.coef.items()) <= row.rhs)
+    scale = sum(max(u.rank.values(), default=0) for u in units) + 1
+    by_index = {u.index: u for u in units}
+    model.maximize(
+        sum(var * (by_index[u].value * scale - by_index[u].rank[c]) for (u, c), var in x.items())
+    )
+    chosen = {(u.index, c) for u, c, _ in greedy}
+    for key, var in x.items():
+        model.add_hint(var, 1 if key in chosen else 0)
+
+    best: Placed = greedy
+    result = LevelResult(placed=greedy, status="fallback")
+    cuts = 0
+    deadline = started + seconds
+    for round_index in range(MAX_ROUNDS):
+        remaining = deadline - time.perf_counter()
+        if remaining <= 0.01:
+            break
+        budget = seconds * (0.6 if round_index == 0 else 0.4 / (MAX_ROUNDS - 1))
+        solver = cp_model.CpSolver()
+        solver.parameters.num_workers = CPSAT_WORKERS
+        solver.parameters.interleave_search = CPSAT_WORKERS > 1
+        solver.parameters.random_seed = seed
+        solver.parameters.max_deterministic_time = max(0.01, budget * DETERMINISTIC_PER_SECOND)
+        solver.parameters.max_time_in_seconds = max(0.01, remaining)
+        status = solver.solve(model)
+        result.rounds = round_index + 1
+        if status not in (cp_model.OPTIMAL, cp_model.FEASIBLE):
+            break
+        if round_index == 0:
+            result.bound = solver.best_objective_bound / scale
+        assignment: dict[str, list[Unit]] = {name: [] for name in states}
+        for (u, c), var in x.items():
+            if solver.value(var):
+                assignment[c].append(by_index[u])
+        realised, failures = _realise(assignment, units, states, mix)
+        reset()
+        if _value(realised) > _value(best):
+            best = realised
+            result.status = "feasible"
+        if not failures:
+            if status == cp_model.OPTIMAL and _value(realised) >= _value(best):
+                best = realised
+                result.status = "optimal"
+            break
+        for cluster, prefix in failures:
+            state = states[cluster]
+            mark = state.mark()
+            last = prefix[-1]
+            alone = isinstance(pack(state, last.runs, scoring=last.scoring, mix=mix), Packed)
+            state.undo(mark)
+            if not alone:
+                prefix = prefix[-1:]
+            if len(prefix) == 1:
+                model.add(x[(prefix[0].index, cluster)] == 0)
+            else:
+                model.add(sum(x[(u.index, cluster)] for u in prefix) <= len(prefix) - 1)
+            cuts += 1
+        model.clear_hints()  # type: ignore[no-untyped-call]
+        chosen = {(u.index, c) for u, c, _ in best}
+        for key, var in x.items():
+            model.add_hint(var, 1 if key in chosen else 0)
+    result.cuts = cuts
+    result.placed = best
+    _apply(states, best)
+    return result
+
+
+def _realise(
+    assignment: dict[str, list[Unit]],
+    units: Sequence[Unit],
+    states: dict[str, ClusterState],
+    mix: Mix | None,
+) -> tuple[Placed, list[tuple[str, list[Unit]]]]:
+    """Pack the master's choice cluster by cluster; then fill with whatever else fits."""
+    placed: Placed = []
+    failures: list[tuple[str, list[Unit]]] = []
+    done: set[int] = set()
+    for cluster, members in assignment.items():
+        state = states[cluster]
+        packed_here: list[Unit] = []
+        for unit in sorted(members, key=ffd_key):
+            result = pack(state, unit.runs, scoring=unit.scoring, mix=mix)
+            if isinstance(result, Packed):
+                placed.append((unit, cluster, result))
+                packed_here.append(unit)
+                done.add(unit.index)
+            else:
+                failures.append((cluster, [*packed_here, unit]))
+    for unit in sorted((u for u in units if u.index not in done), key=ffd_key):
+        choice = choose_and_pack("greedy", unit, states, unit.allowed(), mix=mix)
+        if choice.packed is not None and choice.cluster is not None:
+            placed.append((unit, choice.cluster, choice.packed))
+    return placed, failures

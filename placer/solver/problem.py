@@ -1,0 +1,251 @@
+"""From workloads, fleet and policies to the solver's problem: units, values, eligibility.
+
+A **unit** is what is placed all-or-nothing in one cluster: one workload, or all workloads that
+share a ``placer.dev/group`` value. Its **value** is its GPU-weighted demand::
+
+    value(u) = 64 · ⌈GPU thousandths(u) / 10⌉ + ⌈cpu cores(u)⌉ + pods(u)
+
+so one GPU (6400) outweighs a hundred cores and every pod counts a little (a workload asking
+for nothing is still worth placing). Static eligibility of a unit for a cluster (reachability,
+policy cluster selector, pin, cluster taints) is decided here once, with the reason in words
+when a cluster is excluded; node-level eligibility lives in :class:`ClusterState`.
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass, field
+
+from placer.model import Cluster, Fleet, PodDemand, Workload
+from placer.podspec import taint_not_tolerated
+from placer.policy import PlacementPolicy, policy_for
+from placer.quantity import CPU, GPU
+from placer.solver.fragmentation import Mix, mix_of
+from placer.solver.packer import PodRun
+from placer.solver.state import ClusterState, PodShape, gpu_milli, resource_names
+
+__all__ = ["Problem", "Unit", "build_problem", "quote"]
+
+
+def quote(text: str) -> str:
+    return f'"{text}"'
+
+
+@dataclass
+class Unit:
+    """Workloads placed together (see module docstring)."""
+
+    index: int
+    #: indices of the member workloads in the decision's input.
+    members: tuple[int, ...]
+    runs: tuple[PodRun, ...]
+    priority: int
+    value: int
+    #: GPU thousandths of all pods.
+    milli: int
+    pinned: str | None
+    policy: PlacementPolicy | None
+    #: text for messages: the workload, or ``group NAME (n workloads)``.
+    label: str
+    #: a reason that rules out every cluster (no pods, conflicting pins, unknown pin).
+    problem: str | None = None
+    #: cluster -> why it is excluded before looking at nodes.
+    excluded: dict[str, str] = field(default_factory=dict)
+    #: cluster -> preference rank (0 best) among the clusters not excluded.
+    rank: dict[str, int] = field(default_factory=dict)
+    #: node scoring of the packer for this unit (``bestfit``, ``fgd`` or ``spread``).
+    scoring: str = "bestfit"
+
+    @property
+    def pods(self) -> int:
+        return sum(r.count for r in self.runs)
+
+    @property
+    def objective(self) -> str:
+        return self.policy.objective if self.policy is not None else "pack"
+
+    def allowed(self) -> list[str]:
+        """Clusters not excluded statically, best preference first."""
+        return sorted(self.rank, key=lambda c: (self.rank[c], c))
+
+
+@dataclass
+class Problem:
+    """Everything a decision needs, built once per ``solve`` call."""
+
+    workloads: Sequence[Workload]
+    fleet: Fleet
+    units: list[Unit]
+    #: reachable clusters' free capacity, by cluster name (fleet order).
+    states: dict[str, ClusterState]
+    names: tuple[str, ...]
+    mix: Mix | None
+
+
+def build_problem(
+    workloads: Sequence[Workload],
+    fleet: Fleet,
+    policies: Sequence[PlacementPolicy],
+    *,
+    mix: Sequence[tuple[PodDemand, float]] = (),
+) -> Problem:
+    """Units, cluster states and static eligibility (see module docstring)."""
+    pods = [c.pod for w in workloads for c in w.components] + [p for p, _ in mix]
+    names = resource_names(pods)
+    shapes: dict[int, PodShape] = {}
+
+    def shape_of(pod: PodDemand) -> PodShape:
+        key = id(pod)
+        if key not in shapes:
+            shapes[key] = PodShape.of(pod, names)
+        return shapes[key]
+
+    units = _units(workloads, policies, shape_of)
+    states = {c.name: ClusterState(c, names) for c in fleet.clusters if c.reachable and c.nodes}
+    load = {c.name: _load(c) for c in fleet.clusters}
+    for unit in units:
+        _static_eligibility(unit, workloads, fleet, policies, load)
+    weighted = (
+        [(shape_of(p), w) for p, w in mix]
+        if mix
+        else [(r.shape, float(r.count)) for u in units for r in u.runs]
+    )
+    return Problem(
+        workloads=workloads,
+        fleet=fleet,
+        units=units,
+        states=states,
+        names=names,
+        mix=mix_of(weighted),
+    )
+
+
+def _units(
+    workloads: Sequence[Workload],
+    policies: Sequence[PlacementPolicy],
+    shape_of: Callable[[PodDemand], PodShape],
+) -> list[Unit]:
+    members: dict[str, list[int]] = {}
+    order: list[str] = []
+    for index, workload in enumerate(workloads):
+        key = f"group:{workload.group}" if workload.group else f"workload:{index}"
+        if key not in members:
+            members[key] = []
+            order.append(key)
+        members[key].append(index)
+    units: list[Unit] = []
+    for key in order:
+        indices = tuple(members[key])
+        runs = tuple(
+            PodRun(workload=i, component=c, shape=shape_of(c.pod))
+            for i in indices
+            for c in workloads[i].components
+            if c.replicas > 0
+        )
+        first = workloads[indices[0]]
+        if key.startswith("group:"):
+            label = f"group {first.group} ({len(indices)} workload(s))"
+        else:
+            label = str(first.ref)
+        milli = sum(gpu_milli(r.shape.demand) * r.count for r in runs)
+        cpu = sum(r.shape.demand.requests.get(CPU, 0) * r.count for r in runs)
+        pods = sum(r.count for r in runs)
+        value = 64 * math.ceil(milli / 10) + math.ceil(cpu / 1000) + pods
+        pins = sorted({w for i in indices if (w := workloads[i].pinned_cluster)})
+        unit_policies = [policy_for(workloads[i], policies) for i in indices]
+        policy = next((p for p in unit_policies if p is not None), None)
+        problem = None
+        if pods == 0:
+            problem = "has no pods to place (every component has 0 replicas)"
+        elif len(pins) > 1:
+            problem = (
+                f"members of {label} are pinned to different clusters ({', '.join(pins)}) "
+                "by placer.dev/cluster; a group goes to one cluster"
+            )
+        units.append(
+            Unit(
+                index=len(units),
+                members=indices,
+                runs=runs,
+                priority=max(workloads[i].priority for i in indices),
+                value=value,
+                milli=milli,
+                pinned=pins[0] if len(pins) == 1 else None,
+                policy=policy,
+                label=label,
+                problem=problem,
+            )
+        )
+    return units
+
+
+def _load(cluster: Cluster) -> float:
+    """Share of the cluster's GPUs (or cpu, without GPUs) in use, for pack/spread ranks."""
+    for name in (GPU, CPU):
+        total = cluster.allocatable().get(name, 0)
+        if total:
+            return 1.0 - cluster.free().get(name, 0) / total
+    return 0.0
+
+
+def _static_eligibility(
+    unit: Unit,
+    workloads: Sequence[Workload],
+    fleet: Fleet,
+    policies: Sequence[PlacementPolicy],
+    load: dict[str, float],
+) -> None:
+    if unit.problem is None and unit.pinned is not None and unit.pinned not in fleet.names:
+        unit.problem = (
+            f"pinned by placer.dev/cluster to {unit.pinned}, which is not in the fleet "
+            f"(clusters: {', '.join(fleet.names) or 'none'})"
+        )
+    member_policies = [policy_for(workloads[i], policies) for i in unit.members]
+    for cluster in fleet.clusters:
+        name = cluster.name
+        if unit.problem is not None:
+            unit.excluded[name] = unit.problem
+            continue
+        refusing = next((p for p in member_policies if p and not p.admits(cluster)), None)
+        reason = None
+        if not cluster.reachable:
+            reason = f"cluster unreachable: {cluster.reason or 'no answer'}"
+        elif unit.pinned is not None and unit.pinned != name:
+            reason = f"the workload is pinned to cluster {unit.pinned} (placer.dev/cluster)"
+        elif refusing is not None:
+            selector = refusing.cluster_selector
+            text = selector.describe() if selector else ""
+            if unit.pinned == name:
+                reason = (
+                    f"pinned here by placer.dev/cluster, but policy {refusing.name} excludes "
+                    f"this cluster (cluster selector {text}); fix the pin or the policy"
+                )
+            else:
+                reason = f"excluded by policy {refusing.name}'s cluster selector ({text})"
+        elif not cluster.nodes:
+            reason = "the cluster has no nodes"
+        else:
+            for run in unit.runs:
+                taint = taint_not_tolerated(cluster.taints, run.shape.demand.tolerations)
+                if taint is not None:
+                    value = f"={taint.value}" if taint.value else ""
+                    reason = (
+                        f"cluster taint {taint.key}{value}:{taint.effect} not tolerated by "
+                        f"component {quote(run.component.label)}"
+                    )
+                    break
+        if reason is not None:
+            unit.excluded[name] = reason
+    allowed = [c.name for c in fleet.clusters if c.name not in unit.excluded]
+    policy = unit.policy
+    sign = -1.0 if unit.objective == "spread" else 1.0
+
+    def key(name: str) -> tuple[float, float, float]:
+        rank = float(policy.rank(name)) if policy else 0.0
+        cost = policy.cost(name) if policy else 0.0
+        # pack: fullest cluster first (keeps empty clusters for big gangs); spread: emptiest
+        return (rank, cost, -sign * round(load[name], 3))
+
+    keys = sorted({key(c) for c in allowed})
+    unit.rank = {c: keys.index(key(c)) for c in allowed}

@@ -1,0 +1,254 @@
+"""Mutable free-capacity state of one cluster, as arrays, for fast node-level packing.
+
+Why arrays: the packer asks "on which nodes does this pod fit, and which is best?" thousands of
+times per decision; numpy answers over all nodes of a cluster in one step. The state is built
+from the immutable model (:class:`placer.model.Cluster`) at the start of a decision, changed by
+``place`` and rolled back by ``undo`` (a journal), and never leaks out of the solver.
+
+Resources: a fixed vector ``names`` of scalar resources (cpu, memory, pods and whatever the
+pods request, except GPUs) per decision. GPUs are modelled **per device**: ``dev[n, d]`` is the
+free thousandths of device ``d`` of node ``n`` (``-1`` pads nodes with fewer devices). A node
+whose snapshot has no ``gpu_devices`` gets devices synthesised from its whole-GPU counts
+(:func:`node_devices`): ``free`` devices at 1000, the rest at 0. A whole-GPU pod needs that
+many devices at 1000; a ``GPU_SHARE`` pod needs one device with enough thousandths left.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Hashable, Sequence
+from dataclasses import dataclass
+
+import numpy as np
+import numpy.typing as npt
+
+from placer.model import GPU_SHARE, Cluster, Node, PodDemand
+from placer.podspec import node_mismatch
+from placer.quantity import CPU, GPU, MEMORY, PODS
+
+__all__ = [
+    "ClusterState",
+    "PodShape",
+    "constraint_key",
+    "gpu_milli",
+    "node_devices",
+    "resource_names",
+]
+
+IntArray = npt.NDArray[np.int64]
+BoolArray = npt.NDArray[np.bool_]
+
+#: Scalar resources every state carries (used by scoring even when nobody requests them).
+_BASE = (CPU, MEMORY, PODS)
+
+
+def node_devices(node: Node) -> tuple[int, ...]:
+    """Free thousandths per GPU device of ``node`` (synthesised when not in the snapshot).
+
+    Without ``gpu_devices`` the node has ``allocatable[nvidia.com/gpu]`` devices of which
+    ``free`` are wholly free (1000) and the others fully used (0), listed free first.
+    """
+    if node.gpu_devices is not None:
+        return node.gpu_devices
+    total = node.allocatable.get(GPU, 0)
+    free = max(0, min(total, total - node.requested.get(GPU, 0)))
+    return (1000,) * free + (0,) * (total - free)
+
+
+def gpu_milli(requests: PodDemand | dict[str, int]) -> int:
+    """GPU thousandths one pod asks for: whole GPUs x 1000 plus its ``GPU_SHARE``."""
+    values = requests.requests if isinstance(requests, PodDemand) else requests
+    return 1000 * values.get(GPU, 0) + values.get(GPU_SHARE, 0)
+
+
+def resource_names(pods: Sequence[PodDemand]) -> tuple[str, ...]:
+    """The scalar resource vector for a decision over ``pods`` (cpu, memory, pods first)."""
+    extra = sorted(
+        {n for p in pods for n in p.requests if n not in _BASE and n not in (GPU, GPU_SHARE)}
+    )
+    return (*_BASE, *extra)
+
+
+def constraint_key(pod: PodDemand) -> Hashable:
+    """What decides a pod's node eligibility (selector, affinity, tolerations), hashable."""
+    return (tuple(sorted(pod.node_selector.items())), pod.affinity, pod.tolerations)
+
+
+@dataclass(frozen=True)
+class PodShape:
+    """A pod's demand as the packer needs it: scalar vector, whole GPUs, share."""
+
+    demand: PodDemand
+    #: requests over the state's ``names`` (``pods`` = 1).
+    req: IntArray
+    gpus: int
+    share: int
+    #: requested resources (other than GPUs) that are in ``names`` — all of them.
+    key: Hashable
+
+    @property
+    def milli(self) -> int:
+        return 1000 * self.gpus + self.share
+
+    @staticmethod
+    def of(pod: PodDemand, names: Sequence[str]) -> PodShape:
+        req = np.array([1 if n == PODS else pod.requests.get(n, 0) for n in names], dtype=np.int64)
+        return PodShape(
+            demand=pod,
+            req=req,
+            gpus=pod.requests.get(GPU, 0),
+            share=pod.requests.get(GPU_SHARE, 0),
+            key=constraint_key(pod),
+        )
+
+
+class ClusterState:
+    """Free capacity of one cluster's nodes; see the module docstring."""
+
+    def __init__(self, cluster: Cluster, names: Sequence[str]) -> None:
+        self.cluster = cluster
+        self.names = tuple(names)
+        nodes = cluster.nodes
+        self.nodes = nodes
+        count = len(nodes)
+        self.node_names = [n.name for n in nodes]
+        width = len(self.names)
+        free = np.zeros((count, width), dtype=np.int64)
+        cap = np.ones((count, width), dtype=np.int64)
+        devices = [node_devices(n) for n in nodes]
+        depth = max((len(d) for d in devices), default=0)
+        dev = np.full((count, max(depth, 1)), -1, dtype=np.int64)
+        for i, node in enumerate(nodes):
+            node_free = node.free
+            for k, name in enumerate(self.names):
+                if name == PODS:
+                    free[i, k] = node.free_pods
+                    cap[i, k] = max(1, node.allocatable.get(PODS, 110))
+                else:
+                    free[i, k] = node_free.get(name, 0)
+                    cap[i, k] = max(1, node.allocatable.get(name, 0))
+            if devices[i]:
+                dev[i, : len(devices[i])] = devices[i]
+        self.free: IntArray = np.maximum(free, 0)
+        self.cap: IntArray = cap
+        self.dev: IntArray = dev
+        self.usable: BoolArray = np.array([n.usable for n in nodes], dtype=bool)
+        #: the node's devices came from the snapshot (not synthesised).
+        self.real_devices = [n.gpu_devices is not None for n in nodes]
+        self.full: IntArray = (dev == 1000).sum(axis=1).astype(np.int64)
+        self.devfree: IntArray = np.maximum(dev, 0).sum(axis=1).astype(np.int64)
+        self.ndev: IntArray = (dev >= 0).sum(axis=1).astype(np.int64)
+        self._eligible: dict[Hashable, BoolArray] = {}
+        self._journal: list[tuple[int, IntArray, IntArray]] = []
+        #: nodes changed since the last ``take_changed`` (for cached scores).
+        self.changed: set[int] = set()
+        #: fragmentation per node under ``frag_mix`` (kept by the packer's fgd scoring).
+        self.frag_cache: npt.NDArray[np.float64] | None = None
+        self.frag_mix: object = None
+
+    def __len__(self) -> int:
+        return len(self.nodes)
+
+    # -- eligibility ------------------------------------------------------------------------
+
+    def eligible(self, shape: PodShape) -> BoolArray:
+        """Nodes a pod of this shape may use regardless of free capacity (cached)."""
+        mask = self._eligible.get(shape.key)
+        if mask is None:
+            pod = shape.demand
+            mask = np.array([node_mismatch(pod, node) is None for node in self.nodes], dtype=bool)
+            self._eligible[shape.key] = mask
+        return mask
+
+    def fits(self, shape: PodShape, rows: IntArray | None = None) -> BoolArray:
+        """Among ``rows`` (default all nodes): where one more pod of ``shape`` fits now."""
+        if rows is None:
+            ok = (self.free >= shape.req).all(axis=1) & self.eligible(shape)
+            if shape.gpus:
+                ok &= self.full >= shape.gpus
+            if shape.share:
+                ok &= (self.dev >= shape.share).any(axis=1)
+            return ok
+        ok = (self.free[rows] >= shape.req).all(axis=1) & self.eligible(shape)[rows]
+        if shape.gpus:
+            ok &= self.full[rows] >= shape.gpus
+        if shape.share:
+            ok &= (self.dev[rows] >= shape.share).any(axis=1)
+        return ok
+
+    def copies(self, shape: PodShape, node: int) -> int:
+        """How many more pods of ``shape`` fit on ``node`` (resources only)."""
+        req = shape.req
+        positive = req > 0
+        most = int((self.free[node][positive] // req[positive]).min()) if positive.any() else 0
+        if shape.gpus:
+            most = min(most, int(self.full[node]) // shape.gpus)
+        if shape.share:
+            row = self.dev[node]
+            most = min(most, int((np.maximum(row, 0) // shape.share).sum()))
+        return max(most, 0)
+
+    # -- changes ----------------------------------------------------------------------------
+
+    def mark(self) -> int:
+        """A point to ``undo`` back to."""
+        return len(self._journal)
+
+    def copies_all(self, shape: PodShape) -> IntArray:
+        """``copies`` for every node (0 where the pod is not eligible)."""
+        req = shape.req
+        positive = req > 0
+        most = (self.free[:, positive] // req[positive]).min(axis=1)
+        if shape.gpus:
+            most = np.minimum(most, self.full // shape.gpus)
+        if shape.share:
+            most = np.minimum(most, (np.maximum(self.dev, 0) // shape.share).sum(axis=1))
+        result: IntArray = np.where(self.eligible(shape), np.maximum(most, 0), 0)
+        return result
+
+    def place(
+        self, shape: PodShape, node: int, devices: tuple[int, ...] | None = None
+    ) -> tuple[int, ...]:
+        """Take one pod of ``shape`` on ``node``; returns the devices used (may be empty).
+
+        Devices: a shared pod takes the device with the least free thousandths that still
+        holds it (best fit inside the node); whole GPUs take the lowest-numbered free devices.
+        ``devices`` replays an earlier choice exactly.
+        """
+        self._journal.append((node, self.free[node].copy(), self.dev[node].copy()))
+        self.changed.add(node)
+        self.free[node] -= shape.req
+        used: tuple[int, ...] = ()
+        row = self.dev[node]
+        if devices is not None:
+            if shape.gpus:
+                row[list(devices[: shape.gpus])] = 0
+            if shape.share:
+                row[devices[-1]] -= shape.share
+            used = devices
+        elif shape.gpus:
+            idle = np.flatnonzero(row == 1000)[: shape.gpus]
+            row[idle] = 0
+            used = tuple(int(i) for i in idle)
+        if shape.share and devices is None:
+            candidates = np.where(row >= shape.share, row, 10**9)
+            best = int(candidates.argmin())
+            row[best] -= shape.share
+            used = (*used, best)
+        if shape.gpus or shape.share:
+            self.full[node] = int((row == 1000).sum())
+            self.devfree[node] = int(np.maximum(row, 0).sum())
+        return used
+
+    def undo(self, mark: int) -> None:
+        """Roll back every ``place`` after ``mark``."""
+        while len(self._journal) > mark:
+            node, free, dev = self._journal.pop()
+            self.free[node] = free
+            self.dev[node] = dev
+            self.full[node] = int((dev == 1000).sum())
+            self.devfree[node] = int(np.maximum(dev, 0).sum())
+            self.changed.add(node)
+
+    def commit(self) -> None:
+        """Forget the journal (changes are kept for good)."""
+        self._journal.clear()
