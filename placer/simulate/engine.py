@@ -101,6 +101,8 @@ class Outcome:
     #: stream: when it was placed and when it left (``None``: never / never departs).
     start_s: float | None = None
     end_s: float | None = None
+    #: where every pod went (``None`` when not placed).
+    placement: Placement | None = None
 
 
 @dataclass(frozen=True)
@@ -238,7 +240,9 @@ def _outcomes(workloads: Sequence[Workload], decision: Decision) -> tuple[Outcom
     index = _positions(workloads)
     outcomes: list[Outcome] = [Outcome(cluster=None) for _ in workloads]
     for placement in decision.placements:
-        outcomes[index[placement.workload]] = Outcome(cluster=placement.cluster)
+        outcomes[index[placement.workload]] = Outcome(
+            cluster=placement.cluster, placement=placement
+        )
     for unplaced in decision.unplaced:
         outcomes[index[unplaced.workload]] = Outcome(cluster=None, reasons=unplaced.reasons)
     return tuple(outcomes)
@@ -280,8 +284,8 @@ class _Stream:
         self.fresh: list[int] = []  # arrived since the last decision
         self.freed = False  # capacity given back since the last decision
         self.departures: list[tuple[float, int]] = []  # heap of (end time, workload)
-        self.placements: dict[int, Placement] = {}
-        self.clusters: dict[int, str] = {}
+        self.placements: dict[int, Placement] = {}  # running now
+        self.placed: dict[int, Placement] = {}  # ever placed
         self.start: dict[int, float] = {}
         self.end: dict[int, float] = {}
         self.reasons: dict[int, Mapping[str, str]] = {}
@@ -319,10 +323,11 @@ class _Stream:
                 )
         outcomes = tuple(
             Outcome(
-                cluster=self.clusters.get(i),
-                reasons={} if i in self.start else self.reasons.get(i, {}),
+                cluster=self.placed[i].cluster if i in self.placed else None,
+                reasons={} if i in self.placed else self.reasons.get(i, {}),
                 start_s=self.start.get(i),
                 end_s=self.end.get(i),
+                placement=self.placed.get(i),
             )
             for i in range(total)
         )
@@ -396,7 +401,7 @@ class _Stream:
             index = chosen[positions[placement.workload]]
             placed.add(index)
             self.placements[index] = placement
-            self.clusters[index] = placement.cluster
+            self.placed[index] = placement
             self.start[index] = now
             self.allocated += gpu_milli(placement.requests)
             duration = self.items[index].duration_s
