@@ -297,9 +297,7 @@ def policy_from_dict(data: object, *, source: str = "<policy>") -> PlacementPoli
             "must be a list of cluster names", source=source, field="spec.preferredClusters"
         )
     if len(set(preferred)) != len(preferred):
-        raise PolicyError(
-            "names a cluster twice", source=source, field="spec.preferredClusters"
-        )
+        raise PolicyError("names a cluster twice", source=source, field="spec.preferredClusters")
     objective = spec.get("objective", "pack")
     if objective not in OBJECTIVES:
         raise PolicyError(

@@ -15,6 +15,7 @@ states and does not change them.
 from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
+from typing import Any
 
 from ortools.linear_solver import pywraplp
 
@@ -52,17 +53,21 @@ def _solve(
     if not pairs:
         return 0.0, 0.0
     solver = pywraplp.Solver.CreateSolver("GLOP")
-    x = {(u.index, c): solver.NumVar(0.0, 1.0, f"x_{u.index}_{c}") for u, c in pairs}
-    by_unit: dict[int, list[object]] = {}
+    x = {(u.index, c): solver.NumVar(0.0, 1.0, "") for u, c in pairs}
+    by_unit: dict[int, list[Any]] = {}
     for (u, _), var in x.items():
         by_unit.setdefault(u, []).append(var)
     for variables in by_unit.values():
         if len(variables) > 1:
-            solver.Add(solver.Sum(variables) <= 1)
+            constraint = solver.Constraint(-solver.infinity(), 1.0)
+            for var in variables:
+                constraint.SetCoefficient(var, 1.0)
     for row in rows:
-        terms = [x[(u, row.cluster)] * a for u, a in row.coef.items() if (u, row.cluster) in x]
-        if terms:
-            solver.Add(solver.Sum(terms) <= row.rhs)
+        constraint = solver.Constraint(-solver.infinity(), float(row.rhs))
+        for u, a in row.coef.items():
+            var = x.get((u, row.cluster))
+            if var is not None:
+                constraint.SetCoefficient(var, float(a))
     unit_of = {u.index: u for u in units}
     results = []
     for weight in ("milli", "value"):

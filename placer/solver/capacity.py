@@ -21,13 +21,13 @@ than the nodes' free blocks hold — Karmada's accurate estimate) get no variabl
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 
 import numpy as np
 
 from placer.solver.problem import Unit
-from placer.solver.state import BoolArray, ClusterState
+from placer.solver.state import BoolArray, ClusterState, IntArray
 
 __all__ = ["Row", "cluster_rows", "infeasible_alone"]
 
@@ -35,6 +35,8 @@ __all__ = ["Row", "cluster_rows", "infeasible_alone"]
 MAX_SUBSETS = 6
 #: cpu/memory slot thresholds per subset (largest distinct pod sizes).
 SLOT_SIZES = 3
+#: pod shapes (the most frequent) that get a dominance slot cut per subset.
+DOMINANCE_SHAPES = 8
 
 
 @dataclass(frozen=True)
@@ -49,6 +51,16 @@ class Row:
 
 def infeasible_alone(state: ClusterState, unit: Unit) -> bool:
     """True when some pod run of ``unit`` cannot fit on ``state`` even with nothing else."""
+    pristine = state.mark() == 0
+    if pristine and unit.index in state.alone:
+        return state.alone[unit.index]
+    answer = _infeasible_alone(state, unit)
+    if pristine:
+        state.alone[unit.index] = answer
+    return answer
+
+
+def _infeasible_alone(state: ClusterState, unit: Unit) -> bool:
     for run in unit.runs:
         mask = state.eligible(run.shape) & state.usable
         if not mask.any():
@@ -63,13 +75,28 @@ def cluster_rows(state: ClusterState, units: Sequence[Unit], *, node_aware: bool
     name = state.cluster.name
     usable = state.usable
     masks: dict[bytes, BoolArray] = {}
-    run_mask: dict[tuple[int, int], bytes] = {}
+    keys: list[bytes] = []
+    owners: list[int] = []
+    shapes = []
+    counts: list[int] = []
     for unit in units:
-        for i, run in enumerate(unit.runs):
+        for run in unit.runs:
             mask = state.eligible(run.shape) & usable
             key = mask.tobytes()
             masks.setdefault(key, mask)
-            run_mask[(unit.index, i)] = key
+            keys.append(key)
+            owners.append(unit.index)
+            shapes.append(run.shape)
+            counts.append(run.count)
+    if not shapes:
+        return []
+    runs = _Runs(
+        owner=np.array(owners, dtype=np.int64),
+        count=np.array(counts, dtype=np.int64),
+        req=np.stack([s.req for s in shapes]),
+        gpus=np.array([s.gpus for s in shapes], dtype=np.int64),
+        share=np.array([s.share for s in shapes], dtype=np.int64),
+    )
     everything = usable.tobytes()
     masks.setdefault(everything, usable)
     subsets = [everything]
@@ -81,81 +108,112 @@ def cluster_rows(state: ClusterState, units: Sequence[Unit], *, node_aware: bool
     rows: list[Row] = []
     for key in subsets:
         mask = masks[key]
-        inside = {
-            (u, i)
-            for (u, i), k in run_mask.items()
-            if k == key or key == everything or not (masks[k] & ~mask).any()
-        }
+        contained = {k: not (masks[k] & ~mask).any() for k in set(keys)}
+        inside = np.array([key == everything or contained[k] for k in keys], dtype=bool)
         label = "all nodes" if key == everything else f"{int(mask.sum())} eligible nodes"
-        rows += _subset_rows(state, units, mask, inside, node_aware, f"{name}, {label}")
-    return [r for r in rows if r.coef]
+        rows += _subset_rows(state, runs.select(inside), mask, node_aware, f"{name}, {label}")
+    return rows
+
+
+@dataclass(frozen=True)
+class _Runs:
+    """The pod runs of the units, as arrays (one entry per run)."""
+
+    owner: IntArray
+    count: IntArray
+    req: IntArray
+    gpus: IntArray
+    share: IntArray
+
+    def select(self, keep: BoolArray) -> _Runs:
+        return _Runs(
+            self.owner[keep], self.count[keep], self.req[keep], self.gpus[keep], self.share[keep]
+        )
 
 
 def _subset_rows(
-    state: ClusterState,
-    units: Sequence[Unit],
-    mask: BoolArray,
-    inside: set[tuple[int, int]],
-    node_aware: bool,
-    where: str,
+    state: ClusterState, runs: _Runs, mask: BoolArray, node_aware: bool, where: str
 ) -> list[Row]:
     name = state.cluster.name
     free = state.free[mask]
     dev = state.dev[mask]
-    members = [
-        (unit, run)
-        for unit in units
-        for i, run in enumerate(unit.runs)
-        if (unit.index, i) in inside
-    ]
     rows: list[Row] = []
+    if not runs.owner.size:
+        return rows
 
-    def add(what: str, rhs: int, amounts: list[tuple[int, int]]) -> None:
-        coef: dict[int, int] = {}
-        for unit_index, amount in amounts:
-            if amount:
-                coef[unit_index] = coef.get(unit_index, 0) + amount
-        # a row every unit satisfies on its own, summed, says nothing new only if total fits
-        if coef and sum(coef.values()) > rhs:
-            rows.append(Row(cluster=name, coef=coef, rhs=max(rhs, 0), what=f"{what} ({where})"))
+    def add(what: str, rhs: int, per_pod: IntArray) -> None:
+        nonlocal rows
+        amounts = per_pod * runs.count
+        if int(amounts.sum()) <= rhs:
+            return  # cannot bind: even every unit together fits
+        total = np.bincount(runs.owner, weights=amounts)
+        coef = {int(u): int(total[u]) for u in np.flatnonzero(total)}
+        rows.append(Row(cluster=name, coef=coef, rhs=max(rhs, 0), what=f"{what} ({where})"))
 
     for k, resource in enumerate(state.names):
-        add(
-            resource,
-            int(free[:, k].sum()),
-            [(u.index, int(r.shape.req[k]) * r.count) for u, r in members],
-        )
-    add(
-        "GPU thousandths",
-        int(np.maximum(dev, 0).sum()),
-        [(u.index, r.shape.milli * r.count) for u, r in members],
-    )
+        add(resource, int(free[:, k].sum()), runs.req[:, k])
+    milli = 1000 * runs.gpus + runs.share
+    add("GPU thousandths", int(np.maximum(dev, 0).sum()), milli)
     if not node_aware:
         return rows
     full = (dev == 1000).sum(axis=1)
-    for size in sorted({r.shape.gpus for _, r in members if r.shape.gpus}):
-        add(
-            f"{size}-GPU slots",
-            int((full // size).sum()),
-            [(u.index, (r.shape.gpus // size) * r.count) for u, r in members],
-        )
-    shares = sorted({r.shape.share for _, r in members if r.shape.share > 500})
-    if shares or any(r.shape.share for _, r in members):
+    for size in sorted({int(g) for g in runs.gpus if g}):
+        add(f"{size}-GPU slots", int((full // size).sum()), runs.gpus // size)
+    shares = sorted({int(m) for m in runs.share if m > 500})
+    if runs.share.any():
         for threshold in sorted({500, *shares[:-1]})[:3]:
             add(
                 f"GPU devices with more than {threshold} thousandths free",
                 int((dev > threshold).sum()),
-                [
-                    (u.index, (r.shape.gpus + (1 if r.shape.share > threshold else 0)) * r.count)
-                    for u, r in members
-                ],
+                runs.gpus + (runs.share > threshold),
             )
+    rows += _dominance_rows(state, runs, mask, add)
     for k in (0, 1):  # cpu, memory
-        sizes = sorted({int(r.shape.req[k]) for _, r in members if r.shape.req[k] > 0})
+        sizes = sorted({int(a) for a in runs.req[:, k] if a > 0})
         for size in sizes[-SLOT_SIZES:]:
             add(
                 f"{state.names[k]} slots of {size}",
                 int((free[:, k] // size).sum()),
-                [(u.index, (int(r.shape.req[k]) // size) * r.count) for u, r in members],
+                runs.req[:, k] // size,
             )
     return rows
+
+
+def _dominance_rows(
+    state: ClusterState, runs: _Runs, mask: BoolArray, add: Callable[[str, int, IntArray], None]
+) -> list[Row]:
+    """Shape cuts: pods that need at least shape ``s`` in every resource each take one of the
+    copies of ``s`` the nodes hold, so ``Σ_{r ⪰ s} n_r x ≤ Σ_n copies_n(s)``. For the
+    ``DOMINANCE_SHAPES`` shapes with the most pods."""
+    weights: dict[int, int] = {}
+    first: dict[int, int] = {}
+    keys = [
+        hash((runs.req[i].tobytes(), int(runs.gpus[i]), int(runs.share[i])))
+        for i in range(len(runs.owner))
+    ]
+    for i, key in enumerate(keys):
+        weights[key] = weights.get(key, 0) + int(runs.count[i])
+        first.setdefault(key, i)
+    chosen = sorted(weights, key=lambda k: (-weights[k], first[k]))[:DOMINANCE_SHAPES]
+    for key in chosen:
+        i = first[key]
+        req, gpus, share = runs.req[i], int(runs.gpus[i]), int(runs.share[i])
+        positive = req > 0
+        most = (state.free[mask][:, positive] // req[positive]).min(axis=1)
+        dev = state.dev[mask]
+        if gpus:
+            most = np.minimum(most, (dev == 1000).sum(axis=1) // gpus)
+        if share:
+            most = np.minimum(most, (np.maximum(dev, 0) // share).sum(axis=1))
+        dominates = (runs.req >= req).all(axis=1)
+        if gpus:
+            dominates &= runs.gpus >= gpus
+        elif share:
+            # a whole GPU or a larger share also needs a device with >= share free
+            dominates &= (runs.gpus > 0) | (runs.share >= share)
+        add(
+            f"slots of a {gpus or share / 1000:g}-GPU pod shape",
+            int(np.maximum(most, 0).sum()),
+            dominates.astype(np.int64),
+        )
+    return []

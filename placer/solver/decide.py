@@ -24,17 +24,18 @@ from placer.policy import PlacementPolicy
 from placer.quantity import GPU
 from placer.solver.bounds import lp_bounds
 from placer.solver.explain import why_not
-from placer.solver.heuristics import RULES, choose_and_pack
+from placer.solver.heuristics import RULES, choose_and_pack, failure_basis
 from placer.solver.master import Placed, ffd_key, solve_level
 from placer.solver.packer import Packed, pack
 from placer.solver.problem import Problem, Unit, build_problem
+from placer.solver.state import ClusterState
 
 __all__ = ["MODES", "SOLVERS", "solve"]
 
 SOLVERS = ("cpsat", *RULES)
 MODES = ("batch", "online")
 #: share of the time limit kept for realisation checks and explanations after CP-SAT.
-_RESERVE = 0.3
+_RESERVE = 0.12
 
 
 def solve(
@@ -72,6 +73,7 @@ def solve(
     if not time_limit > 0:
         raise ValueError(f"the time limit must be positive, got {time_limit!r}")
     problem = build_problem(workloads, fleet, policies, mix=pod_mix)
+    pristine = {name: state.copy() for name, state in problem.states.items()}
     for unit in problem.units:
         if unit.objective == "spread":
             unit.scoring = "spread"
@@ -96,7 +98,7 @@ def solve(
     else:
         placed = _batch_rule(problem, live, solver, failures)
         status = "feasible"
-    reasons = _explain(problem, placed, failures, solver, mode)
+    reasons = _explain(problem, pristine, placed, failures, solver, mode)
     return _decision(problem, placed, reasons, solver, mode, status, started, bound)
 
 
@@ -187,10 +189,11 @@ def _batch_cpsat(
     remaining_units = len(live)
     for level in levels:
         members = [u for u in live if u.priority == level]
-        left = time_limit * (1 - _RESERVE) - (time.perf_counter() - started)
-        seconds = max(0.02, left * len(members) / remaining_units)
+        now = time.perf_counter()
+        left = started + time_limit * (1 - _RESERVE) - now
+        deadline = now + max(0.0, left) * len(members) / remaining_units
         remaining_units -= len(members)
-        result = solve_level(members, problem.states, seconds=seconds, seed=seed, mix=problem.mix)
+        result = solve_level(members, problem.states, deadline=deadline, seed=seed, mix=problem.mix)
         placed += result.placed
         statuses.append(result.status)
         if len(levels) == 1:
@@ -210,6 +213,7 @@ def _batch_cpsat(
 
 def _explain(
     problem: Problem,
+    pristine: dict[str, ClusterState],
     placed: Placed,
     failures: dict[int, dict[str, str]],
     solver: str,
@@ -230,8 +234,6 @@ def _explain(
             for name in unit.rank
             if name in problem.states
         }
-    for state in problem.states.values():
-        state.undo(0)
     reasons: dict[int, dict[str, str]] = {}
     for unit in unplaced:
         texts: dict[str, str] = {}
@@ -240,14 +242,15 @@ def _explain(
             if name in unit.excluded:
                 texts[name] = unit.excluded[name]
                 continue
-            if name in failures.get(unit.index, {}):
-                texts[name] = failures[unit.index][name]
-                continue
             now = final[unit.index].get(name)
+            if name in failures.get(unit.index, {}):
+                failure = failures[unit.index][name]
+                texts[name] = f"{failure_basis(failure)}, but {now}" if now else failure
+                continue
             if name not in problem.states:
                 texts[name] = "the cluster has no nodes"
                 continue
-            before = why_not(problem.states[name], unit)
+            before = why_not(pristine[name], unit, try_pack=False)
             if before is not None:
                 texts[name] = before
                 continue

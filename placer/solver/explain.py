@@ -46,8 +46,11 @@ def _component(run: PodRun) -> str:
     return f"component {quote(run.component.label)}"
 
 
-def why_not(state: ClusterState, unit: Unit) -> str | None:
-    """The reason ``unit`` cannot be placed on ``state`` now, or ``None`` (see module doc)."""
+def why_not(state: ClusterState, unit: Unit, *, try_pack: bool = True) -> str | None:
+    """The reason ``unit`` cannot be placed on ``state`` now, or ``None`` (see module doc).
+
+    ``try_pack=False`` skips the last, costly check (a trial packing).
+    """
     for run in unit.runs:
         reason = _no_eligible_node(state, run)
         if reason:
@@ -67,6 +70,8 @@ def why_not(state: ClusterState, unit: Unit) -> str | None:
                 f"only {fit} of the {run.count} pods of {_component(run)} fit on the nodes' "
                 "free capacity"
             )
+    if not try_pack:
+        return None
     mark = state.mark()
     result = pack(state, unit.runs)
     state.undo(mark)
@@ -103,13 +108,11 @@ def _no_eligible_node(state: ClusterState, run: PodRun) -> str | None:
 def _no_node_with_room(state: ClusterState, run: PodRun) -> str | None:
     shape = run.shape
     mask = state.eligible(shape) & state.usable
-    free = state.free[mask]
+    most = np.where(mask[:, None], state.free, -1).max(axis=0)
     for k, resource in enumerate(state.names):
         need = int(shape.req[k])
-        if need <= 0:
-            continue
-        largest = int(free[:, k].max())
-        if largest >= need:
+        largest = int(most[k])
+        if need <= 0 or largest >= need:
             continue
         if not any(
             n.allocatable.get(resource, 0) for n, ok in zip(state.nodes, mask, strict=True) if ok
@@ -145,17 +148,14 @@ def _no_node_with_room(state: ClusterState, run: PodRun) -> str | None:
 
 
 def _totals_too_low(state: ClusterState, unit: Unit) -> str | None:
-    usable = state.usable
     need = np.zeros(len(state.names), dtype=np.int64)
     for run in unit.runs:
         need += run.shape.req * run.count
-    free = state.free[usable].sum(axis=0)
+    free, have, idle = state.totals()
     whole = sum(r.shape.gpus * r.count for r in unit.runs)
-    idle = int(state.full[usable].sum())
     if whole > idle:
         return f"total free GPUs too low (needs {whole}, {idle} free)"
-    if unit.milli > int(state.devfree[usable].sum()):
-        have = int(state.devfree[usable].sum())
+    if unit.milli > have:
         return (
             f"total free GPU capacity too low (needs {unit.milli / 1000:g} GPUs, "
             f"{have / 1000:g} free)"

@@ -22,12 +22,13 @@ from dataclasses import dataclass
 
 import numpy as np
 
+from placer.solver.capacity import infeasible_alone
 from placer.solver.fragmentation import Mix
 from placer.solver.packer import Packed, PackFailure, pack
 from placer.solver.problem import Unit
 from placer.solver.state import ClusterState
 
-__all__ = ["RULES", "Choice", "choose_and_pack", "totals_fit"]
+__all__ = ["RULES", "Choice", "choose_and_pack", "failure_basis", "totals_fit"]
 
 RULES = ("greedy", "first-fit", "best-fit", "worst-fit", "karmada")
 
@@ -43,8 +44,8 @@ class Choice:
 
 
 def _totals(state: ClusterState) -> tuple[np.ndarray, int]:
-    usable = state.usable
-    return state.free[usable].sum(axis=0), int(state.devfree[usable].sum())
+    free, gpu, _ = state.totals()
+    return free, gpu
 
 
 def _demand(state: ClusterState, unit: Unit) -> tuple[np.ndarray, int]:
@@ -101,6 +102,9 @@ def choose_and_pack(
     candidates = [c for c in order if c in states]
     if rule == "greedy":
         for name in candidates:
+            state = states[name]
+            if not totals_fit(state, unit) or (unit.pods > 4 and infeasible_alone(state, unit)):
+                continue
             result = pack(states[name], unit.runs, scoring=unit.scoring, mix=mix)
             if isinstance(result, Packed):
                 return Choice(cluster=name, packed=result)
@@ -130,9 +134,15 @@ def choose_and_pack(
 
 
 def _failure_text(rule: str, failure: PackFailure) -> str:
+    """What went wrong; the decision adds the node-level reason after ``but``."""
     basis = "its node-by-node estimate" if rule == "karmada" else "cluster totals"
     run = failure.run
     return (
         f"{rule} chose this cluster on {basis}, but only {failure.placed} of the "
         f'{run.count} pods of component "{run.component.label}" found a node'
     )
+
+
+def failure_basis(text: str) -> str:
+    """The ``<rule> chose this cluster on <basis>`` part of a failure text."""
+    return text.split(", but ", 1)[0]

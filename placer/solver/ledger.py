@@ -70,6 +70,11 @@ def _cluster(cluster: Cluster, pods_by_node: dict[str, list[PodAssignment]], sig
 def _node(node: Node, pods: list[PodAssignment], sign: int) -> Node:
     requested = dict(node.requested)
     devices = list(node.gpu_devices) if node.gpu_devices is not None else None
+    if devices is None and any(p.requests.get(GPU_SHARE, 0) for p in pods):
+        # a shared pod on a node without a device model: materialise the devices exactly as
+        # the solver saw them (``node_devices`` of the node before these pods), so the device
+        # indices recorded in the assignments mean the same devices here
+        devices = list(node_devices(node))
     for pod in pods:
         for name, amount in pod.requests.items():
             if name == GPU_SHARE:
@@ -78,12 +83,8 @@ def _node(node: Node, pods: list[PodAssignment], sign: int) -> Node:
         requested[PODS] = max(0, requested.get(PODS, 0) + sign)
         whole = pod.requests.get(GPU, 0)
         share = pod.requests.get(GPU_SHARE, 0)
-        if not share and devices is None:
-            continue  # whole GPUs counted in ``requested`` only
         if devices is None:
-            # the first shared pod on a node without a device model: materialise the devices
-            # from the whole-GPU counts charged so far
-            devices = list(node_devices(replace(node, requested=requested, gpu_devices=None)))
+            continue  # whole GPUs counted in ``requested`` only
         used = list(pod.devices)
         if whole:
             indices = used[:whole] or [i for i, d in enumerate(devices) if d == 1000][:whole]

@@ -11,6 +11,7 @@ from __future__ import annotations
 import time
 from collections.abc import Sequence
 from dataclasses import dataclass, field
+from typing import Any
 
 from ortools.sat.python import cp_model
 
@@ -28,7 +29,10 @@ __all__ = ["CPSAT_WORKERS", "DETERMINISTIC_PER_SECOND", "MAX_ROUNDS", "LevelResu
 CPSAT_WORKERS = 2
 #: CP-SAT's deterministic time units granted per second of the time limit. The search is
 #: stopped by deterministic time (reproducible), and by wall time only as a safety net.
-DETERMINISTIC_PER_SECOND = 1.0
+DETERMINISTIC_PER_SECOND = 0.4
+#: masters with at most this many variables get CP-SAT's full (proving) search; larger ones
+#: large-neighbourhood search from the hint only (full search is too slow to start there).
+SMALL_MODEL = 400
 #: master solve / realise / cut rounds at most.
 MAX_ROUNDS = 4
 
@@ -67,10 +71,33 @@ def _apply(states: dict[str, ClusterState], placed: Placed) -> None:
             state.place(run.shape, node, devices)
 
 
-def _greedy(units: Sequence[Unit], states: dict[str, ClusterState], mix: Mix | None) -> Placed:
+def _most_room(unit: Unit, states: dict[str, ClusterState]) -> list[str]:
+    """Allowed clusters by preference rank, then most room for the unit's largest pods first
+    (Karmada's estimate: copies that fit node by node)."""
+    run = min(unit.runs, key=lambda r: (-r.shape.milli, -int(r.shape.req[0])))
+
+    def room(name: str) -> int:
+        state = states[name]
+        return int(state.copies_all(run.shape)[state.usable].sum())
+
+    return sorted(
+        (c for c in unit.allowed() if c in states), key=lambda c: (unit.rank[c], -room(c), c)
+    )
+
+
+def _greedy(
+    units: Sequence[Unit],
+    states: dict[str, ClusterState],
+    mix: Mix | None,
+    *,
+    ffd: bool = True,
+    spread: bool = False,
+    rule: str = "greedy",
+) -> Placed:
     placed: Placed = []
-    for unit in sorted(units, key=ffd_key):
-        choice = choose_and_pack("greedy", unit, states, unit.allowed(), mix=mix)
+    for unit in sorted(units, key=ffd_key) if ffd else units:
+        order = _most_room(unit, states) if spread else unit.allowed()
+        choice = choose_and_pack(rule, unit, states, order, mix=mix)
         if choice.packed is not None and choice.cluster is not None:
             placed.append((unit, choice.cluster, choice.packed))
     return placed
@@ -80,7 +107,7 @@ def solve_level(
     units: Sequence[Unit],
     states: dict[str, ClusterState],
     *,
-    seconds: float,
+    deadline: float,
     seed: int,
     mix: Mix | None,
 ) -> LevelResult:
@@ -92,8 +119,24 @@ def solve_level(
         for name, state in states.items():
             state.undo(marks[name])
 
+    # the hint: the better of two node-aware greedy passes, largest first (the ``greedy``
+    # baseline) and in arrival order (small units first often pack tighter)
     greedy = _greedy(units, states, mix)
     reset()
+    one_pass = time.perf_counter() - started
+    alternatives: tuple[dict[str, Any], ...] = (
+        {"ffd": False, "spread": True},
+        {"spread": True},
+        {"ffd": False, "rule": "karmada"},
+        {"ffd": False},
+    )
+    for variant in alternatives:
+        if len(greedy) == len(units) or time.perf_counter() + 3 * one_pass > deadline:
+            break
+        other = _greedy(units, states, mix, **variant)
+        reset()
+        if _value(other) > _value(greedy):
+            greedy = other
     if len(greedy) == len(units) and all(u.rank[c] == 0 for u, c, _ in greedy):
         _apply(states, greedy)
         return LevelResult(placed=greedy, status="optimal", notes=["greedy placed all"])
@@ -108,10 +151,12 @@ def solve_level(
                 continue
             x[(unit.index, name)] = model.new_bool_var(f"x{unit.index}_{name}")
             by_cluster[name].append(unit)
-    for unit in units:
-        options = [v for (u, _), v in x.items() if u == unit.index]
-        if len(options) > 1:
-            model.add_at_most_one(options)
+    options: dict[int, list[cp_model.IntVar]] = {}
+    for (u, _), var in x.items():
+        options.setdefault(u, []).append(var)
+    for variables in options.values():
+        if len(variables) > 1:
+            model.add_at_most_one(variables)
     for name, members in by_cluster.items():
         for row in cluster_rows(states[name], members, node_aware=True):
             model.add(sum(x[(u, name)] * a for u, a in row.coef.items()) <= row.rhs)
@@ -127,15 +172,21 @@ def solve_level(
     best: Placed = greedy
     result = LevelResult(placed=greedy, status="fallback")
     cuts = 0
-    deadline = started + seconds
     for round_index in range(MAX_ROUNDS):
-        remaining = deadline - time.perf_counter()
-        if remaining <= 0.01:
+        # keep one greedy pass worth of time to realise the answer
+        remaining = deadline - time.perf_counter() - 1.5 * one_pass
+        if remaining <= 0.02:
             break
-        budget = seconds * (0.6 if round_index == 0 else 0.4 / (MAX_ROUNDS - 1))
+        # the first round gets most of what is left; later rounds share the rest
+        budget = remaining * (0.7 if round_index == 0 else 1.0 / (MAX_ROUNDS - round_index))
         solver = cp_model.CpSolver()
         solver.parameters.num_workers = CPSAT_WORKERS
         solver.parameters.interleave_search = CPSAT_WORKERS > 1
+        if len(x) > SMALL_MODEL:
+            # improve the hint by large-neighbourhood search in small deterministic steps
+            solver.parameters.use_lns_only = True
+            solver.parameters.lns_initial_deterministic_limit = 0.01
+            solver.parameters.interleave_batch_size = 2
         solver.parameters.random_seed = seed
         solver.parameters.max_deterministic_time = max(0.01, budget * DETERMINISTIC_PER_SECOND)
         solver.parameters.max_time_in_seconds = max(0.01, remaining)
@@ -143,7 +194,7 @@ def solve_level(
         result.rounds = round_index + 1
         if status not in (cp_model.OPTIMAL, cp_model.FEASIBLE):
             break
-        if round_index == 0:
+        if round_index == 0 and len(x) <= SMALL_MODEL:
             result.bound = solver.best_objective_bound / scale
         assignment: dict[str, list[Unit]] = {name: [] for name in states}
         for (u, c), var in x.items():

@@ -111,8 +111,7 @@ def pack(
             copies = 1
             if scoring == "bestfit" and run.count - index > 1:
                 copies = max(1, min(run.count - index, state.copies(shape, node)))
-            for _ in range(copies):
-                devices = state.place(shape, node)
+            for devices in state.place_many(shape, node, copies):
                 pods.append((run, index, node, devices))
                 index += 1
     return Packed(pods=tuple(pods), score=score_sum)

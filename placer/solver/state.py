@@ -17,6 +17,7 @@ from __future__ import annotations
 
 from collections.abc import Hashable, Sequence
 from dataclasses import dataclass
+from typing import cast
 
 import numpy as np
 import numpy.typing as npt
@@ -144,6 +145,11 @@ class ClusterState:
         #: fragmentation per node under ``frag_mix`` (kept by the packer's fgd scoring).
         self.frag_cache: npt.NDArray[np.float64] | None = None
         self.frag_mix: object = None
+        #: unit index -> "cannot fit even alone" on the pristine state (kept by capacity).
+        self.alone: dict[int, bool] = {}
+        #: bumped by every change; keys ``memo`` entries.
+        self.version = 0
+        self.memo: dict[tuple[str, int], object] = {}
 
     def __len__(self) -> int:
         return len(self.nodes)
@@ -205,6 +211,36 @@ class ClusterState:
         result: IntArray = np.where(self.eligible(shape), np.maximum(most, 0), 0)
         return result
 
+    def place_many(self, shape: PodShape, node: int, count: int) -> list[tuple[int, ...]]:
+        """``count`` pods of ``shape`` on ``node`` in one step (one journal entry)."""
+        self._journal.append((node, self.free[node].copy(), self.dev[node].copy()))
+        self.changed.add(node)
+        self.version += 1
+        self.free[node] -= shape.req * count
+        if not (shape.gpus or shape.share):
+            return [()] * count
+        row = self.dev[node].tolist()
+        result = [self._devices(row, shape) for _ in range(count)]
+        self.dev[node] = row
+        self.full[node] = row.count(1000)
+        self.devfree[node] = sum(d for d in row if d > 0)
+        return result
+
+    @staticmethod
+    def _devices(row: list[int], shape: PodShape) -> tuple[int, ...]:
+        """Take one pod's devices from ``row`` (changed in place); see ``place``."""
+        used: tuple[int, ...] = ()
+        if shape.gpus:
+            idle = [i for i, d in enumerate(row) if d == 1000][: shape.gpus]
+            for i in idle:
+                row[i] = 0
+            used = tuple(idle)
+        if shape.share:
+            best = min((d, i) for i, d in enumerate(row) if d >= shape.share)[1]
+            row[best] -= shape.share
+            used = (*used, best)
+        return used
+
     def place(
         self, shape: PodShape, node: int, devices: tuple[int, ...] | None = None
     ) -> tuple[int, ...]:
@@ -216,27 +252,24 @@ class ClusterState:
         """
         self._journal.append((node, self.free[node].copy(), self.dev[node].copy()))
         self.changed.add(node)
+        self.version += 1
         self.free[node] -= shape.req
+        if not (shape.gpus or shape.share):
+            return ()
+        # device rows are short: plain Python is faster than numpy here
+        row = self.dev[node].tolist()
         used: tuple[int, ...] = ()
-        row = self.dev[node]
         if devices is not None:
-            if shape.gpus:
-                row[list(devices[: shape.gpus])] = 0
+            for i in devices[: shape.gpus]:
+                row[i] = 0
             if shape.share:
                 row[devices[-1]] -= shape.share
             used = devices
-        elif shape.gpus:
-            idle = np.flatnonzero(row == 1000)[: shape.gpus]
-            row[idle] = 0
-            used = tuple(int(i) for i in idle)
-        if shape.share and devices is None:
-            candidates = np.where(row >= shape.share, row, 10**9)
-            best = int(candidates.argmin())
-            row[best] -= shape.share
-            used = (*used, best)
-        if shape.gpus or shape.share:
-            self.full[node] = int((row == 1000).sum())
-            self.devfree[node] = int(np.maximum(row, 0).sum())
+        else:
+            used = self._devices(row, shape)
+        self.dev[node] = row
+        self.full[node] = row.count(1000)
+        self.devfree[node] = sum(d for d in row if d > 0)
         return used
 
     def undo(self, mark: int) -> None:
@@ -248,6 +281,37 @@ class ClusterState:
             self.full[node] = int((dev == 1000).sum())
             self.devfree[node] = int(np.maximum(dev, 0).sum())
             self.changed.add(node)
+            self.version += 1
+
+    def copy(self) -> ClusterState:
+        """An independent copy of the current free capacity (static data shared)."""
+        other = object.__new__(ClusterState)
+        other.__dict__.update(self.__dict__)
+        other.free = self.free.copy()
+        other.dev = self.dev.copy()
+        other.full = self.full.copy()
+        other.devfree = self.devfree.copy()
+        other._journal = []
+        other.changed = set()
+        other.frag_cache = None
+        other.frag_mix = None
+        other.alone = {}
+        other.memo = {}
+        return other
+
+    def totals(self) -> tuple[IntArray, int, int]:
+        """Free scalar resources, GPU thousandths and idle devices over usable nodes (memo)."""
+        key = ("totals", self.version)
+        cached = cast("tuple[IntArray, int, int] | None", self.memo.get(key))
+        if cached is None:
+            usable = self.usable
+            cached = (
+                self.free[usable].sum(axis=0),
+                int(self.devfree[usable].sum()),
+                int(self.full[usable].sum()),
+            )
+            self.memo = {key: cached}
+        return cached
 
     def commit(self) -> None:
         """Forget the journal (changes are kept for good)."""

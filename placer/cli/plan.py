@@ -1,0 +1,146 @@
+"""``placer plan``: decide where workloads would go, and why not elsewhere — nothing dispatched.
+
+    placer plan -f FILE... --snapshot FLEET.yaml [--policy FILE]... [--solver NAME]
+                [--mode batch|online] [--time-limit S] [--seed N] [-o text|json]
+
+Reads the workload manifests (several files and YAML documents; ``-`` = stdin), breaks each into
+components with its Workload Map definition (:mod:`placer.definitions`), reads the fleet's
+node-level capacity from a snapshot (``placer snapshot`` writes one; ``clusters/`` has
+examples) and the PlacementPolicies, and prints the solver's decision: per workload the cluster
+and the node of every pod, or per cluster the reason it was refused, and the bounds.
+Exit code 0 whenever a decision was made (even if some workloads stay unplaced).
+"""
+
+from __future__ import annotations
+
+import argparse
+import importlib
+import sys
+from typing import Any
+
+from placer.cli._output import add_output_option, print_json, print_table
+from placer.errors import PlacerError, UsageError
+from placer.model import Workload
+from placer.policy import PlacementPolicy, load_policies
+from placer.snapshot import load_snapshot
+from placer.solver import MODES, SOLVERS, solve
+from placer.solver.report import decision_to_dict, render_text
+
+__all__ = ["register", "run"]
+
+
+def register(subparsers: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
+    parser = subparsers.add_parser(
+        "plan",
+        help="decide where workloads would be placed (nothing is dispatched)",
+        description=(
+            "Decompose the workloads, read the fleet's node-level free capacity and the "
+            "policies, and show the placement decision with the reason for every refusal."
+        ),
+    )
+    parser.add_argument(
+        "-f",
+        "--filename",
+        action="append",
+        required=True,
+        metavar="FILE",
+        help="workload manifests (YAML or JSON; repeat for several files; - reads stdin)",
+    )
+    parser.add_argument(
+        "--snapshot",
+        metavar="FILE",
+        help="fleet capacity snapshot (FleetSnapshot YAML, e.g. clusters/demo.yaml)",
+    )
+    parser.add_argument(
+        "--policy",
+        action="append",
+        default=[],
+        metavar="FILE",
+        help="PlacementPolicy YAML (repeatable; the first policy selecting a workload applies)",
+    )
+    parser.add_argument("--solver", choices=SOLVERS, default="cpsat", help="default cpsat")
+    parser.add_argument("--mode", choices=MODES, default="batch", help="default batch")
+    parser.add_argument(
+        "--time-limit",
+        type=float,
+        default=1.0,
+        metavar="S",
+        help="seconds for the decision (default 1)",
+    )
+    parser.add_argument("--seed", type=int, default=0, help="solver seed (default 0)")
+    parser.add_argument(
+        "--catalog",
+        action="append",
+        default=[],
+        metavar="DIR",
+        help="extra Workload Map definitions (repeatable)",
+    )
+    add_output_option(parser)
+    parser.set_defaults(func=run)
+
+
+def run(args: argparse.Namespace) -> int:
+    if not args.time_limit > 0:
+        raise UsageError(f"--time-limit must be positive, got {args.time_limit:g}")
+    if not args.snapshot:
+        raise UsageError(
+            "give the fleet's capacity with --snapshot FILE",
+            hint="write one with `placer snapshot -o FILE`, or try clusters/demo.yaml",
+        )
+    fleet = load_snapshot(args.snapshot)
+    policies: list[PlacementPolicy] = []
+    for path in args.policy:
+        policies += load_policies(path)
+    workloads = read_workloads(args.filename, args.catalog)
+    decision = solve(
+        workloads,
+        fleet,
+        policies=policies,
+        solver=args.solver,
+        mode=args.mode,
+        time_limit=args.time_limit,
+        seed=args.seed,
+    )
+    if args.output == "json":
+        print_json(decision_to_dict(decision))
+        return 0
+    for block in render_text(decision):
+        if isinstance(block, str):
+            sys.stdout.write(block + "\n")
+        else:
+            print_table(block)
+    return 0
+
+
+def read_workloads(filenames: list[str], catalog_dirs: list[str]) -> list[Workload]:
+    """Decompose every object of every file; all problems are reported together."""
+    definitions = _definitions()
+    describe = importlib.import_module("placer.cli.describe")
+    catalog = definitions.Catalog.load(catalog_dirs)
+    workloads: list[Workload] = []
+    problems: list[PlacerError] = []
+    for filename in filenames:
+        for document in describe.read_manifests(filename):
+            try:
+                result = definitions.decompose(document.data, catalog, source=document.source)
+            except PlacerError as exc:
+                problems.append(exc)
+                continue
+            workloads.append(result.workload)
+    if problems:
+        for problem in problems[1:]:
+            print(f"error: {problem}", file=sys.stderr)
+        raise problems[0]
+    if not workloads:
+        raise UsageError(f"no objects found in {', '.join(filenames)}")
+    return workloads
+
+
+def _definitions() -> Any:
+    """:mod:`placer.definitions` (the workload decomposition), imported when needed."""
+    try:
+        return importlib.import_module("placer.definitions")
+    except ModuleNotFoundError:  # pragma: no cover - only before decomposition is installed
+        raise PlacerError(
+            "workload decomposition (placer.definitions) is not part of this build"
+        ) from None
