@@ -57,6 +57,9 @@ def read_manifests(path: Path) -> list[Workload]:
     Raises:
         InputError: unreadable or malformed files, or no definition interpreter in this build.
     """
+    files = manifest_files(path)
+    if not files:
+        return []
     try:
         definitions = importlib.import_module("placer.definitions")
     except ImportError:
@@ -68,7 +71,7 @@ def read_manifests(path: Path) -> list[Workload]:
         ) from None
     catalog = definitions.Catalog.builtin()
     workloads: list[Workload] = []
-    for file in manifest_files(path):
+    for file in files:
         for _, document in _documents(file):
             workloads.append(definitions.decompose(document, catalog).workload)
     return workloads
