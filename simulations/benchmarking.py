@@ -19,21 +19,27 @@ import sys
 import time
 from collections.abc import Callable, Iterator, Sequence
 from contextlib import contextmanager
+from dataclasses import replace
 from datetime import UTC, datetime
 from importlib import metadata
 from pathlib import Path
 from typing import Any
 
 from placer.model import Fleet
+from placer.simulate.capacity import gpu_milli
 from placer.snapshot import load_snapshot
+from simulations.workloads import TimedWorkload
 
 __all__ = [
     "CLUSTERS",
     "RESULTS",
+    "busy_part",
+    "compress_arrivals",
     "fleet_file",
     "machine",
     "mean",
     "meta_lines",
+    "offered_load",
     "stdev",
     "stopwatch",
     "table",
@@ -112,6 +118,7 @@ def machine() -> dict[str, Any]:
         "numpy": _version("numpy"),
         "placer": _version("placer"),
         "commit": _commit(),
+        "load_average_at_start": [round(x, 2) for x in os.getloadavg()],
     }
 
 
@@ -170,3 +177,61 @@ def meta_lines(meta: dict[str, Any]) -> str:
         f"{meta['ortools']}, numpy {meta['numpy']}, placer {meta['placer']} at {meta['commit']}. "
         f"Command: `{meta['command']}`."
     )
+
+
+def offered_load(items: Sequence[TimedWorkload], capacity_milli: int) -> float:
+    """Mean GPU demand of the running workloads over the arrival window, if none waited.
+
+    Each workload counts from its arrival for its duration, clipped at the last arrival (work
+    beyond the window does not load the window); as a share of the fleet's GPUs. Items without
+    a duration run to the end of the window.
+    """
+    if not items or not capacity_milli:
+        return 0.0
+    first, last = items[0].arrival_s, items[-1].arrival_s
+    if last <= first:
+        return 0.0
+    work = 0.0
+    for item in items:
+        end = last if item.duration_s is None else min(last, item.arrival_s + item.duration_s)
+        work += gpu_milli(item.workload.total_requests()) * (end - item.arrival_s)
+    return work / ((last - first) * capacity_milli)
+
+
+def compress_arrivals(
+    items: Sequence[TimedWorkload], *, load: float, capacity_milli: int
+) -> tuple[TimedWorkload, ...]:
+    """Squeeze the arrival times (durations kept) until the offered load is ``load``.
+
+    Traces record arrivals and run times of one cluster at its own, often low, load; a stream
+    benchmark needs the fleet busy. Compressing only the arrivals raises the load while keeping
+    the arrival pattern (bursts, quiet hours) and every workload's run time. The factor is
+    found by bisection (the offered load grows as arrivals get closer).
+    """
+    first = items[0].arrival_s if items else 0.0
+
+    def squeezed(factor: float) -> tuple[TimedWorkload, ...]:
+        return tuple(replace(i, arrival_s=first + (i.arrival_s - first) * factor) for i in items)
+
+    low, high = 1e-9, 1.0
+    if offered_load(squeezed(high), capacity_milli) >= load:
+        return tuple(items)
+    if offered_load(squeezed(low), capacity_milli) < load:
+        raise ValueError(f"the workloads cannot offer a load of {load:g} however squeezed")
+    for _ in range(60):
+        middle = (low * high) ** 0.5
+        if offered_load(squeezed(middle), capacity_milli) >= load:
+            low = middle
+        else:
+            high = middle
+    return squeezed(low)
+
+
+def busy_part(items: Sequence[TimedWorkload], skip: float) -> tuple[TimedWorkload, ...]:
+    """The items after the first ``skip`` share of arrivals, re-based to start at 0.
+
+    openb's creation times are very uneven (10 % of tasks over the first 119 of 149 days);
+    skipping the quiet start keeps a stream from idling for most of its window.
+    """
+    start = items[int(skip * len(items))].arrival_s if items else 0.0
+    return tuple(replace(i, arrival_s=i.arrival_s - start) for i in items if i.arrival_s >= start)

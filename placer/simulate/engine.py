@@ -119,6 +119,8 @@ class DecisionRecord:
     bound_gpu_milli: int
     #: the verifier's findings; empty when the decision is valid.
     problems: tuple[str, ...] = ()
+    #: the bounds as the solver reported them (``summary.bound``).
+    solver_bounds: Mapping[str, float] = field(default_factory=dict)
 
 
 @dataclass(frozen=True)
@@ -232,6 +234,7 @@ def _decide(
         placed_gpu_milli=placed_milli,
         bound_gpu_milli=gpu_bound(decision, demand, free),
         problems=tuple(problems),
+        solver_bounds=dict(decision.summary.bound),
     )
     return decision, record
 

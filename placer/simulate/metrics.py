@@ -18,8 +18,8 @@ the solver's internals (benchmark-design C.4):
 * **decision time** p50/p99 over solver calls (``online`` is one call deciding one workload at
   a time, so only its total and the mean per workload exist);
 * **stream**: wait (start − arrival) p50/p99 of placed workloads, workloads never started,
-  time-averaged GPU allocation over the arrival window next to the offered load (what would
-  run with no queue), peak queue and makespan.
+  time-averaged GPU allocation over the arrival window next to the offered load (the mean
+  allocation over the same window had nothing waited), peak queue and makespan.
 
 Percentiles are nearest-rank. Pure functions, no I/O.
 """
@@ -141,7 +141,8 @@ class StreamStats:
     never_started: int
     #: time-averaged GPU allocation over the arrival window, % of fleet GPUs.
     time_avg_alloc_pct: float
-    #: what would be allocated with no queue (Σ demand × duration / window), % of fleet GPUs.
+    #: the mean allocation over the arrival window had nothing waited (run times clipped at
+    #: the last arrival), % of fleet GPUs.
     offered_load_pct: float
     peak_queue: int
     window_s: float
@@ -248,10 +249,10 @@ def _stream(run: Run, items: Sequence[Timed], demand: Sequence[int], capacity: i
     first, last = (min(arrivals), max(arrivals)) if arrivals else (0.0, 0.0)
     window = last - first
     timeline = run.timeline
-    offered = 0.0
+    offered = 0.0  # work inside the arrival window if nothing waited
     for milli, item in zip(demand, items, strict=True):
-        runs = item.duration_s if item.duration_s is not None else last - item.arrival_s
-        offered += milli * runs
+        end = last if item.duration_s is None else min(last, item.arrival_s + item.duration_s)
+        offered += milli * (end - item.arrival_s)
     makespan = (timeline[-1].time_s - first) if timeline else 0.0
     return StreamStats(
         wait_p50_s=percentile(waits, 50),

@@ -105,5 +105,5 @@ def test_stream_statistics(kit: Any) -> None:
     assert stream.time_avg_alloc_pct == pytest.approx(100.0)
     assert stream.peak_queue == 1
     assert stream.makespan_s == 200.0
-    # offered: 2 x 16 GPUs x 100 s over a 50 s window on 16 GPUs
-    assert stream.offered_load_pct == pytest.approx(400.0)
+    # offered: a's 16 GPUs over the whole 50 s window (b arrives at its end) on 16 GPUs
+    assert stream.offered_load_pct == pytest.approx(100.0)
