@@ -30,16 +30,7 @@ from typing import Any
 from placer.model import Fleet
 from placer.simulate import Settings, simulate, summarize
 from placer.simulate.capacity import gpu_milli
-from simulations.benchmarking import (
-    RESULTS,
-    machine,
-    mean,
-    meta_lines,
-    stdev,
-    stopwatch,
-    table,
-    write_results,
-)
+from simulations.benchmarking import heading, mean, measure, pyplot, save, stdev, stopwatch, table
 from simulations.fleets import OPENB_SITE, make_fleet, openb_fleet
 from simulations.openb import fgd_replay, read_fgd_results, read_openb_nodes, read_openb_tasks
 from simulations.workloads import TimedWorkload, fleet_gpu_milli
@@ -199,16 +190,13 @@ def run(config: Config) -> dict[str, Any]:
 
 
 def markdown(result: dict[str, Any], meta: dict[str, Any]) -> str:
-    lines = [
-        "# FGD replay: placer online vs published policies (openb, 130 % load)",
-        "",
-        meta_lines(meta),
-        "",
+    lines = heading(
+        "FGD replay: placer online vs published policies (openb, 130 % load)",
+        meta,
         f"Seeds {', '.join(map(str, result['config']['seeds']))}; solver "
         f"`{result['config']['solver']}` in online mode; capacity {result['capacity_gpus']:g} "
-        f"GPUs. Wall time {meta['wall_s']:.0f} s.",
-        "",
-    ]
+        "GPUs.",
+    )
     rows = []
     for variant, v in result["variants"].items():
         pub = v["published_at_130"]
@@ -256,15 +244,8 @@ def markdown(result: dict[str, Any], meta: dict[str, Any]) -> str:
 
 
 def plot(result: dict[str, Any]) -> None:
-    """``results/bench_fgd.png``: placer's curve over the published ones, per task list."""
-    try:
-        import matplotlib
-
-        matplotlib.use("Agg")
-        import matplotlib.pyplot as plt
-    except ImportError:  # pragma: no cover - matplotlib is a dev dependency
-        print("matplotlib missing: no plot", file=sys.stderr)
-        return
+    """placer's curve over the published ones, per task list."""
+    plt = pyplot()
     variants = result["variants"]
     fig, axes = plt.subplots(1, len(variants), figsize=(5 * len(variants), 4), squeeze=False)
     for ax, (variant, v) in zip(axes[0], variants.items(), strict=True):
@@ -281,9 +262,7 @@ def plot(result: dict[str, Any]) -> None:
         ax.set_ylim(75, 101)
         ax.set_xlim(75, 132)
         ax.legend(fontsize=7, loc="lower right")
-    fig.tight_layout()
-    fig.savefig(RESULTS / "bench_fgd.png", dpi=110)
-    plt.close(fig)
+    save(fig, "bench_fgd")
 
 
 def _seeds(text: str) -> tuple[int, ...]:
@@ -306,20 +285,14 @@ def main(argv: Sequence[str] | None = None) -> int:
         solver=args.solver,
         workers=args.workers,
     )
-    meta = machine()
-    with stopwatch() as elapsed:
-        result = run(config)
-    meta["wall_s"] = round(elapsed(), 1)
-    data = {"meta": meta, **result}
-    paths = write_results("bench_fgd", data, markdown(result, meta))
-    plot(result)
+    result, paths = measure("bench_fgd", lambda: run(config), markdown, plot)
     for variant, v in result["variants"].items():
         print(
             f"{variant}: placer {v['alloc_pct_mean']:.2f}% (FGD "
             f"{v['published_at_130'].get('FGD', {}).get('alloc_pct')}%, gap "
             f"{v['points_vs_fgd']} points; vs best baseline {v['points_vs_best_baseline']})"
         )
-    print("wrote", *paths, RESULTS / "bench_fgd.png")
+    print("wrote", *paths)
     return 0
 
 

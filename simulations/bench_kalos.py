@@ -29,26 +29,27 @@ from dataclasses import dataclass
 from typing import Any
 
 from placer.model import Fleet
-from placer.simulate import Run, Settings, simulate, summarize
+from placer.simulate import Settings, simulate, summarize
 from placer.simulate.capacity import gpu_milli
-from placer.simulate.metrics import bucket_of, percentile
-from simulations.bench_multicluster import Entry
+from placer.simulate.metrics import bucket_rank
 from simulations.benchmarking import (
-    RESULTS,
+    STREAM_ENTRIES,
+    Entry,
     compress_arrivals,
-    machine,
-    meta_lines,
+    heading,
+    measure,
     offered_load,
-    stopwatch,
+    stream_figure,
+    stream_run,
+    stream_tables,
     table,
-    write_results,
 )
 from simulations.fleets import make_fleet, split_nodes
 from simulations.kalos import kalos_replay, read_kalos_jobs
 from simulations.openb import read_openb_nodes
 from simulations.workloads import TimedWorkload, fleet_gpu_milli
 
-__all__ = ["Config", "eight_gpu_fleet", "main", "run", "wait_cell", "waits_by_bucket"]
+__all__ = ["Config", "eight_gpu_fleet", "kalos_gangs", "main", "run"]
 
 BATCH = (
     Entry("cpsat 5s", "cpsat", 5.0),
@@ -58,12 +59,6 @@ BATCH = (
     Entry("best-fit", "best-fit"),
     Entry("worst-fit", "worst-fit"),
 )
-STREAM = (
-    Entry("cpsat 0.5s", "cpsat", 0.5),
-    Entry("greedy", "greedy"),
-    Entry("karmada", "karmada"),
-    Entry("first-fit", "first-fit"),
-)
 
 
 @dataclass(frozen=True)
@@ -71,7 +66,7 @@ class Config:
     clusters: int = 4
     load: float = 1.0
     batch: tuple[Entry, ...] = BATCH
-    stream: tuple[Entry, ...] = STREAM
+    stream: tuple[Entry, ...] = STREAM_ENTRIES
     #: keep every k-th node (tests); the gangs are then those that fit the smaller fleet.
     nodes_every: int = 1
     seed: int = 0
@@ -90,36 +85,6 @@ def kalos_gangs(fleet: Fleet) -> tuple[TimedWorkload, ...]:
         sum(n.allocatable.get("nvidia.com/gpu", 0) for n in c.nodes) for c in fleet.clusters
     )
     return tuple(i for i in items if gpu_milli(i.workload.total_requests()) <= largest * 1000)
-
-
-def waits_by_bucket(run: Run, items: Sequence[TimedWorkload]) -> dict[str, dict[str, Any]]:
-    """Wait p50/p99 and never-started count per gang-size bucket of a stream run."""
-    buckets: dict[str, dict[str, Any]] = {}
-    for item, outcome in zip(items, run.outcomes, strict=True):
-        label = bucket_of(gpu_milli(item.workload.total_requests()))
-        row = buckets.setdefault(label, {"gangs": 0, "never_started": 0, "waits": []})
-        row["gangs"] += 1
-        if outcome.start_s is None:
-            row["never_started"] += 1
-        else:
-            row["waits"].append(outcome.start_s - item.arrival_s)
-    return {
-        label: {
-            "gangs": row["gangs"],
-            "never_started": row["never_started"],
-            "wait_p50_s": _round(percentile(row["waits"], 50)),
-            "wait_p99_s": _round(percentile(row["waits"], 99)),
-        }
-        for label, row in buckets.items()
-    }
-
-
-def _hours(seconds: float | None) -> float | None:
-    return None if seconds is None else round(seconds / 3600, 3)
-
-
-def _round(seconds: float | None) -> float | None:
-    return None if seconds is None else round(seconds, 1)
 
 
 def run(config: Config) -> dict[str, Any]:
@@ -141,33 +106,14 @@ def run(config: Config) -> dict[str, Any]:
             "verifier_problems": len(summary.problems),
         }
     timed = compress_arrivals(items, load=config.load, capacity_milli=capacity)
-    stream = {}
-    for entry in config.stream:
-        settings = Settings(entry.solver, "stream", time_limit=entry.time_limit, seed=config.seed)
-        with stopwatch() as elapsed:
-            run_ = simulate(timed, fleet, settings)
-        summary = summarize(run_, timed)
-        stats = summary.stream
-        assert stats is not None
-        stream[entry.label] = {
-            "wait_p50_h": _hours(stats.wait_p50_s),
-            "wait_p99_h": _hours(stats.wait_p99_s),
-            "never_started": stats.never_started,
-            "time_avg_alloc_pct": round(stats.time_avg_alloc_pct, 2),
-            "offered_load_pct": round(stats.offered_load_pct, 2),
-            "makespan_h": _hours(stats.makespan_s),
-            "peak_queue": stats.peak_queue,
-            "decisions": summary.time.decisions,
-            "decision_p50_s": round(summary.time.p50_s or 0.0, 4),
-            "decision_p99_s": round(summary.time.p99_s or 0.0, 4),
-            "by_size": waits_by_bucket(run_, timed),
-            "verifier_problems": len(summary.problems),
-            "seconds": round(elapsed(), 1),
-            "timeline": [
-                (round(s.time_s / 3600, 3), round(s.allocated_gpu_milli / 1000, 1), s.queued)
-                for s in run_.timeline
-            ],
-        }
+    stream = {
+        entry.label: stream_run(
+            timed,
+            fleet,
+            Settings(entry.solver, "stream", time_limit=entry.time_limit, seed=config.seed),
+        )
+        for entry in config.stream
+    }
     return {
         "config": {
             "clusters": config.clusters,
@@ -182,7 +128,7 @@ def run(config: Config) -> dict[str, Any]:
         },
         "gangs": len(items),
         "gpus_demand": round(sum(gpu_milli(i.workload.total_requests()) for i in items) / 1000),
-        "stream_window_h": _hours(timed[-1].arrival_s - timed[0].arrival_s),
+        "stream_window_h": round((timed[-1].arrival_s - timed[0].arrival_s) / 3600, 3),
         "stream_offered_load": round(offered_load(timed, capacity), 3),
         "batch": batch,
         "stream": stream,
@@ -191,20 +137,20 @@ def run(config: Config) -> dict[str, Any]:
 
 def markdown(result: dict[str, Any], meta: dict[str, Any]) -> str:
     fleet = result["fleet"]
-    lines = [
-        "# Big gangs: the 319 Kalos jobs on openb's 8-GPU nodes",
-        "",
-        meta_lines(meta),
-        "",
+    lines = heading(
+        "Big gangs: the 319 Kalos jobs on openb's 8-GPU nodes",
+        meta,
         f"Fleet: {fleet['nodes']} nodes, {fleet['gpus']} GPUs in {len(fleet['clusters'])} "
         f"clusters ({', '.join(f'{k} {v} nodes' for k, v in fleet['clusters'].items())}). "
-        f"{result['gangs']} gangs asking {result['gpus_demand']} GPUs. Wall time "
-        f"{meta['wall_s']:.0f} s.",
-        "",
+        f"{result['gangs']} gangs asking {result['gpus_demand']} GPUs.",
+    )
+    lines += [
         "## Batch: all gangs in one decision",
         "",
     ]
-    buckets = sorted({b for row in result["batch"].values() for b in row["admission"]}, key=_order)
+    buckets = sorted(
+        {b for row in result["batch"].values() for b in row["admission"]}, key=bucket_rank
+    )
     lines.append(
         table(
             [
@@ -235,97 +181,15 @@ def markdown(result: dict[str, Any], meta: dict[str, Any]) -> str:
         f"## Stream: arrivals compressed to {result['stream_offered_load']:g}× offered load "
         f"(window {result['stream_window_h']:g} h, run times as in the trace)",
         "",
-        table(
-            [
-                "solver",
-                "wait p50 h",
-                "wait p99 h",
-                "never started",
-                "time-avg alloc %",
-                "peak queue",
-                "makespan h",
-                "decision p50 s",
-                "p99 s",
-                "verifier problems",
-            ],
-            [
-                [
-                    label,
-                    row["wait_p50_h"],
-                    row["wait_p99_h"],
-                    row["never_started"],
-                    row["time_avg_alloc_pct"],
-                    row["peak_queue"],
-                    row["makespan_h"],
-                    row["decision_p50_s"],
-                    row["decision_p99_s"],
-                    row["verifier_problems"],
-                ]
-                for label, row in result["stream"].items()
-            ],
-        ),
-        "",
-        "Wait by gang size (p50 / p99 hours; never started):",
-        "",
+        *stream_tables(result["stream"], "h"),
     ]
-    sizes = sorted({b for row in result["stream"].values() for b in row["by_size"]}, key=_order)
-    lines.append(
-        table(
-            ["solver", *sizes],
-            [
-                [
-                    label,
-                    *(wait_cell(row["by_size"].get(size)) for size in sizes),
-                ]
-                for label, row in result["stream"].items()
-            ],
-        )
-    )
     lines += ["", "![allocation and queue over time](bench_kalos.png)", ""]
     return "\n".join(lines)
 
 
-def wait_cell(row: dict[str, Any] | None, unit: float = 3600) -> str:
-    """``p50 / p99 (never started/gangs)`` of a :func:`waits_by_bucket` row, in ``unit`` s."""
-    if row is None:
-        return "–"
-
-    def show(value: float | None) -> str:
-        return "–" if value is None else f"{value / unit:.3g}"
-
-    return (
-        f"{show(row['wait_p50_s'])} / {show(row['wait_p99_s'])} "
-        f"({row['never_started']}/{row['gangs']})"
-    )
-
-
-def _order(label: str) -> int:
-    order = ["cpu only", "<=1 GPU", "2-8 GPUs", "9-64 GPUs", "65-512 GPUs", ">512 GPUs"]
-    return order.index(label) if label in order else len(order)
-
-
 def plot(result: dict[str, Any]) -> None:
-    try:
-        import matplotlib
-
-        matplotlib.use("Agg")
-        import matplotlib.pyplot as plt
-    except ImportError:  # pragma: no cover
-        return
-    fig, (top, bottom) = plt.subplots(2, 1, figsize=(9, 5), sharex=True)
-    for label, row in result["stream"].items():
-        hours = [p[0] for p in row["timeline"]]
-        top.step(hours, [p[1] for p in row["timeline"]], where="post", label=label, linewidth=1)
-        bottom.step(hours, [p[2] for p in row["timeline"]], where="post", linewidth=1)
-    top.axhline(result["fleet"]["gpus"], color="gray", linestyle="--", linewidth=1)
-    top.set_ylabel("allocated GPUs")
-    top.set_title("Kalos gangs, stream (dashed: capacity)")
-    top.legend(fontsize=7)
-    bottom.set_ylabel("queued gangs")
-    bottom.set_xlabel("simulated hours")
-    fig.tight_layout()
-    fig.savefig(RESULTS / "bench_kalos.png", dpi=110)
-    plt.close(fig)
+    series = {label: row["timeline"] for label, row in result["stream"].items()}
+    stream_figure("bench_kalos", series, result["fleet"]["gpus"], "Kalos gangs, stream")
 
 
 def main(argv: Sequence[str] | None = None) -> int:
@@ -334,16 +198,11 @@ def main(argv: Sequence[str] | None = None) -> int:
     parser.add_argument("--load", type=float, default=1.0, help="stream offered load")
     args = parser.parse_args(argv)
     config = Config(clusters=args.clusters, load=args.load)
-    meta = machine()
-    with stopwatch() as elapsed:
-        result = run(config)
-    meta["wall_s"] = round(elapsed(), 1)
-    paths = write_results("bench_kalos", {"meta": meta, **result}, markdown(result, meta))
-    plot(result)
+    result, paths = measure("bench_kalos", lambda: run(config), markdown, plot)
     for label, row in result["batch"].items():
         print(f"batch  {label:10s} {row['pct_of_bound']:7.2f}% of bound {row['admission']}")
     for label, row in result["stream"].items():
-        print(f"stream {label:10s} wait p50 {row['wait_p50_h']} h p99 {row['wait_p99_h']} h")
+        print(f"stream {label:10s} wait p50 {row['wait_p50_s']} s p99 {row['wait_p99_s']} s")
     print("wrote", *paths)
     return 0
 

@@ -28,28 +28,10 @@ from typing import Any
 from placer.model import Fleet
 from placer.simulate import Settings, simulate, summarize
 from placer.simulate.capacity import gpu_milli
-from simulations.benchmarking import (
-    RESULTS,
-    fleet_file,
-    machine,
-    mean,
-    meta_lines,
-    stopwatch,
-    table,
-    write_results,
-)
+from simulations.benchmarking import Entry, fleet_file, heading, mean, measure, pyplot, save, table
 from simulations.specs import resolve_workloads
 
-__all__ = ["ENTRIES", "Config", "Entry", "main", "run", "run_instance"]
-
-
-@dataclass(frozen=True)
-class Entry:
-    """One contender: a solver at a time limit, labelled for the tables."""
-
-    label: str
-    solver: str
-    time_limit: float = 1.0
+__all__ = ["ENTRIES", "Config", "main", "run", "run_instance"]
 
 
 ENTRIES = (
@@ -156,15 +138,12 @@ def run(config: Config) -> dict[str, Any]:
 
 
 def markdown(result: dict[str, Any], meta: dict[str, Any]) -> str:
-    lines = [
-        "# Multi-cluster gangs: batch placement, every solver on identical input",
-        "",
-        meta_lines(meta),
-        "",
+    lines = heading(
+        "Multi-cluster gangs: batch placement, every solver on identical input",
+        meta,
         f"Synthetic gangs at {result['config']['load']:g}× the fleet's GPUs; seeds "
-        f"{', '.join(map(str, result['config']['seeds']))}. Wall time {meta['wall_s']:.0f} s.",
-        "",
-    ]
+        f"{', '.join(map(str, result['config']['seeds']))}.",
+    )
     for name, fleet in result["fleets"].items():
         instances = fleet["instances"]
         lines += [
@@ -215,13 +194,7 @@ def markdown(result: dict[str, Any], meta: dict[str, Any]) -> str:
 
 
 def plot(result: dict[str, Any]) -> None:
-    try:
-        import matplotlib
-
-        matplotlib.use("Agg")
-        import matplotlib.pyplot as plt
-    except ImportError:  # pragma: no cover
-        return
+    plt = pyplot()
     fleets = result["fleets"]
     labels = [e["label"] for e in result["config"]["entries"]]
     fig, ax = plt.subplots(figsize=(9, 4))
@@ -235,9 +208,7 @@ def plot(result: dict[str, Any]) -> None:
     ax.set_ylabel("placed GPUs, % of tightest bound")
     ax.set_title("Batch placement of synthetic gangs at 120 % load (dashed: 97 %)")
     ax.legend(fontsize=7, ncol=4, loc="lower center")
-    fig.tight_layout()
-    fig.savefig(RESULTS / "bench_multicluster.png", dpi=110)
-    plt.close(fig)
+    save(fig, "bench_multicluster")
 
 
 def main(argv: Sequence[str] | None = None) -> int:
@@ -253,12 +224,7 @@ def main(argv: Sequence[str] | None = None) -> int:
         seeds=tuple(int(s) for s in args.seeds.split(",")),
         load=args.load,
     )
-    meta = machine()
-    with stopwatch() as elapsed:
-        result = run(config)
-    meta["wall_s"] = round(elapsed(), 1)
-    paths = write_results("bench_multicluster", {"meta": meta, **result}, markdown(result, meta))
-    plot(result)
+    result, paths = measure("bench_multicluster", lambda: run(config), markdown, plot)
     for name, fleet in result["fleets"].items():
         for label, s in fleet["summary"].items():
             print(f"{name} {label:10s} {s['pct_of_bound_mean']:7.2f}% of bound")

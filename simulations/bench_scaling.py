@@ -32,14 +32,7 @@ from typing import Any
 from placer.model import Fleet
 from placer.simulate import Settings, simulate, summarize
 from placer.simulate.metrics import percentile
-from simulations.benchmarking import (
-    RESULTS,
-    machine,
-    meta_lines,
-    stopwatch,
-    table,
-    write_results,
-)
+from simulations.benchmarking import heading, measure, pyplot, save, table
 from simulations.fleets import openb_fleet
 from simulations.specs import resolve_workloads
 from simulations.workloads import TimedWorkload
@@ -145,15 +138,14 @@ def markdown(result: dict[str, Any], meta: dict[str, Any]) -> str:
         return out
 
     header = [h for s in solvers for h in (f"{s} median s", f"{s} max s", f"{s} min % of bound")]
-    lines = [
-        "# Scaling: decision time against pending workloads and clusters",
-        "",
-        meta_lines(meta),
-        "",
+    lines = heading(
+        "Scaling: decision time against pending workloads and clusters",
+        meta,
         f"Seeds {', '.join(map(str, config['seeds']))}; time limit {config['time_limit']:g} s; "
-        f"every decision verified. Wall time {meta['wall_s']:.0f} s. Load average at start "
-        f"{meta['load_average_at_start']} (the machine is shared: read ratios, not absolutes).",
-        "",
+        f"every decision verified. Load average at start {meta['load_average_at_start']} (the "
+        "machine is shared: read ratios, not absolutes).",
+    )
+    lines += [
         f"## Pending workloads (openb in {config['size_fleet']} clusters)",
         "",
         table(["workloads", *header, f"{solvers[0]} over limit"], rows(result["by_size"])),
@@ -177,13 +169,7 @@ def markdown(result: dict[str, Any], meta: dict[str, Any]) -> str:
 
 
 def plot(result: dict[str, Any]) -> None:
-    try:
-        import matplotlib
-
-        matplotlib.use("Agg")
-        import matplotlib.pyplot as plt
-    except ImportError:  # pragma: no cover
-        return
+    plt = pyplot()
     solvers = result["config"]["solvers"]
     fig, (left, right) = plt.subplots(1, 2, figsize=(10, 4))
     for solver in solvers:
@@ -199,9 +185,7 @@ def plot(result: dict[str, Any]) -> None:
         ax.legend(fontsize=8)
     left.set_title("Batch decision time vs workloads")
     right.set_title("Batch decision time vs clusters")
-    fig.tight_layout()
-    fig.savefig(RESULTS / "bench_scaling.png", dpi=110)
-    plt.close(fig)
+    save(fig, "bench_scaling")
 
 
 def _ints(text: str) -> tuple[int, ...]:
@@ -223,12 +207,7 @@ def main(argv: Sequence[str] | None = None) -> int:
         seeds=_ints(args.seeds),
         time_limit=args.time_limit,
     )
-    meta = machine()
-    with stopwatch() as elapsed:
-        result = run(config)
-    meta["wall_s"] = round(elapsed(), 1)
-    paths = write_results("bench_scaling", {"meta": meta, **result}, markdown(result, meta))
-    plot(result)
+    result, paths = measure("bench_scaling", lambda: run(config), markdown, plot)
     for key, point in result["by_size"].items():
         print(f"K={key}: " + ", ".join(f"{s} max {p['max_s']} s" for s, p in point.items()))
     for key, point in result["by_clusters"].items():

@@ -29,32 +29,24 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from placer.model import Fleet
-from placer.simulate import Settings, simulate, summarize
-from simulations.bench_kalos import wait_cell, waits_by_bucket
-from simulations.bench_multicluster import Entry
+from placer.simulate import Settings
 from simulations.benchmarking import (
-    RESULTS,
+    STREAM_ENTRIES,
+    Entry,
     busy_part,
     compress_arrivals,
     fleet_file,
-    machine,
-    meta_lines,
+    heading,
+    measure,
     offered_load,
-    stopwatch,
-    table,
-    write_results,
+    stream_figure,
+    stream_run,
+    stream_tables,
 )
 from simulations.specs import resolve_workloads
 from simulations.workloads import TimedWorkload, fleet_gpu_milli
 
 __all__ = ["Config", "main", "run", "workloads"]
-
-SOLVERS = (
-    Entry("cpsat 0.5s", "cpsat", 0.5),
-    Entry("greedy", "greedy"),
-    Entry("karmada", "karmada"),
-    Entry("first-fit", "first-fit"),
-)
 
 
 @dataclass(frozen=True)
@@ -66,7 +58,7 @@ class Config:
     #: decision epoch, seconds of compressed time.
     interval: float = 30.0
     skip: float = 0.1
-    entries: tuple[Entry, ...] = SOLVERS
+    entries: tuple[Entry, ...] = STREAM_ENTRIES
     fleet_object: Fleet | None = field(default=None, compare=False)
 
 
@@ -81,39 +73,20 @@ def run(config: Config) -> dict[str, Any]:
     fleet = config.fleet_object or fleet_file(config.fleet)
     items = workloads(config, fleet)
     capacity = fleet_gpu_milli(fleet)
-    results = {}
-    for entry in config.entries:
-        settings = Settings(
-            entry.solver,
-            "stream",
-            time_limit=entry.time_limit,
-            seed=config.seed,
-            interval=config.interval,
+    results = {
+        entry.label: stream_run(
+            items,
+            fleet,
+            Settings(
+                entry.solver,
+                "stream",
+                time_limit=entry.time_limit,
+                seed=config.seed,
+                interval=config.interval,
+            ),
         )
-        with stopwatch() as elapsed:
-            run_ = simulate(items, fleet, settings)
-        summary = summarize(run_, items)
-        stats = summary.stream
-        assert stats is not None
-        results[entry.label] = {
-            "wait_p50_s": stats.wait_p50_s,
-            "wait_p99_s": stats.wait_p99_s,
-            "never_started": stats.never_started,
-            "time_avg_alloc_pct": round(stats.time_avg_alloc_pct, 2),
-            "peak_queue": stats.peak_queue,
-            "makespan_h": round(stats.makespan_s / 3600, 3),
-            "decisions": summary.time.decisions,
-            "decision_p50_s": round(summary.time.p50_s or 0.0, 4),
-            "decision_p99_s": round(summary.time.p99_s or 0.0, 4),
-            "placed_of_bound_pct": round(summary.placed_of_bound_pct or 0.0, 2),
-            "by_size": waits_by_bucket(run_, items),
-            "verifier_problems": len(summary.problems),
-            "seconds": round(elapsed(), 1),
-            "timeline": [
-                (round(s.time_s / 3600, 4), round(s.allocated_gpu_milli / 1000, 1), s.queued)
-                for s in run_.timeline[:: max(1, len(run_.timeline) // 1500)]
-            ],
-        }
+        for entry in config.entries
+    }
     return {
         "config": {
             "fleet": config.fleet,
@@ -134,86 +107,21 @@ def run(config: Config) -> dict[str, Any]:
 
 def markdown(result: dict[str, Any], meta: dict[str, Any]) -> str:
     config = result["config"]
-    lines = [
-        "# Stream: synthetic gangs with openb arrivals and run times, compressed",
-        "",
-        meta_lines(meta),
-        "",
+    lines = heading(
+        "Stream: synthetic gangs with openb arrivals and run times, compressed",
+        meta,
         f"{result['workloads']} gangs (seed {config['seed']}) on `{config['fleet']}` "
         f"({result['capacity_gpus']} GPUs); arrivals over {result['window_h']:g} h, offered load "
-        f"{result['offered_load']:g}× capacity; a decision every {config['interval_s']:g} s. "
-        f"Wall time {meta['wall_s']:.0f} s.",
-        "",
-        table(
-            [
-                "solver",
-                "wait p50 s",
-                "wait p99 s",
-                "never started",
-                "time-avg alloc %",
-                "peak queue",
-                "decisions",
-                "decision p50 s",
-                "p99 s",
-                "verifier problems",
-                "run s",
-            ],
-            [
-                [
-                    label,
-                    row["wait_p50_s"],
-                    row["wait_p99_s"],
-                    row["never_started"],
-                    row["time_avg_alloc_pct"],
-                    row["peak_queue"],
-                    row["decisions"],
-                    row["decision_p50_s"],
-                    row["decision_p99_s"],
-                    row["verifier_problems"],
-                    row["seconds"],
-                ]
-                for label, row in result["solvers"].items()
-            ],
-        ),
-        "",
-        "Wait by gang size (p50 / p99 seconds; never started / gangs):",
-        "",
-    ]
-    sizes = sorted({b for row in result["solvers"].values() for b in row["by_size"]}, key=_order)
-    rows = []
-    for label, row in result["solvers"].items():
-        rows.append([label, *(wait_cell(row["by_size"].get(s), 1) for s in sizes)])
-    lines += [table(["solver", *sizes], rows), "", "![stream](bench_stream.png)", ""]
+        f"{result['offered_load']:g}× capacity; a decision every {config['interval_s']:g} s.",
+    )
+    lines += [*stream_tables(result["solvers"], "s"), "", "![stream](bench_stream.png)", ""]
     return "\n".join(lines)
 
 
-def _order(label: str) -> int:
-    order = ["cpu only", "<=1 GPU", "2-8 GPUs", "9-64 GPUs", "65-512 GPUs", ">512 GPUs"]
-    return order.index(label) if label in order else len(order)
-
-
 def plot(result: dict[str, Any]) -> None:
-    try:
-        import matplotlib
-
-        matplotlib.use("Agg")
-        import matplotlib.pyplot as plt
-    except ImportError:  # pragma: no cover
-        return
-    fig, (top, bottom) = plt.subplots(2, 1, figsize=(9, 5), sharex=True)
-    for label, row in result["solvers"].items():
-        hours = [p[0] for p in row["timeline"]]
-        top.step(hours, [p[1] for p in row["timeline"]], where="post", label=label, linewidth=1)
-        bottom.step(hours, [p[2] for p in row["timeline"]], where="post", linewidth=1)
-    top.axhline(result["capacity_gpus"], color="gray", linestyle="--", linewidth=1)
-    top.set_ylabel("allocated GPUs")
-    top.set_title("Stream on openb-4 (dashed: capacity)")
-    top.legend(fontsize=7)
-    bottom.set_ylabel("queued gangs")
-    bottom.set_xlabel("simulated hours")
-    fig.tight_layout()
-    fig.savefig(RESULTS / "bench_stream.png", dpi=110)
-    plt.close(fig)
+    series = {label: row["timeline"] for label, row in result["solvers"].items()}
+    title = f"Stream on {result['config']['fleet']}"
+    stream_figure("bench_stream", series, result["capacity_gpus"], title)
 
 
 def main(argv: Sequence[str] | None = None) -> int:
@@ -223,10 +131,10 @@ def main(argv: Sequence[str] | None = None) -> int:
     parser.add_argument("--seed", type=int, default=1)
     parser.add_argument("--load", type=float, default=1.1)
     parser.add_argument("--interval", type=float, default=30.0)
-    parser.add_argument("--solvers", default=",".join(e.label for e in SOLVERS))
+    parser.add_argument("--solvers", default=",".join(e.label for e in STREAM_ENTRIES))
     args = parser.parse_args(argv)
     wanted = args.solvers.split(",")
-    entries = tuple(e for e in SOLVERS if e.label in wanted or e.solver in wanted)
+    entries = tuple(e for e in STREAM_ENTRIES if e.label in wanted or e.solver in wanted)
     config = Config(
         fleet=args.fleet,
         count=args.count,
@@ -235,12 +143,7 @@ def main(argv: Sequence[str] | None = None) -> int:
         interval=args.interval,
         entries=entries,
     )
-    meta = machine()
-    with stopwatch() as elapsed:
-        result = run(config)
-    meta["wall_s"] = round(elapsed(), 1)
-    paths = write_results("bench_stream", {"meta": meta, **result}, markdown(result, meta))
-    plot(result)
+    result, paths = measure("bench_stream", lambda: run(config), markdown, plot)
     for label, row in result["solvers"].items():
         print(
             f"{label:10s} wait p50 {row['wait_p50_s']} s p99 {row['wait_p99_s']} s, "

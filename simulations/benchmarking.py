@@ -19,36 +19,67 @@ import sys
 import time
 from collections.abc import Callable, Iterator, Sequence
 from contextlib import contextmanager
-from dataclasses import replace
+from dataclasses import dataclass, replace
 from datetime import UTC, datetime
 from importlib import metadata
 from pathlib import Path
 from typing import Any
 
 from placer.model import Fleet
+from placer.simulate import Run, Settings, simulate, summarize
 from placer.simulate.capacity import gpu_milli
+from placer.simulate.metrics import bucket_of, bucket_rank, percentile
 from placer.snapshot import load_snapshot
 from simulations.workloads import TimedWorkload
 
 __all__ = [
     "CLUSTERS",
     "RESULTS",
+    "STREAM_ENTRIES",
+    "Entry",
     "busy_part",
     "compress_arrivals",
     "fleet_file",
+    "heading",
     "machine",
     "mean",
+    "measure",
     "meta_lines",
     "offered_load",
+    "pyplot",
+    "save",
     "stdev",
     "stopwatch",
+    "stream_figure",
+    "stream_run",
+    "stream_tables",
     "table",
+    "waits_by_bucket",
     "write_results",
 ]
 
 ROOT = Path(__file__).resolve().parent.parent
 RESULTS = Path(__file__).resolve().parent / "results"
 CLUSTERS = ROOT / "clusters"
+
+
+@dataclass(frozen=True)
+class Entry:
+    """One contender of a benchmark: a solver at a time limit, labelled for the tables."""
+
+    label: str
+    solver: str
+    time_limit: float = 1.0
+
+
+#: the contenders of the stream benchmarks: CP-SAT at a per-epoch limit that keeps thousands of
+#: decisions affordable, the strongest baselines and Nova's fill-and-spill.
+STREAM_ENTRIES = (
+    Entry("cpsat 0.5s", "cpsat", 0.5),
+    Entry("greedy", "greedy"),
+    Entry("karmada", "karmada"),
+    Entry("first-fit", "first-fit"),
+)
 
 
 def fleet_file(name: str) -> Fleet:
@@ -83,25 +114,18 @@ def _memory_gib() -> float | None:
     return None
 
 
+def _git(*args: str) -> str:
+    done = subprocess.run(["git", *args], cwd=ROOT, capture_output=True, text=True, check=True)
+    return done.stdout.strip()
+
+
 def _commit() -> str:
     try:
-        done = subprocess.run(
-            ["git", "rev-parse", "--short", "HEAD"],
-            cwd=ROOT,
-            capture_output=True,
-            text=True,
-            check=True,
-        )
-        dirty = subprocess.run(
-            ["git", "status", "--porcelain", "--untracked-files=no"],
-            cwd=ROOT,
-            capture_output=True,
-            text=True,
-            check=True,
-        )
+        commit = _git("rev-parse", "--short", "HEAD")
+        dirty = _git("status", "--porcelain", "--untracked-files=no")
     except (OSError, subprocess.CalledProcessError):
         return "unknown"
-    return done.stdout.strip() + ("+dirty" if dirty.stdout.strip() else "")
+    return commit + ("+dirty" if dirty else "")
 
 
 def machine() -> dict[str, Any]:
@@ -235,3 +259,175 @@ def busy_part(items: Sequence[TimedWorkload], skip: float) -> tuple[TimedWorkloa
     """
     start = items[int(skip * len(items))].arrival_s if items else 0.0
     return tuple(replace(i, arrival_s=i.arrival_s - start) for i in items if i.arrival_s >= start)
+
+
+def heading(title: str, meta: dict[str, Any], text: str) -> list[str]:
+    """The first lines of a results page: title, where it ran, what it ran, wall time."""
+    return [f"# {title}", "", meta_lines(meta), "", f"{text} Wall time {meta['wall_s']:.0f} s.", ""]
+
+
+def measure(
+    name: str,
+    run: Callable[[], dict[str, Any]],
+    markdown: Callable[[dict[str, Any], dict[str, Any]], str],
+    plot: Callable[[dict[str, Any]], None] | None = None,
+) -> tuple[dict[str, Any], list[Path]]:
+    """Run a benchmark with its ``meta`` record and write its result files."""
+    meta = machine()
+    with stopwatch() as elapsed:
+        result = run()
+    meta["wall_s"] = round(elapsed(), 1)
+    paths = write_results(name, {"meta": meta, **result}, markdown(result, meta))
+    if plot is not None and (plt := pyplot()) is not None:
+        plot(result)
+        plt.close("all")
+        paths.append(RESULTS / f"{name}.png")
+    return result, paths
+
+
+def pyplot() -> Any:
+    """``matplotlib.pyplot`` on the Agg backend, or ``None`` without matplotlib."""
+    try:
+        import matplotlib
+
+        matplotlib.use("Agg")
+        import matplotlib.pyplot as plt
+    except ImportError:  # pragma: no cover - matplotlib is a dev dependency
+        print("matplotlib is not installed: no plot", file=sys.stderr)
+        return None
+    return plt
+
+
+def save(fig: Any, name: str) -> None:
+    """Write ``results/<name>.png``."""
+    fig.tight_layout()
+    fig.savefig(RESULTS / f"{name}.png", dpi=110)
+
+
+def stream_figure(
+    name: str, series: dict[str, Sequence[Sequence[float]]], capacity: float, title: str
+) -> None:
+    """Allocated GPUs and queue length over time per solver; ``series`` rows are
+    ``(hours, allocated GPUs, queued)``."""
+    plt = pyplot()
+    if plt is None:
+        return
+    fig, (top, bottom) = plt.subplots(2, 1, figsize=(9, 5), sharex=True)
+    for label, points in series.items():
+        hours = [p[0] for p in points]
+        top.step(hours, [p[1] for p in points], where="post", label=label, linewidth=1)
+        bottom.step(hours, [p[2] for p in points], where="post", linewidth=1)
+    top.axhline(capacity, color="gray", linestyle="--", linewidth=1)
+    top.set_ylabel("allocated GPUs")
+    top.set_title(f"{title} (dashed: capacity)")
+    top.legend(fontsize=7)
+    bottom.set_ylabel("queued workloads")
+    bottom.set_xlabel("simulated hours")
+    save(fig, name)
+
+
+# --------------------------------------------------------------------------------------------
+# stream runs (bench_stream, bench_kalos)
+
+
+def stream_run(items: Sequence[TimedWorkload], fleet: Fleet, settings: Settings) -> dict[str, Any]:
+    """One stream simulation reduced to the numbers the stream tables show (times in s)."""
+    with stopwatch() as elapsed:
+        run = simulate(items, fleet, settings)
+    seconds = elapsed()
+    summary = summarize(run, items)
+    stats = summary.stream
+    if stats is None:  # pragma: no cover - settings.mode is stream
+        raise ValueError("stream_run needs a stream simulation")
+    step = max(1, len(run.timeline) // 1500)
+    return {
+        "wait_p50_s": _round(stats.wait_p50_s),
+        "wait_p99_s": _round(stats.wait_p99_s),
+        "never_started": stats.never_started,
+        "time_avg_alloc_pct": round(stats.time_avg_alloc_pct, 2),
+        "offered_load_pct": round(stats.offered_load_pct, 2),
+        "peak_queue": stats.peak_queue,
+        "makespan_s": _round(stats.makespan_s),
+        "decisions": summary.time.decisions,
+        "decision_p50_s": round(summary.time.p50_s or 0.0, 4),
+        "decision_p99_s": round(summary.time.p99_s or 0.0, 4),
+        "by_size": waits_by_bucket(run, items),
+        "verifier_problems": len(summary.problems),
+        "seconds": round(seconds, 1),
+        "timeline": [
+            (round(s.time_s / 3600, 4), round(s.allocated_gpu_milli / 1000, 1), s.queued)
+            for s in run.timeline[::step]
+        ],
+    }
+
+
+def _round(seconds: float | None) -> float | None:
+    return None if seconds is None else round(seconds, 1)
+
+
+def waits_by_bucket(run: Run, items: Sequence[TimedWorkload]) -> dict[str, dict[str, Any]]:
+    """Wait p50/p99 (s) and never-started count per gang-size bucket of a stream run."""
+    buckets: dict[str, dict[str, Any]] = {}
+    for item, outcome in zip(items, run.outcomes, strict=True):
+        label = bucket_of(gpu_milli(item.workload.total_requests()))
+        row = buckets.setdefault(label, {"gangs": 0, "never_started": 0, "waits": []})
+        row["gangs"] += 1
+        if outcome.start_s is None:
+            row["never_started"] += 1
+        else:
+            row["waits"].append(outcome.start_s - item.arrival_s)
+    return {
+        label: {
+            "gangs": row["gangs"],
+            "never_started": row["never_started"],
+            "wait_p50_s": _round(percentile(row["waits"], 50)),
+            "wait_p99_s": _round(percentile(row["waits"], 99)),
+        }
+        for label, row in sorted(buckets.items(), key=lambda item: bucket_rank(item[0]))
+    }
+
+
+def stream_tables(rows: dict[str, dict[str, Any]], unit: str = "s") -> list[str]:
+    """Markdown: the stream table per solver and the waits by gang size, times in ``unit``
+    (``s`` or ``h``)."""
+    scale = 3600.0 if unit == "h" else 1.0
+
+    def show(value: float | None) -> str:
+        return "–" if value is None else f"{value / scale:.3g}"
+
+    columns = (
+        ("wait p50", lambda r: show(r["wait_p50_s"])),
+        ("wait p99", lambda r: show(r["wait_p99_s"])),
+        ("never started", lambda r: r["never_started"]),
+        ("time-avg alloc %", lambda r: r["time_avg_alloc_pct"]),
+        ("offered %", lambda r: r["offered_load_pct"]),
+        ("peak queue", lambda r: r["peak_queue"]),
+        (f"makespan {unit}", lambda r: show(r["makespan_s"])),
+        ("decisions", lambda r: r["decisions"]),
+        ("decision p50 s", lambda r: r["decision_p50_s"]),
+        ("p99 s", lambda r: r["decision_p99_s"]),
+        ("verifier problems", lambda r: r["verifier_problems"]),
+        ("run s", lambda r: r["seconds"]),
+    )
+    header = ["solver"] + [name if "wait" not in name else f"{name} {unit}" for name, _ in columns]
+    lines = [table(header, [[label] + [f(r) for _, f in columns] for label, r in rows.items()])]
+    sizes = sorted({b for r in rows.values() for b in r["by_size"]}, key=bucket_rank)
+    by_size = []
+    for label, r in rows.items():
+        cells: list[object] = [label]
+        for size in sizes:
+            b = r["by_size"].get(size)
+            cells.append(
+                f"{show(b['wait_p50_s'])} / {show(b['wait_p99_s'])} "
+                f"({b['never_started']}/{b['gangs']})"
+                if b
+                else None
+            )
+        by_size.append(cells)
+    lines += [
+        "",
+        f"Wait by gang size: p50 / p99 in {unit} (never started / workloads):",
+        "",
+        table(["solver", *sizes], by_size),
+    ]
+    return lines

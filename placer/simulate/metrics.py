@@ -51,6 +51,7 @@ __all__ = [
     "Summary",
     "TimeStats",
     "bucket_of",
+    "bucket_rank",
     "cluster_usage",
     "fragmentation",
     "percentile",
@@ -75,6 +76,12 @@ def percentile(values: Sequence[float], pct: float) -> float | None:
     ordered = sorted(values)
     rank = max(1, math.ceil(pct / 100 * len(ordered)))
     return ordered[rank - 1]
+
+
+def bucket_rank(label: str) -> int:
+    """Position of a bucket label in :data:`BUCKETS` (for sorting; unknown labels last)."""
+    labels = [name for name, _ in BUCKETS]
+    return labels.index(label) if label in labels else len(labels)
 
 
 def bucket_of(milli: int) -> str:

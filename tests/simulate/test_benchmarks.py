@@ -10,8 +10,7 @@ from __future__ import annotations
 import pytest
 
 from simulations import bench_fgd, bench_kalos, bench_multicluster, bench_scaling, bench_stream
-from simulations.bench_multicluster import Entry
-from simulations.benchmarking import compress_arrivals, machine, offered_load
+from simulations.benchmarking import Entry, compress_arrivals, machine, offered_load
 from simulations.fleets import make_fleet, split_nodes
 from simulations.openb import read_openb_nodes
 
