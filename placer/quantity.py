@@ -19,6 +19,7 @@ import math
 import re
 from collections.abc import Iterable, Mapping
 from fractions import Fraction
+from functools import lru_cache
 
 __all__ = [
     "CPU",
@@ -97,10 +98,19 @@ def parse_quantity(value: object) -> Fraction:
 
 def to_canonical(resource: str, value: object) -> int:
     """A quantity in placer's canonical unit for ``resource`` (cpu: millicores; else base units)."""
+    if isinstance(value, str):
+        # the same few quantity strings ("1", "500m", "16Gi") recur across manifests and pods
+        return _canonical_text(resource == CPU, value)
     quantity = parse_quantity(value)
     if resource == CPU:
         quantity *= 1000
     return math.ceil(quantity)
+
+
+@lru_cache(maxsize=4096)
+def _canonical_text(millis: bool, text: str) -> int:
+    quantity = parse_quantity(text)
+    return math.ceil(quantity * 1000 if millis else quantity)
 
 
 def parse_resources(values: Mapping[str, object] | None) -> dict[str, int]:

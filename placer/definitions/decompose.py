@@ -1,0 +1,313 @@
+"""Decomposing a workload object into what placement needs: the public entry point.
+
+:func:`decompose` reads a manifest or a live object (a JobSet, a RayCluster, a Deployment...)
+through the definition covering its kind and returns a :class:`Decomposition`:
+
+* ``components``: every instance of every pod-bearing component with its replicas, its pod
+  template (always ``{"metadata", "spec"}``, synthesised for fragmented definitions) and the
+  :class:`~placer.model.PodDemand` of one pod, computed by :func:`placer.podspec.pod_demand`
+  exactly as kube-scheduler computes requests, for every resource name;
+* ``gangs``: predicted gang groups (:mod:`placer.definitions.gangs`);
+* ``phases``: matched statuses in upstream's fixed order (``("Undefined",)`` when none);
+* ``structure``: all components (grouping ones too) with their instances, for display;
+* ``workload``: the :class:`~placer.model.Workload` for the solver (instances with at least one
+  replica, gangs, labels, annotations, ``placer.dev/priority|group|cluster`` from labels or
+  annotations).
+
+Pure: no I/O; the definition's jq runs on a normalised JSON copy of the object.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from dataclasses import dataclass
+from typing import Any
+
+from placer.definitions.catalog import Catalog
+from placer.definitions.gangs import predict_gangs
+from placer.definitions.interpret import (
+    ExtractedInstance,
+    Scale,
+    extract,
+    status_phases,
+)
+from placer.definitions.jq import DEFAULT_LIMITS, JqLimits, normalize, to_json_text
+from placer.definitions.model import Definition, GroupVersionKind
+from placer.errors import InterpretationError
+from placer.model import (
+    LABEL_CLUSTER,
+    LABEL_GROUP,
+    LABEL_PRIORITY,
+    ComponentDemand,
+    Gang,
+    PodDemand,
+    Workload,
+    WorkloadRef,
+)
+from placer.podspec import pod_demand
+
+__all__ = [
+    "ComponentInstance",
+    "ComponentNode",
+    "Decomposition",
+    "InstanceNode",
+    "decompose",
+    "phases_of",
+    "workload_ref",
+]
+
+
+@dataclass(frozen=True)
+class ComponentInstance:
+    """One instance of a pod-bearing component: ``replicas`` pods of one template."""
+
+    name: str
+    instance: str
+    replicas: int
+    #: ``{"metadata": {...}, "spec": {...}}`` (a PodTemplateSpec as JSON).
+    template: Mapping[str, Any]
+    pod: PodDemand
+    min_replicas: int | None = None
+    max_replicas: int | None = None
+
+    @property
+    def label(self) -> str:
+        """``component`` or ``component/instance`` (as in :class:`placer.model.Gang` members)."""
+        return f"{self.name}/{self.instance}" if self.instance else self.name
+
+
+@dataclass(frozen=True)
+class InstanceNode:
+    """An instance in the structure: its id (``""`` for single-instance), scale, replicas."""
+
+    id: str
+    scale: Scale | None
+    replicas: int
+
+
+@dataclass(frozen=True)
+class ComponentNode:
+    """A component of the definition with its instances in this object (sorted by id)."""
+
+    name: str
+    kind: GroupVersionKind | None
+    owner: str | None
+    pod_bearing: bool
+    multi_instance: bool
+    instances: tuple[InstanceNode, ...]
+
+
+@dataclass(frozen=True)
+class Decomposition:
+    """A workload object read through its definition (see the module docstring)."""
+
+    ref: WorkloadRef
+    definition: Definition
+    phases: tuple[str, ...]
+    components: tuple[ComponentInstance, ...]
+    gangs: tuple[Gang, ...]
+    workload: Workload
+    #: every component, root first then children in definition order.
+    structure: tuple[ComponentNode, ...]
+
+    def component(self, name: str, instance: str = "") -> ComponentInstance:
+        for component in self.components:
+            if component.name == name and component.instance == instance:
+                return component
+        raise KeyError(f"{name}/{instance}" if instance else name)
+
+
+def workload_ref(obj: Mapping[str, Any], *, source: str | None = None) -> WorkloadRef:
+    """The identity of a workload object (namespace defaults to ``default``)."""
+    where = f"{source}: " if source else ""
+    api_version = obj.get("apiVersion")
+    kind = obj.get("kind")
+    if not isinstance(api_version, str) or not api_version:
+        raise InterpretationError(f"{where}the object has no apiVersion")
+    if not isinstance(kind, str) or not kind:
+        raise InterpretationError(f"{where}the object has no kind")
+    metadata = obj.get("metadata")
+    if not isinstance(metadata, Mapping):
+        metadata = {}
+    name = metadata.get("name") or metadata.get("generateName")
+    if not isinstance(name, str) or not name:
+        raise InterpretationError(f"{where}{kind}: metadata.name is missing")
+    namespace = metadata.get("namespace") or "default"
+    if not isinstance(namespace, str):
+        raise InterpretationError(f"{where}{kind}/{name}: metadata.namespace must be a string")
+    return WorkloadRef(api_version=api_version, kind=kind, namespace=namespace, name=name)
+
+
+def _resolve(
+    obj: Mapping[str, Any], catalog_or_definition: Catalog | Definition, source: str | None
+) -> Definition:
+    if isinstance(catalog_or_definition, Definition):
+        return catalog_or_definition
+    ref = workload_ref(obj, source=source)
+    return catalog_or_definition.find(ref.api_version, ref.kind, source=source)
+
+
+def _input(obj: Mapping[str, Any], where: str) -> str:
+    try:
+        return to_json_text(normalize(obj))
+    except (TypeError, ValueError) as exc:
+        raise InterpretationError(f"{where}: the object is not plain JSON data: {exc}") from None
+
+
+def phases_of(
+    obj: Mapping[str, Any],
+    catalog_or_definition: Catalog | Definition,
+    *,
+    source: str | None = None,
+    limits: JqLimits = DEFAULT_LIMITS,
+) -> tuple[str, ...]:
+    """Matched statuses of ``obj`` in upstream's order, or ``("Undefined",)``."""
+    if not isinstance(obj, Mapping):
+        raise InterpretationError(f"{source or 'object'}: expected a mapping")
+    definition = _resolve(obj, catalog_or_definition, source)
+    ref = workload_ref(obj, source=source)
+    where = _where(ref, definition, source)
+    return status_phases(_input(obj, where), definition, where=where, limits=limits)
+
+
+def _where(ref: WorkloadRef, definition: Definition, source: str | None) -> str:
+    prefix = f"{source}: " if source else ""
+    return f"{prefix}{ref.kind}/{ref.name}: {definition.label}"
+
+
+def decompose(
+    obj: Mapping[str, Any],
+    catalog_or_definition: Catalog | Definition,
+    *,
+    source: str | None = None,
+    limits: JqLimits = DEFAULT_LIMITS,
+) -> Decomposition:
+    """Read ``obj`` through its definition (see the module docstring).
+
+    ``catalog_or_definition`` is a :class:`~placer.definitions.Catalog` (the definition is
+    found by the object's apiVersion and kind) or a :class:`~placer.definitions.Definition`.
+    ``source`` names the object's origin (a file) in messages.
+
+    Raises :class:`~placer.errors.NoDefinitionError` when no definition covers the kind,
+    :class:`~placer.errors.InterpretationError` when the object does not fit its definition and
+    :class:`~placer.errors.JqError` when a jq path fails; each names the object, definition,
+    component and field.
+    """
+    if not isinstance(obj, Mapping):
+        raise InterpretationError(f"{source or 'object'}: expected a mapping (an object)")
+    ref = workload_ref(obj, source=source)
+    definition = _resolve(obj, catalog_or_definition, source)
+    where = _where(ref, definition, source)
+    extraction = extract(_input(obj, where), definition, where=where, limits=limits)
+
+    structure: list[ComponentNode] = []
+    components: list[ComponentInstance] = []
+    for component in definition.components:
+        extracted = sorted(extraction.instances[component.name], key=lambda i: i.id)
+        structure.append(
+            ComponentNode(
+                name=component.name,
+                kind=component.kind,
+                owner=component.owner,
+                pod_bearing=component.has_pod_definition,
+                multi_instance=component.instance_id_path is not None,
+                instances=tuple(InstanceNode(i.id, i.scale, i.replicas) for i in extracted),
+            )
+        )
+        if not component.has_pod_definition:
+            continue
+        for inst in extracted:
+            components.append(_component_instance(component.name, inst, where))
+    gangs = predict_gangs(definition, extraction.instances)
+    workload = _workload(obj, ref, components, gangs, source)
+    return Decomposition(
+        ref=ref,
+        definition=definition,
+        phases=extraction.phases,
+        components=tuple(components),
+        gangs=gangs,
+        workload=workload,
+        structure=tuple(structure),
+    )
+
+
+def _component_instance(name: str, inst: ExtractedInstance, where: str) -> ComponentInstance:
+    template = inst.template or {"metadata": {}, "spec": {}}
+    spec = template.get("spec") or {}
+    label = f"{name}/{inst.id}" if inst.id else name
+    try:
+        pod = pod_demand(spec)
+    except (ValueError, TypeError, AttributeError) as exc:
+        raise InterpretationError(
+            f"{where}: component {label!r}: the pod template cannot be read: {exc}",
+        ) from None
+    scale = inst.scale
+    return ComponentInstance(
+        name=name,
+        instance=inst.id,
+        replicas=inst.replicas,
+        template=template,
+        pod=pod,
+        min_replicas=scale.min_replicas if scale is not None else None,
+        max_replicas=scale.max_replicas if scale is not None else None,
+    )
+
+
+def _workload(
+    obj: Mapping[str, Any],
+    ref: WorkloadRef,
+    components: list[ComponentInstance],
+    gangs: tuple[Gang, ...],
+    source: str | None,
+) -> Workload:
+    metadata = obj.get("metadata")
+    metadata = metadata if isinstance(metadata, Mapping) else {}
+    where = f"{source}: {ref.kind}/{ref.name}" if source else f"{ref.kind}/{ref.name}"
+    labels = _string_map(metadata.get("labels"), f"{where}: metadata.labels")
+    annotations = _string_map(metadata.get("annotations"), f"{where}: metadata.annotations")
+
+    def setting(key: str) -> tuple[str | None, str]:
+        if key in labels:
+            return labels[key], f'metadata.labels["{key}"]'
+        if key in annotations:
+            return annotations[key], f'metadata.annotations["{key}"]'
+        return None, ""
+
+    priority = 0
+    text, field = setting(LABEL_PRIORITY)
+    if text is not None:
+        try:
+            priority = int(text.strip())
+        except ValueError:
+            raise InterpretationError(
+                f"{where}: {field}: {text!r} is not an integer",
+            ) from None
+    group, _ = setting(LABEL_GROUP)
+    cluster, _ = setting(LABEL_CLUSTER)
+    return Workload(
+        ref=ref,
+        components=tuple(
+            ComponentDemand(name=c.name, instance=c.instance, replicas=c.replicas, pod=c.pod)
+            for c in components
+            if c.replicas > 0
+        ),
+        gangs=gangs,
+        labels=labels,
+        annotations=annotations,
+        priority=priority,
+        group=group or None,
+        pinned_cluster=cluster or None,
+    )
+
+
+def _string_map(value: Any, where: str) -> dict[str, str]:
+    if value is None:
+        return {}
+    if not isinstance(value, Mapping):
+        raise InterpretationError(f"{where}: expected a map of strings")
+    out = {}
+    for key, item in value.items():
+        if not isinstance(item, str):
+            raise InterpretationError(f"{where}: value of {key!r} must be a string")
+        out[str(key)] = item
+    return out
