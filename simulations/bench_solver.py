@@ -173,8 +173,64 @@ def machine() -> dict[str, str]:
         "numpy": numpy.__version__,
         "platform": platform.platform(),
         "cpus": str(os.cpu_count()),
+        "load": " ".join(f"{x:.1f}" for x in os.getloadavg()),
         "date": datetime.now(UTC).strftime("%Y-%m-%dT%H:%M:%SZ"),
     }
+
+
+def render_markdown(reports: Sequence[dict[str, Any]]) -> str:
+    """A summary table per report (quality, speed, online) for ``bench_solver.md``."""
+    lines = ["# Solver benchmark (`python -m simulations.bench_solver`)", ""]
+    for report in reports:
+        machine = report["machine"]
+        lines += [
+            f"## Run of {machine['date']} (time limit {report['time_limit']} s per decision)",
+            "",
+            f"Machine: {machine['platform']}, {machine['cpus']} cores, load average at the "
+            f"start {machine.get('load', '?')}; Python {machine['python']}, OR-Tools "
+            f"{machine['ortools']}, numpy {machine['numpy']}. Command: `{report.get('command')}`.",
+            "",
+        ]
+        if "quality" in report:
+            solvers = list(report["quality"][0]["solvers"])
+            lines += [
+                "Placed GPUs as % of the node-aware LP bound (B3); workloads = synthetic gangs "
+                "drawn to 130 % of the fleet's GPUs, one batch decision per solver.",
+                "",
+                "| clusters | split | seed | workloads | B3 GPUs | "
+                + " | ".join(solvers)
+                + " | cpsat seconds |",
+                "|" + "---|" * (6 + len(solvers)),
+            ]
+            for row in report["quality"]:
+                cells = [f"{row['solvers'][s]['pct_node_lp']:.2f}" for s in solvers]
+                best = max(row["solvers"][s]["pct_node_lp"] for s in solvers)
+                cells = [f"**{c}**" if float(c) == best else c for c in cells]
+                lines.append(
+                    f"| {row['clusters']} | {row['split']} | {row['seed']} | {row['workloads']} "
+                    f"| {row['bound']['node_lp_gpu']:g} | "
+                    + " | ".join(cells)
+                    + f" | {row['solvers']['cpsat']['seconds']} |"
+                )
+            lines.append("")
+        if "speed_batch" in report:
+            speed = report["speed_batch"]
+            lines += [
+                f"Batch speed: {speed['workloads']} workloads x {speed['clusters']} clusters "
+                f"(openb stratified), {speed['runs']} runs: p50 {speed['p50_s']} s, p99 "
+                f"{speed['p99_s']} s, max {speed['max_s']} s; statuses {speed['statuses']}.",
+                "",
+            ]
+        for online_run in report.get("online", []):
+            lines += [
+                f"Online FGD replay (openb default, 130 %, seed {online_run['seed']}, "
+                f"{online_run['tasks']} tasks): GPU allocation {online_run['gpu_allocation_pct']} "
+                f"% (FGD 95.4 %, best-fit 93.1 %, means of seeds 42-51); per-decision `solve` + "
+                f"`charge` on the 1,213-node cluster: p50 {online_run['p50_ms']} ms, p99 "
+                f"{online_run['p99_ms']} ms over {online_run['timed_decisions']} decisions.",
+                "",
+            ]
+    return "\n".join(lines)
 
 
 def main(argv: Sequence[str] | None = None) -> int:
@@ -185,9 +241,24 @@ def main(argv: Sequence[str] | None = None) -> int:
     parser.add_argument("--seeds", default="1,2,3", help="quality seeds")
     parser.add_argument("--online-seeds", default="42")
     parser.add_argument("--out", type=Path, default=RESULTS / "bench_solver.json")
+    parser.add_argument(
+        "--markdown",
+        nargs="+",
+        type=Path,
+        metavar="JSON",
+        help="only render these result files to simulations/results/bench_solver.md",
+    )
     args = parser.parse_args(argv)
+    if args.markdown:
+        reports = [json.loads(path.read_text()) for path in args.markdown]
+        (RESULTS / "bench_solver.md").write_text(render_markdown(reports) + "\n")
+        return 0
     parts = set(args.parts.split(","))
-    report: dict[str, Any] = {"machine": machine(), "time_limit": args.time_limit}
+    report: dict[str, Any] = {
+        "machine": machine(),
+        "time_limit": args.time_limit,
+        "command": "python -m simulations.bench_solver " + " ".join(argv or sys.argv[1:]),
+    }
     seeds = [int(s) for s in args.seeds.split(",")][: 1 if args.quick else None]
     if "quality" in parts:
         report["quality"] = []

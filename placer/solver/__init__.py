@@ -42,19 +42,36 @@ answers on nodes lost 9–11 % of GPUs in the same experiments. placer splits th
    each distinct eligible node set ``S`` and resource ``k``: ``Σ_u D^S_{u,k} x_{u,c} ≤ Σ_{n∈S}
    f_{n,k}`` and the same for GPU thousandths; and **slot cuts** that see node and device
    boundaries: for a threshold ``q``, ``Σ_u Σ_r n_r ⌊a_r/q⌋ x_{u,c} ≤ Σ_n ⌊f_n/q⌋`` for
-   whole GPUs (every pod size), cpu and memory (the largest pod sizes), and for shared devices
-   ``Σ (g_r + [m_r > t]) n_r x ≤ #{devices with φ > t}`` for ``t ≥ 500``. All rows are valid
-   for any node-feasible placement, so the master's LP relaxation is the bound B3 and its
-   first proven bound is a valid upper bound too.
-2. **Realiser** (:mod:`placer.solver.packer`): per cluster, the master's units largest first,
-   each packed all-or-nothing on nodes (first-fit-decreasing inside the unit, best-fit node
-   scoring with per-device GPU accounting).
+   whole GPUs (every pod size), cpu and memory (the largest pod sizes), for shared devices
+   ``Σ (g_r + [m_r > t]) n_r x ≤ #{devices with φ > t}`` for ``t ≥ 500``, and **shape cuts**:
+   pods that need at least shape ``s`` in every resource each take one of the
+   ``Σ_n copies_n(s)`` copies of ``s`` the nodes hold. All rows are valid for any
+   node-feasible placement, so the master's LP relaxation is the bound B3.
+2. **Realiser** (:mod:`placer.solver.packer`): per cluster, units largest first, each packed
+   all-or-nothing on nodes; node choice by least GPU fragmentation added for the decision's
+   pod mix (FGD, :mod:`placer.solver.fragmentation`), per-device GPU accounting.
 3. **Cuts back to the master**: a unit ``u`` that does not pack after the units ``P`` packed
    before it in ``c`` adds the no-good ``Σ_{w∈P∪{u}} x_{w,c} ≤ |P|`` (or ``x_{u,c} = 0`` when
-   ``u`` does not pack alone); unplaced units are then offered to the other clusters greedily
-   (repair) and everything left tries to fit anywhere (fill). Up to ``MAX_ROUNDS`` rounds; the
-   best realised answer wins. The greedy answer (node-aware first-fit-decreasing, the
-   ``greedy`` baseline) is the master's hint and the fallback, so CP-SAT never returns less.
+   ``u`` does not pack alone); unplaced units are then offered to the other clusters (repair)
+   and everything left tries to fit anywhere (fill).
+
+How the parts run, per priority level:
+
+* **Hint and fallback**: node-aware greedy passes — largest first in preference order (the
+  ``greedy`` baseline), arrival order with Karmada's cluster choice, arrival order into the
+  cluster with most room — the best one realised answer is the master's hint and the
+  fallback, so CP-SAT's answer is never worse than these.
+* **Small masters** (at most ``SMALL_MODEL`` variables): the global master with CP-SAT's full
+  search (which proves optimality), realisation and cuts, up to ``MAX_ROUNDS`` rounds.
+* **Large masters** are not solved globally — at 400 units × 8 clusters CP-SAT neither proves
+  nor improves within a second, and the aggregate answer often does not pack. Instead two
+  node-realised neighbourhood searches improve the hint: **ejection** (an unplaced unit takes
+  the nodes of a lower-value placed unit, which then tries every cluster again) and
+  **per-cluster masters** (for one cluster, the units on it plus the unplaced ones it may take
+  form a single-cluster CP-SAT master with the rows above, asked for more value; its answer is
+  realised incrementally — dropped units leave, added units are packed — or by repacking the
+  whole cluster hardest pods first, and a failure adds a no-good). ``MAX_SWEEPS`` sweeps over
+  the clusters, most free GPU first.
 
 Status: ``optimal`` when the master was proven optimal and realised completely (or greedy
 placed every unit in its first-choice cluster), ``feasible`` when a CP-SAT answer was kept
@@ -66,14 +83,19 @@ single-unit master exactly (the best-ranked cluster where the unit packs, ties b
 least GPU fragmentation added, FGD-style, :mod:`placer.solver.fragmentation`).
 
 Bounds (benchmark-design B.5), in every decision's ``summary.bound``: ``capacity_gpu`` (B0),
-``cluster_lp_gpu``/``_value`` (B2, GLOP), ``node_lp_gpu``/``_value`` (B3, GLOP), and in batch
-CP-SAT with one priority level ``cpsat_value`` (the master's proven bound).
+``cluster_lp_gpu`` (B2, GLOP) and ``node_lp_gpu`` (B3, GLOP), all in GPUs; in batch CP-SAT
+with one priority level and a small master also ``cpsat_value``, the master's proven bound on
+placed value (before any no-good cut).
 
-Determinism: CP-SAT runs with ``CPSAT_WORKERS = 2`` threads, ``interleave_search`` (whose
-parallel search is reproducible for a fixed worker count), the caller's ``random_seed``, and
-stops on **deterministic** time (``DETERMINISTIC_PER_SECOND`` units per second of the limit);
-wall time is only a safety net. All heuristics break ties by input and snapshot order.
-Identical input and seed give identical decisions, unless the wall-clock safety net fires.
+Determinism: the global master runs CP-SAT with ``CPSAT_WORKERS = 2`` threads and
+``interleave_search`` (its parallel search is reproducible for a fixed worker count), the
+per-cluster masters with one worker; every CP-SAT call uses the caller's ``random_seed`` and
+stops on **deterministic** time (``DETERMINISTIC_PER_SECOND`` units per second of the limit,
+at most ``MASTER_DETERMINISTIC_CAP`` / ``SUB_DETERMINISTIC_TIME``), every search loop is
+bounded by counts, and all heuristics break ties by input and snapshot order. The wall-clock
+time limit is a safety net: identical input and seed give identical decisions whenever the
+decision ends within its limit; when the safety net cuts a search short (a slow or overloaded
+machine), the answer depends on how far the search got.
 
 Baselines (``SOLVERS``): ``greedy``, ``first-fit``, ``best-fit``, ``worst-fit``, ``karmada``
 (:mod:`placer.solver.heuristics`), all realised by the same packer.

@@ -7,8 +7,8 @@ and the capacity rows of :mod:`placer.solver.capacity`:
 * **node-aware LP (B3)**: the node-aware rows with slot cuts, and no variable where a unit
   cannot fit alone on the cluster's nodes.
 
-Each LP is solved twice, maximising placed GPUs and maximising placed value (the solver's
-objective), so results can be shown as a percentage of the tightest bound. Pure: it reads the
+Each LP maximises placed GPU thousandths (whole GPUs and shares), so results can be shown as
+a percentage of the tightest bound. Pure: it reads the
 states and does not change them.
 """
 
@@ -27,7 +27,7 @@ __all__ = ["lp_bounds"]
 
 
 def lp_bounds(states: Mapping[str, ClusterState], units: Sequence[Unit]) -> dict[str, float]:
-    """``{cluster_lp_gpu, cluster_lp_value, node_lp_gpu, node_lp_value}`` (GPUs in devices)."""
+    """``{cluster_lp_gpu, node_lp_gpu}``: most GPUs any placement can place (in GPUs)."""
     result: dict[str, float] = {}
     live = [u for u in units if u.problem is None]
     for node_aware, prefix in ((False, "cluster_lp"), (True, "node_lp")):
@@ -41,17 +41,14 @@ def lp_bounds(states: Mapping[str, ClusterState], units: Sequence[Unit]) -> dict
             ]
             pairs += [(u, name) for u in members]
             rows += cluster_rows(state, members, node_aware=node_aware)
-        gpu, value = _solve(pairs, rows, live)
-        result[f"{prefix}_gpu"] = round(gpu / 1000.0, 3)
-        result[f"{prefix}_value"] = round(value, 3)
+        result[f"{prefix}_gpu"] = round(_solve(pairs, rows, live) / 1000.0, 3)
     return result
 
 
-def _solve(
-    pairs: list[tuple[Unit, str]], rows: list[Row], units: Sequence[Unit]
-) -> tuple[float, float]:
+def _solve(pairs: list[tuple[Unit, str]], rows: list[Row], units: Sequence[Unit]) -> float:
+    """Most GPU thousandths the LP places."""
     if not pairs:
-        return 0.0, 0.0
+        return 0.0
     solver = pywraplp.Solver.CreateSolver("GLOP")
     x = {(u.index, c): solver.NumVar(0.0, 1.0, "") for u, c in pairs}
     by_unit: dict[int, list[Any]] = {}
@@ -68,16 +65,11 @@ def _solve(
             var = x.get((u, row.cluster))
             if var is not None:
                 constraint.SetCoefficient(var, float(a))
-    unit_of = {u.index: u for u in units}
-    results = []
-    for weight in ("milli", "value"):
-        objective = solver.Objective()
-        for (u, _), var in x.items():
-            objective.SetCoefficient(var, float(getattr(unit_of[u], weight)))
-        objective.SetMaximization()
-        status = solver.Solve()
-        if status != pywraplp.Solver.OPTIMAL:  # pragma: no cover - GLOP on a bounded LP
-            results.append(float(sum(getattr(unit_of[u], weight) for u in by_unit)))
-        else:
-            results.append(float(objective.Value()))
-    return results[0], results[1]
+    milli = {u.index: u.milli for u in units}
+    objective = solver.Objective()
+    for (u, _), var in x.items():
+        objective.SetCoefficient(var, float(milli[u]))
+    objective.SetMaximization()
+    if solver.Solve() != pywraplp.Solver.OPTIMAL:  # pragma: no cover - a bounded LP
+        return float(sum(milli[u] for u in by_unit))
+    return float(objective.Value())

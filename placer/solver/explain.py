@@ -114,23 +114,17 @@ def _no_node_with_room(state: ClusterState, run: PodRun) -> str | None:
         largest = int(most[k])
         if need <= 0 or largest >= need:
             continue
-        if not any(
+        absent = not any(
             n.allocatable.get(resource, 0) for n, ok in zip(state.nodes, mask, strict=True) if ok
-        ):
-            return f"no node has {resource} ({_component(run)} needs {_amount(resource, need)})"
-        return (
-            f"no node with enough free {resource} for a pod of {_component(run)} "
-            f"(needs {_amount(resource, need)}, largest free block {_amount(resource, largest)})"
+        )
+        return _too_small(
+            run, resource, _amount(resource, need), _amount(resource, largest), absent
         )
     if shape.gpus:
         largest = int(state.full[mask].max())
         if largest < shape.gpus:
-            if not state.ndev[mask].any():
-                return f"no node has {GPU} ({_component(run)} needs {shape.gpus})"
-            return (
-                f"no node with enough free {GPU} for a pod of {_component(run)} "
-                f"(needs {shape.gpus}, largest free block {largest})"
-            )
+            absent = not state.ndev[mask].any()
+            return _too_small(run, GPU, str(shape.gpus), str(largest), absent)
     if shape.share:
         largest = int(state.dev[mask].max())
         if largest < shape.share:
@@ -145,6 +139,15 @@ def _no_node_with_room(state: ClusterState, run: PodRun) -> str | None:
             "together (each resource alone fits somewhere)"
         )
     return None
+
+
+def _too_small(run: PodRun, resource: str, need: str, largest: str, absent: bool) -> str:
+    if absent:
+        return f"no node has {resource} ({_component(run)} needs {need})"
+    return (
+        f"no node with enough free {resource} for a pod of {_component(run)} "
+        f"(needs {need}, largest free block {largest})"
+    )
 
 
 def _totals_too_low(state: ClusterState, unit: Unit) -> str | None:

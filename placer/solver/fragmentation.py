@@ -43,6 +43,8 @@ class Mix:
     gpus: IntArray  # [T]
     share: IntArray  # [T]
     weight: FloatArray  # [T], sums to 1
+    #: candidate nodes scored per pod (the best-fitting ones; fragmentation is costly).
+    candidates: int = 128
 
 
 def mix_of(shapes: Sequence[tuple[PodShape, float]]) -> Mix | None:
@@ -76,8 +78,12 @@ def frag_of(mix: Mix, free: IntArray, dev: IntArray) -> FloatArray:
     scalar_ok = (free[:, None, :] >= mix.req[None, :, :]).all(axis=2)  # [C, T]
     whole = mix.gpus > 0
     gpu_ok = np.where(whole[None, :], full[:, None] >= mix.gpus, largest[:, None] >= mix.share)
-    below = (devpos[:, :, None] * (dev[:, :, None] < mix.share[None, None, :])).sum(axis=1)
-    usable_frag = np.where(whole[None, :], partial[:, None], below)
+    usable_frag = np.repeat(partial[:, None], len(whole), axis=1)
+    shared = np.flatnonzero(~whole)
+    if shared.size:
+        thresholds = mix.share[shared]
+        below = (devpos[:, :, None] * (dev[:, :, None] < thresholds[None, None, :])).sum(axis=1)
+        usable_frag[:, shared] = below
     frag = np.where(scalar_ok & gpu_ok, usable_frag, total[:, None])
     result: FloatArray = (frag * mix.weight[None, :]).sum(axis=1)
     return result

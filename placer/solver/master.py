@@ -18,7 +18,7 @@ from ortools.sat.python import cp_model
 from placer.solver.capacity import cluster_rows, infeasible_alone
 from placer.solver.fragmentation import Mix
 from placer.solver.heuristics import choose_and_pack
-from placer.solver.packer import Packed, pack
+from placer.solver.packer import Packed, pack, pack_set
 from placer.solver.problem import Unit
 from placer.solver.state import ClusterState
 
@@ -30,9 +30,22 @@ CPSAT_WORKERS = 2
 #: CP-SAT's deterministic time units granted per second of the time limit. The search is
 #: stopped by deterministic time (reproducible), and by wall time only as a safety net.
 DETERMINISTIC_PER_SECOND = 0.4
+#: deterministic time of one global master solve, at most (proving the preference terms
+#: optimal can take long; the value part is usually settled early).
+MASTER_DETERMINISTIC_CAP = 0.5
 #: masters with at most this many variables get CP-SAT's full (proving) search; larger ones
 #: large-neighbourhood search from the hint only (full search is too slow to start there).
 SMALL_MODEL = 400
+#: sweeps of the per-cluster neighbourhood search, at most.
+MAX_SWEEPS = 3
+#: unplaced units offered to one cluster's master (largest first).
+MAX_CANDIDATES = 120
+#: master solves (each after a packing failure's no-good) per cluster visit.
+SUB_ATTEMPTS = 3
+#: deterministic time of one single-cluster master (single worker: reproducible).
+SUB_DETERMINISTIC_TIME = 0.05
+#: placed units tried as victims per unplaced unit and cluster in the ejection repair.
+EJECT_CANDIDATES = 6
 #: master solve / realise / cut rounds at most.
 MAX_ROUNDS = 4
 
@@ -124,14 +137,14 @@ def solve_level(
     greedy = _greedy(units, states, mix)
     reset()
     one_pass = time.perf_counter() - started
+    # arrival order into the cluster with the most room (Karmada's choice, realised node by
+    # node), and Karmada's own rule: on overloaded fleets these often beat largest-first
     alternatives: tuple[dict[str, Any], ...] = (
-        {"ffd": False, "spread": True},
-        {"spread": True},
         {"ffd": False, "rule": "karmada"},
-        {"ffd": False},
+        {"ffd": False, "spread": True},
     )
     for variant in alternatives:
-        if len(greedy) == len(units) or time.perf_counter() + 3 * one_pass > deadline:
+        if len(greedy) == len(units) or time.perf_counter() + one_pass > deadline:
             break
         other = _greedy(units, states, mix, **variant)
         reset()
@@ -172,7 +185,8 @@ def solve_level(
     best: Placed = greedy
     result = LevelResult(placed=greedy, status="fallback")
     cuts = 0
-    for round_index in range(MAX_ROUNDS):
+    rounds = MAX_ROUNDS if len(x) <= SMALL_MODEL else 0
+    for round_index in range(rounds):
         # keep one greedy pass worth of time to realise the answer
         remaining = deadline - time.perf_counter() - 1.5 * one_pass
         if remaining <= 0.02:
@@ -188,7 +202,9 @@ def solve_level(
             solver.parameters.lns_initial_deterministic_limit = 0.01
             solver.parameters.interleave_batch_size = 2
         solver.parameters.random_seed = seed
-        solver.parameters.max_deterministic_time = max(0.01, budget * DETERMINISTIC_PER_SECOND)
+        solver.parameters.max_deterministic_time = max(
+            0.01, min(MASTER_DETERMINISTIC_CAP, budget * DETERMINISTIC_PER_SECOND)
+        )
         solver.parameters.max_time_in_seconds = max(0.01, remaining)
         status = solver.solve(model)
         result.rounds = round_index + 1
@@ -227,10 +243,201 @@ def solve_level(
         chosen = {(u.index, c) for u, c, _ in best}
         for key, var in x.items():
             model.add_hint(var, 1 if key in chosen else 0)
+    if result.status != "optimal":
+        # node-realised improvement: ejection repair, then the per-cluster masters
+        improved = _eject(best, units, states, deadline=deadline - 0.5 * one_pass, mix=mix)
+        reset()
+        improved, sub_cuts = _improve_by_cluster(
+            improved, units, states, marks, deadline=deadline - 0.5 * one_pass, mix=mix
+        )
+        cuts += sub_cuts
+        reset()
+        if _value(improved) > _value(best):
+            best = improved
+            result.status = "feasible"
     result.cuts = cuts
     result.placed = best
     _apply(states, best)
     return result
+
+
+def _improve_by_cluster(
+    best: Placed,
+    units: Sequence[Unit],
+    states: dict[str, ClusterState],
+    marks: dict[str, int],
+    *,
+    deadline: float,
+    mix: Mix | None,
+) -> tuple[Placed, int]:
+    """Large-neighbourhood search, one cluster at a time (see the package docstring).
+
+    For cluster ``c``: the units now on ``c`` and the unplaced units ``c`` may take form a
+    single-cluster master (CP-SAT on ``c``'s node-aware rows at the level's start, value
+    objective, asked for more value than now). Its answer is realised incrementally: the
+    units it drops leave their nodes, the units it adds are packed into what is then free; a
+    packing failure adds a no-good and the master is solved again (``SUB_ATTEMPTS``). Sweeps
+    over the clusters (most free GPU first) until one brings nothing or ``MAX_SWEEPS`` are
+    done; the wall-clock ``deadline`` is a safety net.
+    """
+    base = {name: state.copy() for name, state in states.items()}
+    _apply(states, best)
+    where: dict[int, tuple[str, Packed]] = {u.index: (c, p) for u, c, p in best}
+    by_index = {u.index: u for u in units}
+    cuts = 0
+    for _ in range(MAX_SWEEPS):
+        improved = False
+        order = sorted(states, key=lambda c: (-states[c].totals()[1], c))
+        for name in order:
+            if time.perf_counter() > deadline:
+                break
+            inside = [by_index[i] for i, (c, _) in where.items() if c == name]
+            outside = [
+                u
+                for u in units
+                if u.index not in where and name in u.rank and not infeasible_alone(base[name], u)
+            ]
+            if not outside:
+                continue
+            outside = sorted(outside, key=ffd_key)[:MAX_CANDIDATES]
+            current = {u.index: where[u.index][1] for u in inside}
+            found, tried = _cluster_master(
+                states[name], base[name], inside, outside, current, deadline, mix
+            )
+            cuts += tried
+            if found is None:
+                continue
+            kept, added = found
+            for unit in inside:
+                if unit.index not in kept:
+                    del where[unit.index]  # dropped, or repacked (then in ``added``)
+            for unit, packed in added:
+                where[unit.index] = (name, packed)
+            improved = True
+        if not improved or time.perf_counter() > deadline:
+            break
+    placed = [(by_index[i], c, p) for i, (c, p) in where.items()]
+    return placed, cuts
+
+
+def _eject(
+    best: Placed,
+    units: Sequence[Unit],
+    states: dict[str, ClusterState],
+    *,
+    deadline: float,
+    mix: Mix | None,
+) -> Placed:
+    """Ejection repair, node-realised: an unplaced unit (largest first) takes the place of one
+    placed unit of lower value on a cluster (its pods leave their nodes, the newcomer is
+    packed), and the ejected unit tries every cluster again. Each accepted move raises the
+    placed value; at most ``EJECT_CANDIDATES`` victims are tried per unit and cluster."""
+    _apply(states, best)
+    where: dict[int, tuple[str, Packed]] = {u.index: (c, p) for u, c, p in best}
+    by_index = {u.index: u for u in units}
+    waiting = sorted((u for u in units if u.index not in where), key=ffd_key)
+    for unit in waiting:
+        if time.perf_counter() > deadline:
+            break
+        if unit.index in where:
+            continue
+        choice = choose_and_pack("greedy", unit, states, unit.allowed(), mix=mix)
+        if choice.packed is not None and choice.cluster is not None:
+            where[unit.index] = (choice.cluster, choice.packed)
+            continue
+        for name in unit.allowed():
+            state = states.get(name)
+            if state is None or unit.index in where:
+                continue
+            victims = sorted(
+                (
+                    by_index[i]
+                    for i, (c, _) in where.items()
+                    if c == name and by_index[i].value < unit.value
+                ),
+                key=lambda v: (-v.value, v.index),
+            )[:EJECT_CANDIDATES]
+            for victim in victims:
+                mark = state.mark()
+                for run, _, node, devices in where[victim.index][1].pods:
+                    state.unplace(run.shape, node, devices)
+                result = pack(state, unit.runs, scoring=unit.scoring, mix=mix)
+                if not isinstance(result, Packed):
+                    state.undo(mark)
+                    continue
+                del where[victim.index]
+                where[unit.index] = (name, result)
+                again = choose_and_pack("greedy", victim, states, victim.allowed(), mix=mix)
+                if again.packed is not None and again.cluster is not None:
+                    where[victim.index] = (again.cluster, again.packed)
+                break
+    return [(by_index[i], c, p) for i, (c, p) in where.items()]
+
+
+def _cluster_master(
+    state: ClusterState,
+    base: ClusterState,
+    inside: list[Unit],
+    outside: list[Unit],
+    current: dict[int, Packed],
+    deadline: float,
+    mix: Mix | None,
+) -> tuple[tuple[set[int], list[tuple[Unit, Packed]]] | None, int]:
+    """A better realisable choice of units for one cluster: (kept, added), or ``None``."""
+    members = inside + outside
+    model = cp_model.CpModel()
+    y = {u.index: model.new_bool_var(f"y{u.index}") for u in members}
+    for row in cluster_rows(base, members, node_aware=True):
+        model.add(sum(y[u] * a for u, a in row.coef.items()) <= row.rhs)
+    now = sum(u.value for u in inside)
+    model.add(sum(y[u.index] * u.value for u in members) >= now + 1)
+    # prefer changes that keep most of what is placed (fewer moves, likelier to pack)
+    model.maximize(sum(y[u.index] * u.value * 2 for u in members) + sum(y[u.index] for u in inside))
+    for unit in members:
+        model.add_hint(y[unit.index], 1 if unit.index in current else 0)
+    cuts = 0
+    for _ in range(SUB_ATTEMPTS):
+        remaining = deadline - time.perf_counter()
+        if remaining <= 0.01:
+            return None, cuts
+        solver = cp_model.CpSolver()
+        solver.parameters.num_workers = 1
+        solver.parameters.max_deterministic_time = SUB_DETERMINISTIC_TIME
+        solver.parameters.max_time_in_seconds = remaining
+        status = solver.solve(model)
+        if status not in (cp_model.OPTIMAL, cp_model.FEASIBLE):
+            return None, cuts
+        dropped = [u for u in inside if not solver.value(y[u.index])]
+        added = sorted((u for u in outside if solver.value(y[u.index])), key=ffd_key)
+        mark = state.mark()
+        for unit in dropped:
+            for run, _, node, devices in current[unit.index].pods:
+                state.unplace(run.shape, node, devices)
+        packed: list[tuple[Unit, Packed]] = []
+        for unit in added:
+            result = pack(state, unit.runs, scoring=unit.scoring, mix=mix)
+            if not isinstance(result, Packed):
+                break
+            packed.append((unit, result))
+        kept = {u.index for u in inside} - {u.index for u in dropped}
+        if len(packed) == len(added):
+            return (kept, packed), cuts
+        # incremental did not fit: repack the whole new choice, hardest pods first
+        state.undo(mark)
+        for unit in inside:
+            for run, _, node, devices in current[unit.index].pods:
+                state.unplace(run.shape, node, devices)
+        chosen = [u for u in inside if u.index in kept] + added
+        repacked, left = pack_set(state, [(u.index, u.runs, u.scoring) for u in chosen], mix=mix)
+        if not left:
+            return (set(), [(u, repacked[u.index]) for u in chosen]), cuts
+        state.undo(mark)
+        # no-good: not this exchange again
+        model.add(
+            sum(y[u.index] for u in added) - sum(y[u.index] for u in dropped) <= len(added) - 1
+        )
+        cuts += 1
+    return None, cuts
 
 
 def _realise(

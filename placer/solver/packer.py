@@ -14,8 +14,9 @@ cordon, readiness) with room in every resource; the candidate with the lowest sc
   many replicas of the run as fit before the next node is scored: same result as one at a
   time, much faster for 128-pod gangs.
 * ``fgd`` — least increase of GPU fragmentation for the decision's pod mix
-  (:mod:`placer.solver.fragmentation`), best-fit as tie-break; one pod at a time (used for
-  units of at most ``FGD_MAX_PODS`` pods, larger ones fall back to ``bestfit``).
+  (:mod:`placer.solver.fragmentation`), best-fit as tie-break, scored on the mix's
+  ``candidates`` best-fitting candidates; one pod at a time for units of at most
+  ``FGD_MAX_PODS`` pods, larger ones fill the chosen node with as many replicas as fit.
 * ``spread`` — most capacity left (kube-scheduler's LeastAllocated), one pod per node in turn.
 
 Ties go to the lowest node index (snapshot order), so packing is deterministic. On failure the
@@ -24,7 +25,7 @@ state is rolled back and a :class:`PackFailure` says which run failed and why.
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 
 import numpy as np
@@ -86,35 +87,123 @@ def pack(
     """Place all pods of ``runs`` on ``state`` or none (see module docstring)."""
     mark = state.mark()
     total = sum(r.count for r in runs)
-    if scoring == "fgd" and (mix is None or total > FGD_MAX_PODS):
+    if scoring == "fgd" and mix is None:
         scoring = "bestfit"
+    # large runs fill a chosen node with as many replicas as fit (same node choice as one at
+    # a time for best-fit; for fgd an approximation that keeps 100-pod gangs fast)
+    bulk = scoring == "bestfit" or total > FGD_MAX_PODS
     pods: list[tuple[PodRun, int, int, tuple[int, ...]]] = []
     score_sum = 0.0
     for run in sorted(runs, key=run_order):
-        shape = run.shape
-        index = 0
-        while index < run.count:
-            candidates = np.flatnonzero(state.fits(shape))
-            if candidates.size == 0:
-                state.undo(mark)
-                return PackFailure(run=run, placed=index)
-            if scoring == "fgd":
-                assert mix is not None
-                scores = _fgd(state, shape, candidates, mix)
-            elif scoring == "spread":
-                scores = -_left(state, shape, candidates)
-            else:
-                scores = _bestfit(state, shape, candidates)
-            pick = int(scores.argmin())
-            node = int(candidates[pick])
-            score_sum += float(scores[pick])
-            copies = 1
-            if scoring == "bestfit" and run.count - index > 1:
-                copies = max(1, min(run.count - index, state.copies(shape, node)))
-            for devices in state.place_many(shape, node, copies):
-                pods.append((run, index, node, devices))
-                index += 1
+        placed, score = _place_run(state, run, pods, scoring=scoring, mix=mix, bulk=bulk)
+        score_sum += score
+        if placed < run.count:
+            state.undo(mark)
+            return PackFailure(run=run, placed=placed)
     return Packed(pods=tuple(pods), score=score_sum)
+
+
+def pack_set(
+    state: ClusterState,
+    units: Sequence[tuple[int, Sequence[PodRun], str]],
+    *,
+    mix: Mix | None = None,
+) -> tuple[dict[int, Packed], list[int]]:
+    """Pack several units (``(key, runs, scoring)``) together on one cluster.
+
+    All their runs are packed in one pass, hardest first (:func:`effective_size`: GPUs'
+    worth of a typical node a pod takes, so pods with much cpu or memory per GPU go first);
+    a unit with a pod that finds no node is taken out again, and such units are retried one
+    by one at the end. Returns the packed units by key and the keys that did not fit.
+    """
+    size = effective_size(state)
+    runs = [(key, run, scoring) for key, unit_runs, scoring in units for run in unit_runs]
+    runs.sort(key=lambda item: (-size(item[1].shape), run_order(item[1])))
+    pods: dict[int, list[tuple[PodRun, int, int, tuple[int, ...]]]] = {k: [] for k, _, _ in units}
+    failed: list[int] = []
+    for key, run, scoring in runs:
+        if key in failed:
+            continue
+        placed, _ = _place_run(
+            state, run, pods[key], scoring=scoring if mix else "bestfit", mix=mix, bulk=True
+        )
+        if placed < run.count:
+            failed.append(key)
+    for key in failed:
+        for run, _, node, devices in reversed(pods[key]):
+            state.unplace(run.shape, node, devices)
+    packed = {k: Packed(pods=tuple(p), score=0.0) for k, p in pods.items() if k not in failed}
+    left = []
+    by_key = {key: (unit_runs, scoring) for key, unit_runs, scoring in units}
+    for key in sorted(failed):
+        unit_runs, scoring = by_key[key]
+        result = pack(state, unit_runs, scoring=scoring, mix=mix)
+        if isinstance(result, Packed):
+            packed[key] = result
+        else:
+            left.append(key)
+    return packed, left
+
+
+def effective_size(state: ClusterState) -> Callable[[PodShape], float]:
+    """A pod's size in GPUs' worth of this cluster's typical GPU node (cpu and memory per
+    GPU at the median), at least its own GPUs; for pods without GPUs, their cpu/memory share
+    of a typical node."""
+    gpu_nodes = state.ndev > 0
+    cap = state.cap[gpu_nodes] if gpu_nodes.any() else state.cap
+    per_gpu = (
+        cap[:, :2] / np.maximum(state.ndev[gpu_nodes], 1)[:, None]
+        if gpu_nodes.any()
+        else cap[:, :2]
+    )
+    typical = np.maximum(np.median(per_gpu, axis=0), 1.0)
+
+    def size(shape: PodShape) -> float:
+        ratio = float(max(shape.req[0] / typical[0], shape.req[1] / typical[1]))
+        return max(shape.milli / 1000.0, ratio)
+
+    return size
+
+
+def _place_run(
+    state: ClusterState,
+    run: PodRun,
+    pods: list[tuple[PodRun, int, int, tuple[int, ...]]],
+    *,
+    scoring: str,
+    mix: Mix | None,
+    bulk: bool,
+) -> tuple[int, float]:
+    """Place the pods of ``run`` one node choice at a time; returns (placed, score sum)."""
+    shape = run.shape
+    index = 0
+    score_sum = 0.0
+    while index < run.count:
+        candidates = np.flatnonzero(state.fits(shape))
+        if candidates.size == 0:
+            return index, score_sum
+        if scoring == "fgd":
+            assert mix is not None
+            if candidates.size > mix.candidates:
+                # fragmentation is costly to score: only the best-fitting candidates
+                fit = _bestfit(state, shape, candidates)
+                keep = np.argsort(fit, kind="stable")[: mix.candidates]
+                candidates = candidates[np.sort(keep)]
+            scores = _fgd(state, shape, candidates, mix)
+        elif scoring == "spread":
+            scores = -_left(state, shape, candidates)
+        else:
+            scores = _bestfit(state, shape, candidates)
+        pick = int(scores.argmin())
+        node = int(candidates[pick])
+        score_sum += float(scores[pick])
+        copies = 1
+        if bulk and run.count - index > 1:
+            copies = max(1, min(run.count - index, state.copies(shape, node)))
+        for devices in state.place_many(shape, node, copies):
+            pods.append((run, index, node, devices))
+            index += 1
+    return index, score_sum
 
 
 def _left(state: ClusterState, shape: PodShape, rows: IntArray) -> FloatArray:

@@ -150,6 +150,8 @@ class ClusterState:
         #: bumped by every change; keys ``memo`` entries.
         self.version = 0
         self.memo: dict[tuple[str, int], object] = {}
+        self._copies: dict[tuple[object, ...], IntArray] = {}
+        self._copies_version = -1
 
     def __len__(self) -> int:
         return len(self.nodes)
@@ -200,7 +202,18 @@ class ClusterState:
         return len(self._journal)
 
     def copies_all(self, shape: PodShape) -> IntArray:
-        """``copies`` for every node (0 where the pod is not eligible)."""
+        """``copies`` for every node (0 where the pod is not eligible); memoised per state."""
+        key = (self.version, shape.req.tobytes(), shape.gpus, shape.share, shape.key)
+        if self._copies_version != self.version:
+            self._copies = {}
+            self._copies_version = self.version
+        cached = self._copies.get(key)
+        if cached is None:
+            cached = self._copies_all(shape)
+            self._copies[key] = cached
+        return cached
+
+    def _copies_all(self, shape: PodShape) -> IntArray:
         req = shape.req
         positive = req > 0
         most = (self.free[:, positive] // req[positive]).min(axis=1)
@@ -272,6 +285,23 @@ class ClusterState:
         self.devfree[node] = sum(d for d in row if d > 0)
         return used
 
+    def unplace(self, shape: PodShape, node: int, devices: tuple[int, ...]) -> None:
+        """Give back one pod placed earlier with ``devices`` (journaled, so ``undo`` works)."""
+        self._journal.append((node, self.free[node].copy(), self.dev[node].copy()))
+        self.changed.add(node)
+        self.version += 1
+        self.free[node] += shape.req
+        if not (shape.gpus or shape.share):
+            return
+        row = self.dev[node].tolist()
+        for i in devices[: shape.gpus]:
+            row[i] = 1000
+        if shape.share:
+            row[devices[-1]] += shape.share
+        self.dev[node] = row
+        self.full[node] = row.count(1000)
+        self.devfree[node] = sum(d for d in row if d > 0)
+
     def undo(self, mark: int) -> None:
         """Roll back every ``place`` after ``mark``."""
         while len(self._journal) > mark:
@@ -297,6 +327,8 @@ class ClusterState:
         other.frag_mix = None
         other.alone = {}
         other.memo = {}
+        other._copies = {}
+        other._copies_version = -1
         return other
 
     def totals(self) -> tuple[IntArray, int, int]:
