@@ -26,11 +26,11 @@ from dataclasses import replace
 from pathlib import Path
 from typing import Any, TextIO
 
-from placer.cli._manifests import read_manifests
 from placer.cli._output import add_output_option, print_json, print_table
-from placer.errors import InputError, UsageError
+from placer.cli.definitions import add_catalog_option
+from placer.errors import InputError, PlacerError, UsageError
 from placer.model import GPU_SHARE, Fleet
-from placer.policy import PlacementPolicy, load_policies
+from placer.policy import load_policies
 from placer.quantity import GPU, PODS
 from placer.simulate import MODES, Run, Settings, Timed, simulate
 from placer.simulate.export import document
@@ -63,7 +63,13 @@ def register(subparsers: argparse._SubParsersAction[argparse.ArgumentParser]) ->
         "(trace:openb:<variant>[?load=1.3&seed=42], trace:kalos, synthetic:gangs?seed=1&count=200);"
         " repeatable",
     )
-    parser.add_argument("--policy", metavar="FILE", help="PlacementPolicy YAML")
+    parser.add_argument(
+        "--policy",
+        action="append",
+        default=[],
+        metavar="FILE",
+        help="PlacementPolicy YAML (repeatable; the first policy selecting a workload applies)",
+    )
     parser.add_argument(
         "--solver",
         default="cpsat",
@@ -98,6 +104,7 @@ def register(subparsers: argparse._SubParsersAction[argparse.ArgumentParser]) ->
         metavar="S",
         help="stream: decide every S seconds of simulated time (default: at every event)",
     )
+    add_catalog_option(parser)
     add_output_option(parser)
     parser.add_argument(
         "--report", metavar="DIR", help="also write JSON, Markdown and PNG plots to DIR"
@@ -114,10 +121,8 @@ def run(args: argparse.Namespace) -> int:
     seed = 42 if args.seed is None else args.seed
     fleet = load_snapshot(args.snapshot)
     simulated = drain(fleet, args.drain, source=args.snapshot)
-    policies: tuple[PlacementPolicy, ...] = ()
-    if args.policy:
-        policies = tuple(load_policies(args.policy))
-    items = load_workloads(args.workloads, fleet, args.seed)
+    policies = tuple(p for path in args.policy for p in load_policies(path))
+    items = load_workloads(args.workloads, fleet, args.seed, catalog_dirs=args.catalog)
     warnings = resource_warnings(items, fleet, args.snapshot)
     for warning in warnings:
         print(f"warning: {warning}", file=sys.stderr)
@@ -198,20 +203,36 @@ def drain(fleet: Fleet, names: Sequence[str], *, source: str) -> Fleet:
     return replace(fleet, clusters=clusters)
 
 
-def load_workloads(sources: Sequence[str], fleet: Fleet, seed: int | None) -> list[Timed]:
-    """Timed workloads from specs and manifest paths, in the order given.
+def load_workloads(
+    sources: Sequence[str],
+    fleet: Fleet,
+    seed: int | None,
+    *,
+    catalog_dirs: Sequence[str] = (),
+) -> list[Timed]:
+    """Timed workloads from specs and manifests (files, directories, ``-``), in the order given.
+
+    Manifests arrive one second apart in file and document order and never depart (a stream
+    of them is a queue that drains); specs carry their own times.
 
     Raises:
         InputError: a bad spec or manifest, or no workload at all.
+        PlacerError: a manifest no definition covers or that does not fit its definition (the
+            first; the others are printed on stderr first, as ``placer plan`` does).
     """
     from simulations.specs import is_workload_spec, resolve_workloads
 
     items: list[Timed] = []
+    catalog: Any = None
     for source in sources:
         if is_workload_spec(source):
             found: Sequence[Timed] = resolve_workloads(source, fleet=fleet, seed=seed)
         else:
-            found = _manifests(Path(source), offset=len(items))
+            if catalog is None:
+                from placer.definitions import Catalog
+
+                catalog = Catalog.load(list(catalog_dirs))
+            found = _manifests(source, catalog, offset=len(items))
         if not found:
             raise InputError("holds no workload", source=source)
         items.extend(found)
@@ -229,13 +250,23 @@ def load_workloads(sources: Sequence[str], fleet: Fleet, seed: int | None) -> li
     return items
 
 
-def _manifests(path: Path, *, offset: int) -> list[Timed]:
+def _manifests(source: str, catalog: Any, *, offset: int) -> list[Timed]:
+    from placer.definitions import decompose
+    from placer.definitions.documents import read_input
     from simulations.workloads import TimedWorkload
 
-    return [
-        TimedWorkload(workload, float(offset + i))
-        for i, workload in enumerate(read_manifests(path))
-    ]
+    workloads = []
+    problems: list[PlacerError] = []
+    for manifest in read_input(source):
+        try:
+            workloads.append(decompose(manifest.data, catalog, source=manifest.source).workload)
+        except PlacerError as exc:
+            problems.append(exc)
+    if problems:
+        for problem in problems[1:]:
+            print(f"error: {problem}", file=sys.stderr)
+        raise problems[0]
+    return [TimedWorkload(w, float(offset + i)) for i, w in enumerate(workloads)]
 
 
 def resource_warnings(items: Sequence[Timed], fleet: Fleet, source: str) -> list[str]:
@@ -301,6 +332,10 @@ def _n(value: float | int | None) -> str:
     return f"{value:.4f}".rstrip("0").rstrip(".")
 
 
+def _plural(count: int, noun: str) -> str:
+    return f"{count} {noun}" + ("" if count == 1 else "s")
+
+
 def _p(value: float | None) -> str:
     return "-" if value is None else f"{value:.2f}%"
 
@@ -316,7 +351,8 @@ def render_text(doc: dict[str, Any], out: TextIO) -> None:
     first = runs[0]["summary"] if runs else {}
     drained = f"; drained: {', '.join(inputs['drained'])}" if inputs["drained"] else ""
     out.write(
-        f"Simulation: {inputs['count']} workloads asking {_n(first.get('gpus_demand'))} GPUs "
+        f"Simulation: {_plural(inputs['count'], 'workload')} asking "
+        f"{_n(first.get('gpus_demand'))} GPUs "
         f"on {inputs['snapshot']} ({len(inputs['clusters'])} clusters, "
         f"{_n(first.get('gpus_capacity'))} GPUs available{drained}); mode {inputs['mode']}, "
         f"seed {inputs['seed']}, time limit {_n(inputs['time_limit_s'])}s\n"
