@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import importlib.util
 import json
 import re
 from pathlib import Path
@@ -16,7 +15,18 @@ ROOT = Path(__file__).resolve().parents[2]
 DEMO = ROOT / "clusters" / "demo.yaml"
 OPENB4 = str(ROOT / "clusters" / "openb-4.yaml")
 SPEC = "synthetic:gangs?seed=5&count=30"
-HAS_DEFINITIONS = importlib.util.find_spec("placer.definitions") is not None
+FPGA_POD = """\
+apiVersion: v1
+kind: Pod
+metadata: {name: fpga-job, namespace: default}
+spec:
+  containers:
+  - name: main
+    image: busybox
+    resources:
+      requests: {cpu: "1", example.com/fpga: "1"}
+      limits: {example.com/fpga: "1"}
+"""
 
 
 def simulate(capsys: Any, *args: str) -> tuple[int, str, str]:
@@ -145,7 +155,6 @@ def test_resources_no_node_offers_are_named(capsys: Any, tmp_path: Path) -> None
     assert "Not placed: 5" in out
 
 
-@pytest.mark.skipif(not HAS_DEFINITIONS, reason="manifests need placer.definitions (defs)")
 def test_demo_fleet_and_examples(capsys: Any) -> None:
     examples = str(ROOT / "examples")
     code, text, _ = simulate(capsys, "--snapshot", str(DEMO), "--workloads", examples)
@@ -163,3 +172,26 @@ def test_demo_fleet_and_examples(capsys: Any) -> None:
     assert refused["cluster"] is None
     assert "drained" in refused["reasons"]["central"]
     assert "largest free block" in refused["reasons"]["west"]
+
+
+def test_a_manifest_asking_for_a_resource_no_node_has(capsys: Any, tmp_path: Path) -> None:
+    manifest = tmp_path / "fpga.yaml"
+    manifest.write_text(FPGA_POD)
+    code, raw, err = simulate(
+        capsys, "--snapshot", str(DEMO), "--workloads", str(manifest), "-o", "json"
+    )
+    assert code == 0
+    assert "request example.com/fpga, which no node of" in err
+    doc = json.loads(raw)
+    assert doc["warnings"] and "example.com/fpga" in doc["warnings"][0]
+    (entry,) = doc["runs"][0]["workloads"]
+    assert entry["cluster"] is None
+    assert all("example.com/fpga" in reason for reason in entry["reasons"].values())
+
+
+def test_a_manifest_no_definition_covers(capsys: Any, tmp_path: Path) -> None:
+    manifest = tmp_path / "cm.yaml"
+    manifest.write_text("apiVersion: v1\nkind: ConfigMap\nmetadata: {name: settings}\n")
+    code, out, err = simulate(capsys, "--snapshot", str(DEMO), "--workloads", str(manifest))
+    assert code == 4
+    assert "no workload definition covers v1 ConfigMap" in err and out == ""
