@@ -296,6 +296,14 @@ class _Stream:
         self.timeline: list[Sample] = []
         self.allocated = used_gpu_milli(fleet)
         self.loaded: Fleet | None = None
+        #: reasons for the clusters the free totals do not cover (unreachable, drained, empty)
+        self.elsewhere = {
+            c.name: f"cluster unreachable: {c.reason or 'no answer'}"
+            if not c.reachable
+            else "the cluster has no nodes"
+            for c in fleet.clusters
+            if not c.reachable or not c.nodes
+        }
         self.loaded_pending: tuple[int, ...] = ()
 
     def run(self) -> Run:
@@ -391,7 +399,8 @@ class _Stream:
             if reason is None:
                 chosen.append(index)
             else:
-                self.reasons[index] = reason
+                merged = {**reason, **self.elsewhere}
+                self.reasons[index] = {n: merged[n] for n in self.before.names if n in merged}
         if not chosen:
             return
         workloads = [self.workloads[i] for i in chosen]
