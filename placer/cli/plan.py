@@ -14,11 +14,12 @@ Exit code 0 whenever a decision was made (even if some workloads stay unplaced).
 from __future__ import annotations
 
 import argparse
-import importlib
 import sys
-from typing import Any
 
 from placer.cli._output import add_output_option, print_json, print_table
+from placer.cli.definitions import add_catalog_option, load_catalog
+from placer.cli.describe import read_manifests
+from placer.definitions import Catalog, decompose
 from placer.errors import PlacerError, UsageError
 from placer.model import Workload
 from placer.policy import PlacementPolicy, load_policies
@@ -68,13 +69,7 @@ def register(subparsers: argparse._SubParsersAction[argparse.ArgumentParser]) ->
         help="seconds for the decision (default 1)",
     )
     parser.add_argument("--seed", type=int, default=0, help="solver seed (default 0)")
-    parser.add_argument(
-        "--catalog",
-        action="append",
-        default=[],
-        metavar="DIR",
-        help="extra Workload Map definitions (repeatable)",
-    )
+    add_catalog_option(parser)
     add_output_option(parser)
     parser.set_defaults(func=run)
 
@@ -91,7 +86,7 @@ def run(args: argparse.Namespace) -> int:
     policies: list[PlacementPolicy] = []
     for path in args.policy:
         policies += load_policies(path)
-    workloads = read_workloads(args.filename, args.catalog)
+    workloads = read_workloads(args.filename, load_catalog(args))
     decision = solve(
         workloads,
         fleet,
@@ -112,17 +107,14 @@ def run(args: argparse.Namespace) -> int:
     return 0
 
 
-def read_workloads(filenames: list[str], catalog_dirs: list[str]) -> list[Workload]:
+def read_workloads(filenames: list[str], catalog: Catalog) -> list[Workload]:
     """Decompose every object of every file; all problems are reported together."""
-    definitions = _definitions()
-    describe = importlib.import_module("placer.cli.describe")
-    catalog = definitions.Catalog.load(catalog_dirs)
     workloads: list[Workload] = []
     problems: list[PlacerError] = []
     for filename in filenames:
-        for document in describe.read_manifests(filename):
+        for document in read_manifests(filename):
             try:
-                result = definitions.decompose(document.data, catalog, source=document.source)
+                result = decompose(document.data, catalog, source=document.source)
             except PlacerError as exc:
                 problems.append(exc)
                 continue
@@ -134,13 +126,3 @@ def read_workloads(filenames: list[str], catalog_dirs: list[str]) -> list[Worklo
     if not workloads:
         raise UsageError(f"no objects found in {', '.join(filenames)}")
     return workloads
-
-
-def _definitions() -> Any:
-    """:mod:`placer.definitions` (the workload decomposition), imported when needed."""
-    try:
-        return importlib.import_module("placer.definitions")
-    except ModuleNotFoundError:  # pragma: no cover - only before decomposition is installed
-        raise PlacerError(
-            "workload decomposition (placer.definitions) is not part of this build"
-        ) from None

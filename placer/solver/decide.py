@@ -22,7 +22,6 @@ from placer.model import (
     Workload,
 )
 from placer.policy import PlacementPolicy
-from placer.quantity import GPU
 from placer.solver.bounds import lp_bounds
 from placer.solver.explain import why_not
 from placer.solver.heuristics import RULES, choose_and_pack, failure_basis
@@ -85,9 +84,9 @@ def solve(
         unit.scoring = "spread" if unit.objective == "spread" else "fgd"
     live = [u for u in problem.units if u.rank]
     bound = lp_bounds(problem.states, problem.units) if live else {}
-    free_gpus = sum(c.free().get(GPU, 0) for c in fleet.clusters if c.reachable)
-    demand_gpus = sum(w.gpus for w in workloads)
-    bound["capacity_gpu"] = float(min(free_gpus, demand_gpus))
+    free_milli = sum(int(s.devfree[s.usable].sum()) for s in problem.states.values())
+    demand_milli = sum(u.milli for u in problem.units)
+    bound["capacity_gpu"] = min(free_milli, demand_milli) / 1000.0
     failures: dict[int, dict[str, str]] = {}
     if not live:
         placed: Placed = []

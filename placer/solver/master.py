@@ -9,7 +9,7 @@ only ever gets what the higher ones left (priorities are strictly lexicographic)
 from __future__ import annotations
 
 import time
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -106,14 +106,44 @@ def _greedy(
     ffd: bool = True,
     spread: bool = False,
     rule: str = "greedy",
+    dense: bool = False,
 ) -> Placed:
     placed: Placed = []
-    for unit in sorted(units, key=ffd_key) if ffd else units:
+    if dense:
+        ordered = sorted(units, key=_density_key(units, states))
+    else:
+        ordered = sorted(units, key=ffd_key) if ffd else list(units)
+    for unit in ordered:
         order = _most_room(unit, states) if spread else unit.allowed()
         choice = choose_and_pack(rule, unit, states, order, mix=mix)
         if choice.packed is not None and choice.cluster is not None:
             placed.append((unit, choice.cluster, choice.packed))
     return placed
+
+
+def _density_key(
+    units: Sequence[Unit], states: dict[str, ClusterState]
+) -> Callable[[Unit], tuple[float, int]]:
+    """Most value per share of the scarcest resource first (GPU thousandths, cpu, memory,
+    each as a share of the level's free total): when cpu or memory binds, units that bring
+    many GPUs per core go first."""
+    free_cpu = sum(int(s.free[s.usable, 0].sum()) for s in states.values()) or 1
+    free_mem = sum(int(s.free[s.usable, 1].sum()) for s in states.values()) or 1
+    free_gpu = sum(int(s.devfree[s.usable].sum()) for s in states.values()) or 1
+    demand = {
+        u.index: (
+            sum(int(r.shape.req[0]) * r.count for r in u.runs),
+            sum(int(r.shape.req[1]) * r.count for r in u.runs),
+        )
+        for u in units
+    }
+
+    def key(unit: Unit) -> tuple[float, int]:
+        cpu, mem = demand[unit.index]
+        share = max(unit.milli / free_gpu, cpu / free_cpu, mem / free_mem, 1e-12)
+        return (-unit.value / share, unit.index)
+
+    return key
 
 
 def solve_level(
@@ -140,6 +170,7 @@ def solve_level(
     # arrival order into the cluster with the most room (Karmada's choice, realised node by
     # node), and Karmada's own rule: on overloaded fleets these often beat largest-first
     alternatives: tuple[dict[str, Any], ...] = (
+        {"dense": True},
         {"ffd": False, "rule": "karmada"},
         {"ffd": False, "spread": True},
     )
@@ -154,16 +185,52 @@ def solve_level(
         _apply(states, greedy)
         return LevelResult(placed=greedy, status="optimal", notes=["greedy placed all"])
 
+    pairs = [
+        (unit, name)
+        for unit in units
+        for name in unit.allowed()
+        if name in states and not infeasible_alone(states[name], unit)
+    ]
+    result = LevelResult(placed=greedy, status="fallback")
+    if len(pairs) <= SMALL_MODEL:
+        _global_master(result, pairs, units, states, reset, deadline - 1.5 * one_pass, seed, mix)
+    best = result.placed
+    cuts = result.cuts
+    if result.status != "optimal":
+        # node-realised improvement: ejection repair, then the per-cluster masters
+        improved = _eject(best, units, states, deadline=deadline - 0.5 * one_pass, mix=mix)
+        reset()
+        improved, sub_cuts = _improve_by_cluster(
+            improved, units, states, marks, deadline=deadline - 0.5 * one_pass, mix=mix
+        )
+        cuts += sub_cuts
+        reset()
+        if _value(improved) > _value(best):
+            best = improved
+            result.status = "feasible"
+    result.cuts = cuts
+    result.placed = best
+    _apply(states, best)
+    return result
+
+
+def _global_master(
+    result: LevelResult,
+    pairs: list[tuple[Unit, str]],
+    units: Sequence[Unit],
+    states: dict[str, ClusterState],
+    reset: Callable[[], None],
+    deadline: float,
+    seed: int,
+    mix: Mix | None,
+) -> None:
+    """The master over all clusters (small models): CP-SAT's full search from the hint,
+    realisation, cuts, up to ``MAX_ROUNDS`` rounds; updates ``result`` (states left reset)."""
     model = cp_model.CpModel()
-    x: dict[tuple[int, str], cp_model.IntVar] = {}
+    x = {(u.index, c): model.new_bool_var(f"x{u.index}_{c}") for u, c in pairs}
     by_cluster: dict[str, list[Unit]] = {name: [] for name in states}
-    for unit in units:
-        for name in unit.allowed():
-            state = states.get(name)
-            if state is None or infeasible_alone(state, unit):
-                continue
-            x[(unit.index, name)] = model.new_bool_var(f"x{unit.index}_{name}")
-            by_cluster[name].append(unit)
+    for unit, name in pairs:
+        by_cluster[name].append(unit)
     options: dict[int, list[cp_model.IntVar]] = {}
     for (u, _), var in x.items():
         options.setdefault(u, []).append(var)
@@ -178,17 +245,12 @@ def solve_level(
     model.maximize(
         sum(var * (by_index[u].value * scale - by_index[u].rank[c]) for (u, c), var in x.items())
     )
-    chosen = {(u.index, c) for u, c, _ in greedy}
+    best = result.placed
+    chosen = {(u.index, c) for u, c, _ in best}
     for key, var in x.items():
         model.add_hint(var, 1 if key in chosen else 0)
-
-    best: Placed = greedy
-    result = LevelResult(placed=greedy, status="fallback")
-    cuts = 0
-    rounds = MAX_ROUNDS if len(x) <= SMALL_MODEL else 0
-    for round_index in range(rounds):
-        # keep one greedy pass worth of time to realise the answer
-        remaining = deadline - time.perf_counter() - 1.5 * one_pass
+    for round_index in range(MAX_ROUNDS):
+        remaining = deadline - time.perf_counter()
         if remaining <= 0.02:
             break
         # the first round gets most of what is left; later rounds share the rest
@@ -196,11 +258,6 @@ def solve_level(
         solver = cp_model.CpSolver()
         solver.parameters.num_workers = CPSAT_WORKERS
         solver.parameters.interleave_search = CPSAT_WORKERS > 1
-        if len(x) > SMALL_MODEL:
-            # improve the hint by large-neighbourhood search in small deterministic steps
-            solver.parameters.use_lns_only = True
-            solver.parameters.lns_initial_deterministic_limit = 0.01
-            solver.parameters.interleave_batch_size = 2
         solver.parameters.random_seed = seed
         solver.parameters.max_deterministic_time = max(
             0.01, min(MASTER_DETERMINISTIC_CAP, budget * DETERMINISTIC_PER_SECOND)
@@ -210,7 +267,7 @@ def solve_level(
         result.rounds = round_index + 1
         if status not in (cp_model.OPTIMAL, cp_model.FEASIBLE):
             break
-        if round_index == 0 and len(x) <= SMALL_MODEL:
+        if round_index == 0:
             result.bound = solver.best_objective_bound / scale
         assignment: dict[str, list[Unit]] = {name: [] for name in states}
         for (u, c), var in x.items():
@@ -238,27 +295,12 @@ def solve_level(
                 model.add(x[(prefix[0].index, cluster)] == 0)
             else:
                 model.add(sum(x[(u.index, cluster)] for u in prefix) <= len(prefix) - 1)
-            cuts += 1
+            result.cuts += 1
         model.clear_hints()  # type: ignore[no-untyped-call]
         chosen = {(u.index, c) for u, c, _ in best}
         for key, var in x.items():
             model.add_hint(var, 1 if key in chosen else 0)
-    if result.status != "optimal":
-        # node-realised improvement: ejection repair, then the per-cluster masters
-        improved = _eject(best, units, states, deadline=deadline - 0.5 * one_pass, mix=mix)
-        reset()
-        improved, sub_cuts = _improve_by_cluster(
-            improved, units, states, marks, deadline=deadline - 0.5 * one_pass, mix=mix
-        )
-        cuts += sub_cuts
-        reset()
-        if _value(improved) > _value(best):
-            best = improved
-            result.status = "feasible"
-    result.cuts = cuts
     result.placed = best
-    _apply(states, best)
-    return result
 
 
 def _improve_by_cluster(

@@ -17,10 +17,10 @@ import math
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 
-from placer.model import Cluster, Fleet, PodDemand, Workload
+from placer.model import Fleet, PodDemand, Workload
 from placer.podspec import taint_not_tolerated
 from placer.policy import PlacementPolicy, policy_for
-from placer.quantity import CPU, GPU
+from placer.quantity import CPU
 from placer.solver.fragmentation import Mix, mix_of
 from placer.solver.packer import PodRun
 from placer.solver.state import ClusterState, PodShape, gpu_milli, resource_names
@@ -103,7 +103,7 @@ def build_problem(
 
     units = _units(workloads, policies, shape_of)
     states = {c.name: ClusterState(c, names) for c in fleet.clusters if c.reachable and c.nodes}
-    load = {c.name: _load(c) for c in fleet.clusters}
+    load = {name: _load(state) for name, state in states.items()}
     for unit in units:
         _static_eligibility(unit, workloads, fleet, policies, load)
     weighted = (
@@ -180,13 +180,14 @@ def _units(
     return units
 
 
-def _load(cluster: Cluster) -> float:
-    """Share of the cluster's GPUs (or cpu, without GPUs) in use, for pack/spread ranks."""
-    for name in (GPU, CPU):
-        total = cluster.allocatable().get(name, 0)
-        if total:
-            return 1.0 - cluster.free().get(name, 0) / total
-    return 0.0
+def _load(state: ClusterState) -> float:
+    """Share of the cluster's usable GPUs (or cpu, without GPUs) in use, for pack/spread."""
+    usable = state.usable
+    gpus = int(state.ndev[usable].sum()) * 1000
+    if gpus:
+        return 1.0 - int(state.devfree[usable].sum()) / gpus
+    cpus = int(state.cap[usable, 0].sum())
+    return 1.0 - int(state.free[usable, 0].sum()) / cpus if cpus else 0.0
 
 
 def _static_eligibility(
@@ -245,7 +246,7 @@ def _static_eligibility(
         rank = float(policy.rank(name)) if policy else 0.0
         cost = policy.cost(name) if policy else 0.0
         # pack: fullest cluster first (keeps empty clusters for big gangs); spread: emptiest
-        return (rank, cost, -sign * round(load[name], 3))
+        return (rank, cost, -sign * round(load.get(name, 0.0), 3))
 
     keys = sorted({key(c) for c in allowed})
     unit.rank = {c: keys.index(key(c)) for c in allowed}

@@ -118,19 +118,16 @@ class ClusterState:
         devices = [node_devices(n) for n in nodes]
         depth = max((len(d) for d in devices), default=0)
         dev = np.full((count, max(depth, 1)), -1, dtype=np.int64)
-        for i, node in enumerate(nodes):
-            node_free = node.free
-            for k, name in enumerate(self.names):
-                if name == PODS:
-                    free[i, k] = node.free_pods
-                    cap[i, k] = max(1, node.allocatable.get(PODS, 110))
-                else:
-                    free[i, k] = node_free.get(name, 0)
-                    cap[i, k] = max(1, node.allocatable.get(name, 0))
-            if devices[i]:
-                dev[i, : len(devices[i])] = devices[i]
+        for k, name in enumerate(self.names):
+            default = 110 if name == PODS else 0
+            totals = [n.allocatable.get(name, default) for n in nodes]
+            cap[:, k] = totals
+            free[:, k] = [t - n.requested.get(name, 0) for t, n in zip(totals, nodes, strict=True)]
+        for i, row in enumerate(devices):
+            if row:
+                dev[i, : len(row)] = row
         self.free: IntArray = np.maximum(free, 0)
-        self.cap: IntArray = cap
+        self.cap: IntArray = np.maximum(cap, 1)
         self.dev: IntArray = dev
         self.usable: BoolArray = np.array([n.usable for n in nodes], dtype=bool)
         #: the node's devices came from the snapshot (not synthesised).
@@ -139,6 +136,9 @@ class ClusterState:
         self.devfree: IntArray = np.maximum(dev, 0).sum(axis=1).astype(np.int64)
         self.ndev: IntArray = (dev >= 0).sum(axis=1).astype(np.int64)
         self._eligible: dict[Hashable, BoolArray] = {}
+        self._tainted = [
+            i for i, n in enumerate(nodes) if any(t.effect != "PreferNoSchedule" for t in n.taints)
+        ]
         self._journal: list[tuple[int, IntArray, IntArray]] = []
         #: nodes changed since the last ``take_changed`` (for cached scores).
         self.changed: set[int] = set()
@@ -163,7 +163,15 @@ class ClusterState:
         mask = self._eligible.get(shape.key)
         if mask is None:
             pod = shape.demand
-            mask = np.array([node_mismatch(pod, node) is None for node in self.nodes], dtype=bool)
+            if pod.node_selector or pod.affinity:
+                mask = np.array(
+                    [node_mismatch(pod, node) is None for node in self.nodes], dtype=bool
+                )
+            else:
+                # without selector or affinity only taints can refuse a usable node
+                mask = self.usable.copy()
+                for i in self._tainted:
+                    mask[i] = node_mismatch(pod, self.nodes[i]) is None
             self._eligible[shape.key] = mask
         return mask
 
