@@ -351,6 +351,7 @@ def stream_run(items: Sequence[TimedWorkload], fleet: Fleet, settings: Settings)
         "decisions": summary.time.decisions,
         "decision_p50_s": round(summary.time.p50_s or 0.0, 4),
         "decision_p99_s": round(summary.time.p99_s or 0.0, 4),
+        "decision_cpu_p99_s": round(summary.time.cpu_p99_s or 0.0, 4),
         "by_size": waits_by_bucket(run, items),
         "verifier_problems": len(summary.problems),
         "seconds": round(seconds, 1),
@@ -406,6 +407,7 @@ def stream_tables(rows: dict[str, dict[str, Any]], unit: str = "s") -> list[str]
         ("decisions", lambda r: r["decisions"]),
         ("decision p50 s", lambda r: r["decision_p50_s"]),
         ("p99 s", lambda r: r["decision_p99_s"]),
+        ("CPU p99 s", lambda r: r["decision_cpu_p99_s"]),
         ("verifier problems", lambda r: r["verifier_problems"]),
         ("run s", lambda r: r["seconds"]),
     )

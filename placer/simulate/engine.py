@@ -110,6 +110,7 @@ class DecisionRecord:
     """One solver call."""
 
     time_s: float
+    #: wall time of the solver call (model, search, bounds and explanations).
     seconds: float
     workloads: int
     placed: int
@@ -121,6 +122,9 @@ class DecisionRecord:
     problems: tuple[str, ...] = ()
     #: the bounds as the solver reported them (``summary.bound``).
     solver_bounds: Mapping[str, float] = field(default_factory=dict)
+    #: CPU time of this process during the call (all threads; CP-SAT uses two), a check on
+    #: wall times measured on a shared, overloaded machine.
+    cpu_seconds: float = 0.0
 
 
 @dataclass(frozen=True)
@@ -211,6 +215,7 @@ def _decide(
     workloads: Sequence[Workload], fleet: Fleet, settings: Settings, mode: str, at: float
 ) -> tuple[Decision, DecisionRecord]:
     started = time.perf_counter()
+    cpu_started = time.process_time()
     decision = solve(
         workloads,
         fleet,
@@ -221,6 +226,7 @@ def _decide(
         seed=settings.seed,
     )
     seconds = time.perf_counter() - started
+    cpu_seconds = time.process_time() - cpu_started
     problems = verify(decision, workloads, fleet, policies=settings.policies)
     placed_milli = sum(gpu_milli(p.requests) for p in decision.placements)
     demand = sum(gpu_milli(w.total_requests()) for w in workloads)
@@ -235,6 +241,7 @@ def _decide(
         bound_gpu_milli=gpu_bound(decision, demand, free),
         problems=tuple(problems),
         solver_bounds=dict(decision.summary.bound),
+        cpu_seconds=cpu_seconds,
     )
     return decision, record
 

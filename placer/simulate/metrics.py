@@ -138,6 +138,10 @@ class TimeStats:
     max_s: float | None
     #: mean per workload decided (``online``: the only per-workload figure there is).
     per_workload_s: float | None
+    #: CPU time of the solver calls (both CP-SAT threads count): p50/p99 and total.
+    cpu_p50_s: float | None = None
+    cpu_p99_s: float | None = None
+    cpu_total_s: float = 0.0
 
 
 @dataclass(frozen=True)
@@ -194,6 +198,7 @@ def summarize(run: Run, items: Sequence[Timed]) -> Summary:
         statuses[record.status] = statuses.get(record.status, 0) + 1
     problems = tuple(p for d in decisions for p in d.problems)
     seconds = [d.seconds for d in decisions]
+    cpu = [d.cpu_seconds for d in decisions]
     decided = sum(d.workloads for d in decisions)
     time_stats = TimeStats(
         decisions=len(decisions),
@@ -202,6 +207,9 @@ def summarize(run: Run, items: Sequence[Timed]) -> Summary:
         p99_s=None if run.settings.mode == "online" else percentile(seconds, 99),
         max_s=None if run.settings.mode == "online" else max(seconds, default=None),
         per_workload_s=sum(seconds) / decided if decided else None,
+        cpu_p50_s=percentile(cpu, 50) if run.settings.mode != "online" else None,
+        cpu_p99_s=percentile(cpu, 99) if run.settings.mode != "online" else None,
+        cpu_total_s=sum(cpu),
     )
     allocated = sum(_used(c) for c in run.after.clusters if c.reachable)
     return Summary(
