@@ -52,7 +52,8 @@ from simulations.workloads import TimedWorkload, fleet_gpu_milli
 __all__ = ["Config", "eight_gpu_fleet", "kalos_gangs", "main", "run"]
 
 BATCH = (
-    Entry("cpsat 5s", "cpsat", 5.0),
+    Entry("cpsat 1s", "cpsat", 1.0),
+    Entry("cpsat 20s", "cpsat", 20.0),
     Entry("greedy", "greedy"),
     Entry("karmada", "karmada"),
     Entry("first-fit", "first-fit"),
@@ -102,7 +103,9 @@ def run(config: Config) -> dict[str, Any]:
             "pct_of_bound": round(summary.placed_of_bound_pct or 0.0, 3),
             "bound_gpus": round(summary.bound_gpu_milli / 1000, 3),
             "admission": {b.label: f"{b.admitted}/{b.workloads}" for b in summary.buckets},
+            "status": run_.decisions[0].status,
             "decision_s": round(run_.decisions[0].seconds, 3),
+            "decision_cpu_s": round(run_.decisions[0].cpu_seconds, 3),
             "verifier_problems": len(summary.problems),
         }
     timed = compress_arrivals(items, load=config.load, capacity_milli=capacity)
@@ -159,7 +162,9 @@ def markdown(result: dict[str, Any], meta: dict[str, Any]) -> str:
                 "% of bound",
                 "gangs placed",
                 *(f"admitted {b}" for b in buckets),
+                "status",
                 "decision s",
+                "CPU s",
                 "verifier problems",
             ],
             [
@@ -169,7 +174,9 @@ def markdown(result: dict[str, Any], meta: dict[str, Any]) -> str:
                     row["pct_of_bound"],
                     row["gangs_placed"],
                     *(row["admission"].get(b) for b in buckets),
+                    row["status"],
                     row["decision_s"],
+                    row["decision_cpu_s"],
                     row["verifier_problems"],
                 ]
                 for label, row in result["batch"].items()

@@ -34,9 +34,11 @@ from simulations.specs import resolve_workloads
 __all__ = ["ENTRIES", "Config", "main", "run", "run_instance"]
 
 
+#: CP-SAT at the default limit and at a generous one: on a shared, overloaded machine the
+#: solver's wall-clock safety net cuts a 1 s search short (see the results page).
 ENTRIES = (
     Entry("cpsat 1s", "cpsat", 1.0),
-    Entry("cpsat 5s", "cpsat", 5.0),
+    Entry("cpsat 20s", "cpsat", 20.0),
     Entry("greedy", "greedy"),
     Entry("karmada", "karmada"),
     Entry("first-fit", "first-fit"),
@@ -111,6 +113,7 @@ def run(config: Config) -> dict[str, Any]:
                 "decision_s_mean": mean([m["decision_s"] for m in mine]),
                 "decision_s_max": max(m["decision_s"] for m in mine),
                 "decision_cpu_s_max": max(m["decision_cpu_s"] for m in mine),
+                "statuses": ", ".join(sorted({m["status"] for m in mine})),
                 "verifier_problems": sum(m["verifier_problems"] for m in mine),
                 "ahead_of_every_baseline": sum(
                     1
@@ -170,6 +173,7 @@ def markdown(result: dict[str, Any], meta: dict[str, Any]) -> str:
                 s["decision_s_mean"],
                 s["decision_s_max"],
                 s["decision_cpu_s_max"],
+                s["statuses"],
                 f"{s['ahead_of_every_baseline']}/{len(instances)}",
                 s["verifier_problems"],
             ]
@@ -186,6 +190,7 @@ def markdown(result: dict[str, Any], meta: dict[str, Any]) -> str:
                     "decision s (mean)",
                     "max",
                     "max CPU s",
+                    "status",
                     "ahead of every baseline",
                     "verifier problems",
                 ],

@@ -352,6 +352,7 @@ def stream_run(items: Sequence[TimedWorkload], fleet: Fleet, settings: Settings)
         "decision_p50_s": round(summary.time.p50_s or 0.0, 4),
         "decision_p99_s": round(summary.time.p99_s or 0.0, 4),
         "decision_cpu_p99_s": round(summary.time.cpu_p99_s or 0.0, 4),
+        "statuses": dict(summary.statuses),
         "by_size": waits_by_bucket(run, items),
         "verifier_problems": len(summary.problems),
         "seconds": round(seconds, 1),
@@ -408,6 +409,7 @@ def stream_tables(rows: dict[str, dict[str, Any]], unit: str = "s") -> list[str]
         ("decision p50 s", lambda r: r["decision_p50_s"]),
         ("p99 s", lambda r: r["decision_p99_s"]),
         ("CPU p99 s", lambda r: r["decision_cpu_p99_s"]),
+        ("statuses", lambda r: ", ".join(f"{k} {v}" for k, v in r["statuses"].items())),
         ("verifier problems", lambda r: r["verifier_problems"]),
         ("run s", lambda r: r["seconds"]),
     )
