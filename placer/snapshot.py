@@ -39,9 +39,10 @@ from typing import Any
 
 import yaml
 
-from placer.errors import SnapshotError
+from placer.errors import InputError, SnapshotError
 from placer.model import Cluster, Fleet, Node, PendingPods, Taint
 from placer.quantity import format_resources, to_canonical
+from placer.yamltext import dump_plain
 
 __all__ = [
     "API_VERSION",
@@ -52,12 +53,16 @@ __all__ = [
     "fleet_to_dict",
     "load_snapshot",
     "loads_snapshot",
+    "parse_labels",
+    "parse_taints",
 ]
 
 API_VERSION = "placer.dev/v1alpha1"
 KIND = "FleetSnapshot"
 HOSTNAME_LABEL = "kubernetes.io/hostname"
 _TAINT_EFFECTS = ("NoSchedule", "PreferNoSchedule", "NoExecute")
+# NB: libyaml's safe loader when PyYAML has it (same result, 7x faster on 8,000 nodes)
+_LOADER: Any = getattr(yaml, "CSafeLoader", yaml.SafeLoader)
 
 
 def load_snapshot(path: str | Path) -> Fleet:
@@ -79,7 +84,7 @@ def load_snapshot(path: str | Path) -> Fleet:
 def loads_snapshot(text: str, *, source: str = "<snapshot>") -> Fleet:
     """Parse snapshot YAML text."""
     try:
-        data = yaml.safe_load(text)
+        data = yaml.load(text, Loader=_LOADER)
     except yaml.YAMLError as exc:
         mark = getattr(exc, "problem_mark", None)
         where = f" at line {mark.line + 1}, column {mark.column + 1}" if mark else ""
@@ -88,13 +93,24 @@ def loads_snapshot(text: str, *, source: str = "<snapshot>") -> Fleet:
 
 
 def dump_snapshot(fleet: Fleet, path: str | Path) -> None:
-    """Write a snapshot file (YAML)."""
-    Path(path).write_text(dumps_snapshot(fleet), encoding="utf-8")
+    """Write a snapshot file (YAML), atomically: a reader never sees half a snapshot.
+
+    Raises ``SnapshotError`` naming the file when it cannot be written.
+    """
+    target = Path(path)
+    temporary = target.with_name(f".{target.name}.tmp")
+    try:
+        temporary.write_text(dumps_snapshot(fleet), encoding="utf-8")
+        temporary.replace(target)
+    except OSError as exc:
+        temporary.unlink(missing_ok=True)
+        raise SnapshotError(f"cannot write: {exc.strerror}", source=str(path)) from None
 
 
 def dumps_snapshot(fleet: Fleet) -> str:
-    """Snapshot YAML text for ``fleet``."""
-    return yaml.safe_dump(fleet_to_dict(fleet), sort_keys=False, default_flow_style=None, width=120)
+    """Snapshot YAML text for ``fleet``: PyYAML's ``safe_dump`` bytes, written ~9x faster by
+    :mod:`placer.yamltext` (8,000 nodes: 0.2 s of CPU instead of 1.9 s)."""
+    return dump_plain(fleet_to_dict(fleet))
 
 
 # --------------------------------------------------------------------------------------------
@@ -265,19 +281,25 @@ def _int(value: object, source: str, where: str) -> int:
     return value
 
 
-def _string_map(value: object, source: str, where: str) -> dict[str, str]:
+def parse_labels(
+    value: object, *, source: str, field: str, error: type[InputError] = SnapshotError
+) -> dict[str, str]:
+    """A ``{string: string}`` map (labels) from data; numbers and booleans become their JSON
+    text. Raises ``error`` naming ``source`` and ``field``."""
     if value is None:
         return {}
     if not isinstance(value, Mapping):
-        raise SnapshotError("must be a mapping of strings", source=source, field=where)
+        raise error("must be a mapping of strings", source=source, field=field)
     result: dict[str, str] = {}
     for key, item in value.items():
         if not isinstance(key, str) or isinstance(item, (Mapping, list)) or item is None:
-            raise SnapshotError(
-                f"entry {key!r} must map a string to a string", source=source, field=where
-            )
+            raise error(f"entry {key!r} must map a string to a string", source=source, field=field)
         result[key] = item if isinstance(item, str) else json.dumps(item)
     return result
+
+
+def _string_map(value: object, source: str, where: str) -> dict[str, str]:
+    return parse_labels(value, source=source, field=where)
 
 
 def _resources(value: object, source: str, where: str) -> dict[str, int]:
@@ -302,26 +324,32 @@ def _resources(value: object, source: str, where: str) -> dict[str, int]:
     return result
 
 
-def _taints(value: object, source: str, where: str) -> tuple[Taint, ...]:
+def parse_taints(
+    value: object, *, source: str, field: str, error: type[InputError] = SnapshotError
+) -> tuple[Taint, ...]:
+    """Taints from a ``[{key, value, effect}]`` list (effect defaults to ``NoSchedule``).
+    Raises ``error`` naming ``source`` and ``field``."""
     if value is None:
         return ()
     if not isinstance(value, list):
-        raise SnapshotError("must be a list of {key, value, effect}", source=source, field=where)
+        raise error("must be a list of {key, value, effect}", source=source, field=field)
     taints = []
     for i, item in enumerate(value):
         if not isinstance(item, Mapping) or not isinstance(item.get("key"), str):
-            raise SnapshotError(
-                "must be a mapping with a key", source=source, field=f"{where}[{i}]"
-            )
+            raise error("must be a mapping with a key", source=source, field=f"{field}[{i}]")
         effect = item.get("effect", "NoSchedule")
         if effect not in _TAINT_EFFECTS:
-            raise SnapshotError(
+            raise error(
                 f"effect {effect!r} is not one of {', '.join(_TAINT_EFFECTS)}",
                 source=source,
-                field=f"{where}[{i}].effect",
+                field=f"{field}[{i}].effect",
             )
         taints.append(Taint(key=item["key"], value=str(item.get("value") or ""), effect=effect))
     return tuple(taints)
+
+
+def _taints(value: object, source: str, where: str) -> tuple[Taint, ...]:
+    return parse_taints(value, source=source, field=where)
 
 
 # --------------------------------------------------------------------------------------------

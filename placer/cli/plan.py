@@ -66,7 +66,7 @@ def register(subparsers: argparse._SubParsersAction[argparse.ArgumentParser]) ->
         type=float,
         default=1.0,
         metavar="S",
-        help="seconds for the decision (default 1)",
+        help="seconds for the decision, CPU time of this process (default 1)",
     )
     parser.add_argument("--seed", type=int, default=0, help="solver seed (default 0)")
     add_catalog_option(parser)

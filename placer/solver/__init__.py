@@ -58,9 +58,10 @@ answers on nodes lost 9–11 % of GPUs in the same experiments. placer splits th
 How the parts run, per priority level:
 
 * **Hint and fallback**: node-aware greedy passes — largest first in preference order (the
-  ``greedy`` baseline), arrival order with Karmada's cluster choice, arrival order into the
-  cluster with most room — the best one realised answer is the master's hint and the
-  fallback, so CP-SAT's answer is never worse than these.
+  ``greedy`` baseline), most value per scarce resource first (with cheap best-fit node scoring,
+  then with fragmentation scoring), arrival order with Karmada's cluster choice, arrival order
+  into the cluster with most room — as many as the time limit allows; the best realised answer
+  is the master's hint and the fallback, so CP-SAT's answer is never worse than the first.
 * **Small masters** (at most ``SMALL_MODEL`` variables): the global master with CP-SAT's full
   search (which proves optimality), realisation and cuts, up to ``MAX_ROUNDS`` rounds.
 * **Large masters** are not solved globally — at 400 units × 8 clusters CP-SAT neither proves
@@ -92,10 +93,12 @@ Determinism: the global master runs CP-SAT with ``CPSAT_WORKERS = 2`` threads an
 per-cluster masters with one worker; every CP-SAT call uses the caller's ``random_seed`` and
 stops on **deterministic** time (``DETERMINISTIC_PER_SECOND`` units per second of the limit,
 at most ``MASTER_DETERMINISTIC_CAP`` / ``SUB_DETERMINISTIC_TIME``), every search loop is
-bounded by counts, and all heuristics break ties by input and snapshot order. The wall-clock
-time limit is a safety net: identical input and seed give identical decisions whenever the
-decision ends within its limit; when the safety net cuts a search short (a slow or overloaded
-machine), the answer depends on how far the search got.
+bounded by counts, and all heuristics break ties by input and snapshot order. The time limit
+is measured on the process's CPU clock (:mod:`placer.solver.clock`), so other processes on a
+busy machine do not change how far the search goes; wall time is a safety net at
+``WALL_SAFETY`` times the limit. Identical input and seed give identical decisions whenever the
+searches end by their work bounds; when the time limit (or the safety net) cuts a search short,
+the answer depends on how far it got — on an idle machine, on how fast it is.
 
 Baselines (``SOLVERS``): ``greedy``, ``first-fit``, ``best-fit``, ``worst-fit``, ``karmada``
 (:mod:`placer.solver.heuristics`), all realised by the same packer.

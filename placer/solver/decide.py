@@ -23,6 +23,7 @@ from placer.model import (
 )
 from placer.policy import PlacementPolicy
 from placer.solver.bounds import lp_bounds
+from placer.solver.clock import Clock
 from placer.solver.explain import why_not
 from placer.solver.heuristics import RULES, choose_and_pack, failure_basis
 from placer.solver.master import Placed, ffd_key, solve_level
@@ -59,7 +60,9 @@ def solve(
         policies: PlacementPolicies; the first one selecting a workload applies to it.
         solver: one of ``SOLVERS``.
         mode: ``batch`` (jointly) or ``online`` (one at a time, in order).
-        time_limit: seconds for the whole decision (CP-SAT gets most of it).
+        time_limit: seconds for the whole decision, on the process's CPU clock with the wall
+            clock as a safety net at 3 x the limit (:mod:`placer.solver.clock`); the search
+            gets most of it.
         seed: CP-SAT's random seed; identical input and seed give identical decisions.
         pod_mix: typical pod shapes and weights for fragmentation-aware node scoring
             (online mode); default: the pods of ``workloads``.
@@ -68,6 +71,7 @@ def solve(
         ValueError: an unknown solver or mode, or a time limit that is not positive.
     """
     started = time.perf_counter()
+    clock = Clock()
     if solver not in SOLVERS:
         raise ValueError(f"unknown solver {solver!r}; choose one of {', '.join(SOLVERS)}")
     if mode not in MODES:
@@ -95,7 +99,7 @@ def solve(
         placed = _online(problem, live, solver, failures)
         status = "feasible"
     elif solver == "cpsat":
-        placed, status, cpsat_bound = _batch_cpsat(problem, live, started, time_limit, seed)
+        placed, status, cpsat_bound = _batch_cpsat(problem, live, clock, time_limit, seed)
         if cpsat_bound is not None:
             bound["cpsat_value"] = round(cpsat_bound, 3)
     else:
@@ -183,7 +187,7 @@ def _by_rule(
 
 
 def _batch_cpsat(
-    problem: Problem, live: list[Unit], started: float, time_limit: float, seed: int
+    problem: Problem, live: list[Unit], clock: Clock, time_limit: float, seed: int
 ) -> tuple[Placed, str, float | None]:
     levels = sorted({u.priority for u in live}, reverse=True)
     placed: Placed = []
@@ -192,11 +196,13 @@ def _batch_cpsat(
     remaining_units = len(live)
     for level in levels:
         members = [u for u in live if u.priority == level]
-        now = time.perf_counter()
-        left = started + time_limit * (1 - _RESERVE) - now
+        now = clock()
+        left = time_limit * (1 - _RESERVE) - now
         deadline = now + max(0.0, left) * len(members) / remaining_units
         remaining_units -= len(members)
-        result = solve_level(members, problem.states, deadline=deadline, seed=seed, mix=problem.mix)
+        result = solve_level(
+            members, problem.states, deadline=deadline, clock=clock, seed=seed, mix=problem.mix
+        )
         placed += result.placed
         statuses.append(result.status)
         if len(levels) == 1:

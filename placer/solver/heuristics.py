@@ -97,15 +97,18 @@ def choose_and_pack(
     order: Sequence[str],
     *,
     mix: Mix | None,
+    scoring: str | None = None,
 ) -> Choice:
-    """Apply ``rule`` to ``unit`` over the clusters ``order`` (allowed, preference order)."""
+    """Apply ``rule`` to ``unit`` over the clusters ``order`` (allowed, preference order);
+    ``scoring`` overrides the unit's node scoring."""
     candidates = [c for c in order if c in states]
+    scoring = scoring or unit.scoring
     if rule == "greedy":
         for name in candidates:
             state = states[name]
             if not totals_fit(state, unit) or (unit.pods > 4 and infeasible_alone(state, unit)):
                 continue
-            result = pack(states[name], unit.runs, scoring=unit.scoring, mix=mix)
+            result = pack(states[name], unit.runs, scoring=scoring, mix=mix)
             if isinstance(result, Packed):
                 return Choice(cluster=name, packed=result)
         return Choice(cluster=None)
@@ -127,7 +130,7 @@ def choose_and_pack(
                 chosen = max(fitting, key=lambda c: _left(states[c], unit))
     if chosen is None:
         return Choice(cluster=None)
-    result = pack(states[chosen], unit.runs, scoring=unit.scoring, mix=mix)
+    result = pack(states[chosen], unit.runs, scoring=scoring, mix=mix)
     if isinstance(result, Packed):
         return Choice(cluster=chosen, packed=result)
     return Choice(cluster=chosen, failure=_failure_text(rule, result))

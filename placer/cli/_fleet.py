@@ -1,0 +1,76 @@
+"""Fleet options shared by every command that reads live clusters.
+
+``--kubeconfig PATH`` and ``--context NAME`` (both repeatable; ``KUBECONFIG`` honoured when no
+``--kubeconfig`` is given), or ``--fleet FILE``; ``--timeout SECONDS`` per cluster. Commands
+call :func:`add_fleet_options` on their parser and :func:`fleet_config_from_args` to get the
+:class:`placer.fleet.FleetConfig`.
+"""
+
+from __future__ import annotations
+
+import argparse
+import sys
+
+from placer.errors import UsageError
+from placer.fleet import FleetConfig, fleet_from_kubeconfigs, load_fleet_file
+from placer.fleet.config import DEFAULT_TIMEOUT
+from placer.model import Fleet
+
+__all__ = ["add_fleet_options", "fleet_config_from_args", "has_fleet_options", "report_unreachable"]
+
+
+def add_fleet_options(parser: argparse.ArgumentParser) -> None:
+    """Add ``--kubeconfig``, ``--context``, ``--fleet`` and ``--timeout``."""
+    group = parser.add_argument_group("fleet options")
+    group.add_argument(
+        "--kubeconfig",
+        action="append",
+        default=[],
+        metavar="PATH",
+        help="kubeconfig file (repeatable; default: $KUBECONFIG or ~/.kube/config)",
+    )
+    group.add_argument(
+        "--context",
+        action="append",
+        default=[],
+        metavar="NAME",
+        help="member cluster context (repeatable; default: every context)",
+    )
+    group.add_argument(
+        "--fleet",
+        metavar="FILE",
+        help="fleet file: clusters with kubeconfig, context, labels, taints, timeout",
+    )
+    group.add_argument(
+        "--timeout",
+        type=float,
+        default=DEFAULT_TIMEOUT,
+        metavar="SECONDS",
+        help=f"per-cluster gathering timeout (default {DEFAULT_TIMEOUT:g})",
+    )
+
+
+def has_fleet_options(args: argparse.Namespace) -> bool:
+    """Whether any fleet option was given on the command line."""
+    return bool(args.kubeconfig or args.context or args.fleet)
+
+
+def fleet_config_from_args(args: argparse.Namespace) -> FleetConfig:
+    """The member clusters the options describe."""
+    if args.timeout <= 0:
+        raise UsageError("--timeout must be a positive number of seconds")
+    if args.fleet:
+        if args.kubeconfig or args.context:
+            raise UsageError(
+                "--fleet cannot be combined with --kubeconfig/--context",
+                hint="put kubeconfig and context of each cluster in the fleet file",
+            )
+        return load_fleet_file(args.fleet, timeout=args.timeout)
+    return fleet_from_kubeconfigs(args.kubeconfig, args.context, timeout=args.timeout)
+
+
+def report_unreachable(fleet: Fleet) -> None:
+    """One ``warning:`` line on stderr per cluster that could not be gathered."""
+    for cluster in fleet.clusters:
+        if not cluster.reachable:
+            print(f"warning: cluster {cluster.name}: {cluster.reason}", file=sys.stderr)

@@ -1,0 +1,132 @@
+"""``placer fleet show`` and ``placer fleet up``.
+
+* ``fleet show SNAPSHOT | [fleet options] [-o text|json] [--nodes]``: one row per cluster
+  (reachable or why not, nodes, free/allocatable GPU, CPU, memory, the largest free GPU block
+  on one node, pending pods, GPU models), or one row per node with ``--nodes``. JSON as
+  :mod:`placer.fleet.summary` documents.
+* ``fleet up SNAPSHOT --kubeconfig-out PATH [--fleet-out PATH]``: the virtual fleet — one
+  loopback HTTPS API server per cluster of the snapshot, seeded so that gathering from it gives
+  the snapshot's capacity back; one kubeconfig context per cluster. Runs until SIGINT/SIGTERM,
+  then stops the servers and removes nothing the user asked for.
+"""
+
+from __future__ import annotations
+
+import argparse
+import signal
+import sys
+import threading
+from pathlib import Path
+from typing import Any
+
+from placer.cli._fleet import (
+    add_fleet_options,
+    fleet_config_from_args,
+    has_fleet_options,
+    report_unreachable,
+)
+from placer.cli._output import add_output_option, print_json, print_table
+from placer.errors import UsageError
+from placer.fleet import gather_fleet
+from placer.fleet.summary import cluster_rows, fleet_summary, node_rows
+from placer.model import Fleet
+from placer.snapshot import load_snapshot
+
+__all__ = ["register", "run_show", "run_up"]
+
+
+def register(subparsers: Any) -> None:
+    parser = subparsers.add_parser(
+        "fleet",
+        help="show the fleet's capacity, or run a virtual fleet from a snapshot",
+        description="Fleet capacity: `placer fleet show`, `placer fleet up`.",
+    )
+    commands = parser.add_subparsers(dest="fleet_command", metavar="COMMAND")
+
+    show = commands.add_parser(
+        "show",
+        help="capacity per cluster, from a snapshot or gathered live",
+        description=(
+            "Show free and allocatable capacity per cluster, from SNAPSHOT or gathered live "
+            "from the fleet options."
+        ),
+    )
+    show.add_argument("snapshot", nargs="?", metavar="SNAPSHOT", help="snapshot file")
+    add_fleet_options(show)
+    add_output_option(show)
+    show.add_argument("--nodes", action="store_true", help="one row per node (text output)")
+    show.set_defaults(func=run_show)
+
+    up = commands.add_parser(
+        "up",
+        help="serve a snapshot as a virtual fleet of loopback API servers",
+        description=(
+            "Start one loopback HTTPS API server per cluster of SNAPSHOT, seeded with its "
+            "nodes and pods, write a kubeconfig with one context per cluster, and run until "
+            "interrupted."
+        ),
+    )
+    up.add_argument("snapshot", metavar="SNAPSHOT", help="snapshot file")
+    up.add_argument(
+        "--kubeconfig-out", required=True, metavar="PATH", help="kubeconfig file to write"
+    )
+    up.add_argument(
+        "--fleet-out",
+        metavar="PATH",
+        help="also write a fleet file (kubeconfig, context, labels, taints per cluster)",
+    )
+    up.set_defaults(func=run_up)
+    parser.set_defaults(func=lambda _args: _missing_command(parser))
+
+
+def _missing_command(parser: argparse.ArgumentParser) -> int:
+    parser.print_help(sys.stderr)
+    return 2
+
+
+def run_show(args: argparse.Namespace) -> int:
+    if args.snapshot and has_fleet_options(args):
+        raise UsageError("give either SNAPSHOT or fleet options, not both")
+    fleet: Fleet
+    if args.snapshot:
+        fleet = load_snapshot(args.snapshot)
+    else:
+        fleet = gather_fleet(fleet_config_from_args(args))
+        report_unreachable(fleet)
+    if args.output == "json":
+        print_json(fleet_summary(fleet))
+        return 0
+    print_table(node_rows(fleet) if args.nodes else cluster_rows(fleet))
+    for cluster in fleet.clusters:
+        if not cluster.reachable and args.snapshot:
+            print(f"{cluster.name}: unreachable: {cluster.reason}")
+    return 0
+
+
+def run_up(args: argparse.Namespace) -> int:
+    from placer.fleet.virtual import VirtualFleet
+
+    fleet = load_snapshot(args.snapshot)
+    stop = threading.Event()
+    previous = {
+        sig: signal.signal(sig, lambda *_: stop.set()) for sig in (signal.SIGINT, signal.SIGTERM)
+    }
+    try:
+        with VirtualFleet(fleet) as virtual:
+            path = virtual.write_kubeconfig(Path(args.kubeconfig_out))
+            if args.fleet_out:
+                virtual.write_fleet_file(Path(args.fleet_out), kubeconfig=path)
+            for name, url in virtual.urls.items():
+                cluster = virtual.fleet.cluster(name)
+                state = "" if cluster.reachable else " (stopped: unreachable in the snapshot)"
+                print(f"cluster {name}: {url}{state}", flush=True)
+            print(f"kubeconfig: {path}", flush=True)
+            if args.fleet_out:
+                print(f"fleet file: {args.fleet_out}", flush=True)
+            print("serving; press Ctrl-C to stop", flush=True)
+            stop.wait()
+            print("stopping", file=sys.stderr, flush=True)
+    finally:
+        for sig, handler in previous.items():
+            signal.signal(sig, handler)
+    return 0

@@ -1,0 +1,36 @@
+"""The fleet side of placer: which clusters exist, how to reach them, what is free where.
+
+* :mod:`~placer.fleet.config` — member clusters from kubeconfigs or a fleet file
+  (:class:`FleetConfig`, :class:`ClusterSource`);
+* :mod:`~placer.fleet.capacity` — pure: Node/Pod API objects to :class:`placer.model.Cluster`
+  (free = allocatable − requests of bound non-terminal pods, for every resource);
+* :mod:`~placer.fleet.gather` — concurrent, paginated gathering with per-cluster timeouts
+  (:func:`gather_fleet`);
+* :mod:`~placer.fleet.summary` — what ``placer fleet show`` reports per cluster;
+* :mod:`~placer.fleet.virtual` — a virtual fleet: one loopback API server per cluster of a
+  snapshot (:class:`VirtualFleet`).
+
+Kubernetes I/O goes through :mod:`placer.kube` only.
+"""
+
+from placer.fleet.capacity import PodTally, cluster_from_api, complete_labels, node_from_api
+from placer.fleet.config import (
+    ClusterSource,
+    FleetConfig,
+    fleet_from_kubeconfigs,
+    load_fleet_file,
+)
+from placer.fleet.gather import gather_cluster, gather_fleet
+
+__all__ = [
+    "ClusterSource",
+    "FleetConfig",
+    "PodTally",
+    "cluster_from_api",
+    "complete_labels",
+    "fleet_from_kubeconfigs",
+    "gather_cluster",
+    "gather_fleet",
+    "load_fleet_file",
+    "node_from_api",
+]

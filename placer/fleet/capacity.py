@@ -1,0 +1,256 @@
+"""From API objects to capacity: Node and Pod dicts in, :class:`placer.model.Cluster` out.
+
+Pure functions over raw API dicts (as listed by :mod:`placer.kube`); no I/O, so the rules are
+testable on hand-written objects and the same code serves live gathering and tests.
+
+Free capacity follows what kube-scheduler counts, for **every** resource a node advertises
+(cpu, memory, ephemeral-storage, hugepages, pods, ``nvidia.com/gpu``, MIG profiles, any other
+extended resource):
+
+* ``allocatable`` is ``status.allocatable`` (``status.capacity`` when a node reports none);
+* ``requested`` sums the effective requests (:func:`placer.podspec.pod_requests`: init
+  containers, sidecars, pod-level resources, overhead) of the pods **bound** to the node
+  (``spec.nodeName``) whose phase is neither ``Succeeded`` nor ``Failed`` — the scheduler's own
+  pod informer uses exactly the field selector ``status.phase!=Succeeded,status.phase!=Failed``;
+  ``requested["pods"]`` is their count;
+* **terminating** pods (``metadata.deletionTimestamp`` set, phase still Running/Pending) stay
+  counted: the scheduler keeps them in its cache and the kubelet holds their resources until
+  the containers have stopped and the pod object is gone;
+* bound pods of nodes that no longer exist are ignored (as the scheduler does);
+* pods without a node are **pending**: counted apart in :class:`placer.model.PendingPods`
+  (pressure, not usage); pending pods already being deleted are left out;
+* a node is ``ready`` when its ``Ready`` condition is ``True`` (no condition: not ready) and
+  ``unschedulable`` when ``spec.unschedulable`` (cordoned).
+
+Cluster labels are completed from node labels (configured labels always win):
+``region`` (the most common ``topology.kubernetes.io/region``), ``zones`` (the distinct
+``topology.kubernetes.io/zone`` values, comma-separated) and ``gpu-products`` (the distinct GPU
+product labels, comma-separated; see :data:`GPU_PRODUCT_LABELS`).
+"""
+
+from __future__ import annotations
+
+import logging
+from collections import Counter
+from collections.abc import Iterable, Mapping, Sequence
+from dataclasses import replace
+from typing import Any
+
+from placer.model import Cluster, Node, PendingPods, Taint
+from placer.podspec import pod_requests
+from placer.quantity import GPU, PODS, to_canonical
+
+__all__ = [
+    "GPU_DEVICES_ANNOTATION",
+    "GPU_PRODUCT_LABELS",
+    "NON_TERMINAL_PODS",
+    "PodTally",
+    "cluster_from_api",
+    "complete_labels",
+    "gpu_models",
+    "gpu_product",
+    "node_from_api",
+]
+
+log = logging.getLogger(__name__)
+
+#: The field selector kube-scheduler's pod informer uses: pods that still hold resources.
+NON_TERMINAL_PODS = "status.phase!=Succeeded,status.phase!=Failed"
+#: Node labels naming the GPU model, in order of preference.
+GPU_PRODUCT_LABELS = (
+    "nvidia.com/gpu.product",
+    "cloud.google.com/gke-accelerator",
+    "k8s.amazonaws.com/accelerator",
+    "amd.com/gpu.product-name",
+)
+#: Node annotation with the free thousandths of each GPU device (``"1000,1000,500,0"``), for
+#: fleets that model GPU sharing (virtual fleets write it; see ``Node.gpu_devices``).
+GPU_DEVICES_ANNOTATION = "placer.dev/gpu-devices"
+REGION_LABEL = "topology.kubernetes.io/region"
+ZONE_LABEL = "topology.kubernetes.io/zone"
+_TERMINAL = ("Succeeded", "Failed")
+_EFFECTS = ("NoSchedule", "PreferNoSchedule", "NoExecute")
+
+
+class PodTally:
+    """Running sums of pod requests per node, fed page by page (pages can then be dropped).
+
+    Attributes:
+        requested: node name -> summed requests of its bound non-terminal pods (with ``pods``).
+        pending_count / pending_requests: pods waiting for a node.
+        terminating: bound pods being deleted (counted in ``requested``).
+    """
+
+    def __init__(self) -> None:
+        self.requested: dict[str, dict[str, int]] = {}
+        self.pending_count = 0
+        self.pending_requests: dict[str, int] = {}
+        self.terminating = 0
+
+    def add(self, pod: Mapping[str, Any]) -> None:
+        """Count one pod (see the module docstring for the rules)."""
+        status = pod.get("status") or {}
+        if status.get("phase") in _TERMINAL:
+            return
+        spec = pod.get("spec") or {}
+        node = spec.get("nodeName")
+        deleting = bool((pod.get("metadata") or {}).get("deletionTimestamp"))
+        if not node and deleting:
+            return
+        requests = pod_requests(spec)
+        if node:
+            total = self.requested.get(node)
+            if total is None:
+                total = self.requested[node] = {}
+            for name, amount in requests.items():
+                total[name] = total.get(name, 0) + amount
+            total[PODS] = total.get(PODS, 0) + 1
+            if deleting:
+                self.terminating += 1
+        else:
+            self.pending_count += 1
+            for name, amount in requests.items():
+                self.pending_requests[name] = self.pending_requests.get(name, 0) + amount
+
+    def add_all(self, pods: Iterable[Mapping[str, Any]]) -> None:
+        """Count every pod of ``pods``."""
+        for pod in pods:
+            self.add(pod)
+
+    @property
+    def pending(self) -> PendingPods:
+        return PendingPods(count=self.pending_count, requests=dict(self.pending_requests))
+
+
+def node_from_api(obj: Mapping[str, Any], requested: Mapping[str, int] | None = None) -> Node:
+    """A :class:`Node` from a Node object and the requests of its bound pods."""
+    meta = obj.get("metadata") or {}
+    spec = obj.get("spec") or {}
+    status = obj.get("status") or {}
+    name = str(meta.get("name") or "")
+    allocatable = _resources(status.get("allocatable") or status.get("capacity"), name)
+    labels = {str(k): str(v) for k, v in (meta.get("labels") or {}).items()}
+    taints = []
+    for item in spec.get("taints") or ():
+        if isinstance(item, Mapping) and item.get("key") and item.get("effect") in _EFFECTS:
+            taints.append(Taint(str(item["key"]), str(item.get("value") or ""), item["effect"]))
+    return Node(
+        name=name,
+        allocatable=allocatable,
+        requested=dict(requested or {}),
+        labels=labels,
+        taints=tuple(taints),
+        unschedulable=bool(spec.get("unschedulable")),
+        ready=_ready(status.get("conditions")),
+        gpu_devices=_devices(meta.get("annotations"), name),
+    )
+
+
+def cluster_from_api(
+    name: str,
+    nodes: Iterable[Mapping[str, Any] | Node],
+    tally: PodTally,
+    *,
+    labels: Mapping[str, str] | None = None,
+    taints: Sequence[Taint] = (),
+) -> Cluster:
+    """A reachable :class:`Cluster` from its nodes and the tally of its pods.
+
+    ``nodes`` are Node API objects, or :class:`Node` values already read from them with
+    :func:`node_from_api` (gathering converts each page at once: a real Node object, with its
+    image list, is many times the size of what placer keeps).
+    """
+    built = sorted(
+        (_with_requests(node, tally) for node in nodes),
+        key=lambda n: n.name,
+    )
+    return Cluster(
+        name=name,
+        nodes=tuple(built),
+        labels=complete_labels(labels or {}, built),
+        taints=tuple(taints),
+        reachable=True,
+        pending=tally.pending,
+    )
+
+
+def _with_requests(node: Mapping[str, Any] | Node, tally: PodTally) -> Node:
+    if isinstance(node, Node):
+        return replace(node, requested=dict(tally.requested.get(node.name, {})))
+    return node_from_api(node, tally.requested.get(_name(node)))
+
+
+def gpu_product(node: Node) -> str:
+    """The node's GPU model from its labels (``""`` when none is labelled)."""
+    for key in GPU_PRODUCT_LABELS:
+        value = node.labels.get(key)
+        if value:
+            return value
+    return ""
+
+
+def gpu_models(nodes: Iterable[Node]) -> dict[str, int]:
+    """GPUs per model (allocatable ``nvidia.com/gpu``); unlabelled GPUs count as ``unknown``."""
+    models: dict[str, int] = {}
+    for node in nodes:
+        count = node.allocatable.get(GPU, 0)
+        if count > 0:
+            model = gpu_product(node) or "unknown"
+            models[model] = models.get(model, 0) + count
+    return dict(sorted(models.items()))
+
+
+def complete_labels(given: Mapping[str, str], nodes: Sequence[Node]) -> dict[str, str]:
+    """Cluster labels: those derived from node labels, overridden by ``given``."""
+    labels: dict[str, str] = {}
+    regions = Counter(n.labels[REGION_LABEL] for n in nodes if n.labels.get(REGION_LABEL))
+    if regions:
+        # most common; ties broken by name for a stable answer
+        labels["region"] = min(regions, key=lambda r: (-regions[r], r))
+    zones = sorted({n.labels[ZONE_LABEL] for n in nodes if n.labels.get(ZONE_LABEL)})
+    if zones:
+        labels["zones"] = ",".join(zones)
+    products = sorted({p for p in (gpu_product(n) for n in nodes) if p})
+    if products:
+        labels["gpu-products"] = ",".join(products)
+    labels.update(given)
+    return dict(sorted(labels.items()))
+
+
+def _name(obj: Mapping[str, Any]) -> str:
+    return str((obj.get("metadata") or {}).get("name") or "")
+
+
+def _ready(conditions: object) -> bool:
+    if not isinstance(conditions, list):
+        return False
+    for condition in conditions:
+        if isinstance(condition, Mapping) and condition.get("type") == "Ready":
+            return condition.get("status") == "True"
+    return False
+
+
+def _resources(values: object, node: str) -> dict[str, int]:
+    if not isinstance(values, Mapping):
+        return {}
+    result: dict[str, int] = {}
+    for resource, quantity in values.items():
+        try:
+            result[str(resource)] = to_canonical(str(resource), quantity)
+        except ValueError:
+            log.warning("node %s: ignoring %s: unreadable quantity %r", node, resource, quantity)
+    return result
+
+
+def _devices(annotations: object, node: str) -> tuple[int, ...] | None:
+    if not isinstance(annotations, Mapping) or GPU_DEVICES_ANNOTATION not in annotations:
+        return None
+    text = str(annotations[GPU_DEVICES_ANNOTATION])
+    try:
+        devices = tuple(int(part) for part in text.split(",") if part.strip())
+    except ValueError:
+        devices = ()
+    if not devices or any(not 0 <= d <= 1000 for d in devices):
+        log.warning("node %s: ignoring malformed %s %r", node, GPU_DEVICES_ANNOTATION, text)
+        return None
+    return devices

@@ -1,0 +1,264 @@
+"""Which clusters make up the fleet and how to reach each one.
+
+Two ways to say it:
+
+* **kubeconfigs** (``--kubeconfig PATH`` and ``--context NAME``, both repeatable, ``KUBECONFIG``
+  honoured): without ``--context`` every context of the merged kubeconfigs is a member cluster
+  named after its context. A missing file or an unknown ``--context`` is an error right away:
+  the user typed it.
+* **a fleet file** (``--fleet FILE``)::
+
+      apiVersion: placer.dev/v1alpha1      # optional
+      kind: Fleet                          # optional
+      clusters:
+      - name: east                         # member cluster name (unique)
+        kubeconfig: kubeconfigs/east.yaml  # relative to the fleet file; default: KUBECONFIG
+        context: east-admin                #   or ~/.kube/config; context default: the name
+        timeout: 20                        # seconds for gathering this cluster (optional)
+        labels: {region: us-east-1, provider: aws, cost: "3"}
+        taints: [{key: reserved, value: team-a, effect: NoSchedule}]
+
+  A malformed fleet file is an error naming the file and field. A member whose kubeconfig file
+  is missing or lacks the context is *not*: that one cluster is reported unavailable with the
+  reason (naming file and field) and the others are still gathered — one stale entry must not
+  blind the whole fleet.
+
+The result is a :class:`FleetConfig` of :class:`ClusterSource`; nothing is contacted here.
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass, field
+from pathlib import Path
+
+import yaml
+
+from placer.errors import FleetConfigError
+from placer.kube import KubeconfigSet, load_kubeconfigs
+from placer.model import Taint
+from placer.snapshot import parse_labels, parse_taints
+
+__all__ = [
+    "DEFAULT_TIMEOUT",
+    "FLEET_API_VERSION",
+    "FLEET_KIND",
+    "ClusterSource",
+    "FleetConfig",
+    "fleet_from_kubeconfigs",
+    "load_fleet_file",
+]
+
+FLEET_API_VERSION = "placer.dev/v1alpha1"
+FLEET_KIND = "Fleet"
+#: seconds allowed for gathering one cluster when nothing else is said.
+DEFAULT_TIMEOUT = 30.0
+_CLUSTER_KEYS = ("name", "kubeconfig", "context", "timeout", "labels", "taints")
+
+
+@dataclass(frozen=True)
+class ClusterSource:
+    """One member cluster: its name, where to reach it and what the user says about it."""
+
+    name: str
+    #: the context to use in ``kubeconfig``.
+    context: str
+    #: the merged kubeconfig files holding the context (``None`` when they could not be read).
+    kubeconfig: KubeconfigSet | None = field(default=None, compare=False, repr=False)
+    labels: Mapping[str, str] = field(default_factory=dict)
+    taints: tuple[Taint, ...] = ()
+    #: seconds allowed for gathering this cluster.
+    timeout: float = DEFAULT_TIMEOUT
+    #: why this cluster cannot be used at all (bad fleet-file entry); empty when fine.
+    problem: str = ""
+
+
+@dataclass(frozen=True)
+class FleetConfig:
+    """The member clusters, in order, and where the list came from (for messages)."""
+
+    clusters: tuple[ClusterSource, ...]
+    source: str = ""
+
+    @property
+    def names(self) -> tuple[str, ...]:
+        return tuple(c.name for c in self.clusters)
+
+
+def fleet_from_kubeconfigs(
+    kubeconfigs: Sequence[str | Path] = (),
+    contexts: Sequence[str] = (),
+    *,
+    timeout: float = DEFAULT_TIMEOUT,
+    environ: Mapping[str, str] | None = None,
+) -> FleetConfig:
+    """Member clusters from kubeconfig files: the given contexts, or all of them.
+
+    Raises:
+        FleetConfigError: a missing or malformed kubeconfig, an unknown context, or no context.
+    """
+    merged = load_kubeconfigs(kubeconfigs, environ=environ)
+    names = list(dict.fromkeys(contexts)) or list(merged.context_names())
+    if not names:
+        raise FleetConfigError(
+            "the kubeconfig defines no context",
+            source=merged.describe_sources(),
+            field="contexts",
+            hint="add a context, or describe the fleet in a --fleet FILE",
+        )
+    for name in names:
+        merged.context(name)  # unknown or dangling context: error now
+    return FleetConfig(
+        tuple(
+            ClusterSource(name=name, context=name, kubeconfig=merged, timeout=timeout)
+            for name in names
+        ),
+        source=merged.describe_sources(),
+    )
+
+
+def load_fleet_file(
+    path: str | Path,
+    *,
+    timeout: float = DEFAULT_TIMEOUT,
+    environ: Mapping[str, str] | None = None,
+) -> FleetConfig:
+    """Read a fleet file (see module docstring).
+
+    Args:
+        path: the fleet file.
+        timeout: default per-cluster timeout (a cluster's own ``timeout`` wins).
+        environ: environment for clusters without ``kubeconfig`` (``KUBECONFIG``, ``HOME``).
+
+    Raises:
+        FleetConfigError: the file is missing or malformed (naming the field).
+    """
+    source = str(path)
+    try:
+        text = Path(path).read_text(encoding="utf-8")
+    except FileNotFoundError:
+        raise FleetConfigError("no such fleet file", source=source) from None
+    except OSError as exc:
+        raise FleetConfigError(f"cannot read: {exc.strerror}", source=source) from None
+    try:
+        data = yaml.safe_load(text)
+    except yaml.YAMLError as exc:
+        mark = getattr(exc, "problem_mark", None)
+        where = f" at line {mark.line + 1}, column {mark.column + 1}" if mark else ""
+        raise FleetConfigError(f"not valid YAML{where}", source=source) from None
+    return fleet_from_data(data, source=source, timeout=timeout, environ=environ)
+
+
+def fleet_from_data(
+    data: object,
+    *,
+    source: str = "<fleet>",
+    timeout: float = DEFAULT_TIMEOUT,
+    environ: Mapping[str, str] | None = None,
+) -> FleetConfig:
+    """Validate parsed fleet-file data; kubeconfig paths are relative to ``source``'s folder."""
+    if not isinstance(data, Mapping):
+        raise FleetConfigError(
+            "a fleet file must be a mapping with a clusters list",
+            source=source,
+            hint="see `placer snapshot --help` for the format",
+        )
+    for key, expected in (("apiVersion", FLEET_API_VERSION), ("kind", FLEET_KIND)):
+        if key in data and data[key] != expected:
+            raise FleetConfigError(
+                f"is {data[key]!r}, expected {expected!r}", source=source, field=key
+            )
+    items = data.get("clusters")
+    if not isinstance(items, list) or not items:
+        raise FleetConfigError("must be a non-empty list", source=source, field="clusters")
+    base = Path(source).parent
+    loaded: dict[tuple[str, ...], KubeconfigSet | FleetConfigError] = {}
+    clusters: list[ClusterSource] = []
+    for index, item in enumerate(items):
+        where = f"clusters[{index}]"
+        cluster = _cluster(item, source, where, base, timeout, environ, loaded)
+        if cluster.name in {c.name for c in clusters}:
+            raise FleetConfigError(
+                f"duplicate cluster name {cluster.name!r}", source=source, field=f"{where}.name"
+            )
+        clusters.append(cluster)
+    return FleetConfig(tuple(clusters), source=source)
+
+
+def _cluster(
+    item: object,
+    source: str,
+    where: str,
+    base: Path,
+    default_timeout: float,
+    environ: Mapping[str, str] | None,
+    loaded: dict[tuple[str, ...], KubeconfigSet | FleetConfigError],
+) -> ClusterSource:
+    if not isinstance(item, Mapping):
+        raise FleetConfigError("must be a mapping", source=source, field=where)
+    unknown = sorted(set(map(str, item)) - set(_CLUSTER_KEYS))
+    if unknown:
+        raise FleetConfigError(
+            f"unknown field(s) {', '.join(unknown)} (known: {', '.join(_CLUSTER_KEYS)})",
+            source=source,
+            field=where,
+        )
+    name = _string(item.get("name"), source, f"{where}.name", required=True)
+    context = _string(item.get("context"), source, f"{where}.context") or name
+    path_text = _string(item.get("kubeconfig"), source, f"{where}.kubeconfig")
+    timeout = item.get("timeout", default_timeout)
+    if (
+        isinstance(timeout, bool)
+        or not isinstance(timeout, (int, float))
+        or not math.isfinite(timeout)
+        or timeout <= 0
+    ):
+        raise FleetConfigError(
+            f"must be a positive number of seconds, got {timeout!r}",
+            source=source,
+            field=f"{where}.timeout",
+        )
+    labels = parse_labels(
+        item.get("labels"), source=source, field=f"{where}.labels", error=FleetConfigError
+    )
+    taints = parse_taints(
+        item.get("taints"), source=source, field=f"{where}.taints", error=FleetConfigError
+    )
+    paths: tuple[str, ...] = ()
+    if path_text:
+        file = Path(path_text).expanduser()
+        paths = (str(file if file.is_absolute() else base / file),)
+    kubeconfig = loaded.get(paths)
+    if kubeconfig is None:
+        try:
+            kubeconfig = load_kubeconfigs(paths, environ=environ)
+        except FleetConfigError as err:
+            kubeconfig = err
+        loaded[paths] = kubeconfig
+    problem = ""
+    if isinstance(kubeconfig, FleetConfigError):
+        problem = f"{source}: {where}.kubeconfig: {kubeconfig.message}"
+        kubeconfig = None
+    else:
+        try:
+            kubeconfig.context(context)
+        except FleetConfigError as err:
+            problem = f"{source}: {where}.context: {err.message}"
+    return ClusterSource(
+        name=name,
+        context=context,
+        kubeconfig=kubeconfig,
+        labels=labels,
+        taints=taints,
+        timeout=float(timeout),
+        problem=problem,
+    )
+
+
+def _string(value: object, source: str, where: str, *, required: bool = False) -> str:
+    if value is None and not required:
+        return ""
+    if not isinstance(value, str) or not value:
+        raise FleetConfigError("must be a non-empty string", source=source, field=where)
+    return value

@@ -1,0 +1,132 @@
+"""From a captured :class:`placer.model.Cluster` back to API objects (pure).
+
+The virtual fleet serves a snapshot through real API servers, so it needs Node and Pod objects
+that, gathered again with :mod:`placer.fleet.capacity`'s rules, give the snapshot's capacity
+back exactly:
+
+* one **Node** per node: ``status.allocatable`` (and ``capacity``) = the node's allocatable,
+  labels, taints, ``spec.unschedulable``, a ``Ready`` condition matching ``ready``, and — for
+  nodes that model GPU sharing — the free share of each device in the
+  ``placer.dev/gpu-devices`` annotation;
+* **usage pods**: a snapshot only knows the *sum* of requests on a node and the pod count
+  (``requested["pods"]``), so that many Running pods are bound to the node and the sum is split
+  between them (the first takes the remainder). A node with requests but a pod count of 0 gets
+  one pod (its ``pods`` count then reads 1);
+* **pending pods**: ``pending.count`` unbound Pending pods sharing ``pending.requests``.
+
+Usage pods live in namespace :data:`USAGE_NAMESPACE`, carry label :data:`USAGE_LABEL` and
+tolerate every taint (they are already bound; tolerations only document that).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterator, Mapping
+from typing import Any
+
+from placer.fleet.capacity import GPU_DEVICES_ANNOTATION
+from placer.model import Cluster, Node
+from placer.quantity import PODS, format_quantity
+
+__all__ = ["USAGE_LABEL", "USAGE_NAMESPACE", "cluster_objects", "node_object", "split"]
+
+USAGE_NAMESPACE = "placer-usage"
+USAGE_LABEL = "placer.dev/usage"
+_IMAGE = "registry.k8s.io/pause:3.10"
+
+
+def split(total: Mapping[str, int], parts: int) -> list[dict[str, int]]:
+    """``total`` split into ``parts`` vectors that sum to it (the first takes the remainder)."""
+    if parts <= 0:
+        return []
+    shares: list[dict[str, int]] = [{} for _ in range(parts)]
+    for name, amount in total.items():
+        if amount <= 0:
+            continue
+        base = amount // parts
+        for index, share in enumerate(shares):
+            value = amount - base * (parts - 1) if index == 0 else base
+            if value:
+                share[name] = value
+    return shares
+
+
+def node_object(node: Node) -> dict[str, Any]:
+    """The Node API object for ``node``."""
+    allocatable = _quantities(node.allocatable)
+    metadata: dict[str, Any] = {"name": node.name, "labels": dict(node.labels)}
+    if node.gpu_devices is not None:
+        devices = ",".join(str(d) for d in node.gpu_devices)
+        metadata["annotations"] = {GPU_DEVICES_ANNOTATION: devices}
+    spec: dict[str, Any] = {}
+    if node.unschedulable:
+        spec["unschedulable"] = True
+    if node.taints:
+        spec["taints"] = [
+            {"key": t.key, "value": t.value, "effect": t.effect}
+            if t.value
+            else {"key": t.key, "effect": t.effect}
+            for t in node.taints
+        ]
+    ready = {
+        "type": "Ready",
+        "status": "True" if node.ready else "False",
+        "reason": "KubeletReady" if node.ready else "KubeletNotReady",
+        "message": "virtual node",
+    }
+    return {
+        "apiVersion": "v1",
+        "kind": "Node",
+        "metadata": metadata,
+        "spec": spec,
+        "status": {"capacity": allocatable, "allocatable": allocatable, "conditions": [ready]},
+    }
+
+
+def cluster_objects(cluster: Cluster) -> Iterator[dict[str, Any]]:
+    """Every object to create for ``cluster``: the usage namespace, nodes, then pods."""
+    yield {
+        "apiVersion": "v1",
+        "kind": "Namespace",
+        "metadata": {"name": USAGE_NAMESPACE, "labels": {USAGE_LABEL: "true"}},
+    }
+    for node in cluster.nodes:
+        yield node_object(node)
+    for node in cluster.nodes:
+        requests = {k: v for k, v in node.requested.items() if k != PODS and v > 0}
+        count = node.requested.get(PODS, 0) or (1 if requests else 0)
+        for index, share in enumerate(split(requests, count)):
+            yield _pod(f"usage-{node.name}-{index}", share, node=node.name)
+    pending = cluster.pending
+    count = pending.count or (1 if any(v > 0 for v in pending.requests.values()) else 0)
+    for index, share in enumerate(split(pending.requests, count)):
+        yield _pod(f"pending-{index}", share, node=None)
+
+
+def _pod(name: str, requests: Mapping[str, int], *, node: str | None) -> dict[str, Any]:
+    spec: dict[str, Any] = {
+        "containers": [
+            {
+                "name": "usage",
+                "image": _IMAGE,
+                "resources": {"requests": _quantities(requests)},
+            }
+        ],
+        "tolerations": [{"operator": "Exists"}],
+    }
+    if node:
+        spec["nodeName"] = node
+    return {
+        "apiVersion": "v1",
+        "kind": "Pod",
+        "metadata": {
+            "name": name,
+            "namespace": USAGE_NAMESPACE,
+            "labels": {USAGE_LABEL: "true"},
+        },
+        "spec": spec,
+        "status": {"phase": "Running" if node else "Pending"},
+    }
+
+
+def _quantities(resources: Mapping[str, int]) -> dict[str, str]:
+    return {name: format_quantity(name, amount) for name, amount in sorted(resources.items())}

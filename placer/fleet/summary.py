@@ -1,0 +1,127 @@
+"""What ``placer fleet show`` reports: one summary per cluster (pure).
+
+JSON shape (amounts in base units as ``placer describe`` prints them: cpu in cores, memory in
+bytes, everything else counted)::
+
+    {"clusters": [{"name", "reachable", "reason", "labels", "nodes",
+                   "allocatable": {RESOURCE: NUMBER}, "free": {RESOURCE: NUMBER},
+                   "max_free_per_node": {RESOURCE: NUMBER}, "gpu_models": {MODEL: COUNT}}]}
+
+``free`` sums what is free on usable nodes (Ready and not cordoned); ``allocatable`` counts every
+node. ``max_free_per_node`` is, per resource, the most any single usable node has free — the
+largest block one pod can get (8 free GPUs spread over 8 nodes is ``1`` here). ``gpu_models``
+counts allocatable GPUs per model (node label ``nvidia.com/gpu.product`` or the like).
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from placer.fleet.capacity import gpu_models, gpu_product
+from placer.model import Cluster, Fleet, Node
+from placer.quantity import CPU, GPU, MEMORY, to_base_map
+
+__all__ = ["cluster_rows", "cluster_summary", "fleet_summary", "max_free_per_node", "node_rows"]
+
+
+def max_free_per_node(cluster: Cluster) -> dict[str, int]:
+    """Per resource, the largest amount free on one usable node (canonical units)."""
+    best: dict[str, int] = {}
+    for node in cluster.nodes:
+        if not node.usable:
+            continue
+        for name, amount in node.free.items():
+            best[name] = max(best.get(name, 0), amount, 0)
+    return best
+
+
+def cluster_summary(cluster: Cluster) -> dict[str, Any]:
+    """One cluster in the JSON shape of the module docstring."""
+    return {
+        "name": cluster.name,
+        "reachable": cluster.reachable,
+        "reason": cluster.reason,
+        "labels": dict(sorted(cluster.labels.items())),
+        "nodes": len(cluster.nodes),
+        "allocatable": to_base_map(cluster.allocatable()),
+        "free": to_base_map(cluster.free()),
+        "max_free_per_node": to_base_map(max_free_per_node(cluster)),
+        "gpu_models": gpu_models(cluster.nodes),
+    }
+
+
+def fleet_summary(fleet: Fleet) -> dict[str, Any]:
+    """``{"clusters": [...]}`` for the whole fleet."""
+    return {"clusters": [cluster_summary(c) for c in fleet.clusters]}
+
+
+def cluster_rows(fleet: Fleet) -> list[list[str]]:
+    """The text table: header, then one row per cluster."""
+    rows = [
+        [
+            "CLUSTER",
+            "REACHABLE",
+            "NODES",
+            "GPU FREE/ALLOC",
+            "MAX GPU/NODE",
+            "CPU FREE/ALLOC",
+            "MEMORY FREE/ALLOC",
+            "PENDING",
+            "GPU MODELS",
+        ]
+    ]
+    for cluster in fleet.clusters:
+        if not cluster.reachable:
+            rows.append([cluster.name, "no", "-", "-", "-", "-", "-", "-", "-"])
+            continue
+        alloc, free = cluster.allocatable(), cluster.free()
+        models = gpu_models(cluster.nodes)
+        rows.append(
+            [
+                cluster.name,
+                "yes",
+                str(len(cluster.nodes)),
+                f"{free.get(GPU, 0)}/{alloc.get(GPU, 0)}",
+                str(max_free_per_node(cluster).get(GPU, 0)),
+                f"{_cores(free.get(CPU, 0))}/{_cores(alloc.get(CPU, 0))}",
+                f"{_gib(free.get(MEMORY, 0))}/{_gib(alloc.get(MEMORY, 0))}Gi",
+                str(cluster.pending.count),
+                ", ".join(f"{m}×{n}" for m, n in models.items()) or "-",
+            ]
+        )
+    return rows
+
+
+def node_rows(fleet: Fleet) -> list[list[str]]:
+    """The per-node text table (``--nodes``): header, then one row per node."""
+    rows = [["CLUSTER", "NODE", "STATE", "GPU FREE/ALLOC", "CPU FREE/ALLOC", "MEMORY", "MODEL"]]
+    for cluster in fleet.clusters:
+        for node in cluster.nodes:
+            free = node.free
+            rows.append(
+                [
+                    cluster.name,
+                    node.name,
+                    _state(node),
+                    f"{free.get(GPU, 0)}/{node.allocatable.get(GPU, 0)}",
+                    f"{_cores(free.get(CPU, 0))}/{_cores(node.allocatable.get(CPU, 0))}",
+                    f"{_gib(free.get(MEMORY, 0))}/{_gib(node.allocatable.get(MEMORY, 0))}Gi",
+                    gpu_product(node) or "-",
+                ]
+            )
+    return rows
+
+
+def _state(node: Node) -> str:
+    if not node.ready:
+        return "NotReady"
+    return "Cordoned" if node.unschedulable else "Ready"
+
+
+def _cores(millicores: int) -> str:
+    return f"{millicores // 1000}" if millicores % 1000 == 0 else f"{millicores / 1000:.1f}"
+
+
+def _gib(amount: int) -> str:
+    value = amount / 2**30
+    return f"{value:.0f}" if value >= 10 or value == int(value) else f"{value:.1f}"

@@ -1,0 +1,45 @@
+"""The one Kubernetes I/O layer of placer: kubeconfigs, clients, requests, errors, watches.
+
+Everything that talks to an API server goes through this package (capacity gathering, dispatch,
+the placement controller). Layout, by concept:
+
+* :mod:`~placer.kube.kubeconfig` — find and merge kubeconfig files, list contexts, redact
+  credentials (:func:`load_kubeconfigs`, :class:`KubeconfigSet`, :class:`ContextInfo`);
+* :mod:`~placer.kube.client` — one :class:`KubeClient` per context (:func:`open_client`): any
+  kind by apiVersion/kind, raw JSON dicts, paginated lists, every write verb;
+* :mod:`~placer.kube.requests` — pure request building (:class:`Request`, :class:`PatchType`);
+* :mod:`~placer.kube.resources` — :class:`ResourceRef` and discovery parsing;
+* :mod:`~placer.kube.translate` — API answers and transport failures to
+  :class:`placer.errors.KubeError` subclasses;
+* :mod:`~placer.kube.watching` — the list → watch → re-list loop (:class:`Watcher`);
+* :mod:`~placer.kube.settings` — :class:`ClientSettings`, :class:`WatchSettings`.
+"""
+
+from placer.kube.client import KubeClient, ObjectList, open_client
+from placer.kube.kubeconfig import ContextInfo, KubeconfigSet, load_kubeconfigs
+from placer.kube.requests import PatchType, Request
+from placer.kube.resources import ResourceRef, split_api_version
+from placer.kube.settings import ClientSettings, WatchSettings
+from placer.kube.translate import error_from_exception, error_from_status
+from placer.kube.watching import Listed, Watcher, WatchEvent, WatchState
+
+__all__ = [
+    "ClientSettings",
+    "ContextInfo",
+    "KubeClient",
+    "KubeconfigSet",
+    "Listed",
+    "ObjectList",
+    "PatchType",
+    "Request",
+    "ResourceRef",
+    "WatchEvent",
+    "WatchSettings",
+    "WatchState",
+    "Watcher",
+    "error_from_exception",
+    "error_from_status",
+    "load_kubeconfigs",
+    "open_client",
+    "split_api_version",
+]

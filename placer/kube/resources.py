@@ -1,0 +1,124 @@
+"""Resource identities: which URL serves a given apiVersion/kind, learnt from discovery.
+
+A :class:`ResourceRef` is what a client needs to build a URL for any kind, built-in or custom:
+group, version, plural and scope. It comes from the server's discovery documents
+(``/api/v1``, ``/apis/<group>/<version>``), parsed here by pure functions; the client caches the
+result per group/version. A handful of core kinds that placer itself reads on every run are
+known up front (:data:`WELL_KNOWN`) so that gathering capacity costs no discovery round trip.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from dataclasses import dataclass, field
+from typing import Any
+from urllib.parse import quote
+
+__all__ = [
+    "WELL_KNOWN",
+    "ResourceRef",
+    "api_prefix",
+    "resources_from_discovery",
+    "split_api_version",
+]
+
+
+@dataclass(frozen=True)
+class ResourceRef:
+    """Where a kind lives on an API server."""
+
+    #: API group (``""`` for the core group).
+    group: str
+    version: str
+    kind: str
+    #: URL name (``jobsets``).
+    plural: str
+    #: whether objects live in namespaces.
+    namespaced: bool
+    #: subresources the server offers (``status``, ``scale``…).
+    subresources: frozenset[str] = field(default_factory=frozenset)
+
+    @property
+    def api_version(self) -> str:
+        """``group/version`` (``v1`` for the core group)."""
+        return f"{self.group}/{self.version}" if self.group else self.version
+
+    def path(
+        self, *, namespace: str | None = None, name: str | None = None, subresource: str = ""
+    ) -> str:
+        """URL path of the collection or of one object.
+
+        A namespaced kind without ``namespace`` gives the all-namespaces collection (lists and
+        watches only).
+        """
+        parts = [api_prefix(self.api_version)]
+        if self.namespaced and namespace:
+            parts += ["namespaces", quote(namespace, safe="")]
+        parts.append(self.plural)
+        if name is not None:
+            parts.append(quote(name, safe=""))
+            if subresource:
+                parts.append(subresource)
+        return "/".join(parts)
+
+
+def split_api_version(api_version: str) -> tuple[str, str]:
+    """``("apps", "v1")`` for ``apps/v1``, ``("", "v1")`` for ``v1``."""
+    group, _, version = api_version.rpartition("/")
+    return group, version
+
+
+def api_prefix(api_version: str) -> str:
+    """``/api/v1`` for the core group, ``/apis/<group>/<version>`` otherwise."""
+    group, version = split_api_version(api_version)
+    return f"/apis/{group}/{version}" if group else f"/api/{version}"
+
+
+def resources_from_discovery(
+    api_version: str, document: Mapping[str, Any]
+) -> dict[str, ResourceRef]:
+    """Kinds served by one group/version, from its ``APIResourceList`` document.
+
+    Subresource entries (``jobsets/status``) are folded into their parent's ``subresources``.
+    When several resources share a kind (rare), the first one listed wins.
+    """
+    group, version = split_api_version(api_version)
+    entries = document.get("resources") or []
+    subresources: dict[str, set[str]] = {}
+    for entry in entries:
+        name = str(entry.get("name") or "")
+        if "/" in name:
+            parent, sub = name.split("/", 1)
+            subresources.setdefault(parent, set()).add(sub)
+    result: dict[str, ResourceRef] = {}
+    for entry in entries:
+        name = str(entry.get("name") or "")
+        kind = entry.get("kind")
+        if not name or "/" in name or not isinstance(kind, str) or kind in result:
+            continue
+        result[kind] = ResourceRef(
+            group=group,
+            version=version,
+            kind=kind,
+            plural=name,
+            namespaced=bool(entry.get("namespaced")),
+            subresources=frozenset(subresources.get(name, ())),
+        )
+    return result
+
+
+def _core(kind: str, plural: str, namespaced: bool, *subresources: str) -> ResourceRef:
+    return ResourceRef("", "v1", kind, plural, namespaced, frozenset(subresources))
+
+
+#: Core kinds placer reads on every run; known without discovery.
+WELL_KNOWN: Mapping[tuple[str, str], ResourceRef] = {
+    ("v1", ref.kind): ref
+    for ref in (
+        _core("Pod", "pods", True, "status", "binding", "eviction"),
+        _core("Node", "nodes", False, "status"),
+        _core("Namespace", "namespaces", False, "status", "finalize"),
+        _core("ConfigMap", "configmaps", True),
+        _core("Event", "events", True),
+    )
+}

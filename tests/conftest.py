@@ -1,0 +1,89 @@
+"""Shared fixtures: loopback Kubernetes API servers and kubeconfig files for them.
+
+* ``api_ca`` (session): one throwaway CA for every server of the run.
+* ``start_apiserver``: factory ``start_apiserver(name="c1", **ApiServer options) -> ApiServer``;
+  every server it started is stopped at teardown (and checked to leave no thread behind).
+* ``apiserver``: one started server named ``test``.
+* ``kubeconfig_for``: factory ``kubeconfig_for(server_or_mapping, **write_kubeconfig options)
+  -> Path`` writing a fresh kubeconfig file under ``tmp_path``; a single server becomes the
+  context named after it.
+* ``kube_client``: factory ``kube_client(server, **kubeconfig options) -> kubernetes ApiClient``
+  built from a real kubeconfig file; closed at teardown.
+"""
+
+from __future__ import annotations
+
+import itertools
+import threading
+from collections.abc import Callable, Iterator, Mapping
+from pathlib import Path
+from typing import Any
+
+import pytest
+import trustme
+from kubernetes import client as k8s_client
+from kubernetes import config as k8s_config
+
+from placer.testing import ApiServer, write_kubeconfig
+
+
+@pytest.fixture(scope="session")
+def api_ca() -> trustme.CA:
+    """A throwaway certificate authority shared by every loopback server of the session."""
+    return trustme.CA()
+
+
+@pytest.fixture
+def start_apiserver(api_ca: trustme.CA) -> Iterator[Callable[..., ApiServer]]:
+    """Factory starting loopback API servers; all are stopped at teardown."""
+    servers: list[ApiServer] = []
+
+    def start(name: str = "test", **options: Any) -> ApiServer:
+        server = ApiServer(name=name, ca=api_ca, **options).start()
+        servers.append(server)
+        return server
+
+    yield start
+    for server in servers:
+        server.stop()
+    prefixes = tuple(f"apiserver-{server.port}-" for server in servers)
+    leaked = [t.name for t in threading.enumerate() if t.name.startswith(prefixes)]
+    assert not leaked, f"loopback API server threads survived stop(): {leaked}"
+
+
+@pytest.fixture
+def apiserver(start_apiserver: Callable[..., ApiServer]) -> ApiServer:
+    """One started loopback API server (context name ``test``)."""
+    return start_apiserver("test")
+
+
+@pytest.fixture
+def kubeconfig_for(tmp_path: Path) -> Callable[..., Path]:
+    """Factory writing a kubeconfig for one server or a mapping of context name to server."""
+    counter = itertools.count()
+
+    def write(servers: ApiServer | Mapping[str, ApiServer], **options: Any) -> Path:
+        mapping = {servers.name: servers} if isinstance(servers, ApiServer) else servers
+        return write_kubeconfig(tmp_path / f"kubeconfig-{next(counter)}", mapping, **options)
+
+    return write
+
+
+@pytest.fixture
+def kube_client(
+    kubeconfig_for: Callable[..., Path],
+) -> Iterator[Callable[..., k8s_client.ApiClient]]:
+    """Factory of official-client ``ApiClient``s for a server, through a kubeconfig file."""
+    clients: list[k8s_client.ApiClient] = []
+
+    def make(server: ApiServer, **options: Any) -> k8s_client.ApiClient:
+        path = kubeconfig_for(server, **options)
+        api = k8s_config.new_client_from_config(
+            config_file=str(path), context=server.name, persist_config=False
+        )
+        clients.append(api)
+        return api
+
+    yield make
+    for api in clients:
+        api.close()
