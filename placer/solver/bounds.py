@@ -1,35 +1,46 @@
-"""Upper bounds on what any placement can achieve (benchmark-design B2 and B3), with GLOP.
+"""Upper bounds on what any placement can achieve (benchmark-design B.5), with GLOP.
 
-``x[u, c] ∈ [0, 1]`` for each unit and each cluster it may statically use, ``Σ_c x[u, c] ≤ 1``,
-and the capacity rows of :mod:`placer.solver.capacity`:
+All in GPUs (whole GPUs plus shares), so results can be shown as a percentage of the tightest:
 
-* **cluster LP (B2)**: cluster totals only;
-* **node-aware LP (B3)**: the node-aware rows with slot cuts, and no variable where a unit
-  cannot fit alone on the cluster's nodes.
+* ``capacity_gpu`` (B0, computed by the caller): min(demand, free GPU capacity);
+* ``cluster_lp_gpu`` (B2): ``x[u, c] ∈ [0, 1]`` for each unit and each cluster it may
+  statically use, ``Σ_c x[u, c] ≤ 1``, cluster totals per resource
+  (:mod:`placer.solver.capacity`);
+* ``node_lp_gpu`` (B3): the node-aware rows with slot and shape cuts, and no variable where a
+  unit cannot fit alone on the cluster's nodes;
+* ``class_lp_gpu``: the node-class LP (:mod:`placer.solver.classlp`): pods assigned to classes
+  of identical nodes, per-class capacity, slot and shape cuts — it sees that spare cpu on one
+  node type cannot feed idle GPUs on another;
+* ``tightest_gpu``: the least of them.
 
-Each LP maximises placed GPU thousandths (whole GPUs and shares), so results can be shown as
-a percentage of the tightest bound. Pure: it reads the
+Each is a relaxation of node-level placement (proofs in the modules named), so each is an
+upper bound on the GPUs any node-feasible placement of the decision places. Pure: reads the
 states and does not change them.
 """
 
 from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
-from typing import Any
-
-from ortools.linear_solver import pywraplp
 
 from placer.solver.capacity import Row, cluster_rows, infeasible_alone
+from placer.solver.classlp import ClassLP, class_lp
+from placer.solver.lp import LinearProgram
 from placer.solver.problem import Unit
 from placer.solver.state import ClusterState
 
-__all__ = ["lp_bounds"]
+__all__ = ["BOUND_KEYS", "lp_bounds"]
+
+#: the GPU bounds a decision reports (``summary.bound``), weakest first.
+BOUND_KEYS = ("capacity_gpu", "cluster_lp_gpu", "node_lp_gpu", "class_lp_gpu")
 
 
-def lp_bounds(states: Mapping[str, ClusterState], units: Sequence[Unit]) -> dict[str, float]:
-    """``{cluster_lp_gpu, node_lp_gpu}``: most GPUs any placement can place (in GPUs)."""
+def lp_bounds(
+    states: Mapping[str, ClusterState], units: Sequence[Unit]
+) -> tuple[dict[str, float], ClassLP]:
+    """``{cluster_lp_gpu, node_lp_gpu, class_lp_gpu}`` (GPUs), and the class LP's solution
+    (its ``x`` and ``y`` guide the batch solver)."""
     result: dict[str, float] = {}
-    live = [u for u in units if u.problem is None]
+    live = [u for u in units if u.problem is None and u.rank]
     for node_aware, prefix in ((False, "cluster_lp"), (True, "node_lp")):
         pairs: list[tuple[Unit, str]] = []
         rows: list[Row] = []
@@ -41,35 +52,34 @@ def lp_bounds(states: Mapping[str, ClusterState], units: Sequence[Unit]) -> dict
             ]
             pairs += [(u, name) for u in members]
             rows += cluster_rows(state, members, node_aware=node_aware)
-        result[f"{prefix}_gpu"] = round(_solve(pairs, rows, live) / 1000.0, 3)
-    return result
+        result[f"{prefix}_gpu"] = _gpus(_solve(pairs, rows))
+    classes = class_lp(states, live, lambda unit, _: float(unit.milli))
+    result["class_lp_gpu"] = _gpus(classes.objective)
+    return result, classes
 
 
-def _solve(pairs: list[tuple[Unit, str]], rows: list[Row], units: Sequence[Unit]) -> float:
-    """Most GPU thousandths the LP places."""
-    if not pairs:
-        return 0.0
-    solver = pywraplp.Solver.CreateSolver("GLOP")
-    x = {(u.index, c): solver.NumVar(0.0, 1.0, "") for u, c in pairs}
-    by_unit: dict[int, list[Any]] = {}
+def _gpus(milli: float) -> float:
+    """GPUs from thousandths, rounded up at the third decimal (a bound stays a bound)."""
+    return -(-round(milli, 3) // 1) / 1000.0
+
+
+def _solve(pairs: list[tuple[Unit, str]], rows: list[Row]) -> float:
+    """Most GPU thousandths the LP over ``pairs`` and ``rows`` places."""
+    lp = LinearProgram()
+    x = {(u.index, c): lp.var(1.0, float(u.milli)) for u, c in pairs}
+    by_unit: dict[int, list[int]] = {}
     for (u, _), var in x.items():
         by_unit.setdefault(u, []).append(var)
     for variables in by_unit.values():
         if len(variables) > 1:
-            constraint = solver.Constraint(-solver.infinity(), 1.0)
-            for var in variables:
-                constraint.SetCoefficient(var, 1.0)
+            lp.row(variables, [1.0] * len(variables), upper=1.0)
     for row in rows:
-        constraint = solver.Constraint(-solver.infinity(), float(row.rhs))
-        for u, a in row.coef.items():
-            var = x.get((u, row.cluster))
-            if var is not None:
-                constraint.SetCoefficient(var, float(a))
-    milli = {u.index: u.milli for u in units}
-    objective = solver.Objective()
-    for (u, _), var in x.items():
-        objective.SetCoefficient(var, float(milli[u]))
-    objective.SetMaximization()
-    if solver.Solve() != pywraplp.Solver.OPTIMAL:  # pragma: no cover - a bounded LP
-        return float(sum(milli[u] for u in by_unit))
-    return float(objective.Value())
+        terms = [
+            (x[(u, row.cluster)], float(a)) for u, a in row.coef.items() if (u, row.cluster) in x
+        ]
+        if terms:
+            lp.row([t[0] for t in terms], [t[1] for t in terms], upper=float(row.rhs))
+    solution = lp.solve()
+    if solution is None:  # pragma: no cover - bounded and feasible (x = 0)
+        return float(sum(u.milli for u, _ in pairs))
+    return solution.objective

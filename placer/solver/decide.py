@@ -22,11 +22,12 @@ from placer.model import (
     Workload,
 )
 from placer.policy import PlacementPolicy
-from placer.solver.bounds import lp_bounds
+from placer.solver.bounds import BOUND_KEYS, lp_bounds
+from placer.solver.classlp import ClassLP
 from placer.solver.clock import Clock
 from placer.solver.explain import why_not
-from placer.solver.heuristics import RULES, choose_and_pack, failure_basis
-from placer.solver.master import Placed, ffd_key, solve_level
+from placer.solver.heuristics import RULES, Placed, failure_basis, run_rule
+from placer.solver.master import solve_level
 from placer.solver.packer import Packed, pack
 from placer.solver.problem import Problem, Unit, build_problem
 from placer.solver.state import ClusterState
@@ -87,10 +88,11 @@ def solve(
         # fragmentation-aware node choice (FGD) unless the policy asks to spread
         unit.scoring = "spread" if unit.objective == "spread" else "fgd"
     live = [u for u in problem.units if u.rank]
-    bound = lp_bounds(problem.states, problem.units) if live else {}
+    bound, guide = lp_bounds(problem.states, problem.units) if live else ({}, None)
     free_milli = sum(int(s.devfree[s.usable].sum()) for s in problem.states.values())
     demand_milli = sum(u.milli for u in problem.units)
     bound["capacity_gpu"] = min(free_milli, demand_milli) / 1000.0
+    bound["tightest_gpu"] = min(bound[k] for k in BOUND_KEYS if k in bound)
     failures: dict[int, dict[str, str]] = {}
     if not live:
         placed: Placed = []
@@ -99,7 +101,7 @@ def solve(
         placed = _online(problem, live, solver, failures)
         status = "feasible"
     elif solver == "cpsat":
-        placed, status, cpsat_bound = _batch_cpsat(problem, live, clock, time_limit, seed)
+        placed, status, cpsat_bound = _batch_cpsat(problem, live, clock, time_limit, seed, guide)
         if cpsat_bound is not None:
             bound["cpsat_value"] = round(cpsat_bound, 3)
     else:
@@ -151,43 +153,33 @@ def _best_cluster(problem: Problem, unit: Unit) -> tuple[str, Packed] | None:
     return None
 
 
-def _order(solver: str, unit: Unit) -> list[str]:
-    """Cluster order a rule walks: fill-and-spill order for first-fit, preference otherwise."""
-    if solver == "first-fit":
-        policy = unit.policy
-        allowed = list(unit.rank)  # fleet order
-        return sorted(allowed, key=lambda c: policy.rank(c) if policy else 0)
-    return unit.allowed()
-
-
 def _batch_rule(
     problem: Problem, live: list[Unit], solver: str, failures: dict[int, dict[str, str]]
 ) -> Placed:
-    if solver == "greedy":
-        ordered = sorted(live, key=lambda u: (-u.priority, *ffd_key(u)))
-    else:
-        ordered = sorted(live, key=lambda u: (-u.priority, u.index))
-    return _by_rule(problem, ordered, solver, failures)
+    """A baseline over all levels: units by priority, then the rule's batch order."""
+    placed: Placed = []
+    for level in sorted({u.priority for u in live}, reverse=True):
+        members = [u for u in live if u.priority == level]
+        placed += run_rule(solver, members, problem.states, mix=problem.mix, failures=failures)
+    return placed
 
 
 def _by_rule(
     problem: Problem, ordered: list[Unit], solver: str, failures: dict[int, dict[str, str]]
 ) -> Placed:
     """Units one at a time in ``ordered`` by a baseline rule; records the rules' refusals."""
-    placed: Placed = []
-    for unit in ordered:
-        choice = choose_and_pack(
-            solver, unit, problem.states, _order(solver, unit), mix=problem.mix
-        )
-        if choice.packed is not None and choice.cluster is not None:
-            placed.append((unit, choice.cluster, choice.packed))
-        elif choice.cluster is not None and choice.failure:
-            failures[unit.index] = {choice.cluster: choice.failure}
-    return placed
+    return run_rule(
+        solver, ordered, problem.states, mix=problem.mix, failures=failures, ordered=True
+    )
 
 
 def _batch_cpsat(
-    problem: Problem, live: list[Unit], clock: Clock, time_limit: float, seed: int
+    problem: Problem,
+    live: list[Unit],
+    clock: Clock,
+    time_limit: float,
+    seed: int,
+    guide: ClassLP | None,
 ) -> tuple[Placed, str, float | None]:
     levels = sorted({u.priority for u in live}, reverse=True)
     placed: Placed = []
@@ -201,7 +193,14 @@ def _batch_cpsat(
         deadline = now + max(0.0, left) * len(members) / remaining_units
         remaining_units -= len(members)
         result = solve_level(
-            members, problem.states, deadline=deadline, clock=clock, seed=seed, mix=problem.mix
+            members,
+            problem.states,
+            deadline=deadline,
+            clock=clock,
+            seed=seed,
+            mix=problem.mix,
+            # the bound's LP covers every live unit: a guide when they are one level
+            guide=guide if len(levels) == 1 else None,
         )
         placed += result.placed
         statuses.append(result.status)

@@ -28,9 +28,22 @@ from placer.solver.packer import Packed, PackFailure, pack
 from placer.solver.problem import Unit
 from placer.solver.state import ClusterState
 
-__all__ = ["RULES", "Choice", "choose_and_pack", "failure_basis", "totals_fit"]
+__all__ = [
+    "RULES",
+    "Choice",
+    "Placed",
+    "choose_and_pack",
+    "failure_basis",
+    "ffd_key",
+    "rule_order",
+    "run_rule",
+    "totals_fit",
+]
 
 RULES = ("greedy", "first-fit", "best-fit", "worst-fit", "karmada")
+
+#: realised placements: (unit, cluster, where its pods went).
+Placed = list[tuple[Unit, str, Packed]]
 
 
 @dataclass(frozen=True)
@@ -49,10 +62,7 @@ def _totals(state: ClusterState) -> tuple[np.ndarray, int]:
 
 
 def _demand(state: ClusterState, unit: Unit) -> tuple[np.ndarray, int]:
-    vector = np.zeros(len(state.names), dtype=np.int64)
-    for run in unit.runs:
-        vector += run.shape.req * run.count
-    return vector, unit.milli
+    return unit.demand, unit.milli
 
 
 def totals_fit(state: ClusterState, unit: Unit) -> bool:
@@ -80,14 +90,68 @@ def _sets(state: ClusterState, unit: Unit, mix: Mix | None) -> int:
     (MaxAvailableComponentSets simulates the same), at most ``MAX_SETS``.
     """
     if len(unit.runs) == 1:
-        run = unit.runs[0]
-        return int(state.copies_all(run.shape)[state.usable].sum()) // max(run.count, 1)
+        return _most_sets(state, unit)
     mark = state.mark()
     sets = 0
     while sets < MAX_SETS and isinstance(pack(state, unit.runs, mix=mix), Packed):
         sets += 1
     state.undo(mark)
     return sets
+
+
+def _most_sets(state: ClusterState, unit: Unit) -> int:
+    """Per run, the replicas that fit node by node over its count; the least of them: exact
+    for one component, an upper bound on :func:`_sets` for several."""
+    return min(
+        int(state.copies_all(run.shape)[state.usable].sum()) // max(run.count, 1)
+        for run in unit.runs
+    )
+
+
+def ffd_key(unit: Unit) -> tuple[int, int, int]:
+    """Largest first: value (GPU-weighted), then pods, then input order."""
+    return (-unit.value, -unit.pods, unit.index)
+
+
+def rule_order(rule: str, unit: Unit) -> list[str]:
+    """Cluster order a rule walks: fill-and-spill order for first-fit (policy's preferred
+    clusters, then fleet order), the unit's preference order otherwise."""
+    if rule == "first-fit":
+        policy = unit.policy
+        allowed = list(unit.rank)  # fleet order
+        return sorted(allowed, key=lambda c: policy.rank(c) if policy else 0)
+    return unit.allowed()
+
+
+def run_rule(
+    rule: str,
+    units: Sequence[Unit],
+    states: dict[str, ClusterState],
+    *,
+    mix: Mix | None,
+    failures: dict[int, dict[str, str]] | None = None,
+    ordered: bool = False,
+) -> Placed:
+    """A baseline over ``units`` (batch order: largest first for ``greedy``, input order for
+    the others, unless ``ordered``), one unit at a time; leaves the placements applied.
+
+    The batch decisions of the baselines and the CP-SAT solver's hint portfolio both run
+    this, so the portfolio considers exactly each baseline's answer. ``failures`` collects
+    the rules' refusal texts (only then are failed packings simulated in full for the text).
+    """
+    if not ordered:
+        key = ffd_key if rule == "greedy" else (lambda u: (u.index,))
+        units = sorted(units, key=key)
+    placed: Placed = []
+    for unit in units:
+        choice = choose_and_pack(
+            rule, unit, states, rule_order(rule, unit), mix=mix, explain=failures is not None
+        )
+        if choice.packed is not None and choice.cluster is not None:
+            placed.append((unit, choice.cluster, choice.packed))
+        elif failures is not None and choice.cluster is not None and choice.failure:
+            failures[unit.index] = {choice.cluster: choice.failure}
+    return placed
 
 
 def choose_and_pack(
@@ -98,9 +162,12 @@ def choose_and_pack(
     *,
     mix: Mix | None,
     scoring: str | None = None,
+    explain: bool = True,
 ) -> Choice:
     """Apply ``rule`` to ``unit`` over the clusters ``order`` (allowed, preference order);
-    ``scoring`` overrides the unit's node scoring."""
+    ``scoring`` overrides the unit's node scoring. Without ``explain`` a choice that cannot
+    be realised (some pod has fewer node-by-node copies than replicas) is refused without
+    simulating the packing, and without a failure text."""
     candidates = [c for c in order if c in states]
     scoring = scoring or unit.scoring
     if rule == "greedy":
@@ -116,6 +183,9 @@ def choose_and_pack(
     if rule == "karmada":
         best = 0
         for name in candidates:
+            # a cluster whose upper bound cannot beat the best so far is not simulated
+            if len(unit.runs) > 1 and min(MAX_SETS, _most_sets(states[name], unit)) <= best:
+                continue
             sets = _sets(states[name], unit, mix)
             if sets > best:
                 best, chosen = sets, name
@@ -130,6 +200,8 @@ def choose_and_pack(
                 chosen = max(fitting, key=lambda c: _left(states[c], unit))
     if chosen is None:
         return Choice(cluster=None)
+    if not explain and infeasible_alone(states[chosen], unit):
+        return Choice(cluster=chosen)
     result = pack(states[chosen], unit.runs, scoring=scoring, mix=mix)
     if isinstance(result, Packed):
         return Choice(cluster=chosen, packed=result)

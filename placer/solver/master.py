@@ -10,15 +10,16 @@ from __future__ import annotations
 
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
-from typing import Any
 
 from ortools.sat.python import cp_model
 
 from placer.solver.capacity import cluster_rows, infeasible_alone
+from placer.solver.classlp import ClassLP
 from placer.solver.clock import Clock
 from placer.solver.fragmentation import Mix
-from placer.solver.heuristics import choose_and_pack
+from placer.solver.heuristics import Placed, choose_and_pack, ffd_key
 from placer.solver.packer import Packed, pack, pack_set
+from placer.solver.portfolio import run_portfolio, value_of
 from placer.solver.problem import Unit
 from placer.solver.state import ClusterState
 
@@ -49,8 +50,6 @@ EJECT_CANDIDATES = 6
 #: master solve / realise / cut rounds at most.
 MAX_ROUNDS = 4
 
-Placed = list[tuple[Unit, str, Packed]]
-
 
 @dataclass
 class LevelResult:
@@ -67,85 +66,11 @@ class LevelResult:
     notes: list[str] = field(default_factory=list)
 
 
-def ffd_key(unit: Unit) -> tuple[int, int, int]:
-    """Largest first: value (GPU-weighted), then pods, then input order."""
-    return (-unit.value, -unit.pods, unit.index)
-
-
-def _value(placed: Placed) -> tuple[int, int]:
-    """Placed value, then minus the preference ranks (higher is better)."""
-    return (sum(u.value for u, _, _ in placed), -sum(u.rank[c] for u, c, _ in placed))
-
-
 def _apply(states: dict[str, ClusterState], placed: Placed) -> None:
     for _, cluster, packed in placed:
         state = states[cluster]
         for run, _, node, devices in packed.pods:
             state.place(run.shape, node, devices)
-
-
-def _most_room(unit: Unit, states: dict[str, ClusterState]) -> list[str]:
-    """Allowed clusters by preference rank, then most room for the unit's largest pods first
-    (Karmada's estimate: copies that fit node by node)."""
-    run = min(unit.runs, key=lambda r: (-r.shape.milli, -int(r.shape.req[0])))
-
-    def room(name: str) -> int:
-        state = states[name]
-        return int(state.copies_all(run.shape)[state.usable].sum())
-
-    return sorted(
-        (c for c in unit.allowed() if c in states), key=lambda c: (unit.rank[c], -room(c), c)
-    )
-
-
-def _greedy(
-    units: Sequence[Unit],
-    states: dict[str, ClusterState],
-    mix: Mix | None,
-    *,
-    ffd: bool = True,
-    spread: bool = False,
-    rule: str = "greedy",
-    dense: bool = False,
-    fast: bool = False,
-) -> Placed:
-    placed: Placed = []
-    if dense:
-        ordered = sorted(units, key=_density_key(units, states))
-    else:
-        ordered = sorted(units, key=ffd_key) if ffd else list(units)
-    for unit in ordered:
-        order = _most_room(unit, states) if spread else unit.allowed()
-        scoring = "bestfit" if fast and unit.scoring == "fgd" else None
-        choice = choose_and_pack(rule, unit, states, order, mix=mix, scoring=scoring)
-        if choice.packed is not None and choice.cluster is not None:
-            placed.append((unit, choice.cluster, choice.packed))
-    return placed
-
-
-def _density_key(
-    units: Sequence[Unit], states: dict[str, ClusterState]
-) -> Callable[[Unit], tuple[float, int]]:
-    """Most value per share of the scarcest resource first (GPU thousandths, cpu, memory,
-    each as a share of the level's free total): when cpu or memory binds, units that bring
-    many GPUs per core go first."""
-    free_cpu = sum(int(s.free[s.usable, 0].sum()) for s in states.values()) or 1
-    free_mem = sum(int(s.free[s.usable, 1].sum()) for s in states.values()) or 1
-    free_gpu = sum(int(s.devfree[s.usable].sum()) for s in states.values()) or 1
-    demand = {
-        u.index: (
-            sum(int(r.shape.req[0]) * r.count for r in u.runs),
-            sum(int(r.shape.req[1]) * r.count for r in u.runs),
-        )
-        for u in units
-    }
-
-    def key(unit: Unit) -> tuple[float, int]:
-        cpu, mem = demand[unit.index]
-        share = max(unit.milli / free_gpu, cpu / free_cpu, mem / free_mem, 1e-12)
-        return (-unit.value / share, unit.index)
-
-    return key
 
 
 def solve_level(
@@ -156,52 +81,35 @@ def solve_level(
     clock: Clock,
     seed: int,
     mix: Mix | None,
+    guide: ClassLP | None = None,
 ) -> LevelResult:
     """Place ``units`` (one priority level) on ``states``; leaves the placements applied.
 
-    ``deadline`` is a reading of ``clock`` (seconds of the decision) at which to stop.
+    ``deadline`` is a reading of ``clock`` (seconds of the decision) at which to stop;
+    ``guide`` is the node-class LP over exactly these units and states, if the caller has it.
     """
-    started = clock()
     marks = {name: state.mark() for name, state in states.items()}
 
     def reset() -> None:
         for name, state in states.items():
             state.undo(marks[name])
 
-    # the hint: the better of two node-aware greedy passes, largest first (the ``greedy``
-    # baseline) and in arrival order (small units first often pack tighter)
-    greedy = _greedy(units, states, mix)
+    hints = run_portfolio(units, states, mix=mix, clock=clock, deadline=deadline, guide=guide)
     reset()
-    one_pass = clock() - started
-    # arrival order into the cluster with the most room (Karmada's choice, realised node by
-    # node), and Karmada's own rule: on overloaded fleets these often beat largest-first
-    # (``fast``: best-fit node scoring, about 4x cheaper than fragmentation scoring, so that
-    # a short limit still gets a second, differently ordered pass)
-    alternatives: tuple[dict[str, Any], ...] = (
-        {"dense": True, "fast": True},
-        {"dense": True},
-        {"ffd": False, "rule": "karmada"},
-        {"ffd": False, "spread": True},
-    )
-    for variant in alternatives:
-        cost = one_pass * (0.3 if variant.get("fast") else 1.0)
-        if len(greedy) == len(units) or clock() + cost > deadline:
-            break
-        other = _greedy(units, states, mix, **variant)
-        reset()
-        if _value(other) > _value(greedy):
-            greedy = other
-    if len(greedy) == len(units) and all(u.rank[c] == 0 for u, c, _ in greedy):
-        _apply(states, greedy)
-        return LevelResult(placed=greedy, status="optimal", notes=["greedy placed all"])
-
+    best = hints.best
+    result = LevelResult(placed=best, status="fallback", notes=hints.notes)
+    if len(best) == len(units) and all(u.rank[c] == 0 for u, c, _ in best):
+        _apply(states, best)
+        result.status = "optimal"
+        result.notes.append("a hint placed every unit in its first-choice cluster")
+        return result
+    one_pass = hints.pass_seconds
     pairs = [
         (unit, name)
         for unit in units
         for name in unit.allowed()
         if name in states and not infeasible_alone(states[name], unit)
     ]
-    result = LevelResult(placed=greedy, status="fallback")
     if len(pairs) <= SMALL_MODEL:
         _global_master(
             result, pairs, units, states, reset, deadline - 1.5 * one_pass, clock, seed, mix
@@ -225,7 +133,7 @@ def solve_level(
         )
         cuts += sub_cuts
         reset()
-        if _value(improved) > _value(best):
+        if value_of(improved) > value_of(best):
             best = improved
             result.status = "feasible"
     result.cuts = cuts
@@ -296,11 +204,11 @@ def _global_master(
                 assignment[c].append(by_index[u])
         realised, failures = _realise(assignment, units, states, mix)
         reset()
-        if _value(realised) > _value(best):
+        if value_of(realised) > value_of(best):
             best = realised
             result.status = "feasible"
         if not failures:
-            if status == cp_model.OPTIMAL and _value(realised) >= _value(best):
+            if status == cp_model.OPTIMAL and value_of(realised) >= value_of(best):
                 best = realised
                 result.status = "optimal"
             break

@@ -174,26 +174,26 @@ def _place_run(
     mix: Mix | None,
     bulk: bool,
 ) -> tuple[int, float]:
-    """Place the pods of ``run`` one node choice at a time; returns (placed, score sum)."""
+    """Place the pods of ``run`` one node choice at a time; returns (placed, score sum).
+
+    The candidates and their scores are computed once per run; a placement changes only the
+    chosen node, so only its score is computed again (or it leaves the candidates when the
+    pod no longer fits there). Same choices as scoring every node for every pod, since a
+    node's score depends on that node alone.
+    """
     shape = run.shape
     index = 0
     score_sum = 0.0
+    if bulk:
+        return _fill_run(state, run, pods, scoring=scoring, mix=mix)
+    candidates, scores = _candidates(state, shape, scoring, mix)
     while index < run.count:
-        candidates = np.flatnonzero(state.fits(shape))
         if candidates.size == 0:
-            return index, score_sum
-        if scoring == "fgd":
-            assert mix is not None
-            if candidates.size > mix.candidates:
-                # fragmentation is costly to score: only the best-fitting candidates
-                fit = _bestfit(state, shape, candidates)
-                keep = np.argsort(fit, kind="stable")[: mix.candidates]
-                candidates = candidates[np.sort(keep)]
-            scores = _fgd(state, shape, candidates, mix)
-        elif scoring == "spread":
-            scores = -_left(state, shape, candidates)
-        else:
-            scores = _bestfit(state, shape, candidates)
+            # out of candidates: fragmentation scoring considered only the best-fitting
+            # ones, look at every node again
+            candidates, scores = _candidates(state, shape, scoring, mix)
+            if candidates.size == 0:
+                return index, score_sum
         pick = int(scores.argmin())
         node = int(candidates[pick])
         score_sum += float(scores[pick])
@@ -203,7 +203,86 @@ def _place_run(
         for devices in state.place_many(shape, node, copies):
             pods.append((run, index, node, devices))
             index += 1
+        if index < run.count:
+            row = candidates[pick : pick + 1]
+            if state.fits(shape, row)[0]:
+                scores[pick] = _scores(state, shape, row, scoring, mix)[0]
+            else:
+                candidates = np.delete(candidates, pick)
+                scores = np.delete(scores, pick)
     return index, score_sum
+
+
+def _fill_run(
+    state: ClusterState,
+    run: PodRun,
+    pods: list[tuple[PodRun, int, int, tuple[int, ...]]],
+    *,
+    scoring: str,
+    mix: Mix | None,
+) -> tuple[int, float]:
+    """Bulk mode: each chosen node takes as many replicas as fit, after which the pod no
+    longer fits there and no other node's score has changed — so the choices are the
+    candidates in score order (ties: node order), filled one after another, in one step."""
+    shape = run.shape
+    index = 0
+    score_sum = 0.0
+    while index < run.count:
+        candidates, scores = _candidates(state, shape, scoring, mix)
+        if candidates.size == 0:
+            return index, score_sum
+        order = np.lexsort((candidates, scores))
+        nodes = candidates[order]
+        copies = np.maximum(state.copies_all(shape)[nodes], 1)
+        need = run.count - index
+        reach = np.cumsum(copies)
+        take = min(int(np.searchsorted(reach, need)) + 1, nodes.size)
+        counts = copies[:take].copy()
+        counts[-1] -= max(0, int(reach[take - 1]) - need)
+        score_sum += float(scores[order[:take]].sum())
+        for node, devices in zip(
+            nodes[:take].tolist(), state.place_bulk(shape, nodes[:take], counts), strict=True
+        ):
+            for used in devices:
+                pods.append((run, index, node, used))
+                index += 1
+    return index, score_sum
+
+
+def _candidates(
+    state: ClusterState, shape: PodShape, scoring: str, mix: Mix | None
+) -> tuple[IntArray, FloatArray]:
+    """The nodes where a pod of ``shape`` fits, with their scores (lower is better).
+
+    Identical nodes (same signature) score alike, so one of each is scored. Fragmentation
+    scoring keeps only the ``mix.candidates`` best-fitting distinct node states.
+    """
+    candidates = np.flatnonzero(state.fits(shape))
+    if candidates.size <= 1:
+        return candidates, _scores(state, shape, candidates, scoring, mix)
+    _, first, inverse = np.unique(state.sig[candidates], return_index=True, return_inverse=True)
+    if mix is not None and scoring == "fgd" and first.size > mix.candidates:
+        fit = _bestfit(state, shape, candidates[first])
+        keep = np.zeros(first.size, dtype=bool)
+        keep[np.argsort(fit, kind="stable")[: mix.candidates]] = True
+        chosen = keep[inverse]
+        candidates, first, inverse = candidates[chosen], first[keep], inverse[chosen]
+        # renumber the kept states 0..k-1 in the same order
+        inverse = np.cumsum(keep)[inverse] - 1
+        first = np.unique(inverse, return_index=True)[1]
+    scores = _scores(state, shape, candidates[first], scoring, mix)
+    return candidates, scores[inverse.reshape(-1)]
+
+
+def _scores(
+    state: ClusterState, shape: PodShape, rows: IntArray, scoring: str, mix: Mix | None
+) -> FloatArray:
+    if scoring == "fgd" and mix is not None:
+        return _fgd(state, shape, rows, mix)
+    if scoring == "spread":
+        result: FloatArray = -_left(state, shape, rows)
+        return result
+    return _bestfit(state, shape, rows)
 
 
 def _left(state: ClusterState, shape: PodShape, rows: IntArray) -> FloatArray:
@@ -236,23 +315,30 @@ def _bestfit(state: ClusterState, shape: PodShape, rows: IntArray) -> FloatArray
 
 
 def _fgd(state: ClusterState, shape: PodShape, rows: IntArray, mix: Mix) -> FloatArray:
-    cache = _frag_cache(state, mix)
-    delta = frag_after(mix, state, shape, rows) - cache[rows]
+    """Fragmentation added by one pod on each of ``rows`` (distinct node states), memoised
+    by node signature for the decision's mix; best-fit breaks ties."""
+    memo = state.signatures
+    if memo.mix is not mix:
+        memo.frag.clear()
+        memo.mix = mix
+    token = id(shape)
+    sigs = state.sig[rows].tolist()
+    delta = np.empty(len(sigs), dtype=np.float64)
+    missing = []
+    for i, signature in enumerate(sigs):
+        known = memo.frag.get((signature, token))
+        if known is None:
+            missing.append(i)
+        else:
+            delta[i] = known
+    if missing:
+        fresh = rows[missing]
+        added = frag_after(mix, state, shape, fresh) - frag_of(
+            mix, state.free[fresh], state.dev[fresh]
+        )
+        for i, value in zip(missing, added.tolist(), strict=True):
+            memo.frag[(sigs[i], token)] = value
+            delta[i] = value
     # best-fit breaks ties (its scale is a few units; fragmentation is in thousandths)
     result: FloatArray = delta + 1e-3 * _bestfit(state, shape, rows)
     return result
-
-
-def _frag_cache(state: ClusterState, mix: Mix) -> FloatArray:
-    """``F(n)`` for every node of ``state`` under ``mix``, refreshed for changed nodes."""
-    cached = state.frag_cache
-    if cached is None or state.frag_mix is not mix:
-        cached = frag_of(mix, state.free, state.dev)
-        state.frag_cache = cached
-        state.frag_mix = mix
-        state.changed.clear()
-    elif state.changed:
-        rows = np.fromiter(sorted(state.changed), dtype=np.int64)
-        cached[rows] = frag_of(mix, state.free[rows], state.dev[rows])
-        state.changed.clear()
-    return cached

@@ -16,6 +16,9 @@ from __future__ import annotations
 import math
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
+from functools import cached_property
+
+import numpy as np
 
 from placer.model import Fleet, PodDemand, Workload
 from placer.podspec import taint_not_tolerated
@@ -23,7 +26,14 @@ from placer.policy import PlacementPolicy, policy_for
 from placer.quantity import CPU
 from placer.solver.fragmentation import Mix, mix_of
 from placer.solver.packer import PodRun
-from placer.solver.state import ClusterState, PodShape, gpu_milli, resource_names
+from placer.solver.state import (
+    ClusterState,
+    IntArray,
+    PodShape,
+    Signatures,
+    gpu_milli,
+    resource_names,
+)
 
 __all__ = ["Problem", "Unit", "build_problem", "quote"]
 
@@ -60,6 +70,15 @@ class Unit:
     @property
     def pods(self) -> int:
         return sum(r.count for r in self.runs)
+
+    @cached_property
+    def demand(self) -> IntArray:
+        """Scalar demand of all pods over the decision's resource vector."""
+        width = len(self.runs[0].shape.req) if self.runs else 0
+        total: IntArray = np.zeros(width, dtype=np.int64)
+        for run in self.runs:
+            total += run.shape.req * run.count
+        return total
 
     @property
     def objective(self) -> str:
@@ -102,7 +121,12 @@ def build_problem(
         return shapes[key]
 
     units = _units(workloads, policies, shape_of)
-    states = {c.name: ClusterState(c, names) for c in fleet.clusters if c.reachable and c.nodes}
+    signatures = Signatures()
+    states = {
+        c.name: ClusterState(c, names, signatures)
+        for c in fleet.clusters
+        if c.reachable and c.nodes
+    }
     load = {name: _load(state) for name, state in states.items()}
     for unit in units:
         _static_eligibility(unit, workloads, fleet, policies, load)

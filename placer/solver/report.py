@@ -104,10 +104,7 @@ def render_text(decision: Decision) -> list[list[list[str]] | str]:
             out.append(f"  {cluster.ljust(width)}  {text}")
     bound = summary.bound
     placed_gpus = _gpus(summary.placed_requests)
-    tightest = min(
-        (bound[k] for k in ("node_lp_gpu", "cluster_lp_gpu", "capacity_gpu") if k in bound),
-        default=None,
-    )
+    tightest = bound.get("tightest_gpu")
     of = f" of at most {tightest:g} (tightest bound)" if tightest is not None else ""
     out.append(
         f"\n{summary.placed} of {summary.workloads} workload(s) placed, "

@@ -29,6 +29,7 @@ from placer.quantity import CPU, GPU, MEMORY, PODS
 __all__ = [
     "ClusterState",
     "PodShape",
+    "Signatures",
     "constraint_key",
     "gpu_milli",
     "node_devices",
@@ -102,10 +103,34 @@ class PodShape:
         )
 
 
+class Signatures:
+    """Small integer ids for node states (allocatable, free vector and devices), shared by
+    all cluster states of a decision: nodes with the same id score alike for every pod, so
+    the packer scores one node per id, and the fragmentation scores are memoised by id.
+
+    Ids are handed out in order of first appearance (no hashing of values into ids), so they
+    are reproducible."""
+
+    def __init__(self) -> None:
+        self._ids: dict[bytes, int] = {}
+        #: fragmentation memo: ``(signature, shape token) -> F`` after one pod, and
+        #: ``(signature, -1) -> F`` now; valid for one mix (``mix``).
+        self.frag: dict[tuple[int, int], float] = {}
+        self.mix: object = None
+
+    def of(self, key: bytes) -> int:
+        found = self._ids.get(key)
+        if found is None:
+            found = self._ids[key] = len(self._ids)
+        return found
+
+
 class ClusterState:
     """Free capacity of one cluster's nodes; see the module docstring."""
 
-    def __init__(self, cluster: Cluster, names: Sequence[str]) -> None:
+    def __init__(
+        self, cluster: Cluster, names: Sequence[str], signatures: Signatures | None = None
+    ) -> None:
         self.cluster = cluster
         self.names = tuple(names)
         nodes = cluster.nodes
@@ -139,12 +164,7 @@ class ClusterState:
         self._tainted = [
             i for i, n in enumerate(nodes) if any(t.effect != "PreferNoSchedule" for t in n.taints)
         ]
-        self._journal: list[tuple[int, IntArray, IntArray]] = []
-        #: nodes changed since the last ``take_changed`` (for cached scores).
-        self.changed: set[int] = set()
-        #: fragmentation per node under ``frag_mix`` (kept by the packer's fgd scoring).
-        self.frag_cache: npt.NDArray[np.float64] | None = None
-        self.frag_mix: object = None
+        self._journal: list[tuple[int | IntArray, IntArray, IntArray]] = []
         #: unit index -> "cannot fit even alone" on the pristine state (kept by capacity).
         self.alone: dict[int, bool] = {}
         #: bumped by every change; keys ``memo`` entries.
@@ -152,6 +172,14 @@ class ClusterState:
         self.memo: dict[tuple[str, int], object] = {}
         self._copies: dict[tuple[object, ...], IntArray] = {}
         self._copies_version = -1
+        self.signatures = signatures if signatures is not None else Signatures()
+        self._static = [self.cap[i].tobytes() for i in range(count)]
+        self.sig: IntArray = np.array([self._signature(i) for i in range(count)], dtype=np.int64)
+
+    def _signature(self, node: int) -> int:
+        return self.signatures.of(
+            self._static[node] + self.free[node].tobytes() + self.dev[node].tobytes()
+        )
 
     def __len__(self) -> int:
         return len(self.nodes)
@@ -235,16 +263,38 @@ class ClusterState:
     def place_many(self, shape: PodShape, node: int, count: int) -> list[tuple[int, ...]]:
         """``count`` pods of ``shape`` on ``node`` in one step (one journal entry)."""
         self._journal.append((node, self.free[node].copy(), self.dev[node].copy()))
-        self.changed.add(node)
         self.version += 1
         self.free[node] -= shape.req * count
         if not (shape.gpus or shape.share):
+            self.sig[node] = self._signature(node)
             return [()] * count
         row = self.dev[node].tolist()
         result = [self._devices(row, shape) for _ in range(count)]
         self.dev[node] = row
         self.full[node] = row.count(1000)
         self.devfree[node] = sum(d for d in row if d > 0)
+        self.sig[node] = self._signature(node)
+        return result
+
+    def place_bulk(
+        self, shape: PodShape, nodes: IntArray, counts: IntArray
+    ) -> list[list[tuple[int, ...]]]:
+        """``counts[i]`` pods of ``shape`` on each of the distinct ``nodes`` (one journal
+        entry); returns each node's pods' devices."""
+        self._journal.append((nodes.copy(), self.free[nodes].copy(), self.dev[nodes].copy()))
+        self.version += 1
+        self.free[nodes] -= counts[:, None] * shape.req[None, :]
+        result: list[list[tuple[int, ...]]] = []
+        for node, count in zip(nodes.tolist(), counts.tolist(), strict=True):
+            if shape.gpus or shape.share:
+                row = self.dev[node].tolist()
+                result.append([self._devices(row, shape) for _ in range(count)])
+                self.dev[node] = row
+                self.full[node] = row.count(1000)
+                self.devfree[node] = sum(d for d in row if d > 0)
+            else:
+                result.append([()] * count)
+            self.sig[node] = self._signature(node)
         return result
 
     @staticmethod
@@ -272,10 +322,10 @@ class ClusterState:
         ``devices`` replays an earlier choice exactly.
         """
         self._journal.append((node, self.free[node].copy(), self.dev[node].copy()))
-        self.changed.add(node)
         self.version += 1
         self.free[node] -= shape.req
         if not (shape.gpus or shape.share):
+            self.sig[node] = self._signature(node)
             return ()
         # device rows are short: plain Python is faster than numpy here
         row = self.dev[node].tolist()
@@ -291,15 +341,16 @@ class ClusterState:
         self.dev[node] = row
         self.full[node] = row.count(1000)
         self.devfree[node] = sum(d for d in row if d > 0)
+        self.sig[node] = self._signature(node)
         return used
 
     def unplace(self, shape: PodShape, node: int, devices: tuple[int, ...]) -> None:
         """Give back one pod placed earlier with ``devices`` (journaled, so ``undo`` works)."""
         self._journal.append((node, self.free[node].copy(), self.dev[node].copy()))
-        self.changed.add(node)
         self.version += 1
         self.free[node] += shape.req
         if not (shape.gpus or shape.share):
+            self.sig[node] = self._signature(node)
             return
         row = self.dev[node].tolist()
         for i in devices[: shape.gpus]:
@@ -309,6 +360,7 @@ class ClusterState:
         self.dev[node] = row
         self.full[node] = row.count(1000)
         self.devfree[node] = sum(d for d in row if d > 0)
+        self.sig[node] = self._signature(node)
 
     def undo(self, mark: int) -> None:
         """Roll back every ``place`` after ``mark``."""
@@ -316,9 +368,15 @@ class ClusterState:
             node, free, dev = self._journal.pop()
             self.free[node] = free
             self.dev[node] = dev
-            self.full[node] = int((dev == 1000).sum())
-            self.devfree[node] = int(np.maximum(dev, 0).sum())
-            self.changed.add(node)
+            if isinstance(node, np.ndarray):  # a bulk entry
+                self.full[node] = (dev == 1000).sum(axis=1)
+                self.devfree[node] = np.maximum(dev, 0).sum(axis=1)
+                for one in node.tolist():
+                    self.sig[one] = self._signature(one)
+            else:
+                self.full[node] = int((dev == 1000).sum())
+                self.devfree[node] = int(np.maximum(dev, 0).sum())
+                self.sig[node] = self._signature(node)
             self.version += 1
 
     def copy(self) -> ClusterState:
@@ -329,10 +387,8 @@ class ClusterState:
         other.dev = self.dev.copy()
         other.full = self.full.copy()
         other.devfree = self.devfree.copy()
+        other.sig = self.sig.copy()
         other._journal = []
-        other.changed = set()
-        other.frag_cache = None
-        other.frag_mix = None
         other.alone = {}
         other.memo = {}
         other._copies = {}

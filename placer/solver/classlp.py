@@ -1,0 +1,237 @@
+"""The node-class LP: a relaxation of node-level placement that sees node types.
+
+The cluster LP (B2) and the node-aware LP (B3, :mod:`placer.solver.capacity`) pool a
+cluster's free capacity, so spare cpu on a 2-GPU box with 104 cores counts as if it were next
+to the idle GPUs of a 96-core 8-GPU box. This LP keeps the nodes' types apart: nodes are
+grouped into classes of identical nodes (:mod:`placer.solver.classes`) and pods are assigned
+to classes, not to clusters.
+
+Model
+-----
+Shapes ``s`` (distinct pod demands with their eligibility: scalar vector ``a_s``, whole GPUs
+``g_s``, share ``m_s``, thousandths ``μ_s = 1000 g_s + m_s``); a run ``r`` of unit ``u`` has
+``n_r`` pods of shape ``s(r)``. Per cluster ``c`` the classes ``k`` of its usable nodes;
+for a per-node quantity ``h``, ``h(k) = Σ_{n∈k} h(n)``. Variables: ``x_{u,c} ∈ [0, 1]`` for
+each cluster ``c`` the unit may use (statically allowed, and each run fits alone,
+:func:`~placer.solver.capacity.infeasible_alone`); ``y_{s,c,k} ∈ [0, cp_{s,k}]`` pods of shape
+``s`` on class ``k`` of ``c``, only where ``s`` is eligible on ``k``, with ``cp_s(n)`` an upper
+bound on the pods of ``s`` node ``n`` holds alone (``min_j ⌊f_{n,j}/a_{s,j}⌋``, ``⌊idle_n/g_s⌋``,
+``Σ_d ⌊φ_{n,d}/m_s⌋``).
+
+* one cluster per unit: ``Σ_c x_{u,c} ≤ 1``;
+* every pod has a class: ``Σ_k y_{s,c,k} = Σ_{r: s(r)=s} n_r x_{u(r),c}`` for each ``s, c``;
+* per class and scalar resource ``j``: ``Σ_s a_{s,j} y_{s,c,k} ≤ f_j(k)``;
+* GPU thousandths ``Σ_s μ_s y ≤ φ(k)`` and idle devices ``Σ_s g_s y ≤ idle(k)``;
+* device slots, for share sizes ``q``: ``Σ_s (g_s ⌊1000/q⌋ + ⌊m_s/q⌋) y ≤ Σ_{n∈k} Σ_d ⌊φ_{n,d}/q⌋``;
+* scalar slots (cpu, memory; the largest pod sizes ``q``): ``Σ_s ⌊a_{s,j}/q⌋ y ≤
+  Σ_{n∈k} ⌊f_{n,j}/q⌋``;
+* shape cuts, for an anchor shape ``s`` eligible on ``k`` (the most frequent ones):
+  ``Σ_{s' ⪰ s} y_{s',c,k} ≤ cp_s(k)``, where ``s' ⪰ s`` needs at least ``s`` in every scalar
+  resource and, for GPUs, ``g_{s'} ≥ g_s`` (and, if ``s`` shares a device, ``g_{s'} > 0`` or
+  ``m_{s'} ≥ m_s``).
+
+Why it is a relaxation (every node-feasible placement is a feasible point with the same
+objective): take a placement with ``z_{u,c} ∈ {0,1}`` and ``p_{s,n}`` pods of shape ``s`` on
+node ``n``, node by node within capacity, devices within their thousandths. Set ``x = z`` and
+``y_{s,c,k} = Σ_{n∈k} p_{s,n}``. The equality holds because each pod is on exactly one node of
+its cluster, and ``y = 0`` where ``s`` is not eligible because no pod is on a node that refuses
+it. Each class row is the sum over ``n ∈ k`` of a row that holds on node ``n``: the scalar and
+thousandths rows are the node's capacities; a whole-GPU pod takes ``g`` idle devices; for the
+slot rows, ``Σ_i ⌊a_i/q⌋ ≤ ⌊Σ_i a_i/q⌋ ≤ ⌊f/q⌋`` on each node (and on each device, where a
+whole-GPU pod takes all ``1000`` of its devices); for a shape cut, replacing each pod of a
+shape ``s' ⪰ s`` on ``n`` by a pod of ``s`` keeps the node feasible (every amount shrinks; a
+share fits on the device the bigger pod used, or on one of its idle devices), so the node
+holds at most ``cp_s(n)`` of them; and ``y ≤ cp_s(k)`` likewise. Coarse classes only sum the
+same per-node rows over more nodes. Hence the LP optimum is an upper bound on any placement's
+objective — with objective ``Σ μ_u x_{u,c}`` on placed GPU thousandths, the bound
+``class_lp_gpu`` (at least as tight as the LP without the class split, since summing its
+class rows gives the cluster's totals and slot rows).
+
+The same LP with the solver's value and preference objective guides the batch solver
+(:mod:`placer.solver.master`): its ``x`` says which units go where, its ``y`` how many pods
+of each shape each node class takes.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Mapping, Sequence
+from dataclasses import dataclass, field
+
+import numpy as np
+
+from placer.solver.capacity import infeasible_alone
+from placer.solver.classes import NodeClasses, copies_per_node, node_classes
+from placer.solver.lp import LinearProgram
+from placer.solver.problem import Unit
+from placer.solver.state import ClusterState, IntArray, PodShape
+
+__all__ = ["ClassLP", "class_lp", "shape_key"]
+
+#: cpu and memory slot thresholds per class (the largest distinct pod sizes there).
+SLOT_SIZES = 3
+#: device slot thresholds per class (the largest distinct shares there).
+DEVICE_SLOTS = 4
+#: anchor shapes per cluster for shape cuts (the most frequent by pod count).
+ANCHORS = 12
+
+
+def shape_key(shape: PodShape) -> tuple[bytes, int, int, object]:
+    """Identity of a pod shape for the LP: demand and eligibility."""
+    return (shape.req.tobytes(), shape.gpus, shape.share, shape.key)
+
+
+@dataclass
+class ClassLP:
+    """The LP's answer (``x``, ``y`` empty when GLOP found no optimum)."""
+
+    #: the optimal objective (0 when there is nothing to place).
+    objective: float
+    #: ``x[u, c]`` of each unit and cluster variable.
+    x: dict[tuple[int, str], float] = field(default_factory=dict)
+    #: per cluster, the classes and ``y[s, k]`` (shape ids index ``shapes``).
+    classes: dict[str, NodeClasses] = field(default_factory=dict)
+    y: dict[str, dict[tuple[int, int], float]] = field(default_factory=dict)
+    shapes: list[PodShape] = field(default_factory=list)
+    #: shape id of each (unit index, run position).
+    shape_of: dict[tuple[int, int], int] = field(default_factory=dict)
+    #: the model's size, for reports.
+    variables: int = 0
+    rows: int = 0
+
+
+def class_lp(
+    states: Mapping[str, ClusterState],
+    units: Sequence[Unit],
+    weight: Callable[[Unit, str], float],
+) -> ClassLP:
+    """Solve the node-class LP maximising ``Σ weight(u, c) x[u, c]`` (see module docstring)."""
+    result = ClassLP(objective=0.0)
+    ids: dict[tuple[bytes, int, int, object], int] = {}
+    for unit in units:
+        for position, run in enumerate(unit.runs):
+            key = shape_key(run.shape)
+            if key not in ids:
+                ids[key] = len(result.shapes)
+                result.shapes.append(run.shape)
+            result.shape_of[(unit.index, position)] = ids[key]
+    lp = LinearProgram()
+    x: dict[tuple[int, str], int] = {}
+    y: dict[str, dict[tuple[int, int], int]] = {}
+    for name, state in states.items():
+        members = [u for u in units if name in u.rank and not infeasible_alone(state, u)]
+        if members:
+            y[name] = _cluster(lp, result, name, state, members, x)
+    by_unit: dict[int, list[int]] = {}
+    for (u, _), var in x.items():
+        by_unit.setdefault(u, []).append(var)
+    for variables in by_unit.values():
+        if len(variables) > 1:
+            lp.row(variables, [1.0] * len(variables), upper=1.0)
+    by_index = {u.index: u for u in units}
+    for (u, c), var in x.items():
+        lp.set_objective(var, float(weight(by_index[u], c)))
+    result.variables, result.rows = lp.variables, lp.rows
+    solution = lp.solve()
+    if solution is None:  # pragma: no cover - bounded and feasible (x = 0)
+        result.objective = float(sum(max(0.0, weight(by_index[u], c)) for u, c in x))
+        return result
+    values = solution.values
+    result.objective = solution.objective
+    result.x = {key: float(values[var]) for key, var in x.items()}
+    for name, pairs in y.items():
+        result.y[name] = {key: float(values[var]) for key, var in pairs.items()}
+    return result
+
+
+def _cluster(
+    lp: LinearProgram,
+    result: ClassLP,
+    name: str,
+    state: ClusterState,
+    members: list[Unit],
+    x: dict[tuple[int, str], int],
+) -> dict[tuple[int, int], int]:
+    """Add one cluster's variables and rows; returns its ``y`` variables."""
+    pods: dict[int, int] = {}  # shape id -> pods over the members' runs (for anchors)
+    for unit in members:
+        for position, run in enumerate(unit.runs):
+            sid = result.shape_of[(unit.index, position)]
+            pods[sid] = pods.get(sid, 0) + run.count
+    used = sorted(pods)
+    shapes = [result.shapes[s] for s in used]
+    classes = node_classes(state, shapes)
+    result.classes[name] = classes
+    copies = classes.total(copies_per_node(classes.free, classes.dev, shapes))  # [C, S]
+    y: dict[tuple[int, int], int] = {}
+    for j, sid in enumerate(used):
+        for k in range(len(classes)):
+            if classes.eligible[j, k] and copies[k, j] > 0:
+                y[(sid, k)] = lp.var(float(copies[k, j]))
+    for unit in members:
+        x[(unit.index, name)] = lp.var(1.0)
+    # every pod of a placed unit has a class
+    terms: dict[int, tuple[list[int], list[float]]] = {
+        sid: (
+            [y[(sid, k)] for k in range(len(classes)) if (sid, k) in y],
+            [1.0] * sum(1 for k in range(len(classes)) if (sid, k) in y),
+        )
+        for sid in used
+    }
+    for unit in members:
+        amount: dict[int, int] = {}
+        for position, run in enumerate(unit.runs):
+            sid = result.shape_of[(unit.index, position)]
+            amount[sid] = amount.get(sid, 0) + run.count
+        for sid, count in amount.items():
+            terms[sid][0].append(x[(unit.index, name)])
+            terms[sid][1].append(-float(count))
+    for indices, coefficients in terms.values():
+        lp.row(indices, coefficients, lower=0.0, upper=0.0)
+    # per class rows
+    req = np.stack([s.req for s in shapes])  # [S, K]
+    gpus = np.array([s.gpus for s in shapes], dtype=np.int64)
+    share = np.array([s.share for s in shapes], dtype=np.int64)
+    free_sum = classes.total(classes.free)  # [C, K]
+    pos = np.maximum(classes.dev, 0)
+    thousandths = classes.total(pos.sum(axis=1))
+    idle = classes.total((classes.dev == 1000).sum(axis=1))
+    order = sorted(range(len(used)), key=lambda j: (-pods[used[j]], j))[:ANCHORS]
+    for k in range(len(classes)):
+        present = [j for j in range(len(used)) if (used[j], k) in y]
+        if not present:
+            continue
+        sub = np.array(present, dtype=np.int64)
+        upper = copies[k, sub]
+        columns = [y[(used[j], k)] for j in present]
+
+        def add(
+            coef: IntArray, rhs: int, upper: IntArray = upper, columns: list[int] = columns
+        ) -> None:
+            if int((coef * upper).sum()) <= rhs:
+                return  # cannot bind
+            nonzero = np.flatnonzero(coef)
+            lp.row(
+                [columns[i] for i in nonzero.tolist()],
+                coef[nonzero].astype(np.float64).tolist(),
+                upper=float(max(rhs, 0)),
+            )
+
+        for r in range(req.shape[1]):
+            add(req[sub, r], int(free_sum[k, r]))
+        add(1000 * gpus[sub] + share[sub], int(thousandths[k]))
+        add(gpus[sub], int(idle[k]))
+        members_k = classes.label == k
+        for q in sorted({int(m) for m in share[sub] if m > 0})[-DEVICE_SLOTS:]:
+            slots = int((pos[members_k] // q).sum())
+            add(gpus[sub] * (1000 // q) + share[sub] // q, slots)
+        for r in (0, 1):  # cpu, memory
+            for q in sorted({int(a) for a in req[sub, r] if a > 0})[-SLOT_SIZES:]:
+                add(req[sub, r] // q, int((classes.free[members_k, r] // q).sum()))
+        for j in order:
+            if not classes.eligible[j, k]:
+                continue
+            dominates = (req[sub] >= req[j]).all(axis=1) & (gpus[sub] >= gpus[j])
+            if share[j]:
+                dominates &= (gpus[sub] > 0) | (share[sub] >= share[j])
+            add(dominates.astype(np.int64), int(copies[k, j]))
+    return y

@@ -1,0 +1,156 @@
+"""The hint portfolio: complete, node-realised answers for one priority level, cheap first.
+
+CP-SAT's batch solver starts from the best of several greedy passes, each a full placement
+realised by the packer (:mod:`placer.solver.packer`):
+
+1. **LP-guided** (``lp``): the node-class LP (:mod:`placer.solver.classlp`) maximising placed
+   GPUs; units in decreasing order of their largest LP share ``max_c x[u, c]`` (then most
+   value per scarcest resource), each tried in its clusters by decreasing ``x[u, c]``, then
+   by preference. Units the LP places whole go first, into the cluster the LP chose, and
+   the rest fill what is left. Packed with best-fit node scoring (fast).
+2. **Every baseline** (``greedy``, ``karmada``, ``worst-fit``, ``first-fit``,
+   ``best-fit``), exactly as its own batch decision runs it
+   (:func:`placer.solver.heuristics.run_rule`): so, time permitting, CP-SAT's answer is never
+   worse than any baseline's on the same capacity.
+3. **Density** (``dense``): most value per share of the scarcest resource first (when cpu or
+   memory binds, units with many GPUs per core go first), best-fit scoring; and the
+   LP-guided pass again with the units' own node scoring (``lp-fgd``).
+
+A pass runs when the time it is expected to take (the longest pass so far) fits before the
+deadline; the first always runs. The best answer (placed value, then preference) wins; ties
+go to the earlier pass.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass, field
+
+from placer.solver.classlp import ClassLP, class_lp
+from placer.solver.clock import Clock
+from placer.solver.fragmentation import Mix
+from placer.solver.heuristics import Placed, choose_and_pack, run_rule
+from placer.solver.problem import Unit
+from placer.solver.state import ClusterState
+
+__all__ = ["PASSES", "Hints", "density_key", "run_portfolio", "value_of"]
+
+#: the passes in the order they run.
+PASSES = ("lp", "greedy", "karmada", "worst-fit", "first-fit", "best-fit", "dense", "lp-fgd")
+
+
+@dataclass
+class Hints:
+    """The portfolio's best answer, and what ran."""
+
+    best: Placed
+    #: the pass that found ``best``.
+    winner: str
+    #: seconds (decision clock) of the longest pass.
+    pass_seconds: float
+    #: placed value per pass that ran, in order.
+    values: dict[str, int] = field(default_factory=dict)
+    notes: list[str] = field(default_factory=list)
+    #: the guiding LP (when it was solved here or given).
+    guide: ClassLP | None = None
+
+
+def value_of(placed: Placed) -> tuple[int, int]:
+    """Placed value, then minus the preference ranks (higher is better)."""
+    return (sum(u.value for u, _, _ in placed), -sum(u.rank[c] for u, c, _ in placed))
+
+
+def density_key(
+    units: Sequence[Unit], states: dict[str, ClusterState]
+) -> Callable[[Unit], tuple[float, int]]:
+    """Most value per share of the scarcest resource first (GPU thousandths, cpu, memory,
+    each as a share of the level's free total): when cpu or memory binds, units that bring
+    many GPUs per core go first."""
+    free_cpu = sum(int(s.free[s.usable, 0].sum()) for s in states.values()) or 1
+    free_mem = sum(int(s.free[s.usable, 1].sum()) for s in states.values()) or 1
+    free_gpu = sum(int(s.devfree[s.usable].sum()) for s in states.values()) or 1
+
+    def key(unit: Unit) -> tuple[float, int]:
+        cpu, mem = int(unit.demand[0]), int(unit.demand[1])
+        share = max(unit.milli / free_gpu, cpu / free_cpu, mem / free_mem, 1e-12)
+        return (-unit.value / share, unit.index)
+
+    return key
+
+
+def guided(
+    units: Sequence[Unit],
+    states: dict[str, ClusterState],
+    x: dict[tuple[int, str], float],
+    *,
+    mix: Mix | None,
+    fast: bool,
+) -> Placed:
+    """The LP-guided pass (see module docstring); leaves the placements applied."""
+    dense = density_key(units, states)
+    share = {u.index: max((x.get((u.index, c), 0.0) for c in u.rank), default=0.0) for u in units}
+    placed: Placed = []
+    for unit in sorted(units, key=lambda u: (-round(share[u.index], 3), dense(u))):
+        order = sorted(
+            (c for c in unit.rank if c in states),
+            key=lambda c: (-round(x.get((unit.index, c), 0.0), 3), unit.rank[c], c),
+        )
+        scoring = "bestfit" if fast and unit.scoring == "fgd" else None
+        choice = choose_and_pack(
+            "greedy", unit, states, order, mix=mix, scoring=scoring, explain=False
+        )
+        if choice.packed is not None and choice.cluster is not None:
+            placed.append((unit, choice.cluster, choice.packed))
+    return placed
+
+
+def _dense(units: Sequence[Unit], states: dict[str, ClusterState], mix: Mix | None) -> Placed:
+    placed: Placed = []
+    for unit in sorted(units, key=density_key(units, states)):
+        scoring = "bestfit" if unit.scoring == "fgd" else None
+        choice = choose_and_pack(
+            "greedy", unit, states, unit.allowed(), mix=mix, scoring=scoring, explain=False
+        )
+        if choice.packed is not None and choice.cluster is not None:
+            placed.append((unit, choice.cluster, choice.packed))
+    return placed
+
+
+def run_portfolio(
+    units: Sequence[Unit],
+    states: dict[str, ClusterState],
+    *,
+    mix: Mix | None,
+    clock: Clock,
+    deadline: float,
+    guide: ClassLP | None = None,
+    passes: Sequence[str] = PASSES,
+) -> Hints:
+    """Run the passes (see module docstring); the states are left as they were."""
+    marks = {name: state.mark() for name, state in states.items()}
+    hints = Hints(best=[], winner="", pass_seconds=0.0, guide=guide)
+    best_value: tuple[int, int] | None = None
+    for name in passes:
+        started = clock()
+        if best_value is not None and started + hints.pass_seconds > deadline:
+            hints.notes.append(f"portfolio stopped before {name} (time limit)")
+            break
+        if name in ("lp", "lp-fgd"):
+            if hints.guide is None:
+                hints.guide = class_lp(states, units, lambda unit, _: float(unit.milli))
+            placed = guided(units, states, hints.guide.x, mix=mix, fast=name == "lp")
+        elif name == "dense":
+            placed = _dense(units, states, mix)
+        else:
+            placed = run_rule(name, units, states, mix=mix)
+        for state_name, state in states.items():
+            state.undo(marks[state_name])
+        hints.pass_seconds = max(hints.pass_seconds, clock() - started)
+        value = value_of(placed)
+        hints.values[name] = value[0]
+        if best_value is None or value > best_value:
+            best_value, hints.best, hints.winner = value, placed, name
+        if len(placed) == len(units) and value[1] == 0:
+            break  # everything placed, each in its first choice: nothing can be better
+    hints.notes.append(f"hint from {hints.winner}")
+    return hints
