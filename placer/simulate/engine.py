@@ -199,12 +199,13 @@ def simulate(
 def gpu_bound(decision: Decision, demand_milli: int, free_milli: int) -> int:
     """The tightest GPU upper bound of a decision, in thousandths of a GPU.
 
-    The smaller of the solver's LP bounds (cluster LP B2 and node-aware LP B3, both counting
-    shared GPUs by their thousandths) and the trivial bound B0 = min(demand, free capacity),
-    computed here in thousandths so that shared-GPU pods count.
+    The smallest of the solver's bounds (cluster LP B2, node-aware LP B3, node-class LP and
+    its own ``tightest_gpu``, all counting shared GPUs by their thousandths) and the trivial
+    bound B0 = min(demand, free capacity), computed here as well so that a solver reporting
+    fewer bounds is still held to B0.
     """
     bounds = [demand_milli, free_milli]
-    for key in ("cluster_lp_gpu", "node_lp_gpu"):
+    for key in ("cluster_lp_gpu", "node_lp_gpu", "class_lp_gpu", "tightest_gpu"):
         value = decision.summary.bound.get(key)
         if value is not None:
             bounds.append(math.ceil(round(value * 1000, 3)))
