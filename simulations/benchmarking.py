@@ -122,7 +122,8 @@ def _git(*args: str) -> str:
 def _commit() -> str:
     try:
         commit = _git("rev-parse", "--short", "HEAD")
-        dirty = _git("status", "--porcelain", "--untracked-files=no")
+        # results of earlier benchmarks do not make the code dirty
+        dirty = _git("status", "--porcelain", "--untracked-files=no", "--", ".", ":!*/results/*")
     except (OSError, subprocess.CalledProcessError):
         return "unknown"
     return commit + ("+dirty" if dirty else "")
