@@ -1,12 +1,17 @@
-"""``placer describe -f FILE``: what a workload is made of, read through its definition.
+"""``placer describe``: what a workload is made of — from a file, or live on the fleet.
 
-For every object in FILE (``-`` = stdin; several YAML documents allowed): the component tree
-with replicas and GPUs, the matched status (``Phase:``), the Resources table and the predicted
-gangs, or (``-o json``) the stable JSON list documented in the README.
+File mode, ``placer describe -f FILE``: for every object in FILE (``-`` = stdin; several YAML
+documents allowed): the component tree with replicas and GPUs, the matched status
+(``Phase:``), the Resources table and the predicted gangs, or (``-o json``) the stable JSON
+list documented in the README. All objects are read first; if any cannot be described, every
+problem is printed and nothing else (exit 4 when the first problem is a kind no definition
+covers, 2 for unparsable YAML, 1 otherwise). Rendering lives in
+:mod:`placer.definitions.view`.
 
-All objects are read first; if any cannot be described, every problem is printed and nothing
-else (exit 4 when the first problem is a kind no definition covers, 2 for unparsable YAML, 1
-otherwise). Rendering lives in :mod:`placer.definitions.view`, shared with the live mode.
+Live mode, ``placer describe TYPE/NAME`` (or ``TYPE NAME``) ``[-n NS] [fleet options]``: the
+workload found on the member clusters (:mod:`placer.inventory`): the same tree with the pods
+actually there (phase, node, GPUs, ``ready/desired``), the cluster it runs on, its phase and
+placer's placement record. Exit 3 when no reachable cluster has it.
 """
 
 from __future__ import annotations
@@ -15,14 +20,15 @@ import argparse
 import sys
 from pathlib import Path
 
+from placer.cli._fleet import add_fleet_options, fleet_config_from_args
 from placer.cli._output import add_output_option, print_json
 from placer.cli.definitions import add_catalog_option, load_catalog
 from placer.definitions import Decomposition, Document, decompose
 from placer.definitions.documents import read_input
 from placer.definitions.view import build_view, render_text, to_json
-from placer.errors import InputError, PlacerError
+from placer.errors import InputError, PlacerError, UsageError
 
-__all__ = ["read_manifests", "register", "run"]
+__all__ = ["read_manifests", "register", "run", "run_live"]
 
 
 def register(subparsers: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
@@ -32,15 +38,22 @@ def register(subparsers: argparse._SubParsersAction[argparse.ArgumentParser]) ->
         description="Decompose the workloads in FILE with their definitions and show them.",
     )
     parser.add_argument(
+        "target",
+        nargs="*",
+        metavar="TYPE/NAME",
+        help="a workload on the fleet: TYPE/NAME or TYPE NAME (live mode)",
+    )
+    parser.add_argument(
         "-f",
         "--filename",
-        required=True,
         metavar="FILE",
         help="workload manifests (YAML or JSON, several documents allowed; - reads stdin)",
     )
+    parser.add_argument("-n", "--namespace", metavar="NS", help="namespace (default: default)")
+    add_fleet_options(parser)
     add_catalog_option(parser)
     add_output_option(parser)
-    parser.set_defaults(func=run)
+    parser.set_defaults(func=run, describe_parser=parser)
 
 
 def read_manifests(filename: str) -> list[Document]:
@@ -51,6 +64,13 @@ def read_manifests(filename: str) -> list[Document]:
 
 
 def run(args: argparse.Namespace) -> int:
+    if not args.filename and not args.target:
+        parser: argparse.ArgumentParser = args.describe_parser
+        parser.error("one of the arguments -f/--filename or TYPE/NAME is required")
+    if args.filename and args.target:
+        raise UsageError("give either -f FILE or TYPE/NAME, not both")
+    if not args.filename:
+        return run_live(args)
     catalog = load_catalog(args)
     documents = read_manifests(args.filename)
     if not documents:
@@ -71,4 +91,55 @@ def run(args: argparse.Namespace) -> int:
         return 0
     blocks = [render_text(build_view(d)) for d in results]
     sys.stdout.write("\n".join(blocks))
+    return 0
+
+
+def run_live(args: argparse.Namespace) -> int:
+    """``describe TYPE/NAME``: the workload on the member clusters, with its pods."""
+    from contextlib import ExitStack
+
+    from placer.dispatch.submit import open_clients
+    from placer.inventory import (
+        WorkloadNotFoundError,
+        find_workload,
+        live_json,
+        live_view,
+        render_live,
+        resolve_type,
+    )
+
+    if len(args.target) == 1 and "/" in args.target[0]:
+        type_token, _, name = args.target[0].partition("/")
+    elif len(args.target) == 2:
+        type_token, name = args.target
+    else:
+        raise UsageError("give TYPE/NAME (or TYPE NAME) of a workload, or -f FILE")
+    if not type_token or not name:
+        raise UsageError(f"{'/'.join(args.target)!r}: expected TYPE/NAME")
+    namespace = args.namespace or "default"
+    catalog = load_catalog(args)
+    definitions = resolve_type(type_token, catalog)
+    config = fleet_config_from_args(args)
+    with ExitStack() as stack:
+        clients = open_clients(config)
+        for client in clients.values():
+            stack.callback(client.close)
+        found = find_workload(clients, catalog, definitions, name, namespace)
+        views = [live_view(w, clients[w.cluster]) for w in found.workloads]
+    for warning in found.warnings:
+        print(f"warning: {warning}", file=sys.stderr)
+    if not views:
+        raise WorkloadNotFoundError(
+            f"{type_token}/{name} not found in namespace {namespace} on any reachable cluster "
+            f"({', '.join(config.names) or 'no clusters'})",
+            hint="check the name and namespace (-n), or list workloads with `placer get -A`",
+        )
+    if len(views) > 1:
+        where = ", ".join(v.workload.cluster for v in views)
+        print(f"warning: {type_token}/{name} exists on several clusters: {where}", file=sys.stderr)
+    if args.output == "json":
+        data = [live_json(v) for v in views]
+        print_json(data[0] if len(data) == 1 else data)
+        return 0
+    sys.stdout.write("\n".join(render_live(v) for v in views))
     return 0

@@ -6,7 +6,9 @@
   :mod:`placer.fleet.summary` documents.
 * ``fleet up SNAPSHOT --kubeconfig-out PATH [--fleet-out PATH]``: the virtual fleet — one
   loopback HTTPS API server per cluster of the snapshot, seeded so that gathering from it gives
-  the snapshot's capacity back; one kubeconfig context per cluster. Runs until SIGINT/SIGTERM,
+  the snapshot's capacity back; one kubeconfig context per cluster. Every catalog kind is
+  served, and applied workloads get pods bound to nodes and a Running status
+  (:mod:`placer.fleet.realism`; ``--no-pods`` turns that off). Runs until SIGINT/SIGTERM,
   then stops the servers and removes nothing the user asked for.
 """
 
@@ -53,6 +55,11 @@ def register(subparsers: Any) -> None:
     )
     show.add_argument("snapshot", nargs="?", metavar="SNAPSHOT", help="snapshot file")
     add_fleet_options(show)
+    show.add_argument(
+        "--server",
+        metavar="URL",
+        help="ask a running `placer controller` (its /v1/fleet) instead of the clusters",
+    )
     add_output_option(show)
     show.add_argument("--nodes", action="store_true", help="one row per node (text output)")
     show.set_defaults(func=run_show)
@@ -75,6 +82,12 @@ def register(subparsers: Any) -> None:
         metavar="PATH",
         help="also write a fleet file (kubeconfig, context, labels, taints per cluster)",
     )
+    up.add_argument(
+        "--no-pods",
+        dest="pods",
+        action="store_false",
+        help="serve the catalog's kinds but do not materialise pods of applied workloads",
+    )
     up.set_defaults(func=run_up)
     parser.set_defaults(func=lambda _args: _missing_command(parser))
 
@@ -88,7 +101,14 @@ def run_show(args: argparse.Namespace) -> int:
     if args.snapshot and has_fleet_options(args):
         raise UsageError("give either SNAPSHOT or fleet options, not both")
     fleet: Fleet
-    if args.snapshot:
+    if args.server:
+        if args.snapshot or has_fleet_options(args):
+            raise UsageError("--server cannot be combined with SNAPSHOT or fleet options")
+        from placer.controller.client import fetch_fleet
+
+        fleet = fetch_fleet(args.server, timeout=args.timeout)
+        report_unreachable(fleet)
+    elif args.snapshot:
         fleet = load_snapshot(args.snapshot)
     else:
         fleet = gather_fleet(fleet_config_from_args(args))
@@ -104,6 +124,7 @@ def run_show(args: argparse.Namespace) -> int:
 
 
 def run_up(args: argparse.Namespace) -> int:
+    from placer.fleet.realism import realism_setup
     from placer.fleet.virtual import VirtualFleet
 
     fleet = load_snapshot(args.snapshot)
@@ -112,7 +133,7 @@ def run_up(args: argparse.Namespace) -> int:
         sig: signal.signal(sig, lambda *_: stop.set()) for sig in (signal.SIGINT, signal.SIGTERM)
     }
     try:
-        with VirtualFleet(fleet) as virtual:
+        with VirtualFleet(fleet, setup=realism_setup(pods=args.pods)) as virtual:
             path = virtual.write_kubeconfig(Path(args.kubeconfig_out))
             if args.fleet_out:
                 virtual.write_fleet_file(Path(args.fleet_out), kubeconfig=path)

@@ -681,6 +681,9 @@ def open_client(
             field=f"contexts[name={context}]",
         ) from None
     api_client.user_agent = settings.user_agent
+    hook = getattr(api_client.configuration, "refresh_api_key_hook", None)
+    if hook is not None:
+        api_client.configuration.refresh_api_key_hook = _throttled(hook, _REFRESH_INTERVAL)
     return KubeClient(
         api_client,
         name=name or context,
@@ -688,3 +691,31 @@ def open_client(
         namespace=info.namespace,
         page_gate=page_gate,
     )
+
+
+#: seconds between two runs of the official loader's token refresh hook.
+_REFRESH_INTERVAL = 1.0
+
+
+def _throttled(hook: Any, interval: float) -> Any:
+    """``hook`` run at most once per ``interval`` seconds.
+
+    NB: the official loader installs a hook that runs before *every* request: it reloads an
+    expired exec/OIDC token and then copies host, certificates and token into the
+    configuration again — about 0.7 ms of CPU per request, a quarter of a request's cost in
+    the placement controller. A token that expires is still reloaded within ``interval``.
+    """
+    lock = threading.Lock()
+    last = [float("-inf")]
+
+    def call(configuration: Any) -> None:
+        now = time.monotonic()
+        with lock:
+            if now - last[0] < interval:
+                return
+            last[0] = now
+        hook(configuration)
+        # the official hook re-installs itself on every run: put the throttle back in front
+        configuration.refresh_api_key_hook = call
+
+    return call

@@ -238,6 +238,10 @@ class Watcher:
                 ) as response:
                     with self._lock:
                         self._response = response
+                    if self.stopped:
+                        # NB: stop() came between the loop's check and the line above: it
+                        # found no response to shut down, so this stream would wait for data
+                        return
                     for line in iter_lines(_chunks(response)):
                         action, event = self.state.on_line(line)
                         if action is Action.RELIST:

@@ -1,0 +1,260 @@
+"""``placer controller``: run the placement controller against a hub cluster.
+
+    placer controller --hub-context NAME [--hub-kubeconfig PATH] [fleet options]
+                      [--policy FILE]... [--catalog DIR]... [--metrics-port N]
+                      [--batch-window S] [--grace-period S] [--hub-name NAME] ...
+
+The hub is one kubeconfig context (``--hub-kubeconfig``, else the fleet's kubeconfig files);
+the members are the fleet options as for every other command, except that without
+``--context`` the hub's own context is not a member. A member that is the hub (same server) is
+refused: its objects and their copies would have the same names.
+
+Runs until SIGTERM or SIGINT (graceful: the running cycle finishes, the Lease is released);
+exits 1 when it loses leadership (Kubernetes restarts it as a candidate), 0 after a signal.
+Logs are JSON lines on stderr (``--log-format text`` for people).
+"""
+
+from __future__ import annotations
+
+import argparse
+import os
+import signal
+import threading
+from collections.abc import Sequence
+from typing import Any
+
+from placer.cli._fleet import add_fleet_options, fleet_config_from_args
+from placer.errors import UsageError
+from placer.fleet import FleetConfig
+from placer.fleet.config import DEFAULT_TIMEOUT
+from placer.policy import PlacementPolicy, load_policies
+from placer.solver import SOLVERS
+
+__all__ = ["register", "run"]
+
+
+def register(subparsers: Any) -> None:
+    parser = subparsers.add_parser(
+        "controller",
+        help="run the placement controller on a hub cluster",
+        description=(
+            "Watch a hub cluster for workloads that opt in (label placer.dev/queue, or "
+            "selected by a PlacementPolicy on the hub), place them in batches on the member "
+            "clusters, mirror their status back, fail over lost members."
+        ),
+    )
+    hub = parser.add_argument_group("hub")
+    hub.add_argument("--hub-context", required=True, metavar="NAME", help="the hub's context")
+    hub.add_argument(
+        "--hub-kubeconfig",
+        action="append",
+        default=[],
+        metavar="PATH",
+        help="kubeconfig holding the hub context (default: the fleet's kubeconfig files)",
+    )
+    hub.add_argument(
+        "--hub-name",
+        metavar="NAME",
+        help="this hub's name on member copies (label placer.dev/hub; default: the context)",
+    )
+    add_fleet_options(parser)
+    placing = parser.add_argument_group("placement")
+    placing.add_argument(
+        "--policy",
+        action="append",
+        default=[],
+        metavar="FILE",
+        help="PlacementPolicy YAML, applied before the hub's PlacementPolicies (repeatable)",
+    )
+    placing.add_argument(
+        "--catalog",
+        action="append",
+        default=[],
+        metavar="DIR",
+        help="extra Workload Map definitions (repeatable; the hub's Karta objects win)",
+    )
+    placing.add_argument(
+        "--batch-window",
+        type=float,
+        default=1.0,
+        metavar="S",
+        help="seconds pending workloads are collected before a cycle decides them (default 1)",
+    )
+    placing.add_argument(
+        "--grace-period",
+        type=float,
+        default=300.0,
+        metavar="S",
+        help="seconds a member may be unreachable before its workloads move (default 300)",
+    )
+    placing.add_argument(
+        "--resync-interval",
+        type=float,
+        default=30.0,
+        metavar="S",
+        help="seconds between capacity and health checks while idle (default 30)",
+    )
+    placing.add_argument("--solver", choices=SOLVERS, default="cpsat", help="default cpsat")
+    placing.add_argument(
+        "--time-limit",
+        type=float,
+        default=1.0,
+        metavar="S",
+        help="solver seconds per cycle (default 1)",
+    )
+    placing.add_argument(
+        "--max-batch", type=int, default=2000, metavar="N", help="workloads per cycle at most"
+    )
+    placing.add_argument(
+        "--ledger-ttl",
+        type=float,
+        default=600.0,
+        metavar="S",
+        help="seconds an in-flight placement is charged at most (default 600)",
+    )
+    placing.add_argument(
+        "--no-create-namespaces",
+        action="store_true",
+        help="never create a workload's namespace on a member (a missing one fails there)",
+    )
+    placing.add_argument(
+        "--workers", type=int, default=8, metavar="N", help="threads writing records (default 8)"
+    )
+    ops = parser.add_argument_group("operations")
+    ops.add_argument(
+        "--metrics-port",
+        type=int,
+        default=8080,
+        metavar="N",
+        help="port of /metrics, /healthz, /readyz and /v1/* (default 8080; 0 = any free port)",
+    )
+    ops.add_argument("--bind", default="0.0.0.0", metavar="ADDRESS", help="default 0.0.0.0")
+    ops.add_argument(
+        "--identity", metavar="NAME", help="name in the Lease (default: $POD_NAME or host-pid)"
+    )
+    ops.add_argument("--lease-namespace", default="placer-system", metavar="NS")
+    ops.add_argument("--lease-name", default="placer-controller", metavar="NAME")
+    ops.add_argument("--lease-duration", type=float, default=15.0, metavar="S")
+    ops.add_argument("--renew-deadline", type=float, default=10.0, metavar="S")
+    ops.add_argument("--retry-period", type=float, default=2.0, metavar="S")
+    ops.add_argument(
+        "--no-leader-election",
+        action="store_true",
+        help="act without a Lease (only for a single replica)",
+    )
+    ops.add_argument("--log-format", choices=("json", "text"), default="json")
+    ops.add_argument("--log-level", choices=("debug", "info", "warning", "error"), default="info")
+    parser.set_defaults(func=run)
+
+
+def run(args: argparse.Namespace) -> int:
+    from placer.controller import (
+        BackoffSettings,
+        Controller,
+        ControllerSettings,
+        Endpoints,
+        HttpServer,
+        LeaseSettings,
+        Metrics,
+    )
+    from placer.controller.logs import configure_logging
+    from placer.controller.settings import default_identity, hub_id
+    from placer.definitions import Catalog
+    from placer.kube import ClientSettings, load_kubeconfigs, open_client
+
+    policies: list[PlacementPolicy] = []
+    for path in args.policy:
+        policies.extend(load_policies(path))
+    catalog = Catalog.load(args.catalog)
+    hub_sets = load_kubeconfigs(args.hub_kubeconfig or args.kubeconfig)
+    hub_info = hub_sets.context(args.hub_context)
+    fleet = _members(fleet_config_from_args(args), args, hub_info.server)
+    try:
+        settings = ControllerSettings(
+            hub=args.hub_name or hub_id(args.hub_context),
+            identity=args.identity or default_identity(os.environ),
+            batch_window=args.batch_window,
+            max_batch=args.max_batch,
+            grace_period=args.grace_period,
+            resync_interval=args.resync_interval,
+            ledger_ttl=args.ledger_ttl,
+            solve_time_limit=args.time_limit,
+            solver=args.solver,
+            workers=args.workers,
+            create_namespaces=not args.no_create_namespaces,
+            gather_timeout=min(args.timeout, DEFAULT_TIMEOUT),
+            lease=LeaseSettings(
+                name=args.lease_name,
+                namespace=args.lease_namespace,
+                duration=args.lease_duration,
+                renew_deadline=args.renew_deadline,
+                retry_period=args.retry_period,
+            ),
+            backoff=BackoffSettings(),
+            leader_election=not args.no_leader_election,
+        )
+    except ValueError as exc:
+        raise UsageError(str(exc)) from None
+    configure_logging(args.log_level, fmt=args.log_format)
+    hub = open_client(
+        hub_sets,
+        args.hub_context,
+        name="hub",
+        settings=ClientSettings(pool_size=settings.hub_connections, user_agent="placer-controller"),
+    )
+    metrics = Metrics(process=True)
+    controller = Controller(
+        hub, fleet, settings, catalog=catalog, policies=policies, metrics=metrics
+    )
+    server = HttpServer(
+        Endpoints(
+            healthy=controller.healthy,
+            ready=controller.ready,
+            metrics=metrics.exposition,
+            fleet=controller.fleet_document,
+            placements=controller.placements_document,
+        ),
+        host=args.bind,
+        port=args.metrics_port,
+    ).start()
+    stop = threading.Event()
+    previous = {
+        sig: signal.signal(sig, lambda *_: stop.set()) for sig in (signal.SIGINT, signal.SIGTERM)
+    }
+    try:
+        return controller.run(stop)
+    finally:
+        server.stop()
+        hub.close()
+        for sig, handler in previous.items():
+            signal.signal(sig, handler)
+
+
+def _members(config: FleetConfig, args: argparse.Namespace, hub_server: str) -> FleetConfig:
+    """The member clusters: the fleet options, without the hub."""
+    sources: Sequence[Any] = config.clusters
+    if not args.context and not args.fleet:
+        sources = [s for s in sources if s.name != args.hub_context]
+    for source in sources:
+        if source.kubeconfig is None:
+            continue
+        try:
+            server = source.kubeconfig.context(source.context).server
+        except Exception:  # reported as the member's problem when it is used
+            continue
+        if _same_server(server, hub_server):
+            raise UsageError(
+                f"member {source.name} is the hub itself ({server})",
+                hint="the hub's objects and their copies would have the same names; "
+                "leave the hub out of the members",
+            )
+    if not sources:
+        raise UsageError(
+            "no member cluster besides the hub",
+            hint="give the members with --kubeconfig/--context or --fleet",
+        )
+    return FleetConfig(tuple(sources), config.source)
+
+
+def _same_server(a: str, b: str) -> bool:
+    return a.rstrip("/") == b.rstrip("/")

@@ -1,0 +1,94 @@
+"""``placer get``: the workloads of every catalog type on every member cluster.
+
+    placer get [TYPE] [-A | -n NAMESPACE] [fleet options] [--catalog DIR]... [-o text|json]
+
+One row per top-level workload (:mod:`placer.inventory.listing`): CLUSTER, NAMESPACE, NAME,
+KIND, PHASE (the definition's status mapping), COMPONENTS (``leader(1), worker(2)``: desired
+pods per component instance), GPU (desired GPUs), AGE. Without ``-A`` or ``-n`` the namespace
+is ``default``. TYPE is a kind, its plural, ``kind.group`` or a definition name (``jobset``,
+``jobsets``, ``JobSet.jobset.x-k8s.io``). Clusters that cannot be read are warnings on
+stderr; the others are shown. JSON: ``{"items": [...], "count": N}``, each item as
+:meth:`placer.inventory.LiveWorkload.to_dict`.
+"""
+
+from __future__ import annotations
+
+import argparse
+import sys
+from contextlib import ExitStack
+
+from placer.cli._fleet import add_fleet_options, fleet_config_from_args
+from placer.cli._output import add_output_option, print_json, print_table
+from placer.cli.definitions import add_catalog_option, load_catalog
+from placer.errors import UsageError
+
+__all__ = ["add_namespace_options", "register", "run"]
+
+
+def add_namespace_options(parser: argparse.ArgumentParser, *, all_namespaces: bool) -> None:
+    """``-n/--namespace`` (and ``-A/--all-namespaces`` when asked)."""
+    parser.add_argument("-n", "--namespace", metavar="NS", help="namespace (default: default)")
+    if all_namespaces:
+        parser.add_argument("-A", "--all-namespaces", action="store_true", help="every namespace")
+
+
+def register(subparsers: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
+    parser = subparsers.add_parser(
+        "get",
+        help="list workloads of every catalog type across all member clusters",
+        description=(
+            "List the workloads of every catalog type (or of TYPE) on every member cluster, "
+            "with phase, components and GPUs."
+        ),
+    )
+    parser.add_argument("type", nargs="?", metavar="TYPE", help="workload type (default: all)")
+    add_namespace_options(parser, all_namespaces=True)
+    add_fleet_options(parser)
+    add_catalog_option(parser)
+    add_output_option(parser)
+    parser.set_defaults(func=run)
+
+
+def run(args: argparse.Namespace) -> int:
+    from placer.dispatch.submit import open_clients
+    from placer.inventory import age, components_text, list_workloads, resolve_type
+
+    if args.all_namespaces and args.namespace:
+        raise UsageError("give either -A or -n NAMESPACE, not both")
+    namespace = None if args.all_namespaces else (args.namespace or "default")
+    catalog = load_catalog(args)
+    definitions = resolve_type(args.type, catalog) if args.type else None
+    config = fleet_config_from_args(args)
+    with ExitStack() as stack:
+        clients = open_clients(config)
+        for client in clients.values():
+            stack.callback(client.close)
+        inventory = list_workloads(clients, catalog, namespace=namespace, definitions=definitions)
+    missing = [s.name for s in config.clusters if s.name not in clients]
+    warnings = [f"cluster {name}: no usable kubeconfig entry" for name in missing]
+    warnings += list(inventory.warnings)
+    if args.output == "json":
+        items = [w.to_dict() for w in inventory.workloads]
+        print_json({"items": items, "count": len(items), "warnings": warnings})
+    elif inventory.workloads:
+        rows = [["CLUSTER", "NAMESPACE", "NAME", "KIND", "PHASE", "COMPONENTS", "GPU", "AGE"]]
+        for w in inventory.workloads:
+            rows.append(
+                [
+                    w.cluster,
+                    w.namespace or "<none>",
+                    w.name,
+                    w.kind,
+                    ",".join(w.phases),
+                    components_text(w),
+                    f"{w.gpus:g}",
+                    age(w.metadata.get("creationTimestamp")),
+                ]
+            )
+        print_table(rows)
+    else:
+        where = "any namespace" if namespace is None else f"namespace {namespace}"
+        print(f"No workloads found in {where}.", file=sys.stderr)
+    for warning in warnings:
+        print(f"warning: {warning}", file=sys.stderr)
+    return 0

@@ -1,0 +1,337 @@
+"""``placer submit``: place workloads on the fleet and dispatch them to the chosen clusters.
+
+    placer submit -f FILE... [fleet options | --snapshot-free] [--policy FILE]... [--dry-run]
+                  [--wait[=TIMEOUT]] [--no-create-namespace] [--in-flight-ttl S]
+                  [--solver NAME] [--time-limit S] [--seed N] [--catalog DIR]... [-o text|json]
+
+Decomposes every object of the files with its Workload Map definition, gathers the fleet's
+node-level capacity (in-flight placements charged), decides all objects in one batch and
+server-side applies each to its cluster with placer's placement record
+(:mod:`placer.dispatch`). Text output: the decision, for every placed workload the reason each
+other cluster was refused, failures with the API server's Status, warnings. JSON: as ``placer
+plan``, plus ``decision`` (id), per placement ``dispatched``, ``state``, ``error``,
+``attempts``, ``record`` and ``refused``, per unplaced workload ``dispatched: false`` and
+``error``, and ``warnings`` and ``timings`` (seconds per step).
+
+``--wait[=TIMEOUT]`` (default 300 s; ``90s``, ``5m`` accepted) then follows each placed
+workload's phase (its definition's status mapping) until Running, Completed or Failed.
+
+Exit code: 0 when every workload is placed (dispatched now, already placed, or accepted by the
+dry run) and, with ``--wait``, settled without failing; 1 otherwise.
+"""
+
+from __future__ import annotations
+
+import argparse
+import importlib
+import re
+import sys
+from collections.abc import Sequence
+from contextlib import ExitStack
+from typing import Any
+
+from placer.cli._fleet import add_fleet_options, fleet_config_from_args, report_unreachable
+from placer.cli._output import add_output_option, print_json, print_table
+from placer.cli.definitions import add_catalog_option
+from placer.errors import PlacerError, UsageError
+from placer.policy import PlacementPolicy, load_policies
+from placer.solver import SOLVERS
+
+__all__ = ["parse_duration", "read_manifests", "register", "run"]
+
+DEFAULT_WAIT = 300.0
+
+
+def register(subparsers: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
+    parser = subparsers.add_parser(
+        "submit",
+        help="place workloads on the fleet and dispatch them to the chosen clusters",
+        description=(
+            "Decompose the workloads, gather the fleet's capacity, decide where each goes and "
+            "apply it there (server-side apply, field manager placer), with the reasons every "
+            "other cluster was refused."
+        ),
+    )
+    parser.add_argument(
+        "-f",
+        "--filename",
+        action="append",
+        required=True,
+        metavar="FILE",
+        help="workload manifests (YAML or JSON; repeat for several files; - reads stdin)",
+    )
+    add_fleet_options(parser)
+    parser.add_argument(
+        "--snapshot-free",
+        action="store_true",
+        help=(
+            "decide without gathering node capacity (no node/pod list rights needed): "
+            "clusters filtered by reachability, policy, pins and taints, ranked by policy "
+            "preference; the member's scheduler does the fitting"
+        ),
+    )
+    parser.add_argument(
+        "--policy",
+        action="append",
+        default=[],
+        metavar="FILE",
+        help="PlacementPolicy YAML (repeatable; the first policy selecting a workload applies)",
+    )
+    parser.add_argument(
+        "--dry-run",
+        action="store_true",
+        help="decide and ask the chosen clusters for a server-side dry run; change nothing",
+    )
+    parser.add_argument(
+        "--wait",
+        nargs="?",
+        const=str(DEFAULT_WAIT),
+        default=None,
+        metavar="TIMEOUT",
+        help=f"follow each workload's phase until Running/Completed/Failed "
+        f"(default timeout {DEFAULT_WAIT:g}s; e.g. --wait=90s, --wait=5m)",
+    )
+    parser.add_argument(
+        "--no-create-namespace",
+        dest="create_namespace",
+        action="store_false",
+        help="fail on a cluster where the workload's namespace does not exist",
+    )
+    parser.add_argument(
+        "--in-flight-ttl",
+        type=float,
+        default=None,
+        metavar="SECONDS",
+        help="how long this submission's in-flight entries count at most while its pods do "
+        "not appear (default 600)",
+    )
+    parser.add_argument("--solver", choices=SOLVERS, default="cpsat", help="default cpsat")
+    parser.add_argument(
+        "--time-limit", type=float, default=1.0, metavar="S", help="seconds for the decision"
+    )
+    parser.add_argument("--seed", type=int, default=0, help="solver seed (default 0)")
+    add_catalog_option(parser)
+    add_output_option(parser)
+    parser.set_defaults(func=run)
+
+
+def parse_duration(text: str) -> float:
+    """``90``, ``90s``, ``5m``, ``1h`` -> seconds (positive)."""
+    match = re.fullmatch(r"\s*(\d+(?:\.\d+)?)\s*(s|m|h)?\s*", text)
+    if not match:
+        raise UsageError(f"--wait: {text!r} is not a duration (e.g. 90, 90s, 5m)")
+    value = float(match.group(1)) * {"s": 1, "m": 60, "h": 3600, None: 1}[match.group(2)]
+    if value <= 0:
+        raise UsageError("--wait: the timeout must be positive")
+    return value
+
+
+def read_manifests(filenames: Sequence[str], catalog_dirs: Sequence[str]) -> list[Any]:
+    """Every object of every file as a :class:`placer.dispatch.Manifest`; all problems are
+    reported together (the first one raised)."""
+    from placer.definitions import Catalog, decompose
+    from placer.dispatch import Manifest
+
+    describe = importlib.import_module("placer.cli.describe")
+    catalog = Catalog.load(catalog_dirs)
+    manifests: list[Manifest] = []
+    problems: list[PlacerError] = []
+    seen: dict[Any, str] = {}
+    for filename in filenames:
+        for document in describe.read_manifests(filename):
+            try:
+                decomposition = decompose(document.data, catalog, source=document.source)
+            except PlacerError as exc:
+                problems.append(exc)
+                continue
+            ref = decomposition.ref
+            if ref in seen:
+                problems.append(
+                    UsageError(f"{document.source}: {ref} is given twice (also in {seen[ref]})")
+                )
+                continue
+            seen[ref] = document.source
+            manifests.append(Manifest(document.data, decomposition, document.source))
+    if problems:
+        for problem in problems[1:]:
+            print(f"error: {problem}", file=sys.stderr)
+        raise problems[0]
+    if not manifests:
+        raise UsageError(f"no objects found in {', '.join(filenames)}")
+    return manifests
+
+
+def run(args: argparse.Namespace) -> int:
+    from placer.dispatch.ledger import DEFAULT_TTL
+    from placer.dispatch.submit import open_clients, submit
+
+    if not args.time_limit > 0:
+        raise UsageError(f"--time-limit must be positive, got {args.time_limit:g}")
+    wait = parse_duration(args.wait) if args.wait is not None else None
+    ttl = DEFAULT_TTL if args.in_flight_ttl is None else args.in_flight_ttl
+    if not ttl > 0:
+        raise UsageError(f"--in-flight-ttl must be positive, got {ttl:g}")
+    if wait is not None and args.dry_run:
+        raise UsageError("--wait cannot be combined with --dry-run (nothing is created)")
+    manifests = read_manifests(args.filename, args.catalog)
+    policies: list[PlacementPolicy] = []
+    for path in args.policy:
+        policies += load_policies(path)
+    config = fleet_config_from_args(args)
+    with ExitStack() as stack:
+        clients = open_clients(config)
+        for client in clients.values():
+            stack.callback(client.close)
+        report = submit(
+            manifests,
+            config,
+            clients,
+            policies=policies,
+            dry_run=args.dry_run,
+            create_namespaces=args.create_namespace,
+            snapshot_free=args.snapshot_free,
+            solver=args.solver,
+            time_limit=args.time_limit,
+            seed=args.seed,
+            in_flight_ttl=ttl,
+        )
+        report_unreachable(report.fleet)
+        if args.output == "json":
+            print_json(report_to_dict(report))
+        else:
+            render(report)
+        for warning in report.warnings:
+            print(f"warning: {warning}", file=sys.stderr)
+        code = 0 if report.ok else 1
+        if wait is not None:
+            code = max(code, _wait(report, manifests, clients, wait))
+    return code
+
+
+# --------------------------------------------------------------------------------------------
+# output
+
+
+def report_to_dict(report: Any) -> dict[str, Any]:
+    """``placer plan``'s JSON plus the dispatch fields (see the module docstring)."""
+    from placer.solver.report import decision_to_dict
+
+    data = decision_to_dict(report.decision)
+    outcomes = {o.workload: o for o in report.outcomes}
+    for item, placement in zip(data["placements"], report.decision.placements, strict=True):
+        outcome = outcomes[placement.workload]
+        item["state"] = outcome.state
+        item["dispatched"] = outcome.dispatched
+        item["error"] = outcome.error or None
+        item["attempts"] = [a.to_dict() for a in outcome.attempts]
+        item["record"] = outcome.record.to_dict() if outcome.record else None
+        item["refused"] = dict(report.refused.get(placement.workload, {}))
+        if outcome.notes:
+            item["notes"] = list(outcome.notes)
+    for item, unplaced in zip(data["unplaced"], report.decision.unplaced, strict=True):
+        outcome = outcomes[unplaced.workload]
+        item["state"] = outcome.state
+        item["dispatched"] = False
+        item["error"] = outcome.error or None
+        item["attempts"] = [a.to_dict() for a in outcome.attempts]
+    return {
+        "decision": report.decision_id,
+        **data,
+        "warnings": list(report.warnings),
+        "timings": dict(report.timings),
+    }
+
+
+def render(report: Any, out: Any = None) -> None:
+    """The text report: decision table, refusals per placed workload, failures, summary."""
+    from placer.model import GPU_SHARE
+    from placer.quantity import CPU, GPU, MEMORY, format_quantity
+
+    stream = out or sys.stdout
+    decision = report.decision
+    outcomes = {o.workload: o for o in report.outcomes}
+    stream.write(f"Decision {report.decision_id}\n\n")
+    if decision.placements:
+        rows = [["WORKLOAD", "CLUSTER", "PODS", "GPUS", "CPU", "MEMORY", "STATE"]]
+        for p in decision.placements:
+            outcome = outcomes[p.workload]
+            rows.append(
+                [
+                    str(p.workload),
+                    p.cluster,
+                    str(len(p.pods)),
+                    f"{p.requests.get(GPU, 0) + p.requests.get(GPU_SHARE, 0) / 1000:g}",
+                    format_quantity(CPU, p.requests.get(CPU, 0)),
+                    format_quantity(MEMORY, p.requests.get(MEMORY, 0)),
+                    outcome.state,
+                ]
+            )
+        print_table(rows, stream)
+    for p in decision.placements:
+        outcome = outcomes[p.workload]
+        refused = report.refused.get(p.workload, {})
+        lines: list[str] = []
+        for attempt in outcome.attempts:
+            lines.append(f"  {attempt.cluster}: dispatch failed: {attempt.error}")
+        if outcome.state == "unchanged":
+            when = f" (decision {outcome.record.decision})" if outcome.record else ""
+            lines.append(f"  already placed on {p.cluster}{when}: nothing sent")
+        width = max((len(c) for c in refused), default=0)
+        for cluster, text in refused.items():
+            lines.append(f"  {cluster.ljust(width)}  refused: {text}")
+        for note in outcome.notes:
+            lines.append(f"  note: {note}")
+        if lines:
+            stream.write(f"\n{p.workload} -> {p.cluster}\n" + "\n".join(lines) + "\n")
+    for unplaced in decision.unplaced:
+        outcome = outcomes[unplaced.workload]
+        stream.write(f"\n{unplaced.workload}: not placed\n")
+        for attempt in outcome.attempts:
+            stream.write(f"  {attempt.cluster}: dispatch failed: {attempt.error}\n")
+        tried = {a.cluster for a in outcome.attempts}
+        width = max((len(c) for c in unplaced.reasons), default=0)
+        for cluster, text in unplaced.reasons.items():
+            if cluster in tried:
+                continue
+            stream.write(f"  {cluster.ljust(width)}  {text}\n")
+        if outcome.error and not unplaced.reasons:
+            stream.write(f"  {outcome.error}\n")
+    summary = decision.summary
+    counts: dict[str, int] = {}
+    for outcome in report.outcomes:
+        counts[outcome.state] = counts.get(outcome.state, 0) + 1
+    states = ", ".join(f"{n} {state}" for state, n in counts.items())
+    stream.write(
+        f"\n{summary.placed} of {summary.workloads} workload(s) placed ({states}); "
+        f"solver {summary.solver}, {summary.status}, {summary.seconds:.3f} s\n"
+    )
+
+
+def _wait(report: Any, manifests: Sequence[Any], clients: Any, timeout: float) -> int:
+    """Follow the placed workloads' phases (progress on stderr); 1 if any did not settle."""
+    from placer.dispatch.wait import wait_for
+
+    definitions = {m.ref: m.decomposition.definition for m in manifests}
+    targets = {
+        o.workload: (o.cluster, definitions[o.workload])
+        for o in report.outcomes
+        if o.placed and o.cluster and o.cluster in clients
+    }
+    if not targets:
+        return 0
+
+    def changed(ref: Any, cluster: str, phases: tuple[str, ...]) -> None:
+        print(f"{ref} on {cluster}: {','.join(phases) or 'Undefined'}", file=sys.stderr)
+
+    results = wait_for(targets, clients, timeout=timeout, on_change=changed)
+    code = 0
+    for waited in results:
+        if not waited.settled:
+            print(
+                f"error: {waited.workload} on {waited.cluster}: {waited.problem}", file=sys.stderr
+            )
+            code = 1
+        elif "Failed" in waited.phases:
+            print(f"error: {waited.workload} on {waited.cluster}: Failed", file=sys.stderr)
+            code = 1
+    return code

@@ -1,0 +1,287 @@
+"""What the controller does about one hub object, as the loop decided (worker threads).
+
+Each action of :mod:`placer.controller.reconcile` becomes hub and member writes here: confirm
+or adopt a placement, mirror a copy's status and phase, re-apply a changed object to its
+cluster, fail over from a lost member, delete a copy, remove the finalizer; and deleting stale
+copies whose hub object is gone. An object is *busy* while its actions run; a failure retries
+it after a short delay.
+"""
+
+from __future__ import annotations
+
+import logging
+import time
+from collections.abc import Mapping
+
+from placer.controller.base import (
+    JSON,
+    ControllerBase,
+    generation_of,
+    ref_text,
+)
+from placer.controller.hubconfig import (
+    describe,
+)
+from placer.controller.reconcile import (
+    Action,
+    Adopt,
+    Confirm,
+    DeleteCopy,
+    Failover,
+    Finalize,
+    Mirror,
+    Reapply,
+    is_stale,
+)
+from placer.controller.records import (
+    clear_record_patch,
+    finalizer_patch,
+    format_time,
+    hub_uid_of,
+    phase_patch,
+    placed_condition,
+    record_of,
+    record_patch,
+    status_patch,
+)
+from placer.definitions import (
+    can_suspend,
+    resume,
+)
+from placer.dispatch import (
+    Manifest,
+    PlacementRecord,
+    dispatch_manifest,
+)
+from placer.dispatch.ledger import delete_entry
+from placer.errors import (
+    KubeError,
+    NotFoundError,
+)
+from placer.model import WorkloadRef
+
+log = logging.getLogger(__name__)
+
+__all__ = ["ActionsMixin"]
+
+
+class ActionsMixin(ControllerBase):
+    """Single-object actions (see the module docstring)."""
+
+    def _execute(
+        self, ref: WorkloadRef, obj: JSON, actions: list[Action], copies: dict[str, JSON]
+    ) -> None:
+        requeue = False
+        try:
+            for action in actions:
+                if self._halt.is_set():
+                    return
+                if isinstance(action, DeleteCopy):
+                    self._delete_copy(ref, action.cluster, reason="stale")
+                elif isinstance(action, Finalize):
+                    self._finalize(ref, obj)
+                elif isinstance(action, Confirm):
+                    obj = self._confirm(ref, obj, action.cluster, "Placed")
+                elif isinstance(action, Adopt):
+                    obj = self._adopt(ref, obj, action.cluster, copies[action.cluster])
+                elif isinstance(action, Mirror):
+                    obj = self._mirror(ref, obj, action.cluster, copies[action.cluster])
+                elif isinstance(action, Reapply):
+                    obj = self._reapply(ref, obj, action.cluster, copies[action.cluster])
+                elif isinstance(action, Failover):
+                    self._failover(ref, obj, action)
+                    requeue = True
+        except NotFoundError:
+            pass  # the hub object went away meanwhile: its informer says so
+        except KubeError as err:
+            log.warning(
+                "%s: %s",
+                ref_text(ref),
+                err,
+                extra={"event": "action-failed", "workload": ref_text(ref)},
+            )
+            with self._lock:
+                self._retry[ref] = self._clock() + 2.0
+        except Exception:
+            log.exception("%s: action failed", ref_text(ref), extra={"event": "action-failed"})
+            with self._lock:
+                self._retry[ref] = self._clock() + 5.0
+        finally:
+            with self._wake:
+                self._busy.discard(ref)
+                if requeue:
+                    self._pending.setdefault(ref, self._clock())
+                    self._cycle_wake.set()
+                self._dirty.add(ref)
+                self._wake.notify_all()
+
+    def _adopt(self, ref: WorkloadRef, obj: JSON, cluster: str, copy: JSON) -> JSON:
+        record = PlacementRecord.from_object(copy)
+        decision = record.decision if record and record.decision else "adopted"
+        placed_at = record.placed_at if record and record.placed_at else format_time(time.time())
+        obj = self._patch_meta(ref, obj, lambda o: record_patch(o, cluster, decision, placed_at))
+        obj = self._confirm(ref, obj, cluster, "adopted (its copy was already there)")
+        self.events.record(
+            obj,
+            "Normal",
+            "Adopted",
+            f"cluster {cluster}: its copy was already there (decision {decision}); kept it",
+        )
+        log.info(
+            "%s: adopted its copy on %s",
+            ref_text(ref),
+            cluster,
+            extra={"event": "adopted", "workload": ref_text(ref), "cluster": cluster},
+        )
+        return obj
+
+    def _mirror(self, ref: WorkloadRef, obj: JSON, cluster: str, copy: JSON) -> JSON:
+        phase = self._phase_of(cluster, copy)
+        record = record_of(obj)
+        if record is not None and record.phase != phase:
+            result = self.hub.patch(
+                ref.api_version, ref.kind, ref.name, phase_patch(phase), namespace=ref.namespace
+            )
+            self._remember_hub(ref, result)
+            obj = result
+        condition = self._condition(obj) or placed_condition(
+            True, "Placed", f"cluster {cluster}", time.time(), generation=generation_of(obj)
+        )
+        member_status = copy.get("status")
+        mirrored = dict(member_status) if isinstance(member_status, Mapping) else {}
+        return self._patch_status(ref, obj, status_patch(obj, condition, mirrored))
+
+    def _reapply(self, ref: WorkloadRef, obj: JSON, cluster: str, copy: JSON) -> JSON:
+        """Apply the changed hub object onto its copy (same cluster, same record)."""
+        decomposition = self._decompose(obj)
+        own = record_of(obj)
+        record = PlacementRecord.from_object(copy) or PlacementRecord(
+            cluster, own.decision if own else "", format_time(time.time())
+        )
+        body = dispatch_manifest(obj, ref, record)
+        if can_suspend(decomposition.definition):
+            body = resume(body, decomposition.definition)
+        body = self._mark(body, Manifest(obj, decomposition, source="hub"))
+        client = self.clients[cluster]
+        applied = client.apply(body, field_manager="placer", force=False)
+        informer = self._member_informers.get((cluster, ref.api_version, ref.kind))
+        if informer is not None:
+            informer.remember(applied)
+        log.info(
+            "%s: re-applied to %s (generation %s)",
+            ref_text(ref),
+            cluster,
+            generation_of(obj),
+            extra={"event": "reapplied", "workload": ref_text(ref), "cluster": cluster},
+        )
+        return self._confirm(ref, obj, cluster, "re-applied")
+
+    def _failover(self, ref: WorkloadRef, obj: JSON, action: Failover) -> None:
+        self.ledger.discard(action.cluster, ref)
+        obj = self._patch_meta(ref, obj, clear_record_patch)
+        message = f"{action.reason}; placing it on another cluster"
+        condition = placed_condition(
+            False, "ClusterLost", message, time.time(), generation=generation_of(obj)
+        )
+        obj = self._patch_status(ref, obj, status_patch(obj, condition))
+        self.events.record(obj, "Warning", "ClusterLost", message)
+        self.metrics.failovers.labels(action.cluster).inc()
+        with self._lock:
+            self._epoch += 1
+        log.warning(
+            "%s: %s",
+            ref_text(ref),
+            message,
+            extra={"event": "failover", "workload": ref_text(ref), "cluster": action.cluster},
+        )
+
+    def _finalize(self, ref: WorkloadRef, obj: JSON) -> None:
+        self._patch_meta(ref, obj, finalizer_patch)
+        log.info(
+            "%s: deleted on the hub; copies removed",
+            ref_text(ref),
+            extra={"event": "finalized", "workload": ref_text(ref)},
+        )
+
+    def _delete_copy(self, ref: WorkloadRef, cluster: str, *, reason: str) -> None:
+        client = self.clients.get(cluster)
+        if client is None:
+            return
+        client.delete(ref.api_version, ref.kind, ref.name, namespace=ref.namespace, missing_ok=True)
+        informer = self._member_informers.get((cluster, ref.api_version, ref.kind))
+        if informer is not None:
+            informer.forget(ref.namespace, ref.name)
+        self.ledger.discard(cluster, ref)
+        try:
+            delete_entry(client, ref)
+        except KubeError as err:
+            log.info("cluster %s: ledger entry of %s not removed: %s", cluster, ref, err)
+        if reason == "stale":
+            self.metrics.stale_deleted.labels(cluster).inc()
+        log.info(
+            "%s: copy on %s deleted (%s)",
+            ref_text(ref),
+            cluster,
+            reason,
+            extra={"event": "copy-deleted", "workload": ref_text(ref), "cluster": cluster},
+        )
+
+    def _collect(self, candidates: set[tuple[str, str, str, str, str]]) -> None:
+        """Delete stale copies whose hub object is gone (or records another cluster)."""
+        for cluster, api_version, kind, namespace, name in candidates:
+            hub_informer = self._hub_informers.get((api_version, kind))
+            informer = self._member_informers.get((cluster, api_version, kind))
+            if hub_informer is None or informer is None:
+                continue
+            if not hub_informer.synced:
+                with self._lock:
+                    self._gc.add((cluster, api_version, kind, namespace, name))
+                continue
+            copy = informer.get(namespace, name)
+            if copy is None:
+                continue
+            uid = hub_uid_of(copy)
+            with self._lock:
+                ref = self._by_uid.get(uid)
+                if ref is not None:
+                    self._dirty.add(ref)  # its reconcile decides (busy objects included)
+                    continue
+                objects: dict[str, JSON] = {}
+            if not is_stale(copy, cluster, objects) or self._pool is None:
+                continue
+            stale_ref = WorkloadRef(api_version, kind, namespace, name)
+            self._pool.submit(self._delete_orphan, stale_ref, cluster)
+
+    def _delete_orphan(self, ref: WorkloadRef, cluster: str) -> None:
+        try:
+            self._delete_copy(ref, cluster, reason="stale: its hub object is gone")
+            self.metrics.stale_deleted.labels(cluster).inc()
+        except KubeError as err:
+            log.warning("cluster %s: stale copy %s not deleted: %s", cluster, ref, err)
+
+    def _write_config_report(self, obj: JSON, problem: str | None, reason: str) -> None:
+        if problem:
+            log.warning(
+                "%s is ignored: %s",
+                describe(obj),
+                problem,
+                extra={"event": "invalid-config", "reason": reason},
+            )
+            self.events.record(obj, "Warning", reason, problem)
+            self.metrics.invalid.labels(reason).inc()
+        condition = {
+            "type": "Valid",
+            "status": "False" if problem else "True",
+            "reason": reason if problem else "Valid",
+            "message": (problem or "in use")[:1024],
+            "lastTransitionTime": format_time(time.time()),
+        }
+        api_version, kind = str(obj.get("apiVersion")), str(obj.get("kind"))
+        name = str((obj.get("metadata") or {}).get("name"))
+        try:
+            ref = self.hub.resource(api_version, kind)
+            if "status" not in ref.subresources:
+                return
+            self.hub.patch_status(api_version, kind, name, {"status": {"conditions": [condition]}})
+        except KubeError as err:
+            log.info("could not set the condition of %s: %s", describe(obj), err)

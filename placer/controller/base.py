@@ -1,0 +1,340 @@
+"""The controller's state and the helpers every part of it uses.
+
+:class:`ControllerBase` holds what the controller knows (caches of hub objects and member
+copies, health, queues, the ledger, the decomposition cache) and the primitives shared by the
+loop, the single-object actions (:mod:`placer.controller.actions`) and the placement cycles
+(:mod:`placer.controller.cycles`): hub writes that keep the caches current, decomposition with
+a cache, the marks on copies, the phase of a copy. :class:`placer.controller.Controller`
+(:mod:`placer.controller.loop`) composes them. Everything here runs in the controller's
+threads; shared state is guarded by one lock (``self._lock``, with ``self._wake`` its
+condition).
+"""
+
+from __future__ import annotations
+
+import logging
+import threading
+import time
+from collections import OrderedDict
+from collections.abc import Callable, Mapping, Sequence
+from concurrent.futures import ThreadPoolExecutor
+from typing import Any
+
+from placer.controller.events import EventRecorder
+from placer.controller.hubconfig import (
+    HubDefinitions,
+    HubPolicies,
+)
+from placer.controller.informer import Informer
+from placer.controller.leader import LeaderElector
+from placer.controller.metrics import Metrics
+from placer.controller.reconcile import (
+    Backoff,
+    Health,
+)
+from placer.controller.records import (
+    ANNOTATION_HUB_UID,
+    ANNOTATION_PHASE,
+    LABEL_HUB,
+    condition_of,
+    placed_condition,
+    record_of,
+    status_patch,
+    uid_of,
+)
+from placer.controller.settings import ControllerSettings
+from placer.definitions import (
+    Catalog,
+    Decomposition,
+    decompose,
+    phases_of,
+)
+from placer.dispatch import (
+    Ledger,
+    Manifest,
+)
+from placer.errors import (
+    ConflictError,
+    PlacerError,
+)
+from placer.fleet import FleetConfig
+from placer.kube import KubeClient
+from placer.model import Fleet, WorkloadRef
+from placer.policy import PlacementPolicy
+
+log = logging.getLogger(__name__)
+
+JSON = dict[str, Any]
+KindKey = tuple[str, str]
+_DECOMPOSITIONS = 20_000
+
+
+def ref_text(ref: WorkloadRef) -> str:
+    return f"{ref.kind}/{ref.namespace}/{ref.name}"
+
+
+__all__ = [
+    "JSON",
+    "ControllerBase",
+    "KindKey",
+    "as_written",
+    "generation_of",
+    "more_room",
+    "ref_text",
+    "rv_of",
+    "version_of",
+]
+
+
+class ControllerBase:
+    """State and shared primitives of the placement controller (see the module docstring)."""
+
+    def __init__(
+        self,
+        hub: KubeClient,
+        fleet: FleetConfig,
+        settings: ControllerSettings,
+        *,
+        catalog: Catalog | None = None,
+        policies: Sequence[PlacementPolicy] = (),
+        metrics: Metrics | None = None,
+        clock: Callable[[], float] = time.monotonic,
+    ) -> None:
+        self.hub = hub
+        self.config = fleet
+        self.settings = settings
+        self.base_catalog = catalog if catalog is not None else Catalog.builtin()
+        self.file_policies = tuple(policies)
+        self.metrics = metrics or Metrics()
+        self._clock = clock
+        self.members: tuple[str, ...] = fleet.names
+        self.clients: dict[str, KubeClient] = {}
+        self.ledger = Ledger()
+        self.events = EventRecorder(hub, instance=settings.identity)
+        self._lock = threading.RLock()
+        self._wake = threading.Condition(self._lock)
+        self._cycle_wake = threading.Event()
+        self._halt = threading.Event()
+        self._lost = threading.Event()
+        self._started = threading.Event()
+        # hub state
+        self._definitions = HubDefinitions(self.base_catalog)
+        self._policies = HubPolicies()
+        self._reported: dict[str, str] = {}
+        self._config_versions: dict[str, tuple[tuple[str, str, str], ...]] = {}
+        self._hub_informers: dict[KindKey, Informer] = {}
+        self._config_informers: dict[KindKey, Informer] = {}
+        self._objects: dict[WorkloadRef, JSON] = {}
+        self._by_uid: dict[str, WorkloadRef] = {}
+        self._first_seen: dict[WorkloadRef, float] = {}
+        self._invalid: dict[WorkloadRef, str] = {}
+        # members
+        self._member_informers: dict[tuple[str, str, str], Informer] = {}
+        self._health: dict[str, Health] = {}
+        # work
+        self._dirty: set[WorkloadRef] = set()
+        self._busy: set[WorkloadRef] = set()
+        self._pending: dict[WorkloadRef, float] = {}
+        self._retry: dict[WorkloadRef, float] = {}
+        self._gc: set[tuple[str, str, str, str, str]] = set()
+        self._backoff = Backoff(settings.backoff.initial, settings.backoff.maximum)
+        self._epoch = 0
+        self._fleet: Fleet | None = None
+        self._free: dict[str, dict[str, int]] = {}
+        self._last_gather = float("-inf")
+        self._decomposed: OrderedDict[tuple[str, str], Decomposition] = OrderedDict()
+        self._phases: dict[tuple[str, str, str, str], str] = {}
+        self._pool: ThreadPoolExecutor | None = None
+        self._threads: list[threading.Thread] = []
+        self._elector: LeaderElector | None = None
+        self._cycle_running = False
+
+    def _wake_all(self) -> None:
+        with self._wake:
+            self._wake.notify_all()
+
+    @staticmethod
+    def _condition(obj: Mapping[str, Any]) -> dict[str, Any] | None:
+        return condition_of(obj)
+
+    def _set_health(self, cluster: str, reachable: bool, reason: str = "") -> None:
+        with self._wake:
+            current = self._health.get(cluster, Health())
+            if current.reachable == reachable:
+                return
+            self._health[cluster] = Health(reachable, self._clock(), current.synced)
+            if reachable:
+                self._epoch += 1
+                self._dirty.update(self._objects)
+            self._wake.notify_all()
+        self.metrics.reachable.labels(cluster).set(1 if reachable else 0)
+        log.log(
+            logging.INFO if reachable else logging.WARNING,
+            "member %s is %s%s",
+            cluster,
+            "reachable" if reachable else "unreachable",
+            f": {reason}" if reason else "",
+            extra={"event": "member-health", "cluster": cluster},
+        )
+
+    def _release(self, refs: Sequence[WorkloadRef]) -> None:
+        """The work on ``refs`` is over: reconcile them again."""
+        with self._wake:
+            for ref in refs:
+                self._busy.discard(ref)
+            self._dirty.update(refs)
+            self._wake.notify_all()
+
+    def _patch_meta(
+        self, ref: WorkloadRef, obj: JSON, build: Callable[[JSON], JSON | None]
+    ) -> JSON:
+        """Merge-patch metadata built from the object; on 409 read it again and rebuild."""
+        for attempt in range(5):
+            patch = build(obj)
+            if patch is None:
+                return obj
+            try:
+                result = self.hub.patch(
+                    ref.api_version, ref.kind, ref.name, patch, namespace=ref.namespace
+                )
+            except ConflictError:
+                if attempt == 4:
+                    raise
+                obj = self.hub.get(ref.api_version, ref.kind, ref.name, namespace=ref.namespace)
+                continue
+            self._remember_hub(ref, result)
+            return result
+        raise AssertionError("unreachable")  # pragma: no cover
+
+    def _patch_status(self, ref: WorkloadRef, obj: JSON, patch: JSON | None) -> JSON:
+        if patch is None:
+            return obj
+        resource = self.hub.resource(ref.api_version, ref.kind)
+        subresource = "status" if "status" in resource.subresources else ""
+        result = self.hub.patch(
+            ref.api_version,
+            ref.kind,
+            ref.name,
+            patch,
+            namespace=ref.namespace,
+            subresource=subresource,
+        )
+        self._remember_hub(ref, result)
+        return result
+
+    def _remember_hub(self, ref: WorkloadRef, obj: JSON) -> None:
+        informer = self._hub_informers.get((ref.api_version, ref.kind))
+        if informer is not None:
+            informer.remember(obj)
+        with self._lock:
+            current = self._objects.get(ref)
+            if current is None or rv_of(current) <= rv_of(obj):
+                self._objects[ref] = obj
+
+    def _confirm(self, ref: WorkloadRef, obj: JSON, cluster: str, how: str) -> JSON:
+        record = record_of(obj)
+        decision = record.decision if record else ""
+        condition = placed_condition(
+            True,
+            "Placed",
+            f"cluster {cluster}: {how} by decision {decision or '-'}",
+            time.time(),
+            generation=generation_of(obj),
+        )
+        return self._patch_status(ref, obj, status_patch(obj, condition))
+
+    def _decompose(self, obj: Mapping[str, Any]) -> Decomposition:
+        key = (uid_of(obj), version_of(obj))
+        with self._lock:
+            cached = self._decomposed.get(key)
+            catalog = self._definitions.catalog
+        if cached is not None:
+            return cached
+        decomposition = decompose(obj, catalog, source="hub")
+        with self._lock:
+            self._decomposed[key] = decomposition
+            while len(self._decomposed) > _DECOMPOSITIONS:
+                self._decomposed.popitem(last=False)
+        return decomposition
+
+    def _warm(self, obj: Mapping[str, Any]) -> None:
+        """Decompose ahead of the cycle (errors are the cycle's to report)."""
+        try:
+            self._decompose(obj)
+        except PlacerError:
+            pass
+
+    def _mark(self, body: dict[str, Any], manifest: Manifest) -> dict[str, Any]:
+        """Mark a copy as this hub's copy of the hub object (``Dispatcher`` transform)."""
+        meta = dict(body.get("metadata") or {})
+        labels = dict(meta.get("labels") or {})
+        annotations = dict(meta.get("annotations") or {})
+        labels[LABEL_HUB] = self.settings.hub
+        annotations[ANNOTATION_HUB_UID] = uid_of(manifest.body)
+        annotations.pop(ANNOTATION_PHASE, None)
+        meta["labels"] = labels
+        meta["annotations"] = annotations
+        return {**body, "metadata": meta}
+
+    def _phase_of(self, cluster: str, copy: Mapping[str, Any]) -> str:
+        meta = copy.get("metadata") or {}
+        key = (cluster, str(meta.get("namespace")), str(meta.get("name")), version_of(copy))
+        cached = self._phases.get(key)
+        if cached is not None:
+            return cached
+        try:
+            phase = ",".join(phases_of(copy, self._definitions.catalog))
+        except PlacerError:
+            phase = ""
+        if phase == "Undefined":
+            phase = ""
+        if len(self._phases) > 50_000:
+            self._phases.clear()
+        self._phases[key] = phase
+        return phase
+
+
+def generation_of(obj: Mapping[str, Any]) -> int | None:
+    value = (obj.get("metadata") or {}).get("generation")
+    return value if isinstance(value, int) else None
+
+
+def version_of(obj: Mapping[str, Any]) -> str:
+    return str((obj.get("metadata") or {}).get("resourceVersion") or "")
+
+
+def as_written(obj: Mapping[str, Any]) -> str:
+    """What the user wrote, as far as placement reads it: generation, labels, annotations.
+
+    Status writes (placer's own conditions) change the resourceVersion but not this, so an
+    object reported invalid is not tried again until its owner changes it.
+    """
+    meta = obj.get("metadata") or {}
+    annotations = {
+        k: v for k, v in (meta.get("annotations") or {}).items() if k != ANNOTATION_PHASE
+    }
+    return repr(
+        (
+            meta.get("generation"),
+            sorted((meta.get("labels") or {}).items()),
+            sorted(annotations.items()),
+        )
+    )
+
+
+def rv_of(obj: Mapping[str, Any]) -> int:
+    text = version_of(obj)
+    return int(text) if text.isdigit() else 0
+
+
+def more_room(
+    before: Mapping[str, Mapping[str, int]], after: Mapping[str, Mapping[str, int]]
+) -> bool:
+    """Whether any member has more of any resource free (or is newly reachable)."""
+    for cluster, free in after.items():
+        old = before.get(cluster)
+        if old is None:
+            return True
+        if any(amount > old.get(name, 0) for name, amount in free.items()):
+            return True
+    return False

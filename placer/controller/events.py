@@ -1,0 +1,144 @@
+"""Kubernetes Events about hub objects (``kubectl describe`` shows them), aggregated.
+
+Events are core ``v1`` Events (what ``kubectl describe`` and ``kubectl get events`` read),
+written in the object's namespace (``default`` for cluster-scoped objects such as a
+PlacementPolicy, as Kubernetes does). A repeat of the same reason and message for the same
+object is not a new Event: the existing one gets ``count + 1`` and a new ``lastTimestamp`` —
+the way the kubelet and client-go's recorder aggregate — so a workload retried for hours leaves
+one Event, not hundreds. Messages are cut to 1,024 characters.
+
+:func:`event_body` is pure; :class:`EventRecorder` does the I/O and never raises (an Event is
+information: failing to write one must not stop a placement).
+"""
+
+from __future__ import annotations
+
+import logging
+import secrets
+import threading
+import time
+from collections.abc import Mapping
+from dataclasses import dataclass
+from typing import Any
+
+from placer.controller.records import format_time
+from placer.errors import KubeError, NotFoundError
+from placer.kube import KubeClient
+
+__all__ = ["COMPONENT", "EventRecorder", "event_body"]
+
+log = logging.getLogger(__name__)
+
+COMPONENT = "placer-controller"
+_MESSAGE_LIMIT = 1024
+
+
+def event_body(
+    obj: Mapping[str, Any],
+    *,
+    type_: str,
+    reason: str,
+    message: str,
+    now: float,
+    instance: str,
+) -> dict[str, Any]:
+    """A new ``v1`` Event about ``obj``."""
+    meta = obj.get("metadata") or {}
+    name = str(meta.get("name") or "object")
+    namespace = str(meta.get("namespace") or "default")
+    if len(message) > _MESSAGE_LIMIT:
+        message = message[: _MESSAGE_LIMIT - 3] + "..."
+    involved = {
+        "apiVersion": obj.get("apiVersion"),
+        "kind": obj.get("kind"),
+        "name": name,
+        "uid": meta.get("uid"),
+        "resourceVersion": meta.get("resourceVersion"),
+    }
+    if meta.get("namespace"):
+        involved["namespace"] = namespace
+    stamp = format_time(now)
+    return {
+        "apiVersion": "v1",
+        "kind": "Event",
+        "metadata": {"name": f"{name[:200]}.{secrets.token_hex(8)}", "namespace": namespace},
+        "involvedObject": {k: v for k, v in involved.items() if v is not None},
+        "type": type_,
+        "reason": reason,
+        "message": message,
+        "count": 1,
+        "firstTimestamp": stamp,
+        "lastTimestamp": stamp,
+        "source": {"component": COMPONENT},
+        "reportingComponent": COMPONENT,
+        "reportingInstance": instance,
+        "action": reason,
+    }
+
+
+@dataclass
+class _Last:
+    reason: str
+    message: str
+    name: str
+    namespace: str
+    count: int
+
+
+class EventRecorder:
+    """Writes Events on the hub, aggregating repeats (see the module docstring)."""
+
+    def __init__(self, client: KubeClient, *, instance: str) -> None:
+        self.client = client
+        self.instance = instance
+        self._last: dict[str, _Last] = {}
+        self._lock = threading.Lock()
+
+    def record(self, obj: Mapping[str, Any], type_: str, reason: str, message: str) -> None:
+        """Write (or aggregate) one Event about ``obj``; never raises."""
+        meta = obj.get("metadata") or {}
+        uid = str(
+            meta.get("uid") or f"{obj.get('kind')}/{meta.get('namespace')}/{meta.get('name')}"
+        )
+        now = time.time()
+        with self._lock:
+            last = self._last.get(uid)
+        try:
+            if (
+                last is not None
+                and last.reason == reason
+                and last.message == message[:_MESSAGE_LIMIT]
+            ):
+                last.count += 1
+                try:
+                    self.client.patch(
+                        "v1",
+                        "Event",
+                        last.name,
+                        {"count": last.count, "lastTimestamp": format_time(now)},
+                        namespace=last.namespace,
+                    )
+                    return
+                except NotFoundError:
+                    pass  # expired (events live an hour): write a new one
+            body = event_body(
+                obj, type_=type_, reason=reason, message=message, now=now, instance=self.instance
+            )
+            self.client.create(body)
+            with self._lock:
+                self._last[uid] = _Last(
+                    reason,
+                    body["message"],
+                    body["metadata"]["name"],
+                    body["metadata"]["namespace"],
+                    1,
+                )
+        except KubeError as err:
+            log.warning(
+                "could not record event %s: %s", reason, err, extra={"event": "event-error"}
+            )
+
+    def forget(self, uid: str) -> None:
+        """The object is gone: drop its aggregation state."""
+        with self._lock:
+            self._last.pop(uid, None)

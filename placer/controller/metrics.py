@@ -1,0 +1,157 @@
+"""The controller's Prometheus metrics (``prometheus-client``), in a registry of their own.
+
+Each :class:`Metrics` owns a fresh ``CollectorRegistry`` rather than the library's global one,
+so several controllers can run in one process (tests, the benchmark) without clashing, and
+``/metrics`` shows exactly the controller's series (plus the process collector when asked).
+
+Series (all prefixed ``placer_``):
+
+=====================================  =========  ==========================================
+name                                   type       labels / meaning
+=====================================  =========  ==========================================
+``placements_total``                   counter    ``cluster``: copies dispatched by cycles
+``unschedulable_total``                counter    ``reason``: attempts that found no cluster
+``dispatch_errors_total``              counter    ``cluster``, ``reason``: failed applies
+``failovers_total``                    counter    ``cluster``: workloads moved off a lost one
+``stale_copies_deleted_total``         counter    ``cluster``
+``invalid_objects_total``              counter    ``reason``: NoDefinition, InvalidWorkload...
+``cycles_total``                       counter    placement cycles run
+``decision_seconds``                   histogram  solver time per cycle
+``placement_latency_seconds``          histogram  hub creation seen → copy applied
+``queue_depth``                        gauge      workloads waiting for a cycle
+``unschedulable_waiting``              gauge      workloads waiting for capacity
+``cluster_reachable``                  gauge      ``cluster``: 1 reachable, 0 not
+``leader``                             gauge      1 while this replica leads
+``managed_workloads``                  gauge      hub objects with a placement record
+=====================================  =========  ==========================================
+"""
+
+from __future__ import annotations
+
+from prometheus_client import CollectorRegistry, Counter, Gauge, Histogram
+from prometheus_client.exposition import CONTENT_TYPE_LATEST, generate_latest
+
+__all__ = ["CONTENT_TYPE_LATEST", "Metrics", "unschedulable_reason"]
+
+_LATENCY_BUCKETS = (0.05, 0.1, 0.25, 0.5, 1.0, 2.0, 5.0, 10.0, 30.0, 60.0, 120.0, 300.0)
+_DECISION_BUCKETS = (0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1.0, 2.0, 5.0, 10.0)
+
+
+class Metrics:
+    """Every series of the module docstring, registered in ``self.registry``."""
+
+    def __init__(self, *, process: bool = False) -> None:
+        self.registry = CollectorRegistry(auto_describe=True)
+        if process:
+            from prometheus_client import PLATFORM_COLLECTOR, PROCESS_COLLECTOR
+
+            self.registry.register(PROCESS_COLLECTOR)
+            self.registry.register(PLATFORM_COLLECTOR)
+        r = self.registry
+        self.placements = Counter(
+            "placer_placements", "Workloads dispatched to a member", ["cluster"], registry=r
+        )
+        self.unschedulable = Counter(
+            "placer_unschedulable",
+            "Placement attempts that found no cluster, by reason",
+            ["reason"],
+            registry=r,
+        )
+        self.dispatch_errors = Counter(
+            "placer_dispatch_errors",
+            "Applies to a member that failed, by cluster and reason",
+            ["cluster", "reason"],
+            registry=r,
+        )
+        self.failovers = Counter(
+            "placer_failovers",
+            "Workloads re-placed because their member was lost",
+            ["cluster"],
+            registry=r,
+        )
+        self.stale_deleted = Counter(
+            "placer_stale_copies_deleted",
+            "Stale member copies deleted",
+            ["cluster"],
+            registry=r,
+        )
+        self.invalid = Counter(
+            "placer_invalid_objects",
+            "Hub objects that cannot be placed as written, by reason",
+            ["reason"],
+            registry=r,
+        )
+        self.cycles = Counter("placer_cycles", "Placement cycles run", registry=r)
+        self.decision_seconds = Histogram(
+            "placer_decision_seconds",
+            "Solver time of one placement cycle",
+            buckets=_DECISION_BUCKETS,
+            registry=r,
+        )
+        self.latency = Histogram(
+            "placer_placement_latency_seconds",
+            "From the hub object first seen to its copy applied on a member",
+            buckets=_LATENCY_BUCKETS,
+            registry=r,
+        )
+        self.queue_depth = Gauge(
+            "placer_queue_depth", "Workloads waiting for a placement cycle", registry=r
+        )
+        self.waiting = Gauge(
+            "placer_unschedulable_waiting", "Workloads waiting for capacity", registry=r
+        )
+        self.reachable = Gauge(
+            "placer_cluster_reachable",
+            "Whether a member cluster answers (1) or not (0)",
+            ["cluster"],
+            registry=r,
+        )
+        self.leader = Gauge("placer_leader", "1 while this replica is the leader", registry=r)
+        self.managed = Gauge(
+            "placer_managed_workloads", "Hub objects with a placement record", registry=r
+        )
+
+    def exposition(self) -> bytes:
+        """The registry in Prometheus text format."""
+        return bytes(generate_latest(self.registry))
+
+
+def unschedulable_reason(reasons: dict[str, str] | None) -> str:
+    """A low-cardinality reason for an unplaced workload from the solver's per-cluster words.
+
+    Each cluster's text gets one category; the most hopeful cluster decides: capacity taken
+    (``InsufficientCapacity``) beats a node mismatch (``NoMatchingNode``), which beats a policy
+    or a pin (``PolicyExcluded``, ``Pinned``), which beats an unreachable member
+    (``ClusterUnreachable``).
+    """
+    if not reasons:
+        return "NoClusters"
+    found = {_category(text.lower()) for text in reasons.values()}
+    for name in _HOPE:
+        if name in found:
+            return name
+    return "Other"
+
+
+_HOPE = (
+    "InsufficientCapacity",
+    "NoMatchingNode",
+    "PolicyExcluded",
+    "Pinned",
+    "ClusterUnreachable",
+    "Other",
+)
+
+
+def _category(text: str) -> str:
+    if "unreachable" in text:
+        return "ClusterUnreachable"
+    if "policy" in text:
+        return "PolicyExcluded"
+    if "pinned" in text:
+        return "Pinned"
+    if any(w in text for w in ("free", "capacity", "room", "displaced", "fits, but", "pack")):
+        return "InsufficientCapacity"
+    if any(w in text for w in ("selector", "affinity", "taint", "no node", "cordon", "no nodes")):
+        return "NoMatchingNode"
+    return "Other"

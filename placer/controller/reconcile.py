@@ -1,0 +1,357 @@
+"""The controller's decisions about one hub object or one member copy, as pure functions.
+
+Everything here is a function of data the controller already holds — the hub object, its
+placement record, the member copies seen, the members' health, the clock — and returns what to
+do as small action values. The I/O (patches, applies, deletes, Events) happens in
+:mod:`placer.controller.loop`, which executes the actions. Tests call these functions directly.
+
+Rules for a hub object (:func:`reconcile`):
+
+1. **Deleting** (``deletionTimestamp`` set): delete every copy on a reachable member, then
+   remove the finalizer. Copies on unreachable members are left to the stale-copy rule.
+2. **No record**: nothing happens until every reachable member's copies are listed (a copy
+   may exist where the controller has not looked yet). If copies of this object exist on
+   reachable members (a crash after an apply, or a lost member came back before the object was
+   placed again), *adopt* one — the first in fleet order — and delete the others; otherwise the
+   object waits for a placement cycle (if it opted in).
+3. **Recorded on cluster C**:
+
+   * copies on other reachable members are stale: *delete* them (the member that was lost
+     came back after the object was placed elsewhere);
+   * C is no longer a member, or unreachable for longer than the grace period → *fail over*:
+     forget the record, so the next cycle places it elsewhere (the old copy becomes stale);
+   * C reachable and its copies listed: no copy and not finished → *place* it again (the copy
+     was deleted on the member, or never landed: the hub is the source of truth); a copy →
+     *confirm* an unconfirmed record (a crash between the two record writes), *re-apply* to C
+     when the hub object's generation moved past the one applied (a user edited it: the copy
+     follows, it does not move), *mirror* its status and phase when they differ.
+
+Rule for a member copy (:func:`is_stale`): a copy marked by this hub is stale when its hub
+object is gone (by uid) or records another cluster. Staleness is only judged once the hub's
+objects of that kind are listed, and never for an object with work in flight.
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass, field
+from typing import Any
+
+from placer.controller.records import (
+    CONDITION,
+    Record,
+    condition_of,
+    hub_uid_of,
+    is_deleting,
+    record_of,
+    uid_of,
+)
+
+__all__ = [
+    "Action",
+    "Adopt",
+    "Backoff",
+    "Confirm",
+    "DeleteCopy",
+    "Failover",
+    "Finalize",
+    "Health",
+    "Mirror",
+    "Place",
+    "Reapply",
+    "is_stale",
+    "mirror_differs",
+    "reconcile",
+]
+
+
+@dataclass(frozen=True)
+class Health:
+    """A member cluster as the controller sees it."""
+
+    reachable: bool = True
+    #: when reachability last changed (seconds, the controller's clock).
+    since: float = 0.0
+    #: whether the member's copies (of every kind in use) have been listed.
+    synced: bool = False
+
+
+@dataclass(frozen=True)
+class Place:
+    """Wait for the next placement cycle."""
+
+    reason: str = ""
+
+
+@dataclass(frozen=True)
+class Reapply:
+    """Apply the changed hub object to ``cluster``, where its copy is."""
+
+    cluster: str
+    reason: str
+
+
+@dataclass(frozen=True)
+class Confirm:
+    """The copy exists on ``cluster``: set ``Placed=True``."""
+
+    cluster: str
+
+
+@dataclass(frozen=True)
+class Adopt:
+    """Record ``cluster``, whose existing copy becomes the placement."""
+
+    cluster: str
+
+
+@dataclass(frozen=True)
+class Failover:
+    """Forget the placement on ``cluster`` so that a cycle places the object elsewhere."""
+
+    cluster: str
+    reason: str
+
+
+@dataclass(frozen=True)
+class DeleteCopy:
+    """Delete the copy on ``cluster``."""
+
+    cluster: str
+
+
+@dataclass(frozen=True)
+class Finalize:
+    """Remove placer's finalizer (every reachable copy is gone)."""
+
+
+@dataclass(frozen=True)
+class Mirror:
+    """Copy the member's status (and phase) to the hub object."""
+
+    cluster: str
+
+
+Action = Place | Reapply | Confirm | Adopt | Failover | DeleteCopy | Finalize | Mirror
+
+
+def reconcile(
+    obj: Mapping[str, Any],
+    *,
+    opted_in: bool,
+    copies: Mapping[str, Mapping[str, Any]],
+    health: Mapping[str, Health],
+    members: Sequence[str],
+    now: float,
+    grace_period: float,
+    copy_phase: Mapping[str, str] | None = None,
+) -> list[Action]:
+    """What to do about one hub object (see the module docstring).
+
+    Args:
+        obj: the hub object as last seen.
+        opted_in: whether it asks to be placed (queue label or a hub policy selects it).
+        copies: its copies by member cluster (only members whose copies are listed).
+        health: every member's health.
+        members: member cluster names in fleet order.
+        now: the controller's clock.
+        grace_period: seconds a member may be unreachable before failover.
+        copy_phase: the phase of each copy through its definition (for mirroring).
+    """
+    reachable = {c for c in members if health.get(c, Health()).reachable}
+    if is_deleting(obj):
+        actions: list[Action] = [DeleteCopy(c) for c in members if c in copies and c in reachable]
+        return actions or [Finalize()]
+    record = record_of(obj)
+    if record is None:
+        if any(not health.get(c, Health()).synced for c in reachable):
+            return []  # a copy may exist where we have not looked yet
+        present = [c for c in members if c in copies and c in reachable]
+        if present:
+            return [Adopt(present[0]), *(DeleteCopy(c) for c in present[1:])]
+        return [Place()] if opted_in else []
+    return _recorded(obj, record, copies, health, members, now, grace_period, copy_phase or {})
+
+
+def _recorded(
+    obj: Mapping[str, Any],
+    record: Record,
+    copies: Mapping[str, Mapping[str, Any]],
+    health: Mapping[str, Health],
+    members: Sequence[str],
+    now: float,
+    grace_period: float,
+    copy_phase: Mapping[str, str],
+) -> list[Action]:
+    cluster = record.cluster
+    if cluster not in members:
+        return [Failover(cluster, f"cluster {cluster} is no longer a member of the fleet")]
+    state = health.get(cluster, Health())
+    if not state.reachable:
+        lost_for = now - state.since
+        if lost_for >= grace_period:
+            return [
+                Failover(
+                    cluster,
+                    f"cluster {cluster} has been unreachable for {_duration(lost_for)} "
+                    f"(grace period {_duration(grace_period)})",
+                )
+            ]
+        return []
+    if not state.synced:
+        return []
+    stale: list[Action] = [
+        DeleteCopy(c)
+        for c in members
+        if c != cluster and c in copies and health.get(c, Health()).reachable
+    ]
+    copy = copies.get(cluster)
+    if copy is None:
+        if record.terminal:
+            return stale
+        return [*stale, Place(f"its copy on cluster {cluster} is gone; placing it again")]
+    actions: list[Action] = list(stale)
+    generation = (obj.get("metadata") or {}).get("generation")
+    applied = (condition_of(obj) or {}).get("observedGeneration")
+    if not record.confirmed:
+        actions.append(Confirm(cluster))
+    elif isinstance(generation, int) and isinstance(applied, int) and generation > applied:
+        actions.append(Reapply(cluster, f"the hub object changed (generation {generation})"))
+    elif mirror_differs(obj, copy, record, copy_phase.get(cluster, "")):
+        actions.append(Mirror(cluster))
+    return actions
+
+
+def mirror_differs(
+    obj: Mapping[str, Any], copy: Mapping[str, Any], record: Record, phase: str
+) -> bool:
+    """Whether the hub object's mirrored status or phase is behind the copy's."""
+    if record.phase != phase:
+        return True
+    hub = obj.get("status")
+    hub = hub if isinstance(hub, Mapping) else {}
+    member = copy.get("status")
+    member = member if isinstance(member, Mapping) else {}
+    hub_rest = {k: v for k, v in hub.items() if k != "conditions"}
+    member_rest = {k: v for k, v in member.items() if k != "conditions"}
+    if hub_rest != member_rest:
+        return True
+    hub_conditions = [c for c in hub.get("conditions") or () if _type(c) != CONDITION]
+    member_conditions = [c for c in member.get("conditions") or () if _type(c) != CONDITION]
+    return bool(hub_conditions != member_conditions)
+
+
+def _type(condition: object) -> object:
+    return condition.get("type") if isinstance(condition, Mapping) else None
+
+
+def is_stale(
+    copy: Mapping[str, Any],
+    cluster: str,
+    hub_objects_by_uid: Mapping[str, Mapping[str, Any]],
+) -> bool:
+    """Whether a member copy marked by this hub must go (see the module docstring).
+
+    Args:
+        copy: the member copy.
+        cluster: the member it is on.
+        hub_objects_by_uid: the hub objects of the copy's kind, by uid (complete list).
+    """
+    uid = hub_uid_of(copy)
+    if not uid:
+        return False
+    obj = hub_objects_by_uid.get(uid)
+    if obj is None:
+        return True
+    record = record_of(obj)
+    return record is not None and record.cluster != cluster
+
+
+def _duration(seconds: float) -> str:
+    seconds = max(0.0, seconds)
+    if seconds < 120:
+        return f"{seconds:.0f}s"
+    return f"{seconds / 60:.0f}m"
+
+
+@dataclass
+class _Attempt:
+    failures: int
+    last: float
+    epoch: int
+
+
+@dataclass
+class Backoff:
+    """When unschedulable workloads may be tried again (pure bookkeeping, no clock of its own).
+
+    A workload that did not fit is retried once its backoff (``initial · 2^(n-1)``, at most
+    ``maximum``) has passed **and** capacity changed since the attempt (``epoch`` moved: more
+    room gathered, a member back, a placed workload gone, a policy or definition changed) — or
+    after ``maximum`` anyway. A changed workload (new resourceVersion) starts over.
+    """
+
+    initial: float = 5.0
+    maximum: float = 300.0
+    _attempts: dict[Any, _Attempt] = field(default_factory=dict)
+
+    def failed(self, key: Any, now: float, epoch: int) -> float:
+        """Record a failed attempt; returns the earliest next attempt time."""
+        previous = self._attempts.get(key)
+        failures = previous.failures + 1 if previous else 1
+        self._attempts[key] = _Attempt(failures, now, epoch)
+        return now + self.delay(failures)
+
+    def delay(self, failures: int) -> float:
+        if failures <= 0:
+            return 0.0
+        exponent = min(failures - 1, 62)
+        return float(min(self.maximum, self.initial * math.pow(2, exponent)))
+
+    def forget(self, key: Any) -> None:
+        """The workload was placed, changed or deleted."""
+        self._attempts.pop(key, None)
+
+    def ready(self, key: Any, now: float, epoch: int) -> bool:
+        """Whether ``key`` may be tried in a cycle at ``now`` with capacity ``epoch``."""
+        attempt = self._attempts.get(key)
+        if attempt is None:
+            return True
+        waited = now - attempt.last
+        if waited >= self.maximum:
+            return True
+        return waited >= self.delay(attempt.failures) and epoch != attempt.epoch
+
+    def next_time(self, key: Any, epoch: int) -> float | None:
+        """When ``key`` becomes ready at the latest (``None`` when it is ready now)."""
+        attempt = self._attempts.get(key)
+        if attempt is None:
+            return None
+        if epoch != attempt.epoch:
+            return attempt.last + self.delay(attempt.failures)
+        return attempt.last + self.maximum
+
+    def waiting(self) -> int:
+        return len(self._attempts)
+
+    def __contains__(self, key: object) -> bool:
+        return key in self._attempts
+
+
+def copies_by_uid(
+    copies: Mapping[str, Mapping[tuple[str, str], Mapping[str, Any]]],
+) -> dict[str, dict[str, Mapping[str, Any]]]:
+    """Member copies (cluster -> (namespace, name) -> copy) re-indexed as uid -> cluster -> copy."""
+    result: dict[str, dict[str, Mapping[str, Any]]] = {}
+    for cluster, objects in copies.items():
+        for copy in objects.values():
+            uid = hub_uid_of(copy)
+            if uid:
+                result.setdefault(uid, {})[cluster] = copy
+    return result
+
+
+def hub_index(objects: Sequence[Mapping[str, Any]]) -> dict[str, Mapping[str, Any]]:
+    """Hub objects by uid."""
+    return {uid_of(o): o for o in objects if uid_of(o)}

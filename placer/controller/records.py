@@ -1,0 +1,370 @@
+"""The placement record on a hub object, and the marks on its member copy (pure).
+
+The hub object is the source of truth: everything the controller must remember across restarts
+is written on it, so a new leader resumes exactly where the last one stopped.
+
+On the hub object:
+
+* annotations ``placer.dev/placed-cluster``, ``placer.dev/decision`` and ``placer.dev/placed-at``
+  — the same keys :mod:`placer.dispatch.record` writes on the copy, so hub object and copy
+  carry the same record — plus ``placer.dev/phase``, the copy's phase through the definition's
+  status mapping (mirrored), and the label ``placer.dev/placed-cluster`` for selections;
+* the finalizer ``placer.dev/placement``, added with the record, so that deleting the hub object
+  first deletes the member copy;
+* a ``Placed`` condition in ``status.conditions``: True naming the cluster, or False with why
+  not (``Unschedulable``, ``NoDefinition``, ``InvalidWorkload``, ``DispatchFailed``,
+  ``ClusterLost``), with ``observedGeneration`` = the generation applied;
+* the rest of ``status``: the member copy's status, mirrored.
+
+Order of writes, and why it is safe: the copy is applied first, then the record (metadata),
+then ``Placed=True`` (status). A controller that stops between the apply and the record finds,
+after restart, a copy marked with the hub object's uid and no record: it *adopts* it (records
+that cluster) instead of deciding again — no second copy. Between record and condition, it
+finds an unconfirmed record with its copy: it confirms it. Decisions wait until every reachable
+member's copies are listed, so an existing copy is always seen before a new one is made.
+
+On the member copy, besides the dispatch record: the label ``placer.dev/hub`` (which hub placed
+it) and the annotation ``placer.dev/hub-uid`` (the hub object's uid). A copy marked by this hub
+whose hub object is gone, or whose record names another cluster, is stale and is deleted.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass
+from datetime import UTC, datetime
+from typing import Any
+
+from placer.definitions import workload_ref
+from placer.dispatch.record import (
+    ANNOTATION_CLUSTER,
+    ANNOTATION_DECISION,
+    ANNOTATION_PLACED_AT,
+    LABEL_PLACED_CLUSTER,
+    label_value,
+)
+from placer.errors import PlacerError
+from placer.model import LABEL_QUEUE, WorkloadRef
+
+__all__ = [
+    "ANNOTATION_CLUSTER",
+    "ANNOTATION_DECISION",
+    "ANNOTATION_HUB_UID",
+    "ANNOTATION_PHASE",
+    "ANNOTATION_PLACED_AT",
+    "CONDITION",
+    "FINALIZER",
+    "LABEL_HUB",
+    "TERMINAL_PHASES",
+    "Record",
+    "clear_record_patch",
+    "condition_of",
+    "copy_marks",
+    "finalizer_patch",
+    "format_time",
+    "is_deleting",
+    "is_opted_in",
+    "key_of",
+    "merge_conditions",
+    "parse_time",
+    "phase_patch",
+    "placed_condition",
+    "record_of",
+    "record_patch",
+    "status_patch",
+]
+
+ANNOTATION_PHASE = "placer.dev/phase"
+FINALIZER = "placer.dev/placement"
+CONDITION = "Placed"
+#: on member copies: which hub placed the copy.
+LABEL_HUB = "placer.dev/hub"
+#: on member copies: the uid of the hub object the copy stands for.
+ANNOTATION_HUB_UID = "placer.dev/hub-uid"
+#: phases after which a copy is never re-created.
+TERMINAL_PHASES = frozenset({"Completed", "Failed"})
+#: phases that prove the copy's pods exist (so capacity gathering sees them).
+OBSERVED_PHASES = frozenset({"Running", "Completed", "Failed", "Degraded"})
+_MESSAGE_LIMIT = 1024
+
+
+@dataclass(frozen=True)
+class Record:
+    """What the hub object says about its placement."""
+
+    cluster: str
+    decision: str = ""
+    placed_at: float | None = None
+    #: whether the member accepted the copy (``Placed=True``); False: intent only.
+    confirmed: bool = False
+    #: the mirrored phase (``Running``...), empty when none yet.
+    phase: str = ""
+
+    @property
+    def terminal(self) -> bool:
+        return bool(TERMINAL_PHASES & set(self.phase.split(",")))
+
+    @property
+    def observed(self) -> bool:
+        """Whether the copy's phase shows its pods exist (see ``OBSERVED_PHASES``)."""
+        return bool(OBSERVED_PHASES & set(self.phase.split(",")))
+
+
+def key_of(obj: Mapping[str, Any]) -> WorkloadRef:
+    """The object's identity (raises :class:`~placer.errors.InterpretationError` if it has none)."""
+    return workload_ref(obj)
+
+
+def _meta(obj: Mapping[str, Any]) -> Mapping[str, Any]:
+    meta = obj.get("metadata")
+    return meta if isinstance(meta, Mapping) else {}
+
+
+def _strings(value: object) -> dict[str, str]:
+    if not isinstance(value, Mapping):
+        return {}
+    return {str(k): v for k, v in value.items() if isinstance(v, str)}
+
+
+def annotations_of(obj: Mapping[str, Any]) -> dict[str, str]:
+    return _strings(_meta(obj).get("annotations"))
+
+
+def labels_of(obj: Mapping[str, Any]) -> dict[str, str]:
+    return _strings(_meta(obj).get("labels"))
+
+
+def is_opted_in(obj: Mapping[str, Any]) -> bool:
+    """Whether the object carries the ``placer.dev/queue`` label."""
+    return LABEL_QUEUE in labels_of(obj)
+
+
+def is_deleting(obj: Mapping[str, Any]) -> bool:
+    return bool(_meta(obj).get("deletionTimestamp"))
+
+
+def condition_of(obj: Mapping[str, Any], kind: str = CONDITION) -> dict[str, Any] | None:
+    """The condition of type ``kind`` in ``status.conditions``, or ``None``."""
+    status = obj.get("status")
+    if not isinstance(status, Mapping):
+        return None
+    for item in status.get("conditions") or ():
+        if isinstance(item, Mapping) and item.get("type") == kind:
+            return dict(item)
+    return None
+
+
+def record_of(obj: Mapping[str, Any]) -> Record | None:
+    """The placement record, or ``None`` when the object has not been placed."""
+    annotations = annotations_of(obj)
+    cluster = annotations.get(ANNOTATION_CLUSTER)
+    if not cluster:
+        return None
+    condition = condition_of(obj) or {}
+    confirmed = (
+        condition.get("status") == "True"
+        and condition.get("reason") == "Placed"
+        and _cluster_in(condition) == cluster
+    )
+    return Record(
+        cluster=cluster,
+        decision=annotations.get(ANNOTATION_DECISION, ""),
+        placed_at=parse_time(annotations.get(ANNOTATION_PLACED_AT)),
+        confirmed=confirmed,
+        phase=annotations.get(ANNOTATION_PHASE, ""),
+    )
+
+
+def _cluster_in(condition: Mapping[str, Any]) -> str:
+    """The cluster a ``Placed=True`` condition names (its message starts ``cluster NAME``)."""
+    message = str(condition.get("message") or "")
+    if not message.startswith("cluster "):
+        return ""
+    return message[len("cluster ") :].split(" ", 1)[0].rstrip(":;,")
+
+
+def format_time(seconds: float) -> str:
+    """RFC 3339 (second precision, UTC) for a Unix time."""
+    return datetime.fromtimestamp(seconds, UTC).strftime("%Y-%m-%dT%H:%M:%SZ")
+
+
+def parse_time(text: str | None) -> float | None:
+    """Unix time of an RFC 3339 timestamp, or ``None`` when absent or malformed."""
+    if not text:
+        return None
+    try:
+        return datetime.fromisoformat(text.replace("Z", "+00:00")).timestamp()
+    except ValueError:
+        return None
+
+
+# --------------------------------------------------------------------------------------------
+# patches for the hub object
+
+
+def _finalizers(obj: Mapping[str, Any]) -> list[str]:
+    return [str(f) for f in _meta(obj).get("finalizers") or () if isinstance(f, str)]
+
+
+def record_patch(
+    obj: Mapping[str, Any], cluster: str, decision: str, placed_at: str
+) -> dict[str, Any]:
+    """Merge patch recording the placement on ``cluster`` (with the finalizer).
+
+    It carries the object's resourceVersion, so the server refuses it (409) if the object
+    changed since it was read; the caller reads it again and retries (the finalizer list must
+    not lose someone else's entry).
+    """
+    finalizers = _finalizers(obj)
+    if FINALIZER not in finalizers:
+        finalizers.append(FINALIZER)
+    return {
+        "metadata": {
+            "resourceVersion": _meta(obj).get("resourceVersion"),
+            "finalizers": finalizers,
+            "labels": {LABEL_PLACED_CLUSTER: label_value(cluster)},
+            "annotations": {
+                ANNOTATION_CLUSTER: cluster,
+                ANNOTATION_DECISION: decision,
+                ANNOTATION_PLACED_AT: placed_at,
+                ANNOTATION_PHASE: None,
+            },
+        }
+    }
+
+
+def clear_record_patch(obj: Mapping[str, Any]) -> dict[str, Any]:
+    """Merge patch forgetting the placement (failover); keeps the finalizer."""
+    return {
+        "metadata": {
+            "resourceVersion": _meta(obj).get("resourceVersion"),
+            "labels": {LABEL_PLACED_CLUSTER: None},
+            "annotations": {
+                ANNOTATION_CLUSTER: None,
+                ANNOTATION_DECISION: None,
+                ANNOTATION_PLACED_AT: None,
+                ANNOTATION_PHASE: None,
+            },
+        }
+    }
+
+
+def finalizer_patch(obj: Mapping[str, Any]) -> dict[str, Any] | None:
+    """Merge patch removing placer's finalizer, or ``None`` when it is not there."""
+    finalizers = _finalizers(obj)
+    if FINALIZER not in finalizers:
+        return None
+    return {
+        "metadata": {
+            "resourceVersion": _meta(obj).get("resourceVersion"),
+            "finalizers": [f for f in finalizers if f != FINALIZER] or None,
+        }
+    }
+
+
+def phase_patch(phase: str) -> dict[str, Any]:
+    """Merge patch of the mirrored phase annotation."""
+    return {"metadata": {"annotations": {ANNOTATION_PHASE: phase or None}}}
+
+
+def placed_condition(
+    status: bool,
+    reason: str,
+    message: str,
+    now: float,
+    *,
+    generation: object = None,
+) -> dict[str, Any]:
+    """A ``Placed`` condition (message cut to 1,024 characters, as Events are)."""
+    if len(message) > _MESSAGE_LIMIT:
+        message = message[: _MESSAGE_LIMIT - 3] + "..."
+    condition: dict[str, Any] = {
+        "type": CONDITION,
+        "status": "True" if status else "False",
+        "reason": reason,
+        "message": message,
+        "lastTransitionTime": format_time(now),
+    }
+    if isinstance(generation, int):
+        condition["observedGeneration"] = generation
+    return condition
+
+
+def merge_conditions(
+    existing: Sequence[Mapping[str, Any]] | None, condition: Mapping[str, Any]
+) -> list[dict[str, Any]]:
+    """``existing`` with ``condition`` replacing the one of its type.
+
+    ``lastTransitionTime`` is kept when the status did not change (Kubernetes' convention).
+    """
+    result: list[dict[str, Any]] = []
+    replaced = False
+    for item in existing or ():
+        if not isinstance(item, Mapping):
+            continue
+        if item.get("type") == condition.get("type"):
+            new = dict(condition)
+            if item.get("status") == condition.get("status") and item.get("lastTransitionTime"):
+                new["lastTransitionTime"] = item["lastTransitionTime"]
+            result.append(new)
+            replaced = True
+        else:
+            result.append(dict(item))
+    if not replaced:
+        result.append(dict(condition))
+    return result
+
+
+def status_patch(
+    obj: Mapping[str, Any],
+    condition: Mapping[str, Any],
+    mirrored: Mapping[str, Any] | None = None,
+) -> dict[str, Any] | None:
+    """Merge patch of ``status``: ``mirrored`` (the member copy's status) plus ``condition``.
+
+    ``mirrored=None`` keeps the hub's status and only sets the condition. Fields the hub has
+    but the mirrored status lacks are removed (``null``). The conditions of the mirrored status
+    are kept, with placer's own replacing any of the same type. ``None`` when nothing changes.
+    """
+    current = obj.get("status")
+    current = dict(current) if isinstance(current, Mapping) else {}
+    base = dict(mirrored) if mirrored is not None else dict(current)
+    others = [
+        dict(c)
+        for c in base.get("conditions") or ()
+        if isinstance(c, Mapping) and c.get("type") != CONDITION
+    ]
+    desired = {**base, "conditions": merge_conditions([*others, *_own(obj)], condition)}
+    if desired == current:
+        return None
+    patch: dict[str, Any] = {k: v for k, v in desired.items() if current.get(k) != v}
+    for key in current:
+        if key not in desired:
+            patch[key] = None
+    return {"status": patch}
+
+
+def _own(obj: Mapping[str, Any]) -> list[dict[str, Any]]:
+    own = condition_of(obj)
+    return [own] if own is not None else []
+
+
+def copy_marks(hub: str, uid: str) -> tuple[dict[str, str], dict[str, str]]:
+    """Labels and annotations that mark a member copy as this hub's copy of one object."""
+    return {LABEL_HUB: hub}, {ANNOTATION_HUB_UID: uid}
+
+
+def uid_of(obj: Mapping[str, Any]) -> str:
+    return str(_meta(obj).get("uid") or "")
+
+
+def hub_uid_of(copy: Mapping[str, Any]) -> str:
+    """The hub uid a member copy stands for (empty when unmarked)."""
+    return annotations_of(copy).get(ANNOTATION_HUB_UID, "")
+
+
+def describe_error(err: BaseException) -> str:
+    """An error as one line for conditions and Events (placer's own text when it is one)."""
+    if isinstance(err, PlacerError):
+        return str(err).replace("\n", " ")
+    return f"{type(err).__name__}: {err}".replace("\n", " ")

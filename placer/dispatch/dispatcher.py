@@ -1,0 +1,889 @@
+"""Dispatching a decision: apply each workload to its cluster, safely, or try the next one.
+
+:class:`Dispatcher` takes the decided :class:`~placer.model.Decision`, the workloads' manifests
+(:class:`Manifest`: the object as written plus its decomposition), the fleet the decision was
+made on and one :class:`~placer.kube.KubeClient` per member cluster, and for every placement:
+
+1. reserves the capacity in the member's in-flight ledger (:mod:`placer.dispatch.ledger`)
+   *before* applying, so that no concurrent decision sees the workload without its charge
+   (all placements of one cluster in one write, before the first apply there);
+2. makes sure the workload's namespace exists on the member (creates it, labelled
+   ``placer.dev/placed-by=placer``, unless ``create_namespaces=False``: then a missing
+   namespace is a failure of that cluster);
+3. server-side applies the manifest (field manager ``placer``) with the placement record
+   (:mod:`placer.dispatch.record`), after the optional ``resume``/``transform`` step (the
+   controller dispatches suspended hub objects unsuspended).
+
+Units: workloads sharing a ``placer.dev/group`` are dispatched together, all or nothing.
+
+Failure handling: when any step fails for a unit (unreachable, 403, 404 for a kind the
+cluster does not serve, 422, an admission webhook's denial...), everything created for the
+unit on that cluster is removed again — objects already applied (co-grouped ones included),
+the ledger entry, and a namespace placer created for it that nothing else placed uses — then
+that cluster is excluded for the unit and the unit is decided again by the solver on the fleet
+as it now stands (this dispatch's successful placements charged), and dispatched to the next
+best cluster; until it is placed or no cluster is left. The Kubernetes Status (code, reason,
+message) of every failed attempt is kept in :attr:`Outcome.attempts` and in the final
+unplaced reasons.
+
+If the clean-up itself fails (the cluster stopped answering mid-way, so an apply may have
+landed), the unit is **not** placed elsewhere — a workload must never run twice — and the
+outcome says what may be left where.
+
+Dry run (``dry_run=True``): the same path with ``dryRun=All`` on every write; nothing is
+changed anywhere (no namespace, no ledger entry), failures still move on to the next cluster,
+so the output shows exactly what a real run would do.
+
+Clusters are dispatched concurrently (one thread per cluster; units of one cluster in order);
+re-decisions run one unit at a time after each round.
+"""
+
+from __future__ import annotations
+
+import logging
+import re
+from collections.abc import Callable, Mapping, Sequence
+from concurrent.futures import ThreadPoolExecutor
+from dataclasses import dataclass, field, replace
+from typing import Any
+
+from placer.definitions import Decomposition, can_suspend, resume
+from placer.dispatch.existing import ExistingCopies, find_existing
+from placer.dispatch.ledger import (
+    DEFAULT_TTL,
+    InFlight,
+    Ledger,
+    charge_known,
+    remove_entries,
+    write_entries,
+)
+from placer.dispatch.record import (
+    FIELD_MANAGER,
+    LABEL_PLACED_BY,
+    PLACED_BY,
+    PlacementRecord,
+    dispatch_manifest,
+    label_value,
+    new_decision_id,
+    rfc3339,
+)
+from placer.errors import (
+    ClusterUnreachableError,
+    ForbiddenError,
+    InputError,
+    KubeError,
+    NotFoundError,
+    PlacerError,
+)
+from placer.kube import KubeClient
+from placer.model import (
+    Decision,
+    Fleet,
+    Placement,
+    PodAssignment,
+    Unplaced,
+    Workload,
+    WorkloadRef,
+)
+from placer.policy import PlacementPolicy
+from placer.solver import solve
+
+__all__ = [
+    "DISPATCHED",
+    "DRY_RUN",
+    "FAILED",
+    "UNCHANGED",
+    "UNPLACED",
+    "Attempt",
+    "Decide",
+    "DispatchResult",
+    "Dispatcher",
+    "Manifest",
+    "Outcome",
+    "Transform",
+    "attempt_error",
+    "placement_from_record",
+    "settle_existing",
+]
+
+log = logging.getLogger(__name__)
+
+#: ``transform(body, manifest)``: the body to apply instead of ``body`` (after the record).
+Transform = Callable[[dict[str, Any], "Manifest"], Mapping[str, Any]]
+#: ``decide(workloads, fleet)``: a decision for re-deciding units after a failed dispatch.
+Decide = Callable[[Sequence[Workload], Fleet], Decision]
+
+#: outcome states.
+DISPATCHED = "dispatched"
+DRY_RUN = "dry-run"
+UNCHANGED = "unchanged"
+FAILED = "failed"
+UNPLACED = "unplaced"
+
+
+@dataclass(frozen=True)
+class Manifest:
+    """A workload to dispatch: the object as the user (or the hub) has it, and what it is."""
+
+    body: Mapping[str, Any]
+    decomposition: Decomposition
+    #: where it came from (file name, ``hub``), for messages.
+    source: str = ""
+
+    @property
+    def ref(self) -> WorkloadRef:
+        return self.decomposition.ref
+
+    @property
+    def workload(self) -> Workload:
+        return self.decomposition.workload
+
+
+@dataclass(frozen=True)
+class Attempt:
+    """A cluster where dispatching a workload failed, and why (the server's Status)."""
+
+    cluster: str
+    error: str
+    code: int = 0
+    reason: str = ""
+
+    def to_dict(self) -> dict[str, Any]:
+        return {
+            "cluster": self.cluster,
+            "error": self.error,
+            "code": self.code,
+            "reason": self.reason,
+        }
+
+
+@dataclass(frozen=True)
+class Outcome:
+    """What happened to one workload.
+
+    ``state``: ``dispatched`` (applied now), ``dry-run`` (the server accepted the dry run),
+    ``unchanged`` (already placed by placer on ``cluster``; nothing was sent), ``failed``
+    (no cluster took it, or the clean-up after a failure did not finish: ``error`` says what)
+    or ``unplaced`` (the solver found no cluster).
+    """
+
+    workload: WorkloadRef
+    state: str
+    cluster: str | None = None
+    placement: Placement | None = None
+    record: PlacementRecord | None = None
+    attempts: tuple[Attempt, ...] = ()
+    error: str = ""
+    #: uid of the object on the member (empty for dry runs and failures).
+    uid: str = ""
+    #: the namespace was created for it (or would be, in a dry run).
+    namespace_created: bool = False
+    #: remarks (dry-run notes, ledger warnings).
+    notes: tuple[str, ...] = ()
+
+    @property
+    def dispatched(self) -> bool:
+        """Applied now (a dry run or an unchanged workload is not)."""
+        return self.state == DISPATCHED
+
+    @property
+    def placed(self) -> bool:
+        """It runs (or would run, in a dry run) on ``cluster``."""
+        return self.state in (DISPATCHED, DRY_RUN, UNCHANGED)
+
+
+@dataclass(frozen=True)
+class DispatchResult:
+    """The decision as carried out: final placements, per-workload outcomes (input order)."""
+
+    decision_id: str
+    decision: Decision
+    outcomes: tuple[Outcome, ...]
+    warnings: tuple[str, ...] = ()
+
+    def outcome(self, ref: WorkloadRef) -> Outcome:
+        for outcome in self.outcomes:
+            if outcome.workload == ref:
+                return outcome
+        raise KeyError(str(ref))
+
+    @property
+    def ok(self) -> bool:
+        """Every workload is placed (dispatched, unchanged or dry-run accepted)."""
+        return all(o.placed for o in self.outcomes)
+
+
+def attempt_error(err: PlacerError) -> Attempt:
+    """An :class:`Attempt` from an error, keeping the server's Status code and reason."""
+    if isinstance(err, KubeError):
+        text = err.message
+        prefix = f"cluster {err.cluster}: "
+        if err.cluster and text.startswith(prefix):
+            text = text[len(prefix) :]
+        return Attempt(err.cluster or "", text, err.code, err.reason)
+    return Attempt("", err.message)
+
+
+class _DispatchError(Exception):
+    """A unit could not be dispatched to a cluster (everything created was removed)."""
+
+    def __init__(self, attempt: Attempt, *, leftover: str = "") -> None:
+        super().__init__(attempt.error)
+        self.attempt = attempt
+        #: what may be left on the cluster because the clean-up failed (empty: clean).
+        self.leftover = leftover
+
+
+#: what dispatching one unit gives: its outcomes, or the failure.
+_UnitResult = _DispatchError | list[Outcome]
+
+
+@dataclass
+class _ClusterRun:
+    """Per-cluster state of one dispatch (used by one thread at a time)."""
+
+    client: KubeClient
+    known_namespaces: set[str] = field(default_factory=set)
+    created_namespaces: set[str] = field(default_factory=set)
+    #: namespaces holding workloads this dispatch placed successfully.
+    used_namespaces: set[str] = field(default_factory=set)
+    #: the ledger could not be written here (warned once).
+    ledger_problem: str = ""
+    #: in-flight entries reserved on this cluster by this dispatch, by workload.
+    reserved: dict[WorkloadRef, InFlight] = field(default_factory=dict)
+
+
+@dataclass
+class _Unit:
+    """Placements dispatched together (a ``placer.dev/group``, or one workload)."""
+
+    placements: list[Placement]
+    excluded: dict[str, Attempt] = field(default_factory=dict)
+
+    @property
+    def refs(self) -> list[WorkloadRef]:
+        return [p.workload for p in self.placements]
+
+
+class Dispatcher:
+    """Carries out decisions on the member clusters (see the module docstring).
+
+    Args:
+        clients: one client per member cluster, by cluster name.
+        policies: PlacementPolicies for re-decisions (the ones of the first decision).
+        create_namespaces: create a missing namespace (``False``: a missing one fails there).
+        dry_run: ``dryRun=All`` on every write; nothing changes.
+        ledger: an in-process ledger to record dispatched placements in (the controller's);
+            entries are also written on the members unless ``member_ledger=False``.
+        member_ledger: reserve in each member's ``placer-system`` ledger before applying.
+        in_flight_ttl: seconds an in-flight entry counts at most.
+        resume: dispatch suspended objects resumed (their definition's resume actions).
+        transform: last change to each body before it is applied.
+        solver, time_limit, seed: for re-decisions after a failed apply.
+        decide: replaces the solver for re-decisions (e.g. snapshot-free decisions).
+        check_existing: before applying, look for copies of the placed workloads on every
+            member (:func:`~placer.dispatch.existing.find_existing`): one placed by placer
+            stays where it is (``unchanged``), someone else's blocks it (``failed``).
+            ``placer submit`` does this before deciding; a caller with its own source of
+            truth (the controller's hub records) can leave it off.
+        max_workers: threads (default: one per cluster with work, at most 16).
+        field_manager: server-side apply field manager.
+    """
+
+    def __init__(
+        self,
+        clients: Mapping[str, KubeClient],
+        *,
+        policies: Sequence[PlacementPolicy] = (),
+        create_namespaces: bool = True,
+        dry_run: bool = False,
+        ledger: Ledger | None = None,
+        member_ledger: bool = True,
+        in_flight_ttl: float = DEFAULT_TTL,
+        resume: bool = False,
+        transform: Transform | None = None,
+        solver: str = "cpsat",
+        time_limit: float = 1.0,
+        seed: int = 0,
+        decide: Decide | None = None,
+        check_existing: bool = False,
+        max_workers: int | None = None,
+        field_manager: str = FIELD_MANAGER,
+    ) -> None:
+        self.clients = dict(clients)
+        self.policies = tuple(policies)
+        self.create_namespaces = create_namespaces
+        self.dry_run = dry_run
+        self.ledger = ledger
+        self.member_ledger = member_ledger
+        self.in_flight_ttl = in_flight_ttl
+        self.resume = resume
+        self.transform = transform
+        self.solver = solver
+        self.time_limit = time_limit
+        self.seed = seed
+        self.decide = decide
+        self.check_existing = check_existing
+        self.max_workers = max_workers
+        self.field_manager = field_manager
+
+    # ----------------------------------------------------------------------------------------
+
+    def dispatch(
+        self,
+        manifests: Sequence[Manifest],
+        decision: Decision,
+        fleet: Fleet,
+        *,
+        decision_id: str | None = None,
+    ) -> DispatchResult:
+        """Carry out ``decision`` (made on ``fleet``) for ``manifests``.
+
+        Workloads of ``manifests`` the decision does not mention are reported ``unplaced``
+        with the decision's reasons (or none). Never raises for cluster trouble: every failure
+        is in the outcomes.
+
+        Raises:
+            InputError: a placed workload has no manifest, or no ``metadata.name``.
+        """
+        decision_id = decision_id or new_decision_id()
+        by_ref = {m.ref: m for m in manifests}
+        for placement in decision.placements:
+            manifest = by_ref.get(placement.workload)
+            if manifest is None:
+                raise InputError(f"{placement.workload}: placed, but no manifest was given")
+            name = (manifest.body.get("metadata") or {}).get("name")
+            if not isinstance(name, str) or not name:
+                raise InputError(
+                    "metadata.name is required to dispatch (generateName cannot be applied "
+                    "idempotently)",
+                    source=manifest.source or str(placement.workload),
+                    field="metadata.name",
+                )
+        runs = {name: _ClusterRun(client) for name, client in self.clients.items()}
+        placed_at = rfc3339()
+        done: dict[WorkloadRef, Outcome] = {}
+        warnings: list[str] = []
+        if self.check_existing:
+            placed_refs = {p.workload for p in decision.placements}
+            existing = find_existing(self.clients, placed_refs)
+            _, settled = settle_existing([by_ref[r] for r in placed_refs], existing)
+            done.update(settled)
+            decision = replace(
+                decision,
+                placements=tuple(p for p in decision.placements if p.workload not in settled),
+            )
+            warnings += [
+                f"cluster {name}: could not check for existing copies ({reason})"
+                for name, reason in existing.unknown.items()
+            ]
+        units = _units(decision.placements, by_ref)
+        success: list[Placement] = []
+        extra_unplaced: dict[WorkloadRef, dict[str, str]] = {}
+
+        round_units = units
+        while round_units:
+            failed = self._round(round_units, by_ref, runs, decision_id, placed_at, done)
+            success = [o.placement for o in done.values() if o.placement is not None and o.placed]
+            round_units = []
+            for unit, failure in failed:
+                cluster = unit.placements[0].cluster
+                unit.excluded[cluster] = failure.attempt
+                if failure.leftover:
+                    for ref in unit.refs:
+                        done[ref] = Outcome(
+                            ref,
+                            FAILED,
+                            cluster=cluster,
+                            attempts=tuple(unit.excluded.values()),
+                            error=f"{failure.attempt.error}; {failure.leftover}",
+                        )
+                    continue
+                again = self._redecide(unit, by_ref, fleet, success)
+                if isinstance(again, Decision):
+                    for unplaced in again.unplaced:
+                        extra_unplaced[unplaced.workload] = dict(unplaced.reasons)
+                    for ref in unit.refs:
+                        reasons = extra_unplaced.get(ref, {})
+                        done[ref] = Outcome(
+                            ref,
+                            FAILED,
+                            attempts=tuple(unit.excluded.values()),
+                            error=_failure_text(unit),
+                        )
+                        extra_unplaced[ref] = reasons
+                    continue
+                # later re-decisions of this round must see the capacity it takes
+                success += again.placements
+                round_units.append(again)
+        for run_name, run in runs.items():
+            if run.ledger_problem:
+                warnings.append(
+                    f"cluster {run_name}: in-flight ledger not written ({run.ledger_problem}); "
+                    "back-to-back decisions by other processes may not see these placements"
+                )
+        return self._result(manifests, decision, decision_id, done, extra_unplaced, warnings)
+
+    # ----------------------------------------------------------------------------------------
+
+    def _round(
+        self,
+        units: list[_Unit],
+        by_ref: Mapping[WorkloadRef, Manifest],
+        runs: dict[str, _ClusterRun],
+        decision_id: str,
+        placed_at: str,
+        done: dict[WorkloadRef, Outcome],
+    ) -> list[tuple[_Unit, _DispatchError]]:
+        per_cluster: dict[str, list[_Unit]] = {}
+        for unit in units:
+            per_cluster.setdefault(unit.placements[0].cluster, []).append(unit)
+
+        def work(cluster: str, todo: list[_Unit]) -> list[tuple[_Unit, _UnitResult]]:
+            out: list[tuple[_Unit, _UnitResult]] = []
+            run = runs.get(cluster)
+            if run is not None and self.member_ledger and not self.dry_run:
+                try:
+                    self._reserve(run, todo, decision_id)
+                except ClusterUnreachableError as err:
+                    attempt = replace(attempt_error(err), cluster=cluster)
+                    return [(unit, _DispatchError(attempt)) for unit in todo]
+            for unit in todo:
+                if run is None:
+                    attempt = Attempt(cluster, "no client for this cluster", 0, "NoClient")
+                    out.append((unit, _DispatchError(attempt)))
+                    continue
+                try:
+                    out.append(
+                        (unit, self._dispatch_unit(unit, by_ref, run, decision_id, placed_at))
+                    )
+                except _DispatchError as failure:
+                    out.append((unit, failure))
+            return out
+
+        workers = self.max_workers or min(16, max(1, len(per_cluster)))
+        results: list[tuple[_Unit, _UnitResult]] = []
+        if len(per_cluster) <= 1 or workers == 1:
+            for cluster, todo in per_cluster.items():
+                results += work(cluster, todo)
+        else:
+            with ThreadPoolExecutor(max_workers=workers, thread_name_prefix="dispatch") as pool:
+                futures = [pool.submit(work, c, todo) for c, todo in per_cluster.items()]
+                for future in futures:
+                    results += future.result()
+        failed: list[tuple[_Unit, _DispatchError]] = []
+        for unit, result in results:
+            if isinstance(result, _DispatchError):
+                failed.append((unit, result))
+            else:
+                for outcome in result:
+                    done[outcome.workload] = replace(
+                        outcome, attempts=tuple(unit.excluded.values())
+                    )
+        return failed
+
+    def _dispatch_unit(
+        self,
+        unit: _Unit,
+        by_ref: Mapping[WorkloadRef, Manifest],
+        run: _ClusterRun,
+        decision_id: str,
+        placed_at: str,
+    ) -> list[Outcome]:
+        client = run.client
+        cluster = unit.placements[0].cluster
+        created_here: list[str] = []
+        applied: list[WorkloadRef] = []
+        notes: dict[WorkloadRef, list[str]] = {p.workload: [] for p in unit.placements}
+        would_create: set[str] = set()
+        outcomes: list[Outcome] = []
+        try:
+            for placement in unit.placements:
+                namespace = placement.workload.namespace
+                state = self._namespace(run, namespace)
+                if state == "created":
+                    created_here.append(namespace)
+                elif state == "would-create":
+                    would_create.add(namespace)
+            for placement in unit.placements:
+                manifest = by_ref[placement.workload]
+                record = PlacementRecord.for_placement(placement, decision_id, placed_at)
+                body = self._body(manifest, record)
+                if placement.workload.namespace in would_create:
+                    notes[placement.workload].append(
+                        f"namespace {placement.workload.namespace} would be created; the "
+                        "object itself cannot be dry-run before its namespace exists"
+                    )
+                    outcomes.append(
+                        Outcome(
+                            placement.workload,
+                            DRY_RUN,
+                            cluster=cluster,
+                            placement=placement,
+                            record=record,
+                            namespace_created=True,
+                        )
+                    )
+                    continue
+                applied.append(placement.workload)
+                result = client.apply(
+                    body, field_manager=self.field_manager, force=False, dry_run=self.dry_run
+                )
+                uid = "" if self.dry_run else str((result.get("metadata") or {}).get("uid", ""))
+                outcomes.append(
+                    Outcome(
+                        placement.workload,
+                        DRY_RUN if self.dry_run else DISPATCHED,
+                        cluster=cluster,
+                        placement=placement,
+                        record=record,
+                        uid=uid,
+                        namespace_created=placement.workload.namespace in created_here,
+                    )
+                )
+        except PlacerError as err:
+            attempt = attempt_error(err)
+            attempt = replace(attempt, cluster=cluster)
+            # the failing apply may have landed when the answer was lost: remove it too
+            maybe = applied if _may_have_landed(err) else applied[:-1]
+            leftover = self._rollback(run, unit, maybe, created_here)
+            raise _DispatchError(attempt, leftover=leftover) from None
+        for placement in unit.placements:
+            run.used_namespaces.add(placement.workload.namespace)
+            if self.ledger is not None and not self.dry_run:
+                entry = run.reserved.get(placement.workload)
+                self.ledger.add(
+                    entry or InFlight.new(placement, decision_id, ttl=self.in_flight_ttl)
+                )
+        if run.ledger_problem:
+            for ref in notes:
+                notes[ref].append("in-flight ledger not written on this cluster")
+        return [replace(o, notes=tuple(notes[o.workload])) for o in outcomes]
+
+    def _body(self, manifest: Manifest, record: PlacementRecord) -> dict[str, Any]:
+        body = dispatch_manifest(manifest.body, manifest.ref, record)
+        definition = manifest.decomposition.definition
+        if self.resume and can_suspend(definition):
+            body = resume(body, definition)
+        if self.transform is not None:
+            body = dict(self.transform(body, manifest))
+        return body
+
+    def _namespace(self, run: _ClusterRun, namespace: str) -> str:
+        """``known``, ``created`` or ``would-create``; raises KubeError to fail the cluster."""
+        if namespace in run.known_namespaces:
+            return "known"
+        client = run.client
+        try:
+            client.get("v1", "Namespace", namespace)
+        except NotFoundError:
+            if not self.create_namespaces:
+                raise NotFoundError(
+                    f"namespace {namespace} does not exist and namespace creation is off",
+                    cluster=client.name,
+                    code=404,
+                    reason="NotFound",
+                    status_message=f'namespaces "{namespace}" not found',
+                ) from None
+            body = {
+                "apiVersion": "v1",
+                "kind": "Namespace",
+                "metadata": {"name": namespace, "labels": {LABEL_PLACED_BY: PLACED_BY}},
+            }
+            if self.dry_run:
+                client.create(body, dry_run=True)
+                return "would-create"
+            try:
+                client.create(body)
+            except KubeError as err:
+                if err.code == 409:  # created meanwhile by someone else
+                    run.known_namespaces.add(namespace)
+                    return "known"
+                raise
+            run.known_namespaces.add(namespace)
+            run.created_namespaces.add(namespace)
+            return "created"
+        except ForbiddenError:
+            pass  # may not read namespaces: the apply will tell whether it exists
+        run.known_namespaces.add(namespace)
+        return "known"
+
+    def _reserve(self, run: _ClusterRun, units: Sequence[_Unit], decision_id: str) -> None:
+        """Reserve every placement of ``units`` in the member's ledger, in one write.
+
+        A cluster that refuses the ledger (403, ...) gets the workloads anyway, with a warning;
+        an unreachable one raises :class:`ClusterUnreachableError` (its units fail).
+        """
+        if run.ledger_problem:
+            return
+        entries = [
+            InFlight.new(placement, decision_id, ttl=self.in_flight_ttl)
+            for unit in units
+            for placement in unit.placements
+            if any(pod.node for pod in placement.pods)  # snapshot-free: nothing to charge
+        ]
+        if not entries:
+            return
+        token = re.sub(r"[^a-z0-9-]+", "-", label_value(decision_id).lower()).strip("-")
+        name = f"inflight-{token[:40] or 'decision'}"
+        try:
+            stored = write_entries(run.client, entries, name=name, field_manager=self.field_manager)
+        except ClusterUnreachableError:
+            raise
+        except KubeError as err:
+            run.ledger_problem = attempt_error(err).error
+            log.warning("cluster %s: in-flight ledger not written: %s", run.client.name, err)
+            return
+        run.reserved.update({entry.workload: entry for entry in stored})
+
+    def _rollback(
+        self,
+        run: _ClusterRun,
+        unit: _Unit,
+        applied: list[WorkloadRef],
+        created: list[str],
+    ) -> str:
+        """Remove what the unit left on the cluster; what could not be removed, in words."""
+        if self.dry_run:
+            return ""
+        client = run.client
+        problems: list[str] = []
+        for ref in applied:
+            try:
+                client.delete(
+                    ref.api_version,
+                    ref.kind,
+                    ref.name,
+                    namespace=ref.namespace,
+                    propagation_policy="Background",
+                    missing_ok=True,
+                )
+            except KubeError as err:
+                problems.append(f"{ref} may be left on cluster {client.name} ({err.message})")
+        by_store: dict[str, list[WorkloadRef]] = {}
+        for ref in unit.refs:
+            entry = run.reserved.pop(ref, None)
+            if entry is not None:
+                by_store.setdefault(entry.store, []).append(ref)
+        for store, refs in by_store.items():
+            try:
+                remove_entries(client, store, refs)
+            except KubeError as err:  # left to expire, or to readers once its grace is over
+                log.info("cluster %s: ledger entries %s not removed: %s", client.name, refs, err)
+        for namespace in created:
+            if namespace in run.used_namespaces:
+                continue
+            try:
+                client.delete("v1", "Namespace", namespace, missing_ok=True)
+                run.known_namespaces.discard(namespace)
+                run.created_namespaces.discard(namespace)
+            except KubeError as err:
+                problems.append(
+                    f"namespace {namespace} created by placer may be left on cluster "
+                    f"{client.name} ({err.message})"
+                )
+        if problems:
+            return "not placed elsewhere, so that it cannot run twice: " + "; ".join(problems)
+        return ""
+
+    def _redecide(
+        self,
+        unit: _Unit,
+        by_ref: Mapping[WorkloadRef, Manifest],
+        fleet: Fleet,
+        success: list[Placement],
+    ) -> _Unit | Decision:
+        """The unit decided again without its failed clusters: a new unit, or the decision
+        that left it unplaced."""
+        excluded = {name: a for name, a in unit.excluded.items()}
+        clusters = []
+        for cluster in fleet.clusters:
+            if cluster.name in excluded:
+                clusters.append(
+                    replace(cluster, reachable=False, reason=excluded[cluster.name].error)
+                )
+            else:
+                clusters.append(cluster)
+        base = replace(fleet, clusters=tuple(clusters))
+        known = {c.name for c in base.clusters if c.reachable}
+        charged = charge_known(base, [p for p in success if p.cluster in known])
+        workloads = [by_ref[ref].workload for ref in unit.refs]
+        if self.decide is not None:
+            decision = self.decide(workloads, charged)
+        else:
+            decision = solve(
+                workloads,
+                charged,
+                policies=self.policies,
+                solver=self.solver,
+                time_limit=self.time_limit,
+                seed=self.seed,
+            )
+        if decision.placements and not decision.unplaced:
+            return _Unit(list(decision.placements), dict(unit.excluded))
+        fixed = tuple(
+            Unplaced(
+                u.workload,
+                {
+                    name: (f"dispatch failed: {excluded[name].error}" if name in excluded else text)
+                    for name, text in u.reasons.items()
+                },
+            )
+            for u in decision.unplaced
+        )
+        return replace(decision, placements=(), unplaced=fixed)
+
+    def _result(
+        self,
+        manifests: Sequence[Manifest],
+        decision: Decision,
+        decision_id: str,
+        done: dict[WorkloadRef, Outcome],
+        extra_unplaced: dict[WorkloadRef, dict[str, str]],
+        warnings: list[str],
+    ) -> DispatchResult:
+        reasons = {u.workload: dict(u.reasons) for u in decision.unplaced}
+        reasons.update(extra_unplaced)
+        outcomes: list[Outcome] = []
+        placements: list[Placement] = []
+        unplaced: list[Unplaced] = []
+        for manifest in manifests:
+            ref = manifest.ref
+            outcome = done.get(ref)
+            if outcome is None:
+                outcome = Outcome(ref, UNPLACED, error=_unplaced_text(reasons.get(ref, {})))
+            outcomes.append(outcome)
+            if outcome.placed and outcome.placement is not None:
+                placements.append(outcome.placement)
+            else:
+                unplaced.append(Unplaced(ref, reasons.get(ref, {})))
+        summary = replace(
+            decision.summary,
+            placed=len(placements),
+            placed_requests=_sum_requests(placements),
+        )
+        final = Decision(tuple(placements), tuple(unplaced), summary)
+        return DispatchResult(decision_id, final, tuple(outcomes), tuple(warnings))
+
+
+# --------------------------------------------------------------------------------------------
+
+
+def _units(placements: Sequence[Placement], by_ref: Mapping[WorkloadRef, Manifest]) -> list[_Unit]:
+    groups: dict[tuple[str, str], _Unit] = {}
+    units: list[_Unit] = []
+    for placement in placements:
+        group = by_ref[placement.workload].workload.group
+        if group:
+            key = (placement.cluster, group)
+            if key in groups:
+                groups[key].placements.append(placement)
+                continue
+            unit = groups[key] = _Unit([placement])
+        else:
+            unit = _Unit([placement])
+        units.append(unit)
+    return units
+
+
+def _may_have_landed(err: PlacerError) -> bool:
+    """Whether a failed write may still have been stored (the answer was lost)."""
+    if isinstance(err, ClusterUnreachableError):
+        text = err.status_message or ""
+        never_sent = err.reason == "TLSError" or "refused" in text or "does not resolve" in text
+        return not never_sent
+    return isinstance(err, KubeError) and err.code >= 500
+
+
+def _failure_text(unit: _Unit) -> str:
+    parts = [f"{a.cluster}: {a.error}" for a in unit.excluded.values()]
+    return "dispatch failed on every cluster that fits: " + "; ".join(parts)
+
+
+def _unplaced_text(reasons: Mapping[str, str]) -> str:
+    if not reasons:
+        return "not placed"
+    return "not placed: " + "; ".join(f"{c}: {t}" for c, t in reasons.items())
+
+
+def _sum_requests(placements: Sequence[Placement]) -> dict[str, int]:
+    total: dict[str, int] = {}
+    for placement in placements:
+        for name, amount in placement.requests.items():
+            total[name] = total.get(name, 0) + amount
+    return total
+
+
+def settle_existing(
+    manifests: Sequence[Manifest], existing: ExistingCopies
+) -> tuple[list[Manifest], dict[WorkloadRef, Outcome]]:
+    """Workloads still to decide, and the outcomes of those that already exist somewhere.
+
+    A copy with placer's record: ``unchanged`` (it stays there; a new member of its
+    ``placer.dev/group`` is pinned to the same cluster). Copies without one (someone else's
+    object): ``failed``, placed nowhere, so that it cannot run twice.
+    """
+    settled: dict[WorkloadRef, Outcome] = {}
+    group_cluster: dict[str, str] = {}
+    for manifest in manifests:
+        copies = existing.of(manifest.ref)
+        if not copies:
+            continue
+        ours = [c for c in copies if c.record is not None]
+        if ours:
+            copy = ours[0]
+            record = copy.record
+            assert record is not None
+            note: tuple[str, ...] = ()
+            if len(copies) > 1:
+                others = ", ".join(c.cluster for c in copies if c is not copy)
+                note = (f"also found on {others}: check for a duplicate",)
+            settled[manifest.ref] = Outcome(
+                manifest.ref,
+                UNCHANGED,
+                cluster=copy.cluster,
+                placement=placement_from_record(manifest, copy.cluster, record),
+                record=record,
+                uid=copy.uid,
+                notes=note,
+            )
+            if manifest.workload.group:
+                group_cluster[manifest.workload.group] = copy.cluster
+        else:
+            where = ", ".join(c.cluster for c in copies)
+            settled[manifest.ref] = Outcome(
+                manifest.ref,
+                FAILED,
+                cluster=copies[0].cluster,
+                error=(
+                    f"already exists on cluster {where} without placer's placement record "
+                    "(created by someone else); not placed anywhere, so that it cannot run "
+                    "twice: delete it there, or rename the workload"
+                ),
+            )
+    todo: list[Manifest] = []
+    for manifest in manifests:
+        if manifest.ref in settled:
+            continue
+        group = manifest.workload.group
+        if group and group in group_cluster:
+            workload = replace(manifest.workload, pinned_cluster=group_cluster[group])
+            decomposition = replace(manifest.decomposition, workload=workload)
+            manifest = replace(manifest, decomposition=decomposition)
+        todo.append(manifest)
+    return todo, settled
+
+
+def placement_from_record(manifest: Manifest, cluster: str, record: PlacementRecord) -> Placement:
+    workload = manifest.workload
+    pods = []
+    for component in workload.components:
+        planned = record.plan.get(component.label, ())
+        for index in range(component.replicas):
+            node = planned[index] if index < len(planned) else ""
+            pods.append(
+                PodAssignment(
+                    component.name, component.instance, index, node, dict(component.pod.requests)
+                )
+            )
+    return Placement(workload.ref, cluster, tuple(pods), workload.total_requests())

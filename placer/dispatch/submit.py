@@ -1,0 +1,381 @@
+"""One submission, end to end: gather, account for what is in flight, decide, dispatch.
+
+:func:`submit` is what ``placer submit`` runs (and what the benchmark measures):
+
+1. gather the fleet's node-level capacity (:func:`placer.fleet.gather_fleet`) — or, with
+   ``snapshot_free``, only check which clusters answer (see below);
+2. sync the in-flight ledger from every reachable member (:func:`~placer.dispatch.ledger.
+   sync_cluster`: entries read, observed pods retired, expired and finished entries deleted)
+   and charge it to the fleet;
+3. find copies of the workloads already on the members (:func:`~placer.dispatch.existing.
+   find_existing`): a workload placer already placed stays where it is (``unchanged``; a new
+   member of its ``placer.dev/group`` is pinned to the same cluster); one that exists on a
+   member *without* placer's record is not placed anywhere (it would run twice) and fails with
+   an explanation;
+4. decide the rest in one batch (:func:`placer.solver.solve`) and dispatch the decision
+   (:class:`~placer.dispatch.dispatcher.Dispatcher`);
+5. explain, for every newly placed workload, why each other cluster was not chosen
+   (:func:`placer.solver.refusals.refusals`).
+
+Snapshot-free mode (``--snapshot-free``): for users who may not list nodes and pods on the
+members (namespace-scoped RBAC), or who want the members' own schedulers and queues (Kueue) to
+do the fitting. No capacity is gathered: each cluster is probed with one ``/version`` request,
+clusters are filtered by reachability, PlacementPolicy cluster selectors, pins and cluster
+taints, and ranked by the policy's preferred clusters and costs (then fleet order). The
+decision has no pod-to-node plan, writes no in-flight entry (there is no capacity to charge)
+and says so in every reason.
+"""
+
+from __future__ import annotations
+
+import logging
+import time
+from collections.abc import Mapping, Sequence
+from concurrent.futures import ThreadPoolExecutor
+from dataclasses import dataclass, field, replace
+
+from placer.dispatch.dispatcher import (
+    UNCHANGED,
+    Dispatcher,
+    Manifest,
+    Outcome,
+    settle_existing,
+)
+from placer.dispatch.existing import find_existing
+from placer.dispatch.ledger import DEFAULT_TTL, Ledger, sync_cluster
+from placer.dispatch.record import new_decision_id
+from placer.errors import KubeError, PlacerError
+from placer.fleet import FleetConfig, gather_fleet
+from placer.fleet.gather import unavailable
+from placer.kube import ClientSettings, KubeClient, open_client
+from placer.model import (
+    Cluster,
+    Decision,
+    DecisionSummary,
+    Fleet,
+    Placement,
+    PodAssignment,
+    Unplaced,
+    Workload,
+    WorkloadRef,
+)
+from placer.podspec import taint_not_tolerated
+from placer.policy import PlacementPolicy, policy_for
+from placer.solver import solve
+from placer.solver.refusals import refusals
+
+__all__ = ["SubmitReport", "open_clients", "snapshot_free_decision", "submit"]
+
+log = logging.getLogger(__name__)
+
+
+@dataclass(frozen=True)
+class SubmitReport:
+    """Everything ``placer submit`` shows."""
+
+    decision_id: str
+    #: the decision as carried out: placements where workloads are (new and unchanged).
+    decision: Decision
+    #: one per manifest, in input order.
+    outcomes: tuple[Outcome, ...]
+    #: newly placed workload -> other cluster -> why it was not chosen.
+    refused: Mapping[WorkloadRef, Mapping[str, str]]
+    #: the fleet the decision was made on (in-flight placements charged).
+    fleet: Fleet
+    warnings: tuple[str, ...] = ()
+    #: seconds per step: gather, ledger, existing, decide, dispatch, explain.
+    timings: Mapping[str, float] = field(default_factory=dict)
+
+    @property
+    def ok(self) -> bool:
+        return all(o.placed for o in self.outcomes)
+
+
+def open_clients(config: FleetConfig, names: Sequence[str] | None = None) -> dict[str, KubeClient]:
+    """One client per member cluster of ``config`` (only ``names`` when given).
+
+    Clusters whose kubeconfig entry is unusable are left out (gathering reports them).
+    """
+    clients: dict[str, KubeClient] = {}
+    for source in config.clusters:
+        if names is not None and source.name not in names:
+            continue
+        if source.problem or source.kubeconfig is None:
+            continue
+        settings = ClientSettings(
+            request_timeout=source.timeout, connect_timeout=min(10.0, source.timeout)
+        )
+        try:
+            clients[source.name] = open_client(
+                source.kubeconfig, source.context, name=source.name, settings=settings
+            )
+        except PlacerError as err:
+            log.warning("cluster %s: no client: %s", source.name, err.message)
+    return clients
+
+
+def submit(
+    manifests: Sequence[Manifest],
+    config: FleetConfig,
+    clients: Mapping[str, KubeClient],
+    *,
+    policies: Sequence[PlacementPolicy] = (),
+    dry_run: bool = False,
+    create_namespaces: bool = True,
+    snapshot_free: bool = False,
+    solver: str = "cpsat",
+    time_limit: float = 1.0,
+    seed: int = 0,
+    in_flight_ttl: float = DEFAULT_TTL,
+    explain: bool = True,
+) -> SubmitReport:
+    """Place and dispatch ``manifests`` on the fleet of ``config`` (see the module docstring).
+
+    Never raises for cluster trouble: unreachable clusters are left out with their reason,
+    dispatch failures are in the outcomes.
+    """
+    warnings: list[str] = []
+    timings: dict[str, float] = {}
+    clock = time.perf_counter()
+
+    def lap(step: str) -> None:
+        nonlocal clock
+        now = time.perf_counter()
+        timings[step] = round(now - clock, 4)
+        clock = now
+
+    if snapshot_free:
+        fleet = _probe_fleet(config, clients)
+    else:
+        fleet = gather_fleet(config)
+    lap("gather")
+    reachable = {
+        c.name: clients[c.name] for c in fleet.clusters if c.reachable and c.name in clients
+    }
+    ledger = Ledger()
+    if not snapshot_free:
+        warnings += _sync_ledger(ledger, reachable, delete=not dry_run)
+        fleet = ledger.charge(fleet)
+    lap("ledger")
+    existing = find_existing(reachable, [m.ref for m in manifests])
+    for name, reason in existing.unknown.items():
+        warnings.append(
+            f"cluster {name}: could not check for existing copies ({reason}); a copy placed "
+            "there earlier cannot be ruled out"
+        )
+    decision_id = new_decision_id()
+    todo, settled = settle_existing(manifests, existing)
+    lap("existing")
+    if snapshot_free:
+        decision = snapshot_free_decision([m.workload for m in todo], fleet, policies)
+    else:
+        decision = solve(
+            [m.workload for m in todo],
+            fleet,
+            policies=policies,
+            solver=solver,
+            time_limit=time_limit,
+            seed=seed,
+        )
+    lap("decide")
+    dispatcher = Dispatcher(
+        reachable,
+        policies=policies,
+        create_namespaces=create_namespaces,
+        dry_run=dry_run,
+        ledger=ledger,
+        member_ledger=not snapshot_free,
+        in_flight_ttl=in_flight_ttl,
+        solver=solver,
+        time_limit=time_limit,
+        seed=seed,
+        decide=(lambda w, f: snapshot_free_decision(w, f, policies)) if snapshot_free else None,
+    )
+    result = dispatcher.dispatch(todo, decision, fleet, decision_id=decision_id)
+    lap("dispatch")
+    warnings += result.warnings
+    by_ref = {o.workload: o for o in result.outcomes}
+    by_ref.update(settled)
+    outcomes = tuple(by_ref[m.ref] for m in manifests)
+    refused: dict[WorkloadRef, dict[str, str]] = {}
+    new = {o.workload: o.cluster for o in result.outcomes if o.placed and o.cluster}
+    if explain and new and not snapshot_free:
+        refused = refusals(
+            [m.workload for m in todo if m.ref in new],
+            fleet,
+            {ref: cluster for ref, cluster in new.items() if cluster},
+            policies=policies,
+        )
+    final = _merge(result.decision, outcomes, manifests)
+    lap("explain")
+    return SubmitReport(decision_id, final, outcomes, refused, fleet, tuple(warnings), timings)
+
+
+# --------------------------------------------------------------------------------------------
+
+
+def _sync_ledger(ledger: Ledger, clients: Mapping[str, KubeClient], *, delete: bool) -> list[str]:
+    if not clients:
+        return []
+
+    def one(name: str) -> str:
+        try:
+            ledger.replace_cluster(name, sync_cluster(clients[name], delete=delete))
+        except KubeError as err:
+            return (
+                f"cluster {name}: in-flight ledger not read ({err.message}); placements "
+                "dispatched there moments ago may not be accounted for"
+            )
+        return ""
+
+    with ThreadPoolExecutor(max_workers=min(16, len(clients)), thread_name_prefix="ledger") as pool:
+        return [w for w in pool.map(one, clients) if w]
+
+
+def _merge(
+    decision: Decision, outcomes: Sequence[Outcome], manifests: Sequence[Manifest]
+) -> Decision:
+    """The dispatch's decision plus the unchanged and refused-as-foreign workloads."""
+    placements = {p.workload: p for p in decision.placements}
+    unplaced = {u.workload: u for u in decision.unplaced}
+    for outcome in outcomes:
+        if outcome.state == UNCHANGED and outcome.placement is not None:
+            placements[outcome.workload] = outcome.placement
+        elif outcome.workload not in placements and outcome.workload not in unplaced:
+            reasons = {outcome.cluster: outcome.error} if outcome.cluster else {}
+            unplaced[outcome.workload] = Unplaced(outcome.workload, reasons)
+    order = [m.ref for m in manifests]
+    placed = tuple(placements[r] for r in order if r in placements)
+    total: dict[str, int] = {}
+    for p in placed:
+        for k, v in p.requests.items():
+            total[k] = total.get(k, 0) + v
+    demand: dict[str, int] = {}
+    for m in manifests:
+        for k, v in m.workload.total_requests().items():
+            demand[k] = demand.get(k, 0) + v
+    summary = replace(
+        decision.summary,
+        workloads=len(manifests),
+        placed=len(placed),
+        placed_requests=total,
+        demand=demand,
+    )
+    return Decision(placed, tuple(unplaced[r] for r in order if r in unplaced), summary)
+
+
+# --------------------------------------------------------------------------------------------
+# snapshot-free
+
+
+def _probe_fleet(config: FleetConfig, clients: Mapping[str, KubeClient]) -> Fleet:
+    def probe(name: str) -> Cluster:
+        source = next(s for s in config.clusters if s.name == name)
+        client = clients.get(name)
+        if client is None:
+            return unavailable(source, source.problem or "no usable kubeconfig entry")
+        try:
+            client.server_version()
+        except KubeError as err:
+            text = err.message
+            prefix = f"cluster {name}: "
+            return unavailable(source, text[len(prefix) :] if text.startswith(prefix) else text)
+        return Cluster(name=name, labels=dict(source.labels), taints=source.taints)
+
+    names = [s.name for s in config.clusters]
+    if not names:
+        return Fleet(())
+    with ThreadPoolExecutor(max_workers=min(16, len(names)), thread_name_prefix="probe") as pool:
+        return Fleet(tuple(pool.map(probe, names)))
+
+
+def snapshot_free_decision(
+    workloads: Sequence[Workload], fleet: Fleet, policies: Sequence[PlacementPolicy]
+) -> Decision:
+    """Each workload (group) to its best allowed cluster, without capacity (module docstring).
+
+    Pure: reachability, pins, PlacementPolicy cluster selectors and cluster taints filter;
+    preferred clusters, then costs, then fleet order rank. Pods get no node.
+    """
+    groups: dict[str, list[Workload]] = {}
+    order: list[list[Workload]] = []
+    for workload in workloads:
+        if workload.group:
+            if workload.group not in groups:
+                groups[workload.group] = []
+                order.append(groups[workload.group])
+            groups[workload.group].append(workload)
+        else:
+            order.append([workload])
+    placements: list[Placement] = []
+    unplaced: list[Unplaced] = []
+    for members in order:
+        reasons: dict[str, str] = {}
+        allowed: list[tuple[float, float, int, str]] = []
+        pins = {w.pinned_cluster for w in members if w.pinned_cluster is not None}
+        member_policies = [policy_for(w, policies) for w in members]
+        policy = next((p for p in member_policies if p is not None), None)
+        for position, cluster in enumerate(fleet.clusters):
+            reason = _refusal(cluster, members, pins, member_policies)
+            if reason is not None:
+                reasons[cluster.name] = reason
+                continue
+            rank = float(policy.rank(cluster.name)) if policy else 0.0
+            cost = policy.cost(cluster.name) if policy else 0.0
+            allowed.append((rank, cost, position, cluster.name))
+        if not allowed:
+            for w in members:
+                unplaced.append(Unplaced(w.ref, reasons))
+            continue
+        target = min(allowed)[3]
+        for w in members:
+            pods = tuple(
+                PodAssignment(c.name, c.instance, i, "", dict(c.pod.requests))
+                for c in w.components
+                for i in range(c.replicas)
+            )
+            placements.append(Placement(w.ref, target, pods, w.total_requests()))
+    demand: dict[str, int] = {}
+    for w in workloads:
+        for k, v in w.total_requests().items():
+            demand[k] = demand.get(k, 0) + v
+    placed_requests: dict[str, int] = {}
+    for p in placements:
+        for k, v in p.requests.items():
+            placed_requests[k] = placed_requests.get(k, 0) + v
+    summary = DecisionSummary(
+        solver="snapshot-free",
+        mode="batch",
+        status="feasible",
+        seconds=0.0,
+        workloads=len(workloads),
+        placed=len(placements),
+        demand=demand,
+        placed_requests=placed_requests,
+    )
+    return Decision(tuple(placements), tuple(unplaced), summary)
+
+
+def _refusal(
+    cluster: Cluster,
+    members: Sequence[Workload],
+    pins: set[str],
+    member_policies: Sequence[PlacementPolicy | None],
+) -> str | None:
+    if not cluster.reachable:
+        return f"cluster unreachable: {cluster.reason or 'no answer'}"
+    if len(pins) > 1:
+        return f"members are pinned to different clusters ({', '.join(sorted(pins))})"
+    if pins and cluster.name not in pins:
+        return f"the workload is pinned to cluster {next(iter(pins))} (placer.dev/cluster)"
+    for policy in member_policies:
+        if policy is not None and not policy.admits(cluster):
+            return f"excluded by policy {policy.name}'s cluster selector"
+    for workload in members:
+        for component in workload.components:
+            taint = taint_not_tolerated(cluster.taints, component.pod.tolerations)
+            if taint is not None:
+                return (
+                    f"cluster taint {taint.key}:{taint.effect} not tolerated by {component.label}"
+                )
+    return None

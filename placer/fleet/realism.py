@@ -1,0 +1,510 @@
+"""Virtual fleet realism: workloads applied to a virtual cluster get pods, nodes and a status.
+
+A loopback API server stores objects and runs no controller. For ``placer fleet up``, ``make
+demo`` and end-to-end tests to behave like a real fleet — capacity really decreases after a
+submission, ``placer get`` shows ``Running``, ``placer describe`` shows pods on nodes — each
+virtual cluster gets a reactor (:class:`Realism`) that plays the framework controller,
+kube-scheduler and kubelet for every workload kind of the catalog:
+
+* **registration**: every catalog kind that is not built in is served (a CRD per root kind,
+  :func:`register_catalog_kinds`), so a workload of any catalog type can be applied;
+* **pods**: when a workload is created or resumed, its pods are materialised from its
+  definition (:func:`placer.definitions.decompose`): every pod-bearing component instance ×
+  replicas, from the instance's pod template, with an owner reference to the workload
+  (``controller: true``, so owner scoping and garbage collection work), the template's labels
+  plus the labels the framework would set (:func:`placer.definitions.expected_pod_labels`);
+* **binding**: each pod is bound to a node that fits it (requests within the node's free
+  capacity, a free pod slot, node selector, required affinity, taints, cordon, readiness, as
+  :func:`placer.podspec.node_mismatch` checks) — the node of the placement record's
+  pod-to-node plan (``placer.dev/pod-nodes``) when it fits, else the first that fits in name
+  order; a pod that fits nowhere stays ``Pending`` (``Unschedulable``), as with a real scheduler;
+  bound pods are ``Running`` and Ready;
+* **status**: the workload's status is set so that its definition's status mapping reports
+  ``Running`` (checked with :func:`placer.definitions.phases_of` before it is written; kinds whose
+  running status cannot be produced keep no status);
+* **deletion**: deleting the workload deletes its pods (owner-reference garbage collection of
+  the store); suspending it (its definition's status reports ``Suspended``/``Suspending``)
+  deletes its pods too, and resuming materialises them again.
+
+Not modelled: intermediate objects (a JobSet's Jobs, a Deployment's ReplicaSet: pods are owned
+by the workload directly), per-device GPU sharing on nodes that model devices, completion.
+"""
+
+from __future__ import annotations
+
+import json
+import logging
+import re
+import threading
+from collections.abc import Callable, Iterable, Mapping
+from datetime import UTC, datetime
+from typing import Any
+
+from placer.definitions import (
+    Catalog,
+    Decomposition,
+    Definition,
+    decompose,
+    expected_pod_labels,
+    phases_of,
+)
+from placer.errors import PlacerError
+from placer.fleet.capacity import PodTally, cluster_from_api
+from placer.model import Cluster, Node, PodDemand
+from placer.podspec import node_mismatch
+from placer.quantity import PODS
+from placer.testing import ApiServer, StatusError, Store, WriteEvent
+
+__all__ = ["Realism", "catalog_kinds", "realism_setup", "register_catalog_kinds", "running_status"]
+
+log = logging.getLogger(__name__)
+
+_PLAN_ANNOTATION = "placer.dev/pod-nodes"
+_NAME = re.compile(r"[^a-z0-9-]+")
+_SUSPENDED = ("Suspended", "Suspending")
+
+
+def catalog_kinds(catalog: Catalog) -> list[tuple[str, str, str]]:
+    """``(group, version, kind)`` of every root kind the catalog covers, sorted."""
+    kinds = {
+        (d.target.group, d.target.version, d.target.kind) for d in catalog.definitions if d.target
+    }
+    return sorted(kinds)
+
+
+def register_catalog_kinds(store: Store, catalog: Catalog) -> int:
+    """Serve every catalog root kind the store does not serve yet; returns how many were added."""
+    served = {(r.group, r.version, r.kind) for r in store.resources()}
+    added = 0
+    for group, version, kind in catalog_kinds(catalog):
+        if (group, version, kind) in served:
+            continue
+        if not group:  # a core kind the loopback server does not know: cannot be a CRD
+            continue
+        store.register_resource(group, version, kind)
+        added += 1
+    return added
+
+
+def realism_setup(
+    catalog: Catalog | None = None, *, pods: bool = True
+) -> Callable[[Cluster, ApiServer], None]:
+    """A :class:`placer.fleet.virtual.VirtualFleet` ``setup`` hook: register the catalog's kinds
+    on every cluster and (``pods=True``) add the :class:`Realism` reactor."""
+    chosen = catalog or Catalog.builtin()
+
+    def setup(cluster: Cluster, server: ApiServer) -> None:
+        register_catalog_kinds(server.store, chosen)
+        if pods:
+            server.store.add_reactor(Realism(chosen, name=cluster.name))
+
+    return setup
+
+
+class Realism:
+    """The reactor of one virtual cluster (see the module docstring).
+
+    Args:
+        catalog: the definitions; workloads of other kinds are left alone.
+        name: the cluster's name (for logs).
+    """
+
+    def __init__(self, catalog: Catalog, *, name: str = "") -> None:
+        self.catalog = catalog
+        self.name = name
+        self._kinds = {(g, k) for g, _, k in catalog_kinds(catalog)}
+        self._lock = threading.Lock()
+        #: uids of workloads whose pods exist.
+        self._materialised: set[str] = set()
+
+    def __call__(self, event: WriteEvent) -> None:
+        rt = event.resource
+        if (rt.group, rt.kind) not in self._kinds:
+            return
+        obj = event.object
+        uid = str((obj.get("metadata") or {}).get("uid", ""))
+        if event.type == "DELETED":
+            with self._lock:
+                self._materialised.discard(uid)
+            return
+        try:
+            decomposition = decompose(obj, self.catalog)
+            phases = phases_of(obj, decomposition.definition)
+        except PlacerError as err:
+            log.info("cluster %s: %s/%s not materialised: %s", self.name, rt.kind, _name(obj), err)
+            return
+        suspended = any(p in _SUSPENDED for p in phases)
+        with self._lock:
+            done = uid in self._materialised
+            if suspended and done:
+                self._materialised.discard(uid)
+            elif not suspended and not done:
+                self._materialised.add(uid)
+            else:
+                return
+        if suspended:
+            _delete_pods(event.store, obj, uid)
+            return
+        self._materialise(event.store, obj, decomposition)
+
+    # ----------------------------------------------------------------------------------------
+
+    def _materialise(self, store: Store, obj: Mapping[str, Any], d: Decomposition) -> None:
+        metadata = obj.get("metadata") or {}
+        namespace = str(metadata.get("namespace") or "default")
+        plan = _plan(metadata)
+        nodes = _nodes(store)
+        root_is_pod = d.ref.api_version == "v1" and d.ref.kind == "Pod"
+        pods: list[dict[str, Any]] = []
+        for component in d.components:
+            planned = plan.get(component.label, ())
+            for index in range(component.replicas):
+                node = _bind(nodes, component.pod, planned[index] if index < len(planned) else "")
+                if root_is_pod:
+                    _bind_root_pod(store, obj, node)
+                    return
+                pods.append(
+                    _pod(
+                        obj,
+                        d.definition,
+                        namespace,
+                        component.name,
+                        component.instance,
+                        index,
+                        component.template,
+                        node,
+                    )
+                )
+        if pods:
+            store.seed(pods)
+        status = running_status(obj, d)
+        if status is not None:
+            _write_status(store, obj, status)
+
+
+# --------------------------------------------------------------------------------------------
+# pods and nodes
+
+
+def _name(obj: Mapping[str, Any]) -> str:
+    return str((obj.get("metadata") or {}).get("name", ""))
+
+
+def _plan(metadata: Mapping[str, Any]) -> dict[str, tuple[str, ...]]:
+    text = (metadata.get("annotations") or {}).get(_PLAN_ANNOTATION)
+    if not isinstance(text, str):
+        return {}
+    try:
+        data = json.loads(text)
+    except ValueError:
+        return {}
+    if not isinstance(data, Mapping):
+        return {}
+    return {str(k): tuple(str(n) for n in v) for k, v in data.items() if isinstance(v, list)}
+
+
+class _Free:
+    """Nodes and what is still free on them, updated as pods are bound."""
+
+    def __init__(self, nodes: Iterable[Node]) -> None:
+        self.nodes = {n.name: n for n in nodes}
+        self.free = {n.name: dict(n.free) for n in self.nodes.values()}
+        for node in self.nodes.values():
+            self.free[node.name][PODS] = node.free_pods
+
+    def fits(self, name: str, pod: PodDemand) -> bool:
+        node = self.nodes.get(name)
+        if node is None or node_mismatch(pod, node) is not None:
+            return False
+        free = self.free[name]
+        if free.get(PODS, 0) < 1:
+            return False
+        return all(free.get(r, 0) >= amount for r, amount in pod.requests.items() if amount > 0)
+
+    def take(self, name: str, pod: PodDemand) -> None:
+        free = self.free[name]
+        free[PODS] = free.get(PODS, 0) - 1
+        for resource, amount in pod.requests.items():
+            free[resource] = free.get(resource, 0) - amount
+
+
+def _nodes(store: Store) -> _Free:
+    tally = PodTally()
+    tally.add_all(store.list("pods"))
+    cluster = cluster_from_api("virtual", store.list("nodes"), tally)
+    return _Free(cluster.nodes)
+
+
+def _bind(free: _Free, pod: PodDemand, planned: str) -> str:
+    """The node for ``pod``: the planned one if it fits, else the first that fits, else ``""``."""
+    candidates = ([planned] if planned else []) + sorted(free.nodes)
+    for name in candidates:
+        if free.fits(name, pod):
+            free.take(name, pod)
+            return name
+    return ""
+
+
+def _pod_name(*parts: str) -> str:
+    text = "-".join(p for p in parts if p).lower()
+    text = _NAME.sub("-", text).strip("-")
+    return text[:253].rstrip("-") or "pod"
+
+
+def _pod(
+    root: Mapping[str, Any],
+    definition: Definition,
+    namespace: str,
+    component: str,
+    instance: str,
+    index: int,
+    template: Mapping[str, Any],
+    node: str,
+) -> dict[str, Any]:
+    name = _name(root)
+    template_meta = template.get("metadata") or {}
+    labels = {str(k): str(v) for k, v in (template_meta.get("labels") or {}).items()}
+    labels.update(
+        expected_pod_labels(
+            definition, component, instance, workload_name=name, replica_index=index
+        )
+    )
+    spec = dict(template.get("spec") or {})
+    metadata: dict[str, Any] = {
+        "name": _pod_name(name, component, instance, str(index)),
+        "namespace": namespace,
+        "labels": labels,
+        "ownerReferences": [
+            {
+                "apiVersion": root.get("apiVersion"),
+                "kind": root.get("kind"),
+                "name": name,
+                "uid": (root.get("metadata") or {}).get("uid"),
+                "controller": True,
+                "blockOwnerDeletion": True,
+            }
+        ],
+    }
+    if template_meta.get("annotations"):
+        metadata["annotations"] = dict(template_meta["annotations"])
+    now = datetime.now(UTC).strftime("%Y-%m-%dT%H:%M:%SZ")
+    if node:
+        spec["nodeName"] = node
+        status: dict[str, Any] = {
+            "phase": "Running",
+            "startTime": now,
+            "conditions": [
+                {"type": "PodScheduled", "status": "True"},
+                {"type": "Initialized", "status": "True"},
+                {"type": "ContainersReady", "status": "True"},
+                {"type": "Ready", "status": "True"},
+            ],
+        }
+    else:
+        status = {
+            "phase": "Pending",
+            "conditions": [
+                {
+                    "type": "PodScheduled",
+                    "status": "False",
+                    "reason": "Unschedulable",
+                    "message": "0 nodes are available: no node fits the pod (virtual scheduler)",
+                }
+            ],
+        }
+    return {"apiVersion": "v1", "kind": "Pod", "metadata": metadata, "spec": spec, "status": status}
+
+
+def _bind_root_pod(store: Store, obj: Mapping[str, Any], node: str) -> None:
+    pod = dict(obj)
+    spec = dict(pod.get("spec") or {})
+    if node:
+        spec["nodeName"] = node
+        pod["status"] = {
+            "phase": "Running",
+            "conditions": [
+                {"type": "PodScheduled", "status": "True"},
+                {"type": "Ready", "status": "True"},
+            ],
+        }
+    else:
+        pod["status"] = {
+            "phase": "Pending",
+            "conditions": [{"type": "PodScheduled", "status": "False", "reason": "Unschedulable"}],
+        }
+    pod["spec"] = spec
+    store.put(pod)
+
+
+def _delete_pods(store: Store, obj: Mapping[str, Any], uid: str) -> None:
+    namespace = (obj.get("metadata") or {}).get("namespace")
+    for pod in store.list("pods", namespace):
+        refs = (pod.get("metadata") or {}).get("ownerReferences") or []
+        if any(r.get("uid") == uid for r in refs):
+            try:
+                store.delete("pods", pod["metadata"]["name"], namespace)
+            except StatusError:
+                pass
+
+
+# --------------------------------------------------------------------------------------------
+# status
+
+
+def _replicas(obj: Mapping[str, Any], default: int) -> int:
+    value = (obj.get("spec") or {}).get("replicas")
+    return value if isinstance(value, int) and value >= 0 else default
+
+
+def _candidates(obj: Mapping[str, Any], d: Decomposition) -> list[dict[str, Any]]:
+    """Statuses that the kind's controller would report for a running workload."""
+    group = d.definition.target.group if d.definition.target else ""
+    kind = d.ref.kind
+    pods = sum(c.replicas for c in d.components)
+    replicas = _replicas(obj, 1)
+    generation = (obj.get("metadata") or {}).get("generation", 1)
+    now = datetime.now(UTC).strftime("%Y-%m-%dT%H:%M:%SZ")
+    ready = [{"type": "Ready", "status": "True", "reason": "Ready", "lastTransitionTime": now}]
+    known: dict[tuple[str, str], list[dict[str, Any]]] = {
+        ("apps", "Deployment"): [
+            {
+                "observedGeneration": generation,
+                "replicas": replicas,
+                "readyReplicas": replicas,
+                "availableReplicas": replicas,
+                "updatedReplicas": replicas,
+                "conditions": [
+                    {"type": "Available", "status": "True", "reason": "MinimumReplicasAvailable"},
+                    {"type": "Progressing", "status": "True", "reason": "NewReplicaSetAvailable"},
+                ],
+            }
+        ],
+        ("apps", "StatefulSet"): [
+            {
+                "observedGeneration": generation,
+                "replicas": replicas,
+                "readyReplicas": replicas,
+                "availableReplicas": replicas,
+                "updatedReplicas": replicas,
+                "currentReplicas": replicas,
+                "currentRevision": f"{_name(obj)}-1",
+                "updateRevision": f"{_name(obj)}-1",
+            }
+        ],
+        ("batch", "Job"): [{"active": pods, "ready": pods, "startTime": now}],
+        ("batch", "CronJob"): [{"lastScheduleTime": now}],
+        ("jobset.x-k8s.io", "JobSet"): [
+            {
+                "replicatedJobsStatus": [
+                    {
+                        "name": c.instance or c.name,
+                        "active": 1,
+                        "ready": 1,
+                        "failed": 0,
+                        "succeeded": 0,
+                        "suspended": 0,
+                    }
+                    for c in d.components
+                ]
+                or [{"name": "main", "active": 1, "ready": 1, "failed": 0}],
+            }
+        ],
+        ("kubeflow.org", "PyTorchJob"): [_conditions(now, "Created", "Running")],
+        ("kubeflow.org", "MPIJob"): [_conditions(now, "Created", "Running")],
+        ("leaderworkerset.x-k8s.io", "LeaderWorkerSet"): [
+            {
+                "replicas": replicas,
+                "readyReplicas": replicas,
+                "updatedReplicas": replicas,
+                "conditions": [{"type": "Available", "status": "True", "lastTransitionTime": now}],
+            }
+        ],
+        ("ray.io", "RayCluster"): [{"state": "ready", "readyWorkerReplicas": max(0, pods - 1)}],
+        ("ray.io", "RayJob"): [{"jobStatus": "RUNNING", "jobDeploymentStatus": "Running"}],
+        ("ray.io", "RayService"): [
+            {"conditions": [{"type": "Ready", "status": "True", "reason": "NonZeroServeEndpoints"}]}
+        ],
+        ("apps.nvidia.com", "NIMCache"): [{"state": "InProgress"}],
+        ("apps.nvidia.com", "NIMService"): [{"state": "Ready"}],
+        ("grove.io", "PodCliqueSet"): [{"availableReplicas": replicas, "replicas": replicas}],
+        ("milvus.io", "Milvus"): [{"status": "Healthy"}],
+        ("nvidia.com", "DynamoGraphDeployment"): [{"state": "successful"}],
+        ("serving.kserve.io", "InferenceService"): [
+            {"conditions": [{"type": "PredictorReady", "status": "True"}, *ready]}
+        ],
+        ("agents.x-k8s.io", "Sandbox"): [{"conditions": ready}],
+    }
+    candidates = list(known.get((group, kind), []))
+    candidates.append({"conditions": ready})
+    candidates.append({"phase": "Running"})
+    candidates.append(_from_mapping(d.definition, now))
+    return [c for c in candidates if c]
+
+
+def _conditions(now: str, *types: str) -> dict[str, Any]:
+    return {
+        "conditions": [
+            {"type": t, "status": "True", "reason": t, "lastTransitionTime": now} for t in types
+        ]
+    }
+
+
+def _from_mapping(definition: Definition, now: str) -> dict[str, Any]:
+    """A status built from the ``running`` mapping's ``byConditions`` (generic fallback)."""
+    status = definition.root.status
+    if status is None or status.conditions is None:
+        return {}
+    for matcher in status.mappings.get("running", ()):
+        if matcher.by_conditions:
+            path = status.conditions.path.lstrip(".").split(".")
+            if path[:1] != ["status"] or len(path) != 2:
+                return {}
+            items = [
+                {
+                    status.conditions.type_field: c.type,
+                    status.conditions.status_field: c.status or "True",
+                    **({status.conditions.reason_field: c.reason} if c.reason else {}),
+                    "lastTransitionTime": now,
+                }
+                for c in matcher.by_conditions
+            ]
+            return {path[1]: items}
+    return {}
+
+
+def running_status(obj: Mapping[str, Any], d: Decomposition) -> dict[str, Any] | None:
+    """A status for ``obj`` that its definition maps to ``Running``, or ``None``."""
+    for candidate in _candidates(obj, d):
+        trial = {**obj, "status": candidate}
+        try:
+            phases = phases_of(trial, d.definition)
+        except PlacerError:
+            continue
+        if "Running" in phases:
+            return candidate
+    return None
+
+
+def _write_status(store: Store, obj: Mapping[str, Any], status: Mapping[str, Any]) -> None:
+    metadata = obj.get("metadata") or {}
+    resource = f"{obj.get('kind')}"
+    api_version = str(obj.get("apiVersion", ""))
+    group = api_version.rpartition("/")[0]
+    try:
+        rt = next(
+            r
+            for r in store.resources()
+            if r.group == group and r.kind == resource and r.api_version == api_version
+        )
+    except StopIteration:
+        return
+    try:
+        store.patch(
+            rt,
+            str(metadata.get("name")),
+            {"status": dict(status)},
+            namespace=metadata.get("namespace"),
+            subresource="status" if rt.status else None,
+        )
+    except StatusError as err:  # deleted meanwhile, or no status subresource: nothing to show
+        log.info("status of %s/%s not written: %s", obj.get("kind"), metadata.get("name"), err)

@@ -1,0 +1,44 @@
+"""What runs where across the fleet: listing and describing workloads live on the members.
+
+Read-only, through :mod:`placer.kube`; used by ``placer get`` and ``placer describe TYPE/NAME``
+(and by the in-flight ledger for owner scoping).
+
+* :mod:`~placer.inventory.owners` — owner scoping (spec 7.2): :class:`OwnerWalker`;
+* :mod:`~placer.inventory.pods` — pods to components (spec 7.1, 7.3): :func:`attribute_pods`;
+* :mod:`~placer.inventory.listing` — every workload of the catalog's kinds on every cluster
+  (:func:`list_workloads`, :func:`find_workload`);
+* :mod:`~placer.inventory.describe` — the live describe tree (:func:`live_view`).
+"""
+
+from placer.inventory.describe import LiveView, live_json, live_view, render_live
+from placer.inventory.listing import (
+    Inventory,
+    LiveWorkload,
+    UnknownTypeError,
+    WorkloadNotFoundError,
+    age,
+    components_text,
+    find_workload,
+    list_workloads,
+    resolve_type,
+)
+from placer.inventory.owners import OwnerWalker
+from placer.inventory.pods import attribute_pods
+
+__all__ = [
+    "Inventory",
+    "LiveView",
+    "LiveWorkload",
+    "OwnerWalker",
+    "UnknownTypeError",
+    "WorkloadNotFoundError",
+    "age",
+    "attribute_pods",
+    "components_text",
+    "find_workload",
+    "list_workloads",
+    "live_json",
+    "live_view",
+    "render_live",
+    "resolve_type",
+]

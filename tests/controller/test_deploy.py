@@ -1,0 +1,95 @@
+"""deploy/: the manifests parse, agree with placer's code, and cover every catalog kind."""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Any
+
+import yaml
+
+from placer import policy
+from placer.cli import build_parser
+from placer.definitions import Catalog
+from placer.kube import load_kubeconfigs
+
+DEPLOY = Path(__file__).resolve().parents[2] / "deploy"
+
+
+def _documents(name: str) -> list[dict[str, Any]]:
+    return [d for d in yaml.safe_load_all((DEPLOY / name).read_text()) if d]
+
+
+def _plural(kind: str) -> str:
+    lower = kind.lower()
+    if lower.endswith(("s", "x", "ch", "sh")):
+        return lower + "es"
+    return lower + "s"
+
+
+def _rules(name: str, role: str) -> list[dict[str, Any]]:
+    (found,) = [d for d in _documents(name) if d["kind"] == "ClusterRole"]
+    assert found["metadata"]["name"] == role
+    return list(found["rules"])
+
+
+def _allowed(rules: list[dict[str, Any]], group: str, resource: str) -> set[str]:
+    verbs: set[str] = set()
+    for rule in rules:
+        if group in rule["apiGroups"] and resource in rule["resources"]:
+            verbs |= set(rule["verbs"])
+    return verbs
+
+
+def test_every_manifest_parses_and_kustomization_lists_them() -> None:
+    kustomization = yaml.safe_load((DEPLOY / "kustomization.yaml").read_text())
+    for name in kustomization["resources"]:
+        for document in _documents(name):
+            assert document["apiVersion"] and document["kind"], name
+    for document in _documents("member/rbac.yaml"):
+        assert document["kind"]
+
+
+def test_policy_crd_matches_policy_module() -> None:
+    (crd,) = _documents("crds/placementpolicies.placer.dev.yaml")
+    names = crd["spec"]["names"]
+    assert names["kind"] == policy.KIND
+    (version,) = crd["spec"]["versions"]
+    assert f"{crd['spec']['group']}/{version['name']}" == policy.API_VERSION
+    spec = version["schema"]["openAPIV3Schema"]["properties"]["spec"]["properties"]
+    assert set(spec) == set(policy._SPEC_FIELDS)
+    assert spec["objective"]["enum"] == list(policy.OBJECTIVES)
+    operators = spec["clusterSelector"]["properties"]["matchExpressions"]["items"]["properties"]
+    assert operators["operator"]["enum"] == list(policy._OPERATORS)
+    assert crd["spec"]["scope"] == "Cluster" and "status" in version["subresources"]
+
+
+def test_rbac_covers_every_catalog_kind() -> None:
+    hub = _rules("rbac.yaml", "placer-controller")
+    member = _rules("member/rbac.yaml", "placer-dispatcher")
+    for definition in Catalog.builtin().definitions:
+        target = definition.target
+        assert target is not None
+        plural = _plural(target.kind)
+        assert {"get", "list", "watch", "patch"} <= _allowed(hub, target.group, plural), target
+        assert "patch" in _allowed(hub, target.group, f"{plural}/status"), target
+        assert {"create", "delete"}.isdisjoint(_allowed(hub, target.group, plural)), target
+        needed = {"get", "list", "watch", "create", "patch", "delete"}
+        assert needed <= _allowed(member, target.group, plural), target
+    assert _allowed(hub, "", "events") == {"create", "patch"}
+    (lease_role,) = [d for d in _documents("rbac.yaml") if d["kind"] == "Role"]
+    verbs = {v for rule in lease_role["rules"] for v in rule["verbs"]}
+    assert verbs == {"get", "create", "update"}
+
+
+def test_deployment_arguments_are_placer_controller_options(tmp_path: Path) -> None:
+    (deployment,) = [d for d in _documents("deployment.yaml") if d["kind"] == "Deployment"]
+    container = deployment["spec"]["template"]["spec"]["containers"][0]
+    args = build_parser().parse_args(container["args"])
+    assert args.command == "controller" and args.hub_context == "hub"
+    assert container["livenessProbe"]["httpGet"]["path"] == "/healthz"
+    assert container["readinessProbe"]["httpGet"]["path"] == "/readyz"
+    (config,) = _documents("hub-kubeconfig.yaml")
+    path = tmp_path / "kubeconfig"
+    path.write_text(config["data"]["kubeconfig"])
+    context = load_kubeconfigs([path]).context(args.hub_context)
+    assert context.server == "https://kubernetes.default.svc"

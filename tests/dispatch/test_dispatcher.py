@@ -1,0 +1,227 @@
+"""The Dispatcher on three loopback member clusters (the demo fleet, served virtually).
+
+What the submit acceptance tests do not cover: co-grouped workloads rolled back together,
+dry runs that change nothing, namespaces placer may not create, resuming suspended objects,
+answers lost mid-apply (never run twice), and a member refusing the ledger entry.
+"""
+
+from __future__ import annotations
+
+import copy
+from collections.abc import Iterator
+from pathlib import Path
+from typing import Any
+
+import pytest
+import yaml
+
+from placer.definitions import Catalog, decompose
+from placer.dispatch import Dispatcher, Ledger, Manifest
+from placer.dispatch.dispatcher import DISPATCHED, DRY_RUN, FAILED
+from placer.dispatch.ledger import LEDGER_NAMESPACE
+from placer.dispatch.submit import open_clients
+from placer.fleet import fleet_from_kubeconfigs, gather_fleet
+from placer.fleet.realism import realism_setup
+from placer.fleet.virtual import VirtualFleet
+from placer.kube import KubeClient
+from placer.model import Fleet
+from placer.snapshot import load_snapshot
+from placer.solver import solve
+from placer.testing import AdmissionRequest, StatusError
+
+ROOT = Path(__file__).resolve().parents[2]
+SEED = yaml.safe_load((ROOT / "examples" / "jobset-demo.yaml").read_text())
+CATALOG = Catalog.builtin()
+JOBSETS = "jobsets.jobset.x-k8s.io"
+
+
+class Members:
+    def __init__(self, virtual: VirtualFleet, clients: dict[str, KubeClient], config: Any):
+        self.virtual = virtual
+        self.clients = clients
+        self.config = config
+
+    def fleet(self) -> Fleet:
+        return gather_fleet(self.config)
+
+    def jobsets(self, cluster: str) -> list[str]:
+        store = self.virtual.server(cluster).store
+        return [o["metadata"]["name"] for o in store.list(JOBSETS)]
+
+    def versions(self) -> dict[str, str]:
+        return {n: s.store.resource_version for n, s in self.virtual.servers.items()}
+
+
+@pytest.fixture
+def members(tmp_path: Path) -> Iterator[Members]:
+    snapshot = load_snapshot(ROOT / "clusters" / "demo.yaml")
+    with VirtualFleet(snapshot, setup=realism_setup(CATALOG, pods=False)) as virtual:
+        config = fleet_from_kubeconfigs([virtual.write_kubeconfig(tmp_path / "kc")])
+        clients = open_clients(config)
+        yield Members(virtual, clients, config)
+        for client in clients.values():
+            client.close()
+
+
+def jobset(name: str, *, gpus: int = 1, namespace: str = "default", **labels: str) -> Manifest:
+    body = copy.deepcopy(SEED)
+    body["metadata"] = {"name": name, "namespace": namespace, "labels": dict(labels)}
+    for job in body["spec"]["replicatedJobs"]:
+        job["template"]["spec"]["template"]["spec"]["containers"][0]["resources"]["limits"] = {
+            "nvidia.com/gpu": gpus
+        }
+    return Manifest(body, decompose(body, CATALOG), source="test")
+
+
+def decide(members: Members, manifests: list[Manifest]) -> tuple[Any, Fleet]:
+    fleet = members.fleet()
+    return solve([m.workload for m in manifests], fleet), fleet
+
+
+def test_a_group_is_rolled_back_together_and_placed_together_elsewhere(
+    members: Members,
+) -> None:
+    group = [jobset("g-a", **{"placer.dev/group": "g"}), jobset("g-b", **{"placer.dev/group": "g"})]
+    decision, fleet = decide(members, group)
+    first = {p.cluster for p in decision.placements}
+    assert len(first) == 1
+    [chosen] = first
+
+    def deny_second(request: AdmissionRequest) -> None:
+        if request.resource.kind == "JobSet" and request.name == "g-b":
+            raise StatusError(
+                403, 'admission webhook "quota.example.com" denied the request: over quota'
+            )
+
+    members.virtual.server(chosen).store.add_admission(deny_second)
+    result = Dispatcher(members.clients).dispatch(group, decision, fleet)
+    outcomes = [result.outcome(m.ref) for m in group]
+    assert [o.state for o in outcomes] == [DISPATCHED, DISPATCHED]
+    [again] = {o.cluster for o in outcomes}
+    assert again != chosen
+    for outcome in outcomes:
+        [attempt] = outcome.attempts
+        assert (attempt.cluster, attempt.code, attempt.reason) == (chosen, 403, "Forbidden")
+        assert "quota.example.com" in attempt.error and "over quota" in attempt.error
+    # g-a had been applied on the refusing cluster: it was removed with its ledger entry
+    assert members.jobsets(chosen) == []
+    assert members.virtual.server(chosen).store.list("configmaps", LEDGER_NAMESPACE) == []
+    assert sorted(members.jobsets(again)) == ["g-a", "g-b"]
+
+
+def test_dry_run_changes_nothing_and_says_what_would_be_created(members: Members) -> None:
+    manifests = [jobset("dry", namespace="team-b"), jobset("dry2")]
+    decision, fleet = decide(members, manifests)
+    before = members.versions()
+    result = Dispatcher(members.clients, dry_run=True).dispatch(manifests, decision, fleet)
+    assert members.versions() == before
+    first, second = (result.outcome(m.ref) for m in manifests)
+    assert first.state == DRY_RUN and first.namespace_created
+    assert any("namespace team-b would be created" in n for n in first.notes)
+    assert second.state == DRY_RUN and not second.dispatched and second.uid == ""
+
+
+def test_a_missing_namespace_fails_everywhere_when_creation_is_off(members: Members) -> None:
+    manifests = [jobset("nons", namespace="team-c")]
+    decision, fleet = decide(members, manifests)
+    result = Dispatcher(members.clients, create_namespaces=False).dispatch(
+        manifests, decision, fleet
+    )
+    outcome = result.outcome(manifests[0].ref)
+    assert outcome.state == FAILED and not result.ok
+    assert {a.cluster for a in outcome.attempts} == {"east", "west", "central"}
+    assert all("namespace team-c does not exist" in a.error for a in outcome.attempts)
+    assert all(
+        "team-c" not in {n["metadata"]["name"] for n in s.store.list("namespaces")}
+        for s in members.virtual.servers.values()
+    )
+
+
+def test_resume_on_dispatch_and_the_in_process_ledger(members: Members) -> None:
+    manifest = jobset("held")
+    manifest.body["spec"]["suspend"] = True
+    manifest = Manifest(manifest.body, decompose(manifest.body, CATALOG))
+    decision, fleet = decide(members, [manifest])
+    ledger = Ledger()
+    result = Dispatcher(members.clients, resume=True, ledger=ledger).dispatch(
+        [manifest], decision, fleet, decision_id="d-held"
+    )
+    outcome = result.outcome(manifest.ref)
+    assert outcome.dispatched and result.decision_id == "d-held"
+    store = members.virtual.server(str(outcome.cluster)).store
+    applied = store.get(JOBSETS, "held", "default")
+    assert applied["spec"]["suspend"] is False
+    assert applied["metadata"]["uid"] == outcome.uid
+    [entry] = ledger.entries()
+    assert entry.cluster == outcome.cluster and entry.decision == "d-held"
+    assert manifest.body["spec"]["suspend"] is True  # the hub's object is not changed
+
+
+def test_a_lost_answer_is_cleaned_up_before_moving_on(members: Members) -> None:
+    manifests = [jobset("lost")]
+    decision, fleet = decide(members, manifests)
+    [chosen] = {p.cluster for p in decision.placements}
+    server = members.virtual.server(chosen)
+    server.faults.drop(verb="patch", resource=JOBSETS, times=None)
+    result = Dispatcher(members.clients).dispatch(manifests, decision, fleet)
+    outcome = result.outcome(manifests[0].ref)
+    assert outcome.dispatched and outcome.cluster != chosen
+    assert outcome.attempts[0].cluster == chosen
+    assert members.jobsets(chosen) == []
+
+
+def test_never_twice_when_the_clean_up_cannot_finish(members: Members) -> None:
+    manifests = [jobset("stuck")]
+    decision, fleet = decide(members, manifests)
+    [chosen] = {p.cluster for p in decision.placements}
+    server = members.virtual.server(chosen)
+    server.faults.drop(verb="patch", resource=JOBSETS, times=None)
+    server.faults.drop(verb="delete", resource=JOBSETS, times=None)
+    result = Dispatcher(members.clients).dispatch(manifests, decision, fleet)
+    outcome = result.outcome(manifests[0].ref)
+    assert outcome.state == FAILED and outcome.cluster == chosen
+    assert "not placed elsewhere, so that it cannot run twice" in outcome.error
+    assert "JobSet/default/stuck may be left on cluster" in outcome.error
+    others = [c for c in ("east", "west", "central") if c != chosen]
+    assert all(members.jobsets(c) == [] for c in others)
+
+
+def test_a_member_refusing_the_ledger_entry_still_gets_the_workload(members: Members) -> None:
+    manifests = [jobset("noledger")]
+    decision, fleet = decide(members, manifests)
+    [chosen] = {p.cluster for p in decision.placements}
+
+    def deny(request: AdmissionRequest) -> None:
+        if request.resource.kind == "ConfigMap" and request.namespace == LEDGER_NAMESPACE:
+            raise StatusError(403, "configmaps is forbidden: User cannot create configmaps")
+
+    members.virtual.server(chosen).store.add_admission(deny)
+    result = Dispatcher(members.clients).dispatch(manifests, decision, fleet)
+    outcome = result.outcome(manifests[0].ref)
+    assert outcome.dispatched and outcome.cluster == chosen
+    assert "in-flight ledger not written on this cluster" in outcome.notes
+    [warning] = result.warnings
+    assert f"cluster {chosen}: in-flight ledger not written" in warning
+
+
+def test_check_existing_keeps_placed_workloads_and_refuses_foreign_copies(
+    members: Members,
+) -> None:
+    placed, foreign = jobset("placed"), jobset("foreign")
+    decision, fleet = decide(members, [placed])
+    assert Dispatcher(members.clients).dispatch([placed], decision, fleet).ok
+    [home] = [c for c in ("east", "west", "central") if members.jobsets(c) == ["placed"]]
+    elsewhere = next(c for c in ("east", "west", "central") if c != home)
+    members.virtual.server(elsewhere).store.create(dict(foreign.body))  # a user's own copy
+    # a decision that would put both somewhere else entirely
+    decision, fleet = decide(members, [placed, foreign])
+    result = Dispatcher(members.clients, check_existing=True).dispatch(
+        [placed, foreign], decision, fleet
+    )
+    kept, refused = result.outcome(placed.ref), result.outcome(foreign.ref)
+    assert kept.state == "unchanged" and kept.cluster == home and not kept.dispatched
+    assert refused.state == FAILED and "without placer's placement record" in refused.error
+    assert sorted(n for c in ("east", "west", "central") for n in members.jobsets(c)) == [
+        "foreign",
+        "placed",
+    ]
