@@ -11,8 +11,13 @@ workload capped at 15 % of the largest cluster's GPUs).
 
 * **quality** — openb split into 4 and 8 clusters (``by-model`` and ``stratified``), gangs
   drawn until their GPU demand is 1.3 x the fleet's GPUs, all of them in ONE batch decision
-  per solver, side by side on the same input; placed GPUs as % of the node-aware LP bound (B3)
-  and of the cluster LP (B2). Every decision passes :func:`placer.solver.verify`.
+  per solver, side by side on the same input; placed GPUs as % of the tightest bound the
+  decision reports (``tightest_gpu``: the least of B0, the cluster LP B2, the node-aware LP
+  B3 and the node-class LP). Every decision passes :func:`placer.solver.verify`.
+* **reduced** — the same recipe on 80 openb GPU nodes (a seeded sample) in 4 clusters, with
+  whole-GPU pods only, small enough for the exact node-level CP-SAT model
+  (:mod:`simulations.exact`, "B4"): its proven optimum (or best bound) says how far the LP
+  bounds and each solver are from the true optimum.
 * **speed** — batch decisions of 200 synthetic workloads on openb split into 16 clusters
   (p50/p99 wall time of ``solve`` over seeds, default time limit 1 s).
 * **online** — FGD's replay protocol on the single 1,213-node openb cluster (default trace,
@@ -29,6 +34,7 @@ import argparse
 import json
 import os
 import platform
+import random
 import sys
 import time
 from collections.abc import Sequence
@@ -39,8 +45,9 @@ from typing import Any
 from placer.model import GPU_SHARE, Decision, Fleet, PodDemand, Workload
 from placer.quantity import GPU
 from placer.solver import SOLVERS, charge, solve, verify
-from simulations.fleets import openb_fleet
-from simulations.openb import fgd_replay, read_openb_tasks
+from simulations.exact import node_level
+from simulations.fleets import make_fleet, openb_fleet, split_nodes
+from simulations.openb import fgd_replay, read_openb_nodes, read_openb_tasks
 from simulations.specs import resolve_workloads
 from simulations.workloads import fleet_gpu_milli
 
@@ -49,11 +56,17 @@ RESULTS = ROOT / "simulations" / "results"
 
 
 def gangs(
-    fleet: Fleet, *, seed: int, load: float | None = None, count: int | None = None
+    fleet: Fleet,
+    *,
+    seed: int,
+    load: float | None = None,
+    count: int | None = None,
+    fractional: bool = True,
 ) -> list[Workload]:
     """Synthetic gang workloads for ``fleet`` (by GPU ``load`` or by ``count``)."""
     amount = f"load={load}" if load is not None else f"count={count}"
-    spec = f"synthetic:gangs?seed={seed}&{amount}"
+    shared = "" if fractional else "&fractional=false"
+    spec = f"synthetic:gangs?seed={seed}&{amount}{shared}"
     return [item.workload for item in resolve_workloads(spec, fleet=fleet, seed=seed)]
 
 
@@ -65,11 +78,14 @@ def placed_gpus(decision: Any) -> float:
 def quality(
     fleet: Fleet, workloads: list[Workload], *, time_limit: float, seed: int
 ) -> dict[str, Any]:
+    """Every solver on the same input, one batch decision each, with the bounds."""
     rows: dict[str, Any] = {}
     bound: dict[str, float] = {}
     for solver in SOLVERS:
         cpu = time.process_time()
+        started = time.perf_counter()
         decision = solve(workloads, fleet, solver=solver, time_limit=time_limit, seed=seed)
+        wall = time.perf_counter() - started
         cpu = time.process_time() - cpu
         problems = verify(decision, workloads, fleet)
         if problems:
@@ -78,14 +94,35 @@ def quality(
         gpus = placed_gpus(decision)
         rows[solver] = {
             "placed_gpus": round(gpus, 2),
-            "pct_node_lp": round(100 * gpus / bound["node_lp_gpu"], 2),
-            "pct_cluster_lp": round(100 * gpus / bound["cluster_lp_gpu"], 2),
+            "pct_tightest": round(100 * gpus / bound["tightest_gpu"], 2),
             "placed_workloads": decision.summary.placed,
             "status": decision.summary.status,
-            "seconds": decision.summary.seconds,
+            "seconds": round(wall, 3),
             "cpu_seconds": round(cpu, 3),
         }
     return {"bound": bound, "solvers": rows, "workloads": len(workloads)}
+
+
+def reduced(*, seed: int, split: str, time_limit: float, exact_limit: float) -> dict[str, Any]:
+    """The quality recipe on 80 sampled openb nodes in 4 clusters, with the exact model."""
+    rng = random.Random(seed)
+    nodes = rng.sample(list(read_openb_nodes("gpu")), 80)
+    fleet = make_fleet(split_nodes(nodes, 4, split, seed=seed))
+    workloads = gangs(fleet, seed=seed, load=1.3, fractional=False)
+    result = quality(fleet, workloads, time_limit=time_limit, seed=seed)
+    hint = solve(workloads, fleet, time_limit=time_limit, seed=seed)
+    exact = node_level(workloads, fleet, time_limit=exact_limit, seed=seed, hint=hint)
+    result["node_level"] = {
+        "status": exact.status,
+        "best_gpu": exact.best_gpu,
+        "bound_gpu": exact.bound_gpu,
+        "seconds": round(exact.seconds, 2),
+        "exact": exact.exact,
+    }
+    for row in result["solvers"].values():
+        row["pct_node_level"] = round(100 * row["placed_gpus"] / exact.bound_gpu, 2)
+    result.update({"nodes": 80, "clusters": 4, "split": split, "seed": seed})
+    return result
 
 
 def speed_batch(*, seeds: Sequence[int], size: int, time_limit: float) -> dict[str, Any]:
@@ -188,6 +225,20 @@ def machine() -> dict[str, str]:
     }
 
 
+def _quality_row(row: dict[str, Any], solvers: Sequence[str]) -> str:
+    cells = [f"{row['solvers'][s]['pct_tightest']:.2f}" for s in solvers]
+    best = max(row["solvers"][s]["pct_tightest"] for s in solvers)
+    cells = [f"**{c}**" if float(c) == best else c for c in cells]
+    bound = row["bound"]
+    cpsat = row["solvers"]["cpsat"]
+    return (
+        f"| {row['clusters']} | {row['split']} | {row['seed']} | {row['workloads']} "
+        f"| {bound['cluster_lp_gpu']:g} | {bound['node_lp_gpu']:g} | {bound['class_lp_gpu']:g} | "
+        + " | ".join(cells)
+        + f" | {cpsat['seconds']} / {cpsat['cpu_seconds']} |"
+    )
+
+
 def render_markdown(reports: Sequence[dict[str, Any]]) -> str:
     """A summary table per report (quality, speed, online) for ``bench_solver.md``."""
     lines = ["# Solver benchmark (`python -m simulations.bench_solver`)", ""]
@@ -204,24 +255,49 @@ def render_markdown(reports: Sequence[dict[str, Any]]) -> str:
         if "quality" in report:
             solvers = list(report["quality"][0]["solvers"])
             lines += [
-                "Placed GPUs as % of the node-aware LP bound (B3); workloads = synthetic gangs "
-                "drawn to 130 % of the fleet's GPUs, one batch decision per solver.",
+                "Placed GPUs as % of the tightest bound of the decision (the least of B0, the "
+                "cluster LP B2, the node-aware LP B3 and the node-class LP); workloads = "
+                "synthetic gangs drawn to 130 % of the fleet's GPUs, one batch decision per "
+                "solver, side by side on the same input. Best per row in bold.",
                 "",
-                "| clusters | split | seed | workloads | B3 GPUs | "
+                "| clusters | split | seed | workloads | B2 | B3 | class LP | "
                 + " | ".join(solvers)
                 + " | cpsat wall / CPU s |",
-                "|" + "---|" * (6 + len(solvers)),
+                "|" + "---|" * (8 + len(solvers)),
             ]
             for row in report["quality"]:
-                cells = [f"{row['solvers'][s]['pct_node_lp']:.2f}" for s in solvers]
-                best = max(row["solvers"][s]["pct_node_lp"] for s in solvers)
-                cells = [f"**{c}**" if float(c) == best else c for c in cells]
+                lines.append(_quality_row(row, solvers))
+            met = sum(r["solvers"]["cpsat"]["pct_tightest"] >= 97 for r in report["quality"])
+            ahead = sum(
+                r["solvers"]["cpsat"]["placed_gpus"]
+                > max(v["placed_gpus"] for k, v in r["solvers"].items() if k != "cpsat")
+                for r in report["quality"]
+            )
+            lines += [
+                "",
+                f"cpsat >= 97 % of the tightest bound in {met} of {len(report['quality'])} "
+                f"instances; ahead of every baseline in {ahead}.",
+                "",
+            ]
+        if "reduced" in report:
+            solvers = list(report["reduced"][0]["solvers"])
+            lines += [
+                "Reduced instances (80 sampled openb nodes, 4 clusters, whole-GPU gangs to "
+                "130 %): placed GPUs as % of the node-level CP-SAT model's proven bound (B4; "
+                "status OPTIMAL = the exact node-level optimum).",
+                "",
+                "| split | seed | workloads | class LP | B4 (status, s) | "
+                + " | ".join(solvers)
+                + " |",
+                "|" + "---|" * (5 + len(solvers)),
+            ]
+            for row in report["reduced"]:
+                exact = row["node_level"]
+                cells = [f"{row['solvers'][s]['pct_node_level']:.2f}" for s in solvers]
                 lines.append(
-                    f"| {row['clusters']} | {row['split']} | {row['seed']} | {row['workloads']} "
-                    f"| {row['bound']['node_lp_gpu']:g} | "
-                    + " | ".join(cells)
-                    + f" | {row['solvers']['cpsat']['seconds']} / "
-                    f"{row['solvers']['cpsat'].get('cpu_seconds')} |"
+                    f"| {row['split']} | {row['seed']} | {row['workloads']} "
+                    f"| {row['bound']['class_lp_gpu']:g} | {exact['bound_gpu']:g} "
+                    f"({exact['status']}, {exact['seconds']}) | " + " | ".join(cells) + " |"
                 )
             lines.append("")
         if "speed_batch" in report:
@@ -251,7 +327,10 @@ def main(argv: Sequence[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=(__doc__ or "").splitlines()[0])
     parser.add_argument("--quick", action="store_true", help="smaller run (smoke)")
     parser.add_argument("--time-limit", type=float, default=1.0, help="per decision (quality)")
-    parser.add_argument("--parts", default="quality,speed,online")
+    parser.add_argument("--parts", default="quality,reduced,speed,online")
+    parser.add_argument(
+        "--exact-limit", type=float, default=60.0, help="node-level model, per instance (s)"
+    )
     parser.add_argument("--seeds", default="1,2,3", help="quality seeds")
     parser.add_argument("--online-seeds", default="42")
     parser.add_argument("--out", type=Path, default=RESULTS / "bench_solver.json")
@@ -285,6 +364,15 @@ def main(argv: Sequence[str] | None = None) -> int:
                     result.update({"clusters": count, "split": how, "seed": seed})
                     report["quality"].append(result)
                     print(json.dumps(result), flush=True)
+    if "reduced" in parts:
+        report["reduced"] = []
+        for how in ("by-model", "stratified"):
+            for seed in seeds:
+                result = reduced(
+                    seed=seed, split=how, time_limit=args.time_limit, exact_limit=args.exact_limit
+                )
+                report["reduced"].append(result)
+                print(json.dumps(result), flush=True)
     if "speed" in parts:
         runs = list(range(5 if args.quick else 30))
         report["speed_batch"] = speed_batch(seeds=runs, size=200, time_limit=1.0)

@@ -28,17 +28,21 @@ from placer.solver.lp import LinearProgram
 from placer.solver.problem import Unit
 from placer.solver.state import ClusterState
 
-__all__ = ["BOUND_KEYS", "lp_bounds"]
+__all__ = ["BOUND_KEYS", "gpu_class_lp", "lp_bounds"]
 
 #: the GPU bounds a decision reports (``summary.bound``), weakest first.
 BOUND_KEYS = ("capacity_gpu", "cluster_lp_gpu", "node_lp_gpu", "class_lp_gpu")
 
 
 def lp_bounds(
-    states: Mapping[str, ClusterState], units: Sequence[Unit]
+    states: Mapping[str, ClusterState],
+    units: Sequence[Unit],
+    *,
+    classes: ClassLP | None = None,
 ) -> tuple[dict[str, float], ClassLP]:
-    """``{cluster_lp_gpu, node_lp_gpu, class_lp_gpu}`` (GPUs), and the class LP's solution
-    (its ``x`` and ``y`` guide the batch solver)."""
+    """``{cluster_lp_gpu, node_lp_gpu, class_lp_gpu}`` (GPUs), and the class LP's solution.
+    ``classes``: the class LP maximising placed GPU thousandths over the same states and
+    live units, when the caller has solved it already."""
     result: dict[str, float] = {}
     live = [u for u in units if u.problem is None and u.rank]
     for node_aware, prefix in ((False, "cluster_lp"), (True, "node_lp")):
@@ -53,9 +57,16 @@ def lp_bounds(
             pairs += [(u, name) for u in members]
             rows += cluster_rows(state, members, node_aware=node_aware)
         result[f"{prefix}_gpu"] = _gpus(_solve(pairs, rows))
-    classes = class_lp(states, live, lambda unit, _: float(unit.milli))
+    if classes is None:
+        classes = gpu_class_lp(states, live)
     result["class_lp_gpu"] = _gpus(classes.objective)
     return result, classes
+
+
+def gpu_class_lp(states: Mapping[str, ClusterState], units: Sequence[Unit]) -> ClassLP:
+    """The node-class LP maximising placed GPU thousandths: the bound, and the batch
+    solver's guide (:mod:`placer.solver.portfolio`)."""
+    return class_lp(states, units, lambda unit, _: float(unit.milli))
 
 
 def _gpus(milli: float) -> float:

@@ -25,7 +25,7 @@ from placer.policy import PlacementPolicy
 from placer.solver.bounds import BOUND_KEYS, lp_bounds
 from placer.solver.classlp import ClassLP
 from placer.solver.clock import Clock
-from placer.solver.explain import why_not
+from placer.solver.explain import RunReasons, why_not
 from placer.solver.heuristics import RULES, Placed, failure_basis, run_rule
 from placer.solver.master import solve_level
 from placer.solver.packer import Packed, pack
@@ -36,8 +36,11 @@ __all__ = ["MODES", "SOLVERS", "solve"]
 
 SOLVERS = ("cpsat", *RULES)
 MODES = ("batch", "online")
-#: share of the time limit kept for realisation checks and explanations after CP-SAT.
-_RESERVE = 0.12
+#: share of the time limit kept for the explanations and the decision after the search.
+_RESERVE = 0.08
+#: seconds per (unit, allowed cluster) pair kept for the cluster and node-aware LP bounds,
+#: solved after the search (their size grows with the pairs; about 0.1 s at 3,000 pairs).
+_BOUND_SECONDS_PER_PAIR = 3e-5
 #: candidate nodes per pod for fragmentation scoring in batch mode (online: the mix default).
 BATCH_FGD_CANDIDATES = 48
 
@@ -82,18 +85,19 @@ def solve(
     problem = build_problem(workloads, fleet, policies, mix=pod_mix)
     pristine = {name: state.copy() for name, state in problem.states.items()}
     if problem.mix is not None and mode == "batch":
-        # batch decisions score many pods: fewer candidates per pod keep them fast
+        # the portfolio's fragmentation-scored pass scores many pods: fewer candidates
         problem.mix = replace(problem.mix, candidates=BATCH_FGD_CANDIDATES)
     for unit in problem.units:
-        # fragmentation-aware node choice (FGD) unless the policy asks to spread
-        unit.scoring = "spread" if unit.objective == "spread" else "fgd"
+        # node choice: spread when the policy asks; otherwise FGD's fragmentation scoring
+        # online (pods arrive one by one) and best-fit in batch (the decision chooses the
+        # whole set; see the package docstring)
+        unit.scoring = (
+            "spread" if unit.objective == "spread" else "fgd" if mode == "online" else "bestfit"
+        )
     live = [u for u in problem.units if u.rank]
-    bound, guide = lp_bounds(problem.states, problem.units) if live else ({}, None)
-    free_milli = sum(int(s.devfree[s.usable].sum()) for s in problem.states.values())
-    demand_milli = sum(u.milli for u in problem.units)
-    bound["capacity_gpu"] = min(free_milli, demand_milli) / 1000.0
-    bound["tightest_gpu"] = min(bound[k] for k in BOUND_KEYS if k in bound)
     failures: dict[int, dict[str, str]] = {}
+    guide: ClassLP | None = None
+    cpsat_bound: float | None = None
     if not live:
         placed: Placed = []
         status = "trivial"
@@ -101,14 +105,42 @@ def solve(
         placed = _online(problem, live, solver, failures)
         status = "feasible"
     elif solver == "cpsat":
-        placed, status, cpsat_bound = _batch_cpsat(problem, live, clock, time_limit, seed, guide)
-        if cpsat_bound is not None:
-            bound["cpsat_value"] = round(cpsat_bound, 3)
+        placed, status, cpsat_bound, guide = _batch_cpsat(problem, live, clock, time_limit, seed)
     else:
         placed = _batch_rule(problem, live, solver, failures)
         status = "feasible"
+    bound = _bounds(problem, pristine, live, placed, guide)
+    if cpsat_bound is not None:
+        bound["cpsat_value"] = round(cpsat_bound, 3)
     reasons = _explain(problem, pristine, placed, failures, solver, mode)
     return _decision(problem, placed, reasons, solver, mode, status, started, bound)
+
+
+def _bounds(
+    problem: Problem,
+    pristine: dict[str, ClusterState],
+    live: list[Unit],
+    placed: Placed,
+    guide: ClassLP | None,
+) -> dict[str, float]:
+    """The decision's GPU bounds (:mod:`placer.solver.bounds`), on the capacity before it.
+
+    When every live unit is placed, each LP bound is exactly the placed GPUs (an LP bound is
+    at least any placement and at most the demand), so none is solved; ``guide``, when given,
+    is the node-class LP the solver already solved on the same capacity and units.
+    """
+    bound: dict[str, float] = {}
+    if live:
+        if len(placed) == len(live):
+            milli = sum(u.milli for u in live)
+            bound = dict.fromkeys(("cluster_lp_gpu", "node_lp_gpu", "class_lp_gpu"), milli / 1e3)
+        else:
+            bound = lp_bounds(pristine, live, classes=guide)[0]
+    free_milli = sum(int(s.devfree[s.usable].sum()) for s in pristine.values())
+    demand_milli = sum(u.milli for u in problem.units)
+    bound["capacity_gpu"] = min(free_milli, demand_milli) / 1000.0
+    bound["tightest_gpu"] = min(bound[k] for k in BOUND_KEYS if k in bound)
+    return bound
 
 
 # --------------------------------------------------------------------------------------------
@@ -147,8 +179,7 @@ def _best_cluster(problem: Problem, unit: Unit) -> tuple[str, Packed] | None:
         if best is not None:
             _, name, packed = best
             state = problem.states[name]
-            for run, _, node, devices in packed.pods:
-                state.place(run.shape, node, devices)
+            state.apply([packed.replay])
             return name, packed
     return None
 
@@ -179,9 +210,14 @@ def _batch_cpsat(
     clock: Clock,
     time_limit: float,
     seed: int,
-    guide: ClassLP | None,
-) -> tuple[Placed, str, float | None]:
+) -> tuple[Placed, str, float | None, ClassLP | None]:
+    """All levels, highest priority first; returns the placements, the status, CP-SAT's
+    value bound (one level only) and the node-class LP the level solved (one level only:
+    then it is the decision's ``class_lp_gpu`` bound's LP too)."""
     levels = sorted({u.priority for u in live}, reverse=True)
+    guide: ClassLP | None = None
+    pairs = sum(len(u.rank) for u in live)
+    end = time_limit * (1 - _RESERVE) - _BOUND_SECONDS_PER_PAIR * pairs
     placed: Placed = []
     statuses = []
     bound: float | None = None
@@ -189,7 +225,7 @@ def _batch_cpsat(
     for level in levels:
         members = [u for u in live if u.priority == level]
         now = clock()
-        left = time_limit * (1 - _RESERVE) - now
+        left = end - now
         deadline = now + max(0.0, left) * len(members) / remaining_units
         remaining_units -= len(members)
         result = solve_level(
@@ -199,20 +235,19 @@ def _batch_cpsat(
             clock=clock,
             seed=seed,
             mix=problem.mix,
-            # the bound's LP covers every live unit: a guide when they are one level
-            guide=guide if len(levels) == 1 else None,
         )
         placed += result.placed
         statuses.append(result.status)
         if len(levels) == 1:
             bound = result.bound
+            guide = result.guide
     if all(s == "optimal" for s in statuses):
         status = "optimal"
     elif any(s in ("optimal", "feasible") for s in statuses):
         status = "feasible"
     else:
         status = "fallback"
-    return placed, status, bound
+    return placed, status, bound, guide
 
 
 # --------------------------------------------------------------------------------------------
@@ -236,9 +271,10 @@ def _explain(
     for unit, name, _ in placed:
         where.setdefault(name, []).append(unit)
     final: dict[int, dict[str, str | None]] = {}
+    cache: RunReasons = {}
     for unit in unplaced:
         final[unit.index] = {
-            name: why_not(problem.states[name], unit)
+            name: why_not(problem.states[name], unit, cache=cache)
             for name in unit.rank
             if name in problem.states
         }
@@ -258,7 +294,7 @@ def _explain(
             if name not in problem.states:
                 texts[name] = "the cluster has no nodes"
                 continue
-            before = why_not(pristine[name], unit, try_pack=False)
+            before = why_not(pristine[name], unit, try_pack=False, cache=cache)
             if before is not None:
                 texts[name] = before
                 continue

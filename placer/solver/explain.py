@@ -46,19 +46,43 @@ def _component(run: PodRun) -> str:
     return f"component {quote(run.component.label)}"
 
 
-def why_not(state: ClusterState, unit: Unit, *, try_pack: bool = True) -> str | None:
+#: per-run reasons already found: (state, its version, pod shape, component) -> text or None.
+RunReasons = dict[tuple[object, ...], "str | None"]
+
+
+def why_not(
+    state: ClusterState,
+    unit: Unit,
+    *,
+    try_pack: bool = True,
+    cache: RunReasons | None = None,
+) -> str | None:
     """The reason ``unit`` cannot be placed on ``state`` now, or ``None`` (see module doc).
 
-    ``try_pack=False`` skips the last, costly check (a trial packing).
+    ``try_pack=False`` skips the last, costly check (a trial packing). ``cache`` keeps the
+    per-run reasons across calls (many units share pod shapes).
     """
-    for run in unit.runs:
-        reason = _no_eligible_node(state, run)
-        if reason:
-            return reason
-    for run in unit.runs:
-        reason = _no_node_with_room(state, run)
-        if reason:
-            return reason
+    for check in (_no_eligible_node, _no_node_with_room):
+        for run in unit.runs:
+            shape = run.shape
+            key = (
+                id(state),
+                state.version,
+                check.__name__,
+                shape.req.tobytes(),
+                shape.gpus,
+                shape.share,
+                shape.key,
+                run.component.label,
+            )
+            if cache is not None and key in cache:
+                reason = cache[key]
+            else:
+                reason = check(state, run)
+                if cache is not None:
+                    cache[key] = reason
+            if reason:
+                return reason
     reason = _totals_too_low(state, unit)
     if reason:
         return reason

@@ -26,12 +26,13 @@ from placer.solver.capacity import infeasible_alone
 from placer.solver.fragmentation import Mix
 from placer.solver.packer import Packed, PackFailure, pack
 from placer.solver.problem import Unit
-from placer.solver.state import ClusterState
+from placer.solver.state import ClusterState, Replay
 
 __all__ = [
     "RULES",
     "Choice",
     "Placed",
+    "apply_placed",
     "choose_and_pack",
     "failure_basis",
     "ffd_key",
@@ -44,6 +45,15 @@ RULES = ("greedy", "first-fit", "best-fit", "worst-fit", "karmada")
 
 #: realised placements: (unit, cluster, where its pods went).
 Placed = list[tuple[Unit, str, Packed]]
+
+
+def apply_placed(states: dict[str, ClusterState], placed: Placed) -> None:
+    """Put ``placed`` (realised earlier) on the states again, exactly."""
+    by_cluster: dict[str, list[Replay]] = {}
+    for _, cluster, packed in placed:
+        by_cluster.setdefault(cluster, []).append(packed.replay)
+    for cluster, replays in by_cluster.items():
+        states[cluster].apply(replays)
 
 
 @dataclass(frozen=True)
@@ -82,21 +92,49 @@ def _left(state: ClusterState, unit: Unit) -> tuple[int, int]:
 MAX_SETS = 4
 
 
-def _sets(state: ClusterState, unit: Unit, mix: Mix | None) -> int:
+def _sets(state: ClusterState, unit: Unit) -> int:
     """Complete sets of the unit that fit, as Karmada's accurate estimator counts them.
 
     One component: ``Σ_n ⌊free_n / request⌋`` over eligible nodes (NodeResourceEstimator).
-    Several components: sets packed one after another until one does not fit
-    (MaxAvailableComponentSets simulates the same), at most ``MAX_SETS``.
+    Several components (MaxAvailableComponentSets): sets simulated one after another until
+    one does not fit, at most ``MAX_SETS``; each component's replicas go first-fit over the
+    nodes in order, as many per node as its free capacity holds (counting only: whole GPUs
+    on idle devices, a share on ``Σ_d ⌊free_d / share⌋`` slots of the node).
     """
     if len(unit.runs) == 1:
         return _most_sets(state, unit)
-    mark = state.mark()
-    sets = 0
-    while sets < MAX_SETS and isinstance(pack(state, unit.runs, mix=mix), Packed):
-        sets += 1
-    state.undo(mark)
-    return sets
+    usable = state.usable
+    free = state.free[usable].copy()
+    idle = state.full[usable].copy()
+    runs = []
+    for run in unit.runs:
+        shape = run.shape
+        slots = (
+            (np.maximum(state.dev[usable], 0) // shape.share).sum(axis=1) if shape.share else None
+        )
+        runs.append((run, state.eligible(shape)[usable], slots))
+    for sets in range(MAX_SETS):
+        for run, eligible, slots in runs:
+            shape = run.shape
+            positive = shape.req > 0
+            most = (free[:, positive] // shape.req[positive]).min(axis=1)
+            if shape.gpus:
+                most = np.minimum(most, idle // shape.gpus)
+            if slots is not None:
+                most = np.minimum(most, slots)
+            most = np.where(eligible, np.maximum(most, 0), 0)
+            reach = np.cumsum(most)
+            if not reach.size or int(reach[-1]) < run.count:
+                return sets
+            last = int(np.searchsorted(reach, run.count))
+            take = most.copy()
+            take[last + 1 :] = 0
+            take[last] -= int(reach[last]) - run.count
+            free -= take[:, None] * shape.req[None, :]
+            idle -= take * shape.gpus
+            if slots is not None:
+                slots -= take
+    return MAX_SETS
 
 
 def _most_sets(state: ClusterState, unit: Unit) -> int:
@@ -186,7 +224,7 @@ def choose_and_pack(
             # a cluster whose upper bound cannot beat the best so far is not simulated
             if len(unit.runs) > 1 and min(MAX_SETS, _most_sets(states[name], unit)) <= best:
                 continue
-            sets = _sets(states[name], unit, mix)
+            sets = _sets(states[name], unit)
             if sets > best:
                 best, chosen = sets, name
     else:

@@ -25,14 +25,15 @@ state is rolled back and a :class:`PackFailure` says which run failed and why.
 
 from __future__ import annotations
 
-from collections.abc import Callable, Sequence
+from collections.abc import Sequence
 from dataclasses import dataclass
+from functools import cached_property
 
 import numpy as np
 
 from placer.model import ComponentDemand
 from placer.solver.fragmentation import FloatArray, Mix, frag_after, frag_of
-from placer.solver.state import ClusterState, IntArray, PodShape
+from placer.solver.state import ClusterState, IntArray, PodShape, Replay
 
 __all__ = ["FGD_MAX_PODS", "SCORINGS", "PackFailure", "Packed", "PodRun", "pack", "run_order"]
 
@@ -61,6 +62,12 @@ class Packed:
     pods: tuple[tuple[PodRun, int, int, tuple[int, ...]], ...]
     #: the sum of the chosen nodes' scores (lower is better; fgd: fragmentation added).
     score: float
+
+    @cached_property
+    def replay(self) -> Replay:
+        """The packing as a change to apply to (or take off) a state again."""
+        width = len(self.pods[0][0].shape.req) if self.pods else 0
+        return Replay.of([(run.shape, node, dev) for run, _, node, dev in self.pods], width)
 
 
 @dataclass(frozen=True)
@@ -101,68 +108,6 @@ def pack(
             state.undo(mark)
             return PackFailure(run=run, placed=placed)
     return Packed(pods=tuple(pods), score=score_sum)
-
-
-def pack_set(
-    state: ClusterState,
-    units: Sequence[tuple[int, Sequence[PodRun], str]],
-    *,
-    mix: Mix | None = None,
-) -> tuple[dict[int, Packed], list[int]]:
-    """Pack several units (``(key, runs, scoring)``) together on one cluster.
-
-    All their runs are packed in one pass, hardest first (:func:`effective_size`: GPUs'
-    worth of a typical node a pod takes, so pods with much cpu or memory per GPU go first);
-    a unit with a pod that finds no node is taken out again, and such units are retried one
-    by one at the end. Returns the packed units by key and the keys that did not fit.
-    """
-    size = effective_size(state)
-    runs = [(key, run, scoring) for key, unit_runs, scoring in units for run in unit_runs]
-    runs.sort(key=lambda item: (-size(item[1].shape), run_order(item[1])))
-    pods: dict[int, list[tuple[PodRun, int, int, tuple[int, ...]]]] = {k: [] for k, _, _ in units}
-    failed: list[int] = []
-    for key, run, scoring in runs:
-        if key in failed:
-            continue
-        placed, _ = _place_run(
-            state, run, pods[key], scoring=scoring if mix else "bestfit", mix=mix, bulk=True
-        )
-        if placed < run.count:
-            failed.append(key)
-    for key in failed:
-        for run, _, node, devices in reversed(pods[key]):
-            state.unplace(run.shape, node, devices)
-    packed = {k: Packed(pods=tuple(p), score=0.0) for k, p in pods.items() if k not in failed}
-    left = []
-    by_key = {key: (unit_runs, scoring) for key, unit_runs, scoring in units}
-    for key in sorted(failed):
-        unit_runs, scoring = by_key[key]
-        result = pack(state, unit_runs, scoring=scoring, mix=mix)
-        if isinstance(result, Packed):
-            packed[key] = result
-        else:
-            left.append(key)
-    return packed, left
-
-
-def effective_size(state: ClusterState) -> Callable[[PodShape], float]:
-    """A pod's size in GPUs' worth of this cluster's typical GPU node (cpu and memory per
-    GPU at the median), at least its own GPUs; for pods without GPUs, their cpu/memory share
-    of a typical node."""
-    gpu_nodes = state.ndev > 0
-    cap = state.cap[gpu_nodes] if gpu_nodes.any() else state.cap
-    per_gpu = (
-        cap[:, :2] / np.maximum(state.ndev[gpu_nodes], 1)[:, None]
-        if gpu_nodes.any()
-        else cap[:, :2]
-    )
-    typical = np.maximum(np.median(per_gpu, axis=0), 1.0)
-
-    def size(shape: PodShape) -> float:
-        ratio = float(max(shape.req[0] / typical[0], shape.req[1] / typical[1]))
-        return max(shape.milli / 1000.0, ratio)
-
-    return size
 
 
 def _place_run(

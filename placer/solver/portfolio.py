@@ -7,14 +7,14 @@ realised by the packer (:mod:`placer.solver.packer`):
    GPUs; units in decreasing order of their largest LP share ``max_c x[u, c]`` (then most
    value per scarcest resource), each tried in its clusters by decreasing ``x[u, c]``, then
    by preference. Units the LP places whole go first, into the cluster the LP chose, and
-   the rest fill what is left. Packed with best-fit node scoring (fast).
+   the rest fill what is left. Packed with the units' node scoring (best-fit in batch).
 2. **Every baseline** (``greedy``, ``karmada``, ``worst-fit``, ``first-fit``,
    ``best-fit``), exactly as its own batch decision runs it
    (:func:`placer.solver.heuristics.run_rule`): so, time permitting, CP-SAT's answer is never
    worse than any baseline's on the same capacity.
 3. **Density** (``dense``): most value per share of the scarcest resource first (when cpu or
-   memory binds, units with many GPUs per core go first), best-fit scoring; and the
-   LP-guided pass again with the units' own node scoring (``lp-fgd``).
+   memory binds, units with many GPUs per core go first); and the LP-guided pass again with
+   fragmentation-aware node scoring (``lp-fgd``, :mod:`placer.solver.fragmentation`).
 
 A pass runs when the time it is expected to take (the longest pass so far) fits before the
 deadline; the first always runs. The best answer (placed value, then preference) wins; ties
@@ -26,7 +26,8 @@ from __future__ import annotations
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 
-from placer.solver.classlp import ClassLP, class_lp
+from placer.solver.bounds import gpu_class_lp
+from placer.solver.classlp import ClassLP
 from placer.solver.clock import Clock
 from placer.solver.fragmentation import Mix
 from placer.solver.heuristics import Placed, choose_and_pack, run_rule
@@ -36,7 +37,7 @@ from placer.solver.state import ClusterState
 __all__ = ["PASSES", "Hints", "density_key", "run_portfolio", "value_of"]
 
 #: the passes in the order they run.
-PASSES = ("lp", "greedy", "karmada", "worst-fit", "first-fit", "best-fit", "dense", "lp-fgd")
+PASSES = ("greedy", "lp", "karmada", "worst-fit", "first-fit", "best-fit", "dense", "lp-fgd")
 
 
 @dataclass
@@ -48,8 +49,9 @@ class Hints:
     winner: str
     #: seconds (decision clock) of the longest pass.
     pass_seconds: float
-    #: placed value per pass that ran, in order.
+    #: placed value and seconds (decision clock) per pass that ran, in order.
     values: dict[str, int] = field(default_factory=dict)
+    seconds: dict[str, float] = field(default_factory=dict)
     notes: list[str] = field(default_factory=list)
     #: the guiding LP (when it was solved here or given).
     guide: ClassLP | None = None
@@ -84,9 +86,10 @@ def guided(
     x: dict[tuple[int, str], float],
     *,
     mix: Mix | None,
-    fast: bool,
+    fgd: bool = False,
 ) -> Placed:
-    """The LP-guided pass (see module docstring); leaves the placements applied."""
+    """The LP-guided pass (see module docstring); leaves the placements applied. ``fgd``:
+    fragmentation node scoring instead of the units' own (except where they spread)."""
     dense = density_key(units, states)
     share = {u.index: max((x.get((u.index, c), 0.0) for c in u.rank), default=0.0) for u in units}
     placed: Placed = []
@@ -95,7 +98,7 @@ def guided(
             (c for c in unit.rank if c in states),
             key=lambda c: (-round(x.get((unit.index, c), 0.0), 3), unit.rank[c], c),
         )
-        scoring = "bestfit" if fast and unit.scoring == "fgd" else None
+        scoring = "fgd" if fgd and unit.scoring != "spread" else None
         choice = choose_and_pack(
             "greedy", unit, states, order, mix=mix, scoring=scoring, explain=False
         )
@@ -107,10 +110,7 @@ def guided(
 def _dense(units: Sequence[Unit], states: dict[str, ClusterState], mix: Mix | None) -> Placed:
     placed: Placed = []
     for unit in sorted(units, key=density_key(units, states)):
-        scoring = "bestfit" if unit.scoring == "fgd" else None
-        choice = choose_and_pack(
-            "greedy", unit, states, unit.allowed(), mix=mix, scoring=scoring, explain=False
-        )
+        choice = choose_and_pack("greedy", unit, states, unit.allowed(), mix=mix, explain=False)
         if choice.packed is not None and choice.cluster is not None:
             placed.append((unit, choice.cluster, choice.packed))
     return placed
@@ -137,17 +137,19 @@ def run_portfolio(
             break
         if name in ("lp", "lp-fgd"):
             if hints.guide is None:
-                hints.guide = class_lp(states, units, lambda unit, _: float(unit.milli))
-            placed = guided(units, states, hints.guide.x, mix=mix, fast=name == "lp")
+                hints.guide = gpu_class_lp(states, units)
+            placed = guided(units, states, hints.guide.x, mix=mix, fgd=name == "lp-fgd")
         elif name == "dense":
             placed = _dense(units, states, mix)
         else:
             placed = run_rule(name, units, states, mix=mix)
         for state_name, state in states.items():
             state.undo(marks[state_name])
-        hints.pass_seconds = max(hints.pass_seconds, clock() - started)
+        took = clock() - started
+        hints.pass_seconds = max(hints.pass_seconds, took)
         value = value_of(placed)
         hints.values[name] = value[0]
+        hints.seconds[name] = round(took, 4)
         if best_value is None or value > best_value:
             best_value, hints.best, hints.winner = value, placed, name
         if len(placed) == len(units) and value[1] == 0:

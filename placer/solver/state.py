@@ -3,7 +3,8 @@
 Why arrays: the packer asks "on which nodes does this pod fit, and which is best?" thousands of
 times per decision; numpy answers over all nodes of a cluster in one step. The state is built
 from the immutable model (:class:`placer.model.Cluster`) at the start of a decision, changed by
-``place`` and rolled back by ``undo`` (a journal), and never leaks out of the solver.
+``place_many`` / ``place_bulk`` / ``apply``, rolled back by ``undo`` (a journal), and never
+leaks out of the solver.
 
 Resources: a fixed vector ``names`` of scalar resources (cpu, memory, pods and whatever the
 pods request, except GPUs) per decision. GPUs are modelled **per device**: ``dev[n, d]`` is the
@@ -29,6 +30,7 @@ from placer.quantity import CPU, GPU, MEMORY, PODS
 __all__ = [
     "ClusterState",
     "PodShape",
+    "Replay",
     "Signatures",
     "constraint_key",
     "gpu_milli",
@@ -125,6 +127,47 @@ class Signatures:
         return found
 
 
+@dataclass(frozen=True)
+class Replay:
+    """A placement's change to a state, ready to apply again: the nodes it uses (sorted),
+    the scalar amounts it takes from each, and per node the devices it takes (whole devices,
+    and ``(device, thousandths)`` shares)."""
+
+    nodes: IntArray
+    delta: IntArray  # [len(nodes), K]
+    devices: tuple[tuple[int, tuple[int, ...], tuple[tuple[int, int], ...]], ...]
+
+    @staticmethod
+    def of(pods: Sequence[tuple[PodShape, int, tuple[int, ...]]], width: int) -> Replay:
+        """From ``(shape, node, devices)`` per pod."""
+        amounts: dict[int, IntArray] = {}
+        whole: dict[int, list[int]] = {}
+        shares: dict[int, list[tuple[int, int]]] = {}
+        for shape, node, devices in pods:
+            total = amounts.get(node)
+            if total is None:
+                total = amounts[node] = np.zeros(width, dtype=np.int64)
+            total += shape.req
+            if shape.gpus:
+                whole.setdefault(node, []).extend(devices[: shape.gpus])
+            if shape.share:
+                shares.setdefault(node, []).append((devices[-1], shape.share))
+        order = sorted(amounts)
+        return Replay(
+            nodes=np.array(order, dtype=np.int64),
+            delta=(
+                np.stack([amounts[n] for n in order])
+                if order
+                else np.zeros((0, width), dtype=np.int64)
+            ),
+            devices=tuple(
+                (n, tuple(whole.get(n, ())), tuple(shares.get(n, ())))
+                for n in order
+                if n in whole or n in shares
+            ),
+        )
+
+
 class ClusterState:
     """Free capacity of one cluster's nodes; see the module docstring."""
 
@@ -174,12 +217,23 @@ class ClusterState:
         self._copies_version = -1
         self.signatures = signatures if signatures is not None else Signatures()
         self._static = [self.cap[i].tobytes() for i in range(count)]
-        self.sig: IntArray = np.array([self._signature(i) for i in range(count)], dtype=np.int64)
+        self._sig: IntArray = np.array([self._signature(i) for i in range(count)], dtype=np.int64)
+        #: nodes changed since their signature was computed.
+        self._stale: set[int] = set()
 
     def _signature(self, node: int) -> int:
         return self.signatures.of(
             self._static[node] + self.free[node].tobytes() + self.dev[node].tobytes()
         )
+
+    @property
+    def sig(self) -> IntArray:
+        """Each node's signature (:class:`Signatures`), brought up to date."""
+        if self._stale:
+            for node in self._stale:
+                self._sig[node] = self._signature(node)
+            self._stale.clear()
+        return self._sig
 
     def __len__(self) -> int:
         return len(self.nodes)
@@ -266,14 +320,14 @@ class ClusterState:
         self.version += 1
         self.free[node] -= shape.req * count
         if not (shape.gpus or shape.share):
-            self.sig[node] = self._signature(node)
+            self._stale.add(node)
             return [()] * count
         row = self.dev[node].tolist()
-        result = [self._devices(row, shape) for _ in range(count)]
+        result = self._devices_many(row, shape, count)
         self.dev[node] = row
         self.full[node] = row.count(1000)
         self.devfree[node] = sum(d for d in row if d > 0)
-        self.sig[node] = self._signature(node)
+        self._stale.add(node)
         return result
 
     def place_bulk(
@@ -288,18 +342,32 @@ class ClusterState:
         for node, count in zip(nodes.tolist(), counts.tolist(), strict=True):
             if shape.gpus or shape.share:
                 row = self.dev[node].tolist()
-                result.append([self._devices(row, shape) for _ in range(count)])
+                result.append(self._devices_many(row, shape, count))
                 self.dev[node] = row
                 self.full[node] = row.count(1000)
                 self.devfree[node] = sum(d for d in row if d > 0)
             else:
                 result.append([()] * count)
-            self.sig[node] = self._signature(node)
+            self._stale.add(node)
         return result
+
+    @classmethod
+    def _devices_many(cls, row: list[int], shape: PodShape, count: int) -> list[tuple[int, ...]]:
+        """``count`` pods' devices from ``row`` (changed in place): as ``_devices`` one pod
+        after another; whole-GPU pods without a share take the idle devices in order."""
+        if shape.share:
+            return [cls._devices(row, shape) for _ in range(count)]
+        gpus = shape.gpus
+        idle = [i for i, d in enumerate(row) if d == 1000][: gpus * count]
+        for i in idle:
+            row[i] = 0
+        return [tuple(idle[j * gpus : (j + 1) * gpus]) for j in range(count)]
 
     @staticmethod
     def _devices(row: list[int], shape: PodShape) -> tuple[int, ...]:
-        """Take one pod's devices from ``row`` (changed in place); see ``place``."""
+        """Take one pod's devices from ``row`` (changed in place): a shared pod takes the
+        device with the least free thousandths that still holds it (best fit inside the
+        node); whole GPUs take the lowest-numbered idle devices."""
         used: tuple[int, ...] = ()
         if shape.gpus:
             idle = [i for i, d in enumerate(row) if d == 1000][: shape.gpus]
@@ -312,72 +380,53 @@ class ClusterState:
             used = (*used, best)
         return used
 
-    def place(
-        self, shape: PodShape, node: int, devices: tuple[int, ...] | None = None
-    ) -> tuple[int, ...]:
-        """Take one pod of ``shape`` on ``node``; returns the devices used (may be empty).
-
-        Devices: a shared pod takes the device with the least free thousandths that still
-        holds it (best fit inside the node); whole GPUs take the lowest-numbered free devices.
-        ``devices`` replays an earlier choice exactly.
-        """
-        self._journal.append((node, self.free[node].copy(), self.dev[node].copy()))
-        self.version += 1
-        self.free[node] -= shape.req
-        if not (shape.gpus or shape.share):
-            self.sig[node] = self._signature(node)
-            return ()
-        # device rows are short: plain Python is faster than numpy here
-        row = self.dev[node].tolist()
-        used: tuple[int, ...] = ()
-        if devices is not None:
-            for i in devices[: shape.gpus]:
-                row[i] = 0
-            if shape.share:
-                row[devices[-1]] -= shape.share
-            used = devices
-        else:
-            used = self._devices(row, shape)
-        self.dev[node] = row
-        self.full[node] = row.count(1000)
-        self.devfree[node] = sum(d for d in row if d > 0)
-        self.sig[node] = self._signature(node)
-        return used
-
-    def unplace(self, shape: PodShape, node: int, devices: tuple[int, ...]) -> None:
-        """Give back one pod placed earlier with ``devices`` (journaled, so ``undo`` works)."""
-        self._journal.append((node, self.free[node].copy(), self.dev[node].copy()))
-        self.version += 1
-        self.free[node] += shape.req
-        if not (shape.gpus or shape.share):
-            self.sig[node] = self._signature(node)
+    def apply(self, replays: Sequence[Replay], *, sign: int = 1) -> None:
+        """Replay placements made earlier, exactly (``sign=-1``: give them back); one
+        journal entry."""
+        replays = [r for r in replays if r.nodes.size]
+        if not replays:
             return
-        row = self.dev[node].tolist()
-        for i in devices[: shape.gpus]:
-            row[i] = 1000
-        if shape.share:
-            row[devices[-1]] += shape.share
-        self.dev[node] = row
-        self.full[node] = row.count(1000)
-        self.devfree[node] = sum(d for d in row if d > 0)
-        self.sig[node] = self._signature(node)
+        nodes = np.unique(np.concatenate([r.nodes for r in replays]))
+        self._journal.append((nodes, self.free[nodes].copy(), self.dev[nodes].copy()))
+        self.version += 1
+        rows: dict[int, list[int]] = {}
+        for replay in replays:
+            self.free[replay.nodes] -= sign * replay.delta
+            for node, whole, shares in replay.devices:
+                row = rows.get(node)
+                if row is None:
+                    row = rows[node] = self.dev[node].tolist()
+                for i in whole:
+                    row[i] = 0 if sign > 0 else 1000
+                for i, share in shares:
+                    row[i] -= sign * share
+        if rows:
+            changed = np.fromiter(rows, dtype=np.int64, count=len(rows))
+            dev = np.array(list(rows.values()), dtype=np.int64)
+            self.dev[changed] = dev
+            self.full[changed] = (dev == 1000).sum(axis=1)
+            self.devfree[changed] = np.maximum(dev, 0).sum(axis=1)
+        self._stale.update(nodes.tolist())
 
     def undo(self, mark: int) -> None:
-        """Roll back every ``place`` after ``mark``."""
-        while len(self._journal) > mark:
-            node, free, dev = self._journal.pop()
+        """Roll back every change after ``mark`` (the saved rows, newest first)."""
+        if len(self._journal) <= mark:
+            return
+        touched: set[int] = set()
+        for node, free, dev in reversed(self._journal[mark:]):
             self.free[node] = free
             self.dev[node] = dev
             if isinstance(node, np.ndarray):  # a bulk entry
-                self.full[node] = (dev == 1000).sum(axis=1)
-                self.devfree[node] = np.maximum(dev, 0).sum(axis=1)
-                for one in node.tolist():
-                    self.sig[one] = self._signature(one)
+                touched.update(node.tolist())
             else:
-                self.full[node] = int((dev == 1000).sum())
-                self.devfree[node] = int(np.maximum(dev, 0).sum())
-                self.sig[node] = self._signature(node)
-            self.version += 1
+                touched.add(node)
+        del self._journal[mark:]
+        nodes = np.fromiter(touched, dtype=np.int64, count=len(touched))
+        dev = self.dev[nodes]
+        self.full[nodes] = (dev == 1000).sum(axis=1)
+        self.devfree[nodes] = np.maximum(dev, 0).sum(axis=1)
+        self._stale.update(touched)
+        self.version += 1
 
     def copy(self) -> ClusterState:
         """An independent copy of the current free capacity (static data shared)."""
@@ -387,7 +436,8 @@ class ClusterState:
         other.dev = self.dev.copy()
         other.full = self.full.copy()
         other.devfree = self.devfree.copy()
-        other.sig = self.sig.copy()
+        other._sig = self._sig.copy()
+        other._stale = set(self._stale)
         other._journal = []
         other.alone = {}
         other.memo = {}
@@ -408,7 +458,3 @@ class ClusterState:
             )
             self.memo = {key: cached}
         return cached
-
-    def commit(self) -> None:
-        """Forget the journal (changes are kept for good)."""
-        self._journal.clear()

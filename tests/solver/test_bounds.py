@@ -41,7 +41,8 @@ def test_the_class_lp_sees_that_spare_cpu_on_one_node_type_cannot_feed_another(
     assert bound["node_lp_gpu"] == 9.0
     assert bound["class_lp_gpu"] == 8.0
     assert bound["tightest_gpu"] == 8.0
-    assert _placed_gpus(decision) <= 8.0
+    # the batch solver reaches it (the class LP guides which pods go to which node type)
+    assert _placed_gpus(decision) == 8.0
 
 
 # --------------------------------------------------------------------------------------------
@@ -194,3 +195,37 @@ def test_no_solver_places_more_than_the_bounds(kit: Any, decide: Any) -> None:
         for solver in SOLVERS:
             decision = decide(jobs, the_fleet, solver=solver, seed=trial, time_limit=0.2)
             assert _placed_gpus(decision) <= decision.summary.bound["tightest_gpu"] + 1e-9, solver
+
+
+def test_node_classes_group_identical_nodes_and_coarse_classes_only_loosen(
+    kit: Any, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    from placer.model import Taint
+    from placer.solver import classes
+    from placer.solver.bounds import gpu_class_lp
+    from placer.solver.problem import build_problem
+
+    taint = Taint(key="dedicated", value="x", effect="NoSchedule")
+    nodes = [kit.node(f"a{i}") for i in range(4)]
+    nodes += [kit.node("tainted", taints=[taint]), kit.node("busy", used=5)]
+    nodes += [kit.node("b0", cpu=60), kit.node("b1", cpu=50)]
+    the_fleet = kit.fleet(kit.cluster("c", *nodes))
+    jobs = [kit.workload(f"j{i}", ("w", 2, kit.pod(gpus=3, cpu=20))) for i in range(6)]
+    problem = build_problem(jobs, the_fleet, ())
+    state = problem.states["c"]
+    shapes = [problem.units[0].runs[0].shape]
+    found = classes.node_classes(state, shapes)
+    assert sorted(found.size.tolist()) == [1, 1, 1, 1, 4]
+    tainted = int(found.label[found.nodes.tolist().index(4)])
+    assert not found.eligible[0, tainted]
+    units = problem.units
+    exact = gpu_class_lp(problem.states, units).objective
+    monkeypatch.setattr(classes, "MAX_CLASSES", 1)
+    coarse = classes.node_classes(state, shapes)
+    # the eight-GPU nodes that differ only in cpu share a coarse class; taint and idle
+    # devices still split
+    assert sorted(coarse.size.tolist()) == [1, 1, 6]
+    # a coarse class keeps its members' sums: the LP only gets looser, never wrong
+    assert coarse.total(coarse.free).sum(axis=0).tolist() == state.free.sum(axis=0).tolist()
+    assert gpu_class_lp(problem.states, units).objective >= exact
+    assert exact >= 1000 * _exact_gpus(jobs, the_fleet)
