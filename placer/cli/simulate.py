@@ -1,0 +1,530 @@
+"""``placer simulate``: where would these workloads go — offline, on a capacity snapshot.
+
+Reads a fleet snapshot and workloads (manifests, or a trace / generator spec such as
+``trace:openb:default?load=1.3`` — :mod:`simulations.specs`), runs one or more solvers on the
+identical input in ``batch``, ``online`` or ``stream`` mode (:mod:`placer.simulate`), and
+prints per workload the cluster or the reasons, per cluster the utilisation before and after,
+and a summary (placed GPU against the tightest bound, gang admission by size, fragmentation,
+decision time, stream waits). ``-o json`` prints the same document the text is rendered from;
+``--report DIR`` writes it with a Markdown summary and PNG plots (:mod:`placer.report`).
+
+Checks before simulating, each a clear message rather than a silent zero: the snapshot loads;
+``--drain`` names clusters of it; the workload set is not empty; and resources requested by
+workloads that no node of the snapshot offers are reported as a warning naming the resource,
+the workloads asking for it and the closest names the snapshot has (the affected workloads are
+then refused with that reason by the solver).
+"""
+
+from __future__ import annotations
+
+import argparse
+import difflib
+import sys
+import time
+from collections.abc import Sequence
+from dataclasses import replace
+from pathlib import Path
+from typing import Any, TextIO
+
+from placer.cli._output import add_output_option, print_json, print_table
+from placer.cli.definitions import add_catalog_option
+from placer.errors import InputError, PlacerError, UsageError
+from placer.model import GPU_SHARE, Fleet
+from placer.policy import load_policies
+from placer.quantity import GPU, PODS
+from placer.simulate import MODES, Run, Settings, Timed, simulate
+from placer.simulate.export import document
+from placer.snapshot import load_snapshot
+from placer.solver import SOLVERS
+
+__all__ = ["register", "run"]
+
+#: text output lists at most this many workloads, and reasons for this many unplaced ones.
+TEXT_WORKLOADS = 40
+TEXT_REASONS = 10
+#: progress lines on stderr at most this often (seconds), once a run takes longer than this.
+PROGRESS_EVERY = 5.0
+DRAIN_REASON = "drained (what-if: placer simulate --drain)"
+
+
+def register(subparsers: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
+    parser = subparsers.add_parser(
+        "simulate",
+        help="what-if placement on a capacity snapshot (several solvers side by side)",
+        description=__doc__.split("\n\n")[0] if __doc__ else None,
+    )
+    parser.add_argument("--snapshot", required=True, metavar="FILE", help="fleet snapshot YAML")
+    parser.add_argument(
+        "--workloads",
+        required=True,
+        action="append",
+        metavar="PATH|SPEC",
+        help="manifest file or directory, or a trace/generator spec "
+        "(trace:openb:<variant>[?load=1.3&seed=42], trace:kalos, synthetic:gangs?seed=1&count=200);"
+        " repeatable",
+    )
+    parser.add_argument(
+        "--policy",
+        action="append",
+        default=[],
+        metavar="FILE",
+        help="PlacementPolicy YAML (repeatable; the first policy selecting a workload applies)",
+    )
+    parser.add_argument(
+        "--solver",
+        default="cpsat",
+        metavar="NAME[,NAME...]",
+        help=f"solvers to compare on the same input: {', '.join(SOLVERS)} or all (default cpsat)",
+    )
+    parser.add_argument("--mode", choices=MODES, default="batch", help="default batch")
+    parser.add_argument(
+        "--drain",
+        action="append",
+        default=[],
+        metavar="CLUSTER",
+        help="take this cluster out of the fleet (what-if); repeatable",
+    )
+    parser.add_argument(
+        "--seed",
+        type=int,
+        default=None,
+        help="solver seed, and the seed of trace/generator specs that have none (default 42)",
+    )
+    parser.add_argument(
+        "--time-limit",
+        type=float,
+        default=1.0,
+        metavar="S",
+        help="seconds per decision (default 1)",
+    )
+    parser.add_argument(
+        "--interval",
+        type=float,
+        default=0.0,
+        metavar="S",
+        help="stream: decide every S seconds of simulated time (default: at every event)",
+    )
+    add_catalog_option(parser)
+    add_output_option(parser)
+    parser.add_argument(
+        "--report", metavar="DIR", help="also write JSON, Markdown and PNG plots to DIR"
+    )
+    parser.set_defaults(func=run)
+
+
+def run(args: argparse.Namespace) -> int:
+    solvers = _solvers(args.solver)
+    if not args.time_limit > 0:
+        raise UsageError(f"--time-limit must be positive, got {args.time_limit}")
+    if args.interval < 0:
+        raise UsageError(f"--interval must be 0 or positive, got {args.interval}")
+    seed = 42 if args.seed is None else args.seed
+    fleet = load_snapshot(args.snapshot)
+    simulated = drain(fleet, args.drain, source=args.snapshot)
+    policies = tuple(p for path in args.policy for p in load_policies(path))
+    items = load_workloads(args.workloads, fleet, args.seed, catalog_dirs=args.catalog)
+    warnings = resource_warnings(items, fleet, args.snapshot)
+    for warning in warnings:
+        print(f"warning: {warning}", file=sys.stderr)
+    runs: list[Run] = []
+    for solver in solvers:
+        settings = Settings(
+            solver=solver,
+            mode=args.mode,
+            policies=policies,
+            time_limit=args.time_limit,
+            seed=seed,
+            interval=args.interval,
+        )
+        runs.append(simulate(items, simulated, settings, progress=_Progress(sys.stderr)))
+    doc = document(
+        runs,
+        items,
+        inputs={
+            "snapshot": args.snapshot,
+            "workloads": list(args.workloads),
+            "count": len(items),
+            "clusters": list(fleet.names),
+            "drained": list(args.drain),
+            "mode": args.mode,
+            "solvers": solvers,
+            "seed": seed,
+            "time_limit_s": args.time_limit,
+            "interval_s": args.interval,
+            "policies": [p.name for p in policies],
+        },
+        warnings=warnings,
+        drained=args.drain,
+    )
+    if args.report:
+        from placer.report import write_report
+
+        written = write_report(doc, Path(args.report))
+        print(f"report: {', '.join(str(p) for p in written)}", file=sys.stderr)
+    if args.output == "json":
+        print_json(doc)
+    else:
+        render_text(doc, sys.stdout)
+    return 0
+
+
+# --------------------------------------------------------------------------------------------
+# input
+
+
+def _solvers(text: str) -> list[str]:
+    names = [n.strip() for n in text.split(",") if n.strip()]
+    if names == ["all"]:
+        return list(SOLVERS)
+    unknown = [n for n in names if n not in SOLVERS]
+    if unknown or not names:
+        raise UsageError(
+            f"unknown solver {', '.join(unknown) or repr(text)}; "
+            f"choose from {', '.join(SOLVERS)} (comma-separated) or all"
+        )
+    return list(dict.fromkeys(names))
+
+
+def drain(fleet: Fleet, names: Sequence[str], *, source: str) -> Fleet:
+    """The fleet with ``names`` taken out (unreachable, with the drain as the reason)."""
+    unknown = [n for n in names if n not in fleet.names]
+    if unknown:
+        raise InputError(
+            f"--drain {', '.join(unknown)}: no such cluster in the snapshot",
+            source=source,
+            hint=f"its clusters are: {', '.join(fleet.names) or 'none'}",
+        )
+    if not names:
+        return fleet
+    clusters = tuple(
+        replace(c, reachable=False, reason=DRAIN_REASON) if c.name in names else c
+        for c in fleet.clusters
+    )
+    return replace(fleet, clusters=clusters)
+
+
+def load_workloads(
+    sources: Sequence[str],
+    fleet: Fleet,
+    seed: int | None,
+    *,
+    catalog_dirs: Sequence[str] = (),
+) -> list[Timed]:
+    """Timed workloads from specs and manifests (files, directories, ``-``), in the order given.
+
+    Manifests arrive one second apart in file and document order and never depart (a stream
+    of them is a queue that drains); specs carry their own times.
+
+    Raises:
+        InputError: a bad spec or manifest, or no workload at all.
+        PlacerError: a manifest no definition covers or that does not fit its definition (the
+            first; the others are printed on stderr first, as ``placer plan`` does).
+    """
+    from simulations.specs import is_workload_spec, resolve_workloads
+
+    items: list[Timed] = []
+    catalog: Any = None
+    for source in sources:
+        if is_workload_spec(source):
+            found: Sequence[Timed] = resolve_workloads(source, fleet=fleet, seed=seed)
+        else:
+            if catalog is None:
+                from placer.definitions import Catalog
+
+                catalog = Catalog.load(list(catalog_dirs))
+            found = _manifests(source, catalog, offset=len(items))
+        if not found:
+            raise InputError("holds no workload", source=source)
+        items.extend(found)
+    if not items:
+        raise InputError("no workloads to simulate", hint="give --workloads PATH or a spec")
+    seen: set[str] = set()
+    for item in items:
+        ref = str(item.workload.ref)
+        if ref in seen:
+            raise InputError(
+                f"workload {ref} is given twice",
+                hint="each workload (kind/namespace/name) may appear once across --workloads",
+            )
+        seen.add(ref)
+    return items
+
+
+def _manifests(source: str, catalog: Any, *, offset: int) -> list[Timed]:
+    from placer.definitions import decompose
+    from placer.definitions.documents import read_input
+    from simulations.workloads import TimedWorkload
+
+    workloads = []
+    problems: list[PlacerError] = []
+    for manifest in read_input(source):
+        try:
+            workloads.append(decompose(manifest.data, catalog, source=manifest.source).workload)
+        except PlacerError as exc:
+            problems.append(exc)
+    if problems:
+        for problem in problems[1:]:
+            print(f"error: {problem}", file=sys.stderr)
+        raise problems[0]
+    return [TimedWorkload(w, float(offset + i)) for i, w in enumerate(workloads)]
+
+
+def resource_warnings(items: Sequence[Timed], fleet: Fleet, source: str) -> list[str]:
+    """A warning per requested resource that no node of the snapshot offers."""
+    offered: set[str] = {PODS}
+    for cluster in fleet.clusters:
+        for node in cluster.nodes:
+            offered.update(n for n, v in node.allocatable.items() if v > 0)
+    if GPU in offered:
+        offered.add(GPU_SHARE)
+    askers: dict[str, list[str]] = {}
+    for item in items:
+        for component in item.workload.components:
+            for name, amount in component.pod.requests.items():
+                if amount > 0 and name not in offered:
+                    names = askers.setdefault(name, [])
+                    ref = str(item.workload.ref)
+                    if ref not in names:
+                        names.append(ref)
+    warnings = []
+    for name, refs in sorted(askers.items()):
+        shown = ", ".join(refs[:3]) + (f" and {len(refs) - 3} more" if len(refs) > 3 else "")
+        close = difflib.get_close_matches(name, sorted(offered), n=1)
+        hint = f"; did you mean {close[0]}?" if close else ""
+        warnings.append(
+            f"{len(refs)} workload(s) request {name}, which no node of {source} offers "
+            f"({shown}); they cannot be placed. The snapshot's resources are: "
+            f"{', '.join(sorted(offered))}{hint}"
+        )
+    return warnings
+
+
+class _Progress:
+    """Throttled progress lines on stderr for runs that take a while."""
+
+    def __init__(self, out: TextIO) -> None:
+        self.out = out
+        self.started = time.monotonic()
+        self.last = self.started
+
+    def __call__(self, solver: str, done: int, total: int, detail: str) -> None:
+        now = time.monotonic()
+        long_run = now - self.started >= PROGRESS_EVERY
+        if not long_run or (now - self.last < PROGRESS_EVERY and done < total):
+            return
+        self.last = now
+        self.out.write(
+            f"simulate: {solver}: {done}/{total} ({now - self.started:.0f} s) {detail}\n"
+        )
+        self.out.flush()
+
+
+# --------------------------------------------------------------------------------------------
+# text
+
+
+def _n(value: float | int | None) -> str:
+    """A number as the JSON document has it, without trailing zeros."""
+    if value is None:
+        return "-"
+    if float(value).is_integer():
+        return str(int(value))
+    return f"{value:.4f}".rstrip("0").rstrip(".")
+
+
+def _plural(count: int, noun: str) -> str:
+    return f"{count} {noun}" + ("" if count == 1 else "s")
+
+
+def _p(value: float | None) -> str:
+    return "-" if value is None else f"{value:.2f}%"
+
+
+def _s(value: float | None) -> str:
+    return "-" if value is None else f"{_n(value)}s"
+
+
+def render_text(doc: dict[str, Any], out: TextIO) -> None:
+    """The document as text (every figure is the JSON document's, formatted)."""
+    inputs = doc["input"]
+    runs = doc["runs"]
+    first = runs[0]["summary"] if runs else {}
+    drained = f"; drained: {', '.join(inputs['drained'])}" if inputs["drained"] else ""
+    out.write(
+        f"Simulation: {_plural(inputs['count'], 'workload')} asking "
+        f"{_n(first.get('gpus_demand'))} GPUs "
+        f"on {inputs['snapshot']} ({len(inputs['clusters'])} clusters, "
+        f"{_n(first.get('gpus_capacity'))} GPUs available{drained}); mode {inputs['mode']}, "
+        f"seed {inputs['seed']}, time limit {_n(inputs['time_limit_s'])}s\n"
+    )
+    for warning in doc["warnings"]:
+        out.write(f"warning: {warning}\n")
+    out.write("\n")
+    _comparison_table(doc, out)
+    out.write("\n")
+    _workload_table(runs, out)
+    for run in runs:
+        out.write(f"\n== {run['solver']} ({run['mode']}) ==\n")
+        _reasons(run, out)
+        _clusters(run, out)
+        _summary(run["summary"], out)
+
+
+def _comparison_table(doc: dict[str, Any], out: TextIO) -> None:
+    stream = doc["input"]["mode"] == "stream"
+    header: list[object] = [
+        "SOLVER",
+        "PLACED",
+        "GPUS PLACED",
+        "% OF BOUND",
+        "ALLOC %",
+        "DECISION P50",
+        "P99",
+    ]
+    if stream:
+        header += ["WAIT P50", "WAIT P99", "TIME-AVG ALLOC"]
+    header.append("VERIFIER")
+    rows: list[list[object]] = [header]
+    for row in doc["comparison"]:
+        cells: list[object] = [
+            row["solver"],
+            f"{row['placed']}/{row['workloads']}",
+            _n(row["gpus_placed"]),
+            _p(row["placed_of_bound_pct"]),
+            _p(row["alloc_pct"]),
+            _s(row["decision_p50_s"]),
+            _s(row["decision_p99_s"]),
+        ]
+        if stream:
+            cells += [_s(row["wait_p50_s"]), _s(row["wait_p99_s"]), _p(row["time_avg_alloc_pct"])]
+        problems = row["verifier_problems"]
+        cells.append("ok" if not problems else f"{problems} PROBLEMS")
+        rows.append(cells)
+    print_table(rows, out)
+
+
+def _workload_table(runs: list[dict[str, Any]], out: TextIO) -> None:
+    if not runs:
+        return
+    count = len(runs[0]["workloads"])
+    rows: list[list[object]] = [["WORKLOAD", "GPUS", *(r["solver"].upper() for r in runs)]]
+    for i in range(min(count, TEXT_WORKLOADS)):
+        entry = runs[0]["workloads"][i]
+        ref = entry["workload"]
+        cells: list[object] = [f"{ref['kind']}/{ref['namespace']}/{ref['name']}", _n(entry["gpus"])]
+        cells += [r["workloads"][i]["cluster"] or "-" for r in runs]
+        rows.append(cells)
+    print_table(rows, out)
+    if count > TEXT_WORKLOADS:
+        out.write(f"... {count - TEXT_WORKLOADS} more (-o json or --report DIR lists all)\n")
+
+
+def _reasons(run: dict[str, Any], out: TextIO) -> None:
+    unplaced = [w for w in run["workloads"] if w["cluster"] is None]
+    if not unplaced:
+        out.write("Every workload placed.\n")
+        return
+    more = len(unplaced) - TEXT_REASONS
+    shown = f"; reasons for the first {TEXT_REASONS}" if more > 0 else ""
+    out.write(f"Not placed: {len(unplaced)}{shown}\n")
+    for entry in unplaced[:TEXT_REASONS]:
+        ref = entry["workload"]
+        out.write(f"  {ref['kind']}/{ref['namespace']}/{ref['name']} ({_n(entry['gpus'])} GPUs)\n")
+        for cluster, reason in entry.get("reasons", {}).items():
+            out.write(f"    {cluster}: {reason}\n")
+
+
+def _clusters(run: dict[str, Any], out: TextIO) -> None:
+    after = "AT LAST ARRIVAL" if run["mode"] == "stream" else "AFTER"
+    header: list[object] = [
+        "CLUSTER",
+        "STATE",
+        "NODES",
+        "GPUS",
+        f"GPU% BEFORE -> {after}",
+        "CPU%",
+        "MEMORY%",
+    ]
+    rows: list[list[object]] = [[*header, "FREE 8-GPU NODES"]]
+    for c in run["clusters"]:
+        b, a = c["before"], c["after"]
+        rows.append(
+            [
+                c["name"],
+                c["state"],
+                c["nodes"],
+                _n(c["gpus"]),
+                f"{_p(b['gpu_pct'])} -> {_p(a['gpu_pct'])}",
+                f"{_p(b['cpu_pct'])} -> {_p(a['cpu_pct'])}",
+                f"{_p(b['memory_pct'])} -> {_p(a['memory_pct'])}",
+                f"{b['whole_free_8gpu_nodes']} -> {a['whole_free_8gpu_nodes']}",
+            ]
+        )
+    out.write("Clusters:\n")
+    print_table(rows, out)
+
+
+def _summary(s: dict[str, Any], out: TextIO) -> None:
+    lines = [
+        (
+            "placed",
+            f"{s['placed']} of {s['workloads']} workloads; {_n(s['gpus_placed'])} of "
+            f"{_n(s['gpus_demand'])} GPUs asked",
+        ),
+        (
+            "of bound",
+            f"{_p(s['placed_of_bound_pct'])} of the tightest bound ({_n(s['gpus_bound'])} GPUs)",
+        ),
+        ("allocation", f"{_p(s['alloc_pct'])} of {_n(s['gpus_capacity'])} GPUs at the end"),
+        ("statuses", ", ".join(f"{k} {v}" for k, v in s["statuses"].items()) or "-"),
+    ]
+    frag = s["fragmentation"]
+    lines.append(
+        (
+            "fragmentation",
+            f"stranded {_n(frag['stranded_gpus'])} GPUs on {frag['stranded_nodes']} nodes "
+            f"(vs {frag['against']} pods); {frag['whole_free_8gpu_nodes']} whole free 8-GPU "
+            f"nodes; FGD measure {_n(frag['fgd_fragmented_gpus'])} GPUs",
+        )
+    )
+    t = s["decision_time"]
+    if t["p50_s"] is None:
+        timing = (
+            f"{t['decisions']} call deciding one workload at a time in {_s(t['total_s'])} "
+            f"(mean {_s(t['per_workload_s'])} per workload)"
+        )
+    else:
+        timing = (
+            f"{t['decisions']} decision(s): p50 {_s(t['p50_s'])}, p99 {_s(t['p99_s'])}, "
+            f"max {_s(t['max_s'])}"
+        )
+    lines.append(("decision time", timing))
+    stream = s.get("stream")
+    if stream:
+        lines.append(
+            (
+                "stream",
+                f"wait p50 {_s(stream['wait_p50_s'])}, p99 {_s(stream['wait_p99_s'])}, max "
+                f"{_s(stream['wait_max_s'])}; never started {stream['never_started']}; "
+                f"time-avg allocation {_p(stream['time_avg_alloc_pct'])} (offered "
+                f"{_p(stream['offered_load_pct'])}); peak queue {stream['peak_queue']}; "
+                f"makespan {_s(stream['makespan_s'])}",
+            )
+        )
+    problems = s["verifier"]["problems"]
+    verdict = "no problem" if not problems else f"{len(problems)} PROBLEM(S): {problems[0]}"
+    lines.append(("verifier", f"{s['verifier']['decisions']} decision(s) checked: {verdict}"))
+    out.write("Summary:\n")
+    for name, text in lines:
+        out.write(f"  {name:<14} {text}\n")
+    out.write("  admission by gang size:\n")
+    rows: list[list[object]] = [["    BUCKET", "ADMITTED", "GPUS ADMITTED"]]
+    for b in s["admission"]:
+        rows.append(
+            [
+                f"    {b['bucket']}",
+                f"{b['admitted']}/{b['workloads']} ({_p(b['admitted_pct'])})",
+                f"{_n(b['gpus_admitted'])}/{_n(b['gpus'])} ({_p(b['gpus_admitted_pct'])})",
+            ]
+        )
+    print_table(rows, out)

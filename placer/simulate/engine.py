@@ -1,0 +1,445 @@
+"""The simulation loop: one solver, one mode, timed workloads on a fleet snapshot.
+
+Three modes, all built on :func:`placer.solver.solve` and nothing else, so a simulated decision
+is exactly the decision ``placer plan`` or the controller would take on the same input:
+
+``batch``
+    one joint decision over every workload (arrival times ignored).
+``online``
+    one solver call in ``online`` mode: the workloads are decided one at a time in arrival
+    order, each on what the ones before it left (FGD's replay protocol when nothing departs).
+``stream``
+    a discrete-event replay. Workloads arrive at ``arrival_s``; a placed workload holds its
+    pods until ``start + duration_s`` and then :func:`placer.solver.release` gives them back.
+    At every *decision epoch* — each distinct event time, or the end of every ``interval``
+    seconds when one is set (a controller's resync period) — departures are processed first,
+    then arrivals join the pending queue, then one ``batch`` decision is taken over the
+    candidates and :func:`placer.solver.charge` binds what it placed. Candidates are the whole
+    queue when capacity was freed since the last decision, and only the new arrivals
+    otherwise: a queued workload did not fit at the end of the last decision and capacity has
+    only shrunk since, so asking again cannot change the answer (this keeps long queues cheap).
+    A queued workload whose demand exceeds every cluster's free totals (a necessary condition,
+    never a heuristic) also skips the solver, with that as its reason.
+
+Every decision is checked by the independent verifier (:func:`placer.solver.verify`) against
+the fleet it was taken on; problems are recorded, never hidden. Everything is deterministic for
+a seed: events are ordered by time then input position, the solver is deterministic, and no
+clock influences a decision (wall time is only measured).
+
+Pure: no I/O. Long runs report progress through an optional callback.
+"""
+
+from __future__ import annotations
+
+import heapq
+import math
+import time
+from collections.abc import Callable, Mapping, Sequence
+from dataclasses import dataclass, field
+from typing import Protocol
+
+from placer.model import Decision, Fleet, Placement, Workload
+from placer.policy import PlacementPolicy
+from placer.simulate.capacity import FreeTotals, free_totals, gpu_milli, shortfall, used_gpu_milli
+from placer.solver import charge, release, solve, verify
+
+__all__ = [
+    "MODES",
+    "DecisionRecord",
+    "Outcome",
+    "Progress",
+    "Run",
+    "Sample",
+    "Settings",
+    "Timed",
+    "gpu_bound",
+    "simulate",
+]
+
+MODES = ("batch", "online", "stream")
+
+
+class Timed(Protocol):
+    """A workload with its arrival time and run time (``simulations.TimedWorkload`` is one)."""
+
+    @property
+    def workload(self) -> Workload: ...
+
+    @property
+    def arrival_s(self) -> float: ...
+
+    @property
+    def duration_s(self) -> float | None: ...
+
+
+#: progress callback: ``(solver, done, total, detail)``; ``done``/``total`` count workloads
+#: that arrived (stream) or decisions (batch, online).
+Progress = Callable[[str, int, int, str], None]
+
+
+@dataclass(frozen=True)
+class Settings:
+    """How to simulate: solver, mode and the solver's knobs."""
+
+    solver: str = "cpsat"
+    mode: str = "batch"
+    policies: tuple[PlacementPolicy, ...] = ()
+    #: seconds per decision (the solver's time limit).
+    time_limit: float = 1.0
+    seed: int = 0
+    #: stream: length of a decision epoch in seconds (0: decide at every distinct event time).
+    interval: float = 0.0
+
+
+@dataclass(frozen=True)
+class Outcome:
+    """What happened to one workload (input order)."""
+
+    cluster: str | None
+    #: cluster -> why not, when the workload was never placed (from its last decision).
+    reasons: Mapping[str, str] = field(default_factory=dict)
+    #: stream: when it was placed and when it left (``None``: never / never departs).
+    start_s: float | None = None
+    end_s: float | None = None
+    #: where every pod went (``None`` when not placed).
+    placement: Placement | None = None
+
+
+@dataclass(frozen=True)
+class DecisionRecord:
+    """One solver call."""
+
+    time_s: float
+    #: wall time of the solver call (model, search, bounds and explanations).
+    seconds: float
+    workloads: int
+    placed: int
+    status: str
+    placed_gpu_milli: int
+    #: the tightest GPU bound the decision proved, in thousandths (see ``gpu_bound``).
+    bound_gpu_milli: int
+    #: the verifier's findings; empty when the decision is valid.
+    problems: tuple[str, ...] = ()
+    #: the bounds as the solver reported them (``summary.bound``).
+    solver_bounds: Mapping[str, float] = field(default_factory=dict)
+    #: CPU time of this process during the call (all threads; CP-SAT uses two), a check on
+    #: wall times measured on a shared, overloaded machine.
+    cpu_seconds: float = 0.0
+
+
+@dataclass(frozen=True)
+class Sample:
+    """The fleet after a stream decision epoch."""
+
+    time_s: float
+    allocated_gpu_milli: int
+    running: int
+    queued: int
+    queued_gpu_milli: int
+
+
+@dataclass(frozen=True)
+class Run:
+    """A finished simulation of one solver."""
+
+    settings: Settings
+    #: per input workload, in input order.
+    outcomes: tuple[Outcome, ...]
+    decisions: tuple[DecisionRecord, ...]
+    #: stream only: the fleet after every epoch.
+    timeline: tuple[Sample, ...]
+    before: Fleet
+    after: Fleet
+    #: the fleet at its most loaded point of interest (batch/online: ``after``; stream: right
+    #: after the last arrival was decided) and the workloads pending then, for fragmentation.
+    loaded: Fleet
+    pending: tuple[int, ...]
+    wall_s: float
+
+
+def simulate(
+    items: Sequence[Timed],
+    fleet: Fleet,
+    settings: Settings,
+    *,
+    progress: Progress | None = None,
+) -> Run:
+    """Simulate ``items`` on ``fleet`` (see the module docstring).
+
+    Raises:
+        ValueError: an unknown mode (the solver rejects unknown solvers and time limits).
+    """
+    if settings.mode not in MODES:
+        raise ValueError(f"unknown mode {settings.mode!r}; choose one of {', '.join(MODES)}")
+    started = time.perf_counter()
+    if settings.mode == "stream":
+        return _Stream(items, fleet, settings, progress, started).run()
+    workloads = [item.workload for item in items]
+    if progress:
+        progress(settings.solver, 0, 1, f"deciding {len(workloads)} workloads")
+    decision, record = _decide(workloads, fleet, settings, settings.mode, 0.0)
+    after = charge(fleet, decision.placements)
+    outcomes = _outcomes(workloads, decision)
+    pending = tuple(i for i, o in enumerate(outcomes) if o.cluster is None)
+    if progress:
+        progress(settings.solver, 1, 1, f"{record.placed} placed in {record.seconds:.2f} s")
+    return Run(
+        settings=settings,
+        outcomes=outcomes,
+        decisions=(record,),
+        timeline=(),
+        before=fleet,
+        after=after,
+        loaded=after,
+        pending=pending,
+        wall_s=time.perf_counter() - started,
+    )
+
+
+def gpu_bound(decision: Decision, demand_milli: int, free_milli: int) -> int:
+    """The tightest GPU upper bound of a decision, in thousandths of a GPU.
+
+    The smallest of the solver's bounds (cluster LP B2, node-aware LP B3, node-class LP and
+    its own ``tightest_gpu``, all counting shared GPUs by their thousandths) and the trivial
+    bound B0 = min(demand, free capacity), computed here as well so that a solver reporting
+    fewer bounds is still held to B0.
+    """
+    bounds = [demand_milli, free_milli]
+    for key in ("cluster_lp_gpu", "node_lp_gpu", "class_lp_gpu", "tightest_gpu"):
+        value = decision.summary.bound.get(key)
+        if value is not None:
+            bounds.append(math.ceil(round(value * 1000, 3)))
+    return max(0, min(bounds))
+
+
+def _decide(
+    workloads: Sequence[Workload], fleet: Fleet, settings: Settings, mode: str, at: float
+) -> tuple[Decision, DecisionRecord]:
+    started = time.perf_counter()
+    cpu_started = time.process_time()
+    decision = solve(
+        workloads,
+        fleet,
+        policies=settings.policies,
+        solver=settings.solver,
+        mode=mode,
+        time_limit=settings.time_limit,
+        seed=settings.seed,
+    )
+    seconds = time.perf_counter() - started
+    cpu_seconds = time.process_time() - cpu_started
+    problems = verify(decision, workloads, fleet, policies=settings.policies)
+    placed_milli = sum(gpu_milli(p.requests) for p in decision.placements)
+    demand = sum(gpu_milli(w.total_requests()) for w in workloads)
+    free = sum(t.gpu_milli for t in free_totals(fleet).values())
+    record = DecisionRecord(
+        time_s=at,
+        seconds=seconds,
+        workloads=len(workloads),
+        placed=len(decision.placements),
+        status=decision.summary.status,
+        placed_gpu_milli=placed_milli,
+        bound_gpu_milli=gpu_bound(decision, demand, free),
+        problems=tuple(problems),
+        solver_bounds=dict(decision.summary.bound),
+        cpu_seconds=cpu_seconds,
+    )
+    return decision, record
+
+
+def _outcomes(workloads: Sequence[Workload], decision: Decision) -> tuple[Outcome, ...]:
+    index = _positions(workloads)
+    outcomes: list[Outcome] = [Outcome(cluster=None) for _ in workloads]
+    for placement in decision.placements:
+        outcomes[index[placement.workload]] = Outcome(
+            cluster=placement.cluster, placement=placement
+        )
+    for unplaced in decision.unplaced:
+        outcomes[index[unplaced.workload]] = Outcome(cluster=None, reasons=unplaced.reasons)
+    return tuple(outcomes)
+
+
+def _positions(workloads: Sequence[Workload]) -> dict[object, int]:
+    positions: dict[object, int] = {}
+    for i, workload in enumerate(workloads):
+        positions.setdefault(workload.ref, i)
+    return positions
+
+
+# --------------------------------------------------------------------------------------------
+# stream
+
+
+class _Stream:
+    """The discrete-event replay of ``stream`` mode (see the module docstring)."""
+
+    def __init__(
+        self,
+        items: Sequence[Timed],
+        fleet: Fleet,
+        settings: Settings,
+        progress: Progress | None,
+        started: float,
+    ) -> None:
+        self.items = items
+        self.workloads = [item.workload for item in items]
+        self.demand = [gpu_milli(w.total_requests()) for w in self.workloads]
+        self.settings = settings
+        self.progress = progress
+        self.started = started
+        self.before = fleet
+        self.fleet = fleet
+        self.order = sorted(range(len(items)), key=lambda i: (items[i].arrival_s, i))
+        self.next = 0  # position in ``order`` of the next arrival
+        self.queue: list[int] = []  # pending workloads, arrival order
+        self.fresh: list[int] = []  # arrived since the last decision
+        self.freed = False  # capacity given back since the last decision
+        self.departures: list[tuple[float, int]] = []  # heap of (end time, workload)
+        self.placements: dict[int, Placement] = {}  # running now
+        self.placed: dict[int, Placement] = {}  # ever placed
+        self.start: dict[int, float] = {}
+        self.end: dict[int, float] = {}
+        self.reasons: dict[int, Mapping[str, str]] = {}
+        self.records: list[DecisionRecord] = []
+        self.timeline: list[Sample] = []
+        self.allocated = used_gpu_milli(fleet)
+        self.loaded: Fleet | None = None
+        #: reasons for the clusters the free totals do not cover (unreachable, drained, empty)
+        self.elsewhere = {
+            c.name: f"cluster unreachable: {c.reason or 'no answer'}"
+            if not c.reachable
+            else "the cluster has no nodes"
+            for c in fleet.clusters
+            if not c.reachable or not c.nodes
+        }
+        self.loaded_pending: tuple[int, ...] = ()
+
+    def run(self) -> Run:
+        total = len(self.items)
+        while self.next < total or self.departures:
+            now = self._next_epoch()
+            self._depart(now)
+            self._arrive(now)
+            self._decide(now)
+            self.timeline.append(
+                Sample(
+                    time_s=now,
+                    allocated_gpu_milli=self.allocated,
+                    running=len(self.placements),
+                    queued=len(self.queue),
+                    queued_gpu_milli=sum(self.demand[i] for i in self.queue),
+                )
+            )
+            if self.next == total and self.loaded is None:
+                self.loaded = self.fleet
+                self.loaded_pending = tuple(sorted(self.queue))
+            if self.progress:
+                self.progress(
+                    self.settings.solver,
+                    self.next,
+                    total,
+                    f"t={now:.0f}s running {len(self.placements)} queued {len(self.queue)}",
+                )
+        outcomes = tuple(
+            Outcome(
+                cluster=self.placed[i].cluster if i in self.placed else None,
+                reasons={} if i in self.placed else self.reasons.get(i, {}),
+                start_s=self.start.get(i),
+                end_s=self.end.get(i),
+                placement=self.placed.get(i),
+            )
+            for i in range(total)
+        )
+        return Run(
+            settings=self.settings,
+            outcomes=outcomes,
+            decisions=tuple(self.records),
+            timeline=tuple(self.timeline),
+            before=self.before,
+            after=self.fleet,
+            loaded=self.loaded if self.loaded is not None else self.fleet,
+            pending=self.loaded_pending,
+            wall_s=time.perf_counter() - self.started,
+        )
+
+    def _next_epoch(self) -> float:
+        times = []
+        if self.next < len(self.order):
+            times.append(self.items[self.order[self.next]].arrival_s)
+        if self.departures:
+            times.append(self.departures[0][0])
+        event = min(times)
+        interval = self.settings.interval
+        if interval > 0:
+            return math.ceil(event / interval) * interval
+        return event
+
+    def _depart(self, now: float) -> None:
+        leaving: list[Placement] = []
+        while self.departures and self.departures[0][0] <= now:
+            _, index = heapq.heappop(self.departures)
+            placement = self.placements.pop(index)
+            leaving.append(placement)
+            self.allocated -= gpu_milli(placement.requests)
+        if leaving:
+            self.fleet = release(self.fleet, leaving)
+            self.freed = True
+
+    def _arrive(self, now: float) -> None:
+        while self.next < len(self.order):
+            index = self.order[self.next]
+            if self.items[index].arrival_s > now:
+                break
+            self.queue.append(index)
+            self.fresh.append(index)
+            self.next += 1
+
+    def _decide(self, now: float) -> None:
+        candidates = self.queue if self.freed else self.fresh
+        self.fresh = []
+        self.freed = False
+        if not candidates:
+            return
+        totals = free_totals(self.fleet)
+        chosen: list[int] = []
+        for index in candidates:
+            reason = _cannot_fit(self.workloads[index], totals)
+            if reason is None:
+                chosen.append(index)
+            else:
+                merged = {**reason, **self.elsewhere}
+                self.reasons[index] = {n: merged[n] for n in self.before.names if n in merged}
+        if not chosen:
+            return
+        workloads = [self.workloads[i] for i in chosen]
+        decision, record = _decide(workloads, self.fleet, self.settings, "batch", now)
+        self.records.append(record)
+        self.fleet = charge(self.fleet, decision.placements)
+        positions = _positions(workloads)
+        placed: set[int] = set()
+        for placement in decision.placements:
+            index = chosen[positions[placement.workload]]
+            placed.add(index)
+            self.placements[index] = placement
+            self.placed[index] = placement
+            self.start[index] = now
+            self.allocated += gpu_milli(placement.requests)
+            duration = self.items[index].duration_s
+            if duration is not None:
+                self.end[index] = now + duration
+                heapq.heappush(self.departures, (now + duration, index))
+        for unplaced in decision.unplaced:
+            self.reasons[chosen[positions[unplaced.workload]]] = unplaced.reasons
+        if placed:
+            self.queue = [i for i in self.queue if i not in placed]
+
+
+def _cannot_fit(workload: Workload, totals: Mapping[str, FreeTotals]) -> dict[str, str] | None:
+    """Reasons per cluster when the workload exceeds every cluster's free totals, else None."""
+    reasons: dict[str, str] = {}
+    for name, free in totals.items():
+        missing = shortfall(workload, free)
+        if missing is None:
+            return None
+        reasons[name] = f"waiting in the queue: {missing}"
+    return reasons if reasons else None

@@ -1,0 +1,218 @@
+"""Big gangs: the 319 real Kalos jobs (1–128 pods × 8 GPUs) on openb's 8-GPU nodes.
+
+Command (about 5–10 minutes on 2 cores)::
+
+    python -m simulations.bench_kalos
+    python -m simulations.bench_kalos --load 1.0 --stream-solvers cpsat,greedy
+
+The fleet: openb's 617 nodes with 8 GPUs (G2 549, G3 39, V100M32 21, V100M16 8; 4,936 GPUs),
+split by GPU model into 4 clusters of about 1,234 GPUs — so the largest Kalos gang (128 pods ×
+8 GPUs = 1,024 GPUs) needs most of one cluster. The jobs: Acme's Kalos trace (NSDI '24), CPU
+and memory per pod lowered to what these nodes hold (``trace:kalos?shape=fit``), GPUs and gang
+sizes as in the trace. Two experiments:
+
+* **batch** — all 319 gangs in one decision (20× the fleet's GPUs): which gangs each solver
+  admits, by size, and placed GPUs as % of the tightest bound;
+* **stream** — the trace's submit order and run times, arrivals compressed so that the offered
+  load is ``--load`` × the fleet's GPUs (the real trace would keep these nodes 4 % busy);
+  wait times by gang size, time-averaged allocation, never-started gangs.
+
+Results: ``simulations/results/bench_kalos.{json,md,png}``.
+"""
+
+from __future__ import annotations
+
+import argparse
+import sys
+from collections.abc import Sequence
+from dataclasses import dataclass
+from typing import Any
+
+from placer.model import Fleet
+from placer.simulate import Settings, simulate, summarize
+from placer.simulate.capacity import gpu_milli
+from placer.simulate.metrics import bucket_rank
+from simulations.benchmarking import (
+    STREAM_ENTRIES,
+    Entry,
+    compress_arrivals,
+    heading,
+    measure,
+    offered_load,
+    stream_figure,
+    stream_run,
+    stream_tables,
+    table,
+)
+from simulations.fleets import make_fleet, split_nodes
+from simulations.kalos import kalos_replay, read_kalos_jobs
+from simulations.openb import read_openb_nodes
+from simulations.workloads import TimedWorkload, fleet_gpu_milli
+
+__all__ = ["Config", "eight_gpu_fleet", "kalos_gangs", "main", "run"]
+
+BATCH = (
+    Entry("cpsat 1s", "cpsat", 1.0),
+    Entry("cpsat 20s", "cpsat", 20.0),
+    Entry("greedy", "greedy"),
+    Entry("karmada", "karmada"),
+    Entry("first-fit", "first-fit"),
+    Entry("best-fit", "best-fit"),
+    Entry("worst-fit", "worst-fit"),
+)
+
+
+@dataclass(frozen=True)
+class Config:
+    clusters: int = 4
+    load: float = 1.0
+    batch: tuple[Entry, ...] = BATCH
+    stream: tuple[Entry, ...] = STREAM_ENTRIES
+    #: keep every k-th node (tests); the gangs are then those that fit the smaller fleet.
+    nodes_every: int = 1
+    seed: int = 0
+
+
+def eight_gpu_fleet(clusters: int, nodes_every: int = 1) -> Fleet:
+    """openb's 8-GPU nodes split by model into ``clusters`` clusters."""
+    nodes = [n for n in read_openb_nodes("gpu") if n.allocatable.get("nvidia.com/gpu") == 8]
+    return make_fleet(split_nodes(nodes[::nodes_every], clusters))
+
+
+def kalos_gangs(fleet: Fleet) -> tuple[TimedWorkload, ...]:
+    """The Kalos gangs fitted to ``fleet``'s nodes; with a subsampled fleet, those that fit."""
+    items = kalos_replay(read_kalos_jobs(), fit=fleet)
+    largest = max(
+        sum(n.allocatable.get("nvidia.com/gpu", 0) for n in c.nodes) for c in fleet.clusters
+    )
+    return tuple(i for i in items if gpu_milli(i.workload.total_requests()) <= largest * 1000)
+
+
+def run(config: Config) -> dict[str, Any]:
+    fleet = eight_gpu_fleet(config.clusters, config.nodes_every)
+    capacity = fleet_gpu_milli(fleet)
+    items = kalos_gangs(fleet)
+    batch = {}
+    for entry in config.batch:
+        settings = Settings(entry.solver, "batch", time_limit=entry.time_limit, seed=config.seed)
+        run_ = simulate(items, fleet, settings)
+        summary = summarize(run_, items)
+        batch[entry.label] = {
+            "gpus_placed": round(summary.gpu_placed_milli / 1000, 3),
+            "gangs_placed": summary.placed,
+            "pct_of_bound": round(summary.placed_of_bound_pct or 0.0, 3),
+            "bound_gpus": round(summary.bound_gpu_milli / 1000, 3),
+            "admission": {b.label: f"{b.admitted}/{b.workloads}" for b in summary.buckets},
+            "status": run_.decisions[0].status,
+            "decision_s": round(run_.decisions[0].seconds, 3),
+            "decision_cpu_s": round(run_.decisions[0].cpu_seconds, 3),
+            "verifier_problems": len(summary.problems),
+        }
+    timed = compress_arrivals(items, load=config.load, capacity_milli=capacity)
+    stream = {
+        entry.label: stream_run(
+            timed,
+            fleet,
+            Settings(entry.solver, "stream", time_limit=entry.time_limit, seed=config.seed),
+        )
+        for entry in config.stream
+    }
+    return {
+        "config": {
+            "clusters": config.clusters,
+            "load": config.load,
+            "nodes_every": config.nodes_every,
+            "seed": config.seed,
+        },
+        "fleet": {
+            "nodes": sum(len(c.nodes) for c in fleet.clusters),
+            "gpus": capacity // 1000,
+            "clusters": {c.name: len(c.nodes) for c in fleet.clusters},
+        },
+        "gangs": len(items),
+        "gpus_demand": round(sum(gpu_milli(i.workload.total_requests()) for i in items) / 1000),
+        "stream_window_h": round((timed[-1].arrival_s - timed[0].arrival_s) / 3600, 3),
+        "stream_offered_load": round(offered_load(timed, capacity), 3),
+        "batch": batch,
+        "stream": stream,
+    }
+
+
+def markdown(result: dict[str, Any], meta: dict[str, Any]) -> str:
+    fleet = result["fleet"]
+    lines = heading(
+        "Big gangs: the 319 Kalos jobs on openb's 8-GPU nodes",
+        meta,
+        f"Fleet: {fleet['nodes']} nodes, {fleet['gpus']} GPUs in {len(fleet['clusters'])} "
+        f"clusters ({', '.join(f'{k} {v} nodes' for k, v in fleet['clusters'].items())}). "
+        f"{result['gangs']} gangs asking {result['gpus_demand']} GPUs.",
+    )
+    lines += [
+        "## Batch: all gangs in one decision",
+        "",
+    ]
+    buckets = sorted(
+        {b for row in result["batch"].values() for b in row["admission"]}, key=bucket_rank
+    )
+    lines.append(
+        table(
+            [
+                "solver",
+                "GPUs placed",
+                "% of bound",
+                "gangs placed",
+                *(f"admitted {b}" for b in buckets),
+                "status",
+                "decision s",
+                "CPU s",
+                "verifier problems",
+            ],
+            [
+                [
+                    label,
+                    row["gpus_placed"],
+                    row["pct_of_bound"],
+                    row["gangs_placed"],
+                    *(row["admission"].get(b) for b in buckets),
+                    row["status"],
+                    row["decision_s"],
+                    row["decision_cpu_s"],
+                    row["verifier_problems"],
+                ]
+                for label, row in result["batch"].items()
+            ],
+        )
+    )
+    lines += [
+        "",
+        f"## Stream: arrivals compressed to {result['stream_offered_load']:g}× offered load "
+        f"(window {result['stream_window_h']:g} h, run times as in the trace)",
+        "",
+        *stream_tables(result["stream"], "h"),
+    ]
+    lines += ["", "![allocation and queue over time](bench_kalos.png)", ""]
+    return "\n".join(lines)
+
+
+def plot(result: dict[str, Any]) -> None:
+    series = {label: row["timeline"] for label, row in result["stream"].items()}
+    stream_figure("bench_kalos", series, result["fleet"]["gpus"], "Kalos gangs, stream")
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(prog="python -m simulations.bench_kalos", description=__doc__)
+    parser.add_argument("--clusters", type=int, default=4)
+    parser.add_argument("--load", type=float, default=1.0, help="stream offered load")
+    args = parser.parse_args(argv)
+    config = Config(clusters=args.clusters, load=args.load)
+    result, paths = measure("bench_kalos", lambda: run(config), markdown, plot)
+    for label, row in result["batch"].items():
+        print(f"batch  {label:10s} {row['pct_of_bound']:7.2f}% of bound {row['admission']}")
+    for label, row in result["stream"].items():
+        print(f"stream {label:10s} wait p50 {row['wait_p50_s']} s p99 {row['wait_p99_s']} s")
+    print("wrote", *paths)
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,0 +1,143 @@
+"""Small versions of every benchmark: they run end to end and their numbers hold together.
+
+Correctness, not timing: each runs a benchmark's own ``run`` on a subsampled fleet and checks
+the verifier's verdict, the bounds, and the invariants the results page relies on. Nothing is
+written to ``simulations/results``.
+"""
+
+from __future__ import annotations
+
+import pytest
+
+from simulations import bench_fgd, bench_kalos, bench_multicluster, bench_scaling, bench_stream
+from simulations.benchmarking import Entry, compress_arrivals, machine, offered_load
+from simulations.fleets import make_fleet, split_nodes
+from simulations.openb import read_openb_nodes
+
+META = {**machine(), "wall_s": 1.0}
+
+
+def small_fleet(clusters: int, every: int):  # type: ignore[no-untyped-def]
+    return make_fleet(split_nodes(read_openb_nodes("gpu")[::every], clusters))
+
+
+def test_fgd_replay_small() -> None:
+    config = bench_fgd.Config(variants=("default",), seeds=(42, 43), nodes_every=12, workers=1)
+    result = bench_fgd.run(config)
+    variant = result["variants"]["default"]
+    assert variant["verifier_problems"] == 0
+    for run in result["runs"]:
+        curve = [run["curve"][level] for level in bench_fgd.ARRIVED]
+        assert curve == sorted(curve), "allocation never drops as tasks arrive"
+        assert curve[0] >= 49.0, "at 50 % arrived nearly everything fits"
+        assert curve[-1] == run["alloc_pct"] <= 100.0
+    published = variant["published_at_130"]
+    assert published["FGD"]["alloc_pct"] == pytest.approx(95.4, abs=0.05)
+    assert published["BestFit"]["alloc_pct"] == pytest.approx(93.1, abs=0.05)
+    assert variant["points_vs_fgd"] == pytest.approx(
+        variant["alloc_pct_mean"] - published["FGD"]["alloc_pct"], abs=0.01
+    )
+    assert "| default |" in bench_fgd.markdown(result, META)
+    again = bench_fgd.replay("default", 42, config)
+    assert again["alloc_pct"] == result["runs"][0]["alloc_pct"], "deterministic for a seed"
+
+
+def test_multicluster_batch_small() -> None:
+    entries = (
+        Entry("cpsat", "cpsat", 0.5),
+        Entry("greedy", "greedy"),
+        Entry("karmada", "karmada"),
+        Entry("first-fit", "first-fit"),
+    )
+    config = bench_multicluster.Config(
+        fleets=("small-4",),
+        seeds=(1,),
+        entries=entries,
+        fleet_objects={"small-4": small_fleet(4, 10)},
+    )
+    result = bench_multicluster.run(config)
+    (instance,) = result["fleets"]["small-4"]["instances"]
+    bounds = instance["bounds"]
+    assert bounds["node_lp_gpu"] <= bounds["cluster_lp_gpu"] + 1e-6
+    assert instance["gpus_demand"] >= 1.2 * bounds["capacity_gpu"] * 0.99
+    for label, row in instance["entries"].items():
+        assert row["verifier_problems"] == 0, label
+        assert row["gpus_placed"] <= instance["bound_gpus"] + 1e-6
+        assert row["pct_of_bound"] <= 100.0 + 1e-6
+    rows = instance["entries"]
+    assert rows["cpsat"]["gpus_placed"] >= 0.99 * rows["greedy"]["gpus_placed"]
+    assert "| cpsat |" in bench_multicluster.markdown(result, META)
+
+
+def test_big_gangs_small() -> None:
+    config = bench_kalos.Config(
+        clusters=2,
+        nodes_every=16,
+        batch=(Entry("greedy", "greedy"), Entry("first-fit", "first-fit")),
+        stream=(Entry("greedy", "greedy"),),
+        load=0.8,
+    )
+    result = bench_kalos.run(config)
+    assert result["fleet"]["gpus"] == 8 * result["fleet"]["nodes"]
+    for row in result["batch"].values():
+        assert row["verifier_problems"] == 0
+        assert row["gpus_placed"] <= row["bound_gpus"] + 1e-6
+        admitted = [tuple(map(int, v.split("/"))) for v in row["admission"].values()]
+        assert sum(a for a, _ in admitted) == row["gangs_placed"]
+        assert sum(t for _, t in admitted) == result["gangs"]
+    stream = result["stream"]["greedy"]
+    assert stream["verifier_problems"] == 0
+    assert sum(b["gangs"] for b in stream["by_size"].values()) == result["gangs"]
+    assert result["stream_offered_load"] == pytest.approx(0.8, rel=0.01)
+    assert "Wait by gang size" in bench_kalos.markdown(result, META)
+
+
+def test_stream_small() -> None:
+    config = bench_stream.Config(
+        count=200,
+        load=0.9,
+        interval=120.0,
+        entries=(Entry("greedy", "greedy"),),
+        fleet_object=small_fleet(2, 12),
+        fleet="small-2",
+    )
+    result = bench_stream.run(config)
+    assert result["offered_load"] == pytest.approx(0.9, rel=0.01)
+    row = result["solvers"]["greedy"]
+    assert row["verifier_problems"] == 0
+    assert 0 < row["time_avg_alloc_pct"] <= 100.0
+    assert row["wait_p50_s"] is not None and 0 <= row["wait_p50_s"] <= row["wait_p99_s"]
+    assert "| greedy |" in bench_stream.markdown(result, META)
+
+
+def test_arrival_compression_reaches_the_asked_load() -> None:
+    fleet = small_fleet(1, 20)
+    capacity = sum(n.allocatable.get("nvidia.com/gpu", 0) for n in fleet.clusters[0].nodes) * 1000
+    items = bench_stream.workloads(
+        bench_stream.Config(count=150, load=1.2, fleet_object=fleet), fleet
+    )
+    assert offered_load(items, capacity) == pytest.approx(1.2, rel=1e-3)
+    denser = compress_arrivals(items, load=1.5, capacity_milli=capacity)
+    assert offered_load(denser, capacity) == pytest.approx(1.5, rel=1e-3)
+    assert [i.duration_s for i in denser] == [i.duration_s for i in items]
+    assert [i.workload for i in denser] == [i.workload for i in items]
+    with pytest.raises(ValueError, match="cannot offer a load of 50"):
+        compress_arrivals(items, load=50.0, capacity_milli=capacity)
+
+
+def test_scaling_small() -> None:
+    config = bench_scaling.Config(
+        sizes=(10,),
+        clusters=(2,),
+        seeds=(1,),
+        cluster_size=10,
+        online_fleet=2,
+        online_count=8,
+        time_limit=0.3,
+        solvers=("greedy",),
+    )
+    result = bench_scaling.run(config)
+    assert result["by_size"][10]["greedy"]["pct_of_bound"] == [100.0]
+    online = result["online"]["greedy"]
+    assert online["decisions"] == 8 and online["verifier_problems"] == 0
+    assert "## Online" in bench_scaling.markdown(result, META)
