@@ -18,7 +18,6 @@ from __future__ import annotations
 
 import argparse
 import sys
-from pathlib import Path
 
 from placer.cli._fleet import add_fleet_options, fleet_config_from_args
 from placer.cli._output import add_output_option, print_json
@@ -47,7 +46,7 @@ def register(subparsers: argparse._SubParsersAction[argparse.ArgumentParser]) ->
         "-f",
         "--filename",
         metavar="FILE",
-        help="workload manifests (YAML or JSON, several documents allowed; - reads stdin)",
+        help="workload manifests: a YAML/JSON file, a directory, or - (stdin)",
     )
     parser.add_argument("-n", "--namespace", metavar="NS", help="namespace (default: default)")
     add_fleet_options(parser)
@@ -57,9 +56,8 @@ def register(subparsers: argparse._SubParsersAction[argparse.ArgumentParser]) ->
 
 
 def read_manifests(filename: str) -> list[Document]:
-    """The documents of ``filename`` (``-`` = stdin); a directory is refused."""
-    if filename != "-" and Path(filename).is_dir():
-        raise InputError("is a directory; give a file (or - for stdin)", source=filename)
+    """The documents of ``filename``: a file, every YAML/JSON file under a directory
+    (recursively, in sorted order, as ``kubectl apply -f DIR -R``), or ``-`` for stdin."""
     return read_input(filename)
 
 

@@ -20,8 +20,8 @@ FLEET_FILE = ROOT / "deploy" / "examples" / "fleet.yaml"
 
 
 def plan(capsys: pytest.CaptureFixture[str], *extra: str) -> dict[str, object]:
-    files = [arg for path in sorted(EXAMPLES.glob("*.yaml")) for arg in ("-f", str(path))]
-    code = main(["plan", *files, "--snapshot", str(DEMO_FLEET), "-o", "json", *extra])
+    # A directory, as `kubectl apply -f DIR` takes one: every example in it.
+    code = main(["plan", "-f", str(EXAMPLES), "--snapshot", str(DEMO_FLEET), "-o", "json", *extra])
     out = capsys.readouterr().out
     assert code == 0, out
     data: dict[str, object] = json.loads(out)
@@ -42,6 +42,14 @@ def test_every_example_workload_places_on_the_demo_fleet(
     # The fine-tuning job selects A100 nodes: only west has them.
     assert placed["llama-finetune"] == "west"
     assert set(placed) == {"demo", "llama-finetune", "batch-inference", "llm-serving"}
+
+
+def test_describe_reads_a_directory(capsys: pytest.CaptureFixture[str]) -> None:
+    assert main(["describe", "-f", str(EXAMPLES), "-o", "json"]) == 0
+    described = json.loads(capsys.readouterr().out)
+    names = [item["workload"]["name"] for item in described]
+    # Files in sorted order, documents in file order.
+    assert names == ["demo", "llm-serving", "llama-finetune", "batch-inference"]
 
 
 def test_the_example_policy_loads_and_steers(capsys: pytest.CaptureFixture[str]) -> None:
