@@ -26,11 +26,12 @@ from typing import Any
 from placer.definitions import Catalog, Decomposition, Definition, decompose
 from placer.dispatch.record import PlacementRecord
 from placer.errors import (
-    EXIT_NO_DEFINITION,
     ClusterUnreachableError,
     KubeError,
     NotFoundError,
     PlacerError,
+    UnknownTypeError,
+    WorkloadNotFoundError,
 )
 from placer.kube import KubeClient
 from placer.model import GPU_SHARE
@@ -49,18 +50,6 @@ __all__ = [
 ]
 
 _USAGE_LABEL = "placer.dev/usage"
-
-
-class UnknownTypeError(PlacerError):
-    """A type token names no kind of the catalog (exit 4, like a kind no definition covers)."""
-
-    exit_code = EXIT_NO_DEFINITION
-
-
-class WorkloadNotFoundError(PlacerError):
-    """The named workload exists on no reachable member cluster (exit 3, as kubectl-karta)."""
-
-    exit_code = 3
 
 
 @dataclass(frozen=True)
