@@ -103,7 +103,7 @@ def run_live(args: argparse.Namespace) -> int:
         live_json,
         live_view,
         render_live,
-        resolve_type,
+        resolve_type_on,
     )
 
     if len(args.target) == 1 and "/" in args.target[0]:
@@ -116,12 +116,12 @@ def run_live(args: argparse.Namespace) -> int:
         raise UsageError(f"{'/'.join(args.target)!r}: expected TYPE/NAME")
     namespace = args.namespace or "default"
     catalog = load_catalog(args)
-    definitions = resolve_type(type_token, catalog)
     config = fleet_config_from_args(args)
     with ExitStack() as stack:
         clients = open_clients(config)
         for client in clients.values():
             stack.callback(client.close)
+        definitions = resolve_type_on(type_token, catalog, clients)
         found = find_workload(clients, catalog, definitions, name, namespace)
         views = [live_view(w, clients[w.cluster]) for w in found.workloads]
     for warning in found.warnings:
