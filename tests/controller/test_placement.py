@@ -301,6 +301,7 @@ def test_an_edited_hub_object_is_reapplied_where_it_is(hubfleet: Any) -> None:
         ),
         what="the applied generation recorded",
     )
+    assert "EditDoesNotFit" not in [e["reason"] for e in hubfleet.events("edit")]
 
 
 def test_a_group_member_arriving_later_joins_its_group(hubfleet: Any) -> None:
@@ -327,3 +328,23 @@ def test_a_group_member_arriving_later_joins_its_group(hubfleet: Any) -> None:
     hub.create(hubfleet.job("second", labels={"placer.dev/group": "g"}))
     hubfleet.wait_for(lambda: hubfleet.copies("second"), what="second placed")
     assert list(hubfleet.copies("second")) == ["m3"]
+
+
+def test_an_edit_that_no_longer_fits_is_applied_with_a_warning(hubfleet: Any) -> None:
+    hubfleet.controller()
+    hubfleet.hub.store.create(hubfleet.job("grow", gpus=1))
+    hubfleet.wait_for(lambda: hubfleet.copies("grow"), what="placed")
+    ((cluster, _copy),) = hubfleet.copies("grow").items()
+    obj = hubfleet.hub.store.get("jobs", "grow", "team-a")
+    obj["spec"]["parallelism"] = obj["spec"]["completions"] = 13  # 13 pods of 8 GPUs: 12 nodes
+    limits = obj["spec"]["template"]["spec"]["containers"][0]["resources"]["limits"]
+    limits["nvidia.com/gpu"] = "8"
+    hubfleet.hub.store.replace(obj)
+    hubfleet.wait_for(
+        lambda: hubfleet.copies("grow").get(cluster, {}).get("spec", {}).get("parallelism") == 13,
+        what="the edit applied where it is",
+    )
+    assert list(hubfleet.copies("grow")) == [cluster]  # it did not move
+    events = [e for e in hubfleet.events("grow") if e["reason"] == "EditDoesNotFit"]
+    assert events and f"may not fit on cluster {cluster}" in events[0]["message"]
+    assert events[0]["type"] == "Warning"
