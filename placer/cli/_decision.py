@@ -9,7 +9,21 @@ from placer.errors import UsageError
 from placer.policy import PlacementPolicy, load_policies
 from placer.solver import MODES, SOLVERS
 
-__all__ = ["add_decision_options", "add_manifest_option", "decision_policies"]
+__all__ = [
+    "add_decision_options",
+    "add_manifest_option",
+    "add_policy_option",
+    "decision_policies",
+]
+
+_POLICY_HELP = "PlacementPolicy YAML (repeatable; the first policy selecting a workload applies)"
+
+
+def add_policy_option(
+    parser: argparse.ArgumentParser | argparse._ArgumentGroup, help: str = _POLICY_HELP
+) -> None:
+    """``--policy FILE``, repeatable (``args.policy``: the paths in order)."""
+    parser.add_argument("--policy", action="append", default=[], metavar="FILE", help=help)
 
 
 def add_manifest_option(parser: argparse.ArgumentParser) -> None:
@@ -27,13 +41,7 @@ def add_manifest_option(parser: argparse.ArgumentParser) -> None:
 
 def add_decision_options(parser: argparse.ArgumentParser, *, with_mode: bool = False) -> None:
     """``--policy``, ``--solver``, (``--mode``), ``--time-limit`` and ``--seed``."""
-    parser.add_argument(
-        "--policy",
-        action="append",
-        default=[],
-        metavar="FILE",
-        help="PlacementPolicy YAML (repeatable; the first policy selecting a workload applies)",
-    )
+    add_policy_option(parser)
     parser.add_argument("--solver", choices=SOLVERS, default="cpsat", help="default cpsat")
     if with_mode:
         parser.add_argument("--mode", choices=MODES, default="batch", help="default batch")
