@@ -55,8 +55,8 @@ from placer.dispatch import Manifest
 from placer.dispatch.dispatcher import placement_from_record
 from placer.dispatch.ledger import read_entries
 from placer.dispatch.record import PlacementRecord
-from placer.dispatch.submit import open_clients, submit
-from placer.fleet import fleet_from_kubeconfigs, gather_fleet
+from placer.dispatch.submit import submit
+from placer.fleet import fleet_from_kubeconfigs, gather_fleet, open_clients
 from placer.snapshot import load_snapshot
 from placer.solver import charge
 

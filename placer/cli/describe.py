@@ -96,7 +96,7 @@ def run_live(args: argparse.Namespace) -> int:
     """``describe TYPE/NAME``: the workload on the member clusters, with its pods."""
     from contextlib import ExitStack
 
-    from placer.dispatch.submit import open_clients
+    from placer.fleet import open_clients
     from placer.inventory import (
         WorkloadNotFoundError,
         find_workload,

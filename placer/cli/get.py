@@ -50,7 +50,7 @@ def register(subparsers: argparse._SubParsersAction[argparse.ArgumentParser]) ->
 
 
 def run(args: argparse.Namespace) -> int:
-    from placer.dispatch.submit import open_clients
+    from placer.fleet import open_clients
     from placer.inventory import age, components_text, list_workloads, resolve_type_on
 
     if args.all_namespaces and args.namespace:

@@ -24,8 +24,6 @@ from placer.definitions import Catalog, decompose
 from placer.errors import PlacerError, UsageError
 from placer.model import Workload
 from placer.snapshot import load_snapshot
-from placer.solver import solve
-from placer.solver.report import decision_to_dict, render_text
 
 __all__ = ["register", "run"]
 
@@ -52,6 +50,9 @@ def register(subparsers: argparse._SubParsersAction[argparse.ArgumentParser]) ->
 
 
 def run(args: argparse.Namespace) -> int:
+    from placer.solver import solve  # OR-Tools: only for the commands that decide
+    from placer.solver.report import decision_to_dict, render_text
+
     policies = decision_policies(args)
     if not args.snapshot:
         raise UsageError(

@@ -24,7 +24,7 @@ import time
 from collections.abc import Sequence
 from dataclasses import replace
 from pathlib import Path
-from typing import Any, TextIO
+from typing import TYPE_CHECKING, Any, TextIO
 
 from placer.cli._decision import add_policy_option
 from placer.cli._output import add_output_option, print_json, print_table
@@ -33,8 +33,10 @@ from placer.errors import InputError, PlacerError, UsageError
 from placer.model import GPU_SHARE, Fleet
 from placer.policy import load_policies
 from placer.quantity import GPU, PODS
-from placer.simulate import MODES, Run, Settings, Timed, simulate
-from placer.simulate.export import document
+from placer.simulate import MODES
+
+if TYPE_CHECKING:
+    from placer.simulate import Timed
 from placer.snapshot import load_snapshot
 from placer.solver import SOLVERS
 
@@ -114,6 +116,9 @@ def run(args: argparse.Namespace) -> int:
     if args.interval < 0:
         raise UsageError(f"--interval must be 0 or positive, got {args.interval}")
     seed = 42 if args.seed is None else args.seed
+    from placer.simulate import Run, Settings, simulate  # the solver: only when simulating
+    from placer.simulate.export import document
+
     fleet = load_snapshot(args.snapshot)
     simulated = drain(fleet, args.drain, source=args.snapshot)
     policies = tuple(p for path in args.policy for p in load_policies(path))

@@ -144,7 +144,8 @@ def read_manifests(filenames: Sequence[str], catalog_dirs: Sequence[str]) -> lis
 
 def run(args: argparse.Namespace) -> int:
     from placer.dispatch.ledger import DEFAULT_TTL
-    from placer.dispatch.submit import open_clients, submit
+    from placer.dispatch.submit import submit
+    from placer.fleet import open_clients
 
     policies = decision_policies(args)
     wait = parse_duration(args.wait) if args.wait is not None else None

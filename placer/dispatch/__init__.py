@@ -33,34 +33,69 @@ The controller keeps one :class:`Ledger` for its lifetime, passes it to every
 unsuspended.
 """
 
-from placer.dispatch.dispatcher import (
-    Attempt,
-    Dispatcher,
-    DispatchResult,
-    Manifest,
-    Outcome,
-    Transform,
-    attempt_error,
-)
-from placer.dispatch.existing import Existing, ExistingCopies, find_existing
-from placer.dispatch.ledger import (
-    DEFAULT_TTL,
-    LEDGER_NAMESPACE,
-    InFlight,
-    Ledger,
-    observe,
-    read_entries,
-    sync_cluster,
-)
-from placer.dispatch.record import (
-    FIELD_MANAGER,
-    LABEL_DECISION,
-    LABEL_PLACED_BY,
-    LABEL_PLACED_CLUSTER,
-    PlacementRecord,
-    dispatch_manifest,
-    new_decision_id,
-)
+from typing import TYPE_CHECKING
+
+from placer._lazy import lazy_exports
+
+if TYPE_CHECKING:
+    from placer.dispatch.dispatcher import (
+        Attempt,
+        Dispatcher,
+        DispatchResult,
+        Manifest,
+        Outcome,
+        Transform,
+        attempt_error,
+    )
+    from placer.dispatch.existing import Existing, ExistingCopies, find_existing
+    from placer.dispatch.ledger import (
+        DEFAULT_TTL,
+        LEDGER_NAMESPACE,
+        InFlight,
+        Ledger,
+        observe,
+        read_entries,
+        sync_cluster,
+    )
+    from placer.dispatch.record import (
+        FIELD_MANAGER,
+        LABEL_DECISION,
+        LABEL_PLACED_BY,
+        LABEL_PLACED_CLUSTER,
+        PlacementRecord,
+        dispatch_manifest,
+        new_decision_id,
+    )
+else:
+    __getattr__ = lazy_exports(
+        __name__,
+        {
+            "Attempt": "placer.dispatch.dispatcher",
+            "DEFAULT_TTL": "placer.dispatch.ledger",
+            "DispatchResult": "placer.dispatch.dispatcher",
+            "Dispatcher": "placer.dispatch.dispatcher",
+            "Existing": "placer.dispatch.existing",
+            "ExistingCopies": "placer.dispatch.existing",
+            "FIELD_MANAGER": "placer.dispatch.record",
+            "InFlight": "placer.dispatch.ledger",
+            "LABEL_DECISION": "placer.dispatch.record",
+            "LABEL_PLACED_BY": "placer.dispatch.record",
+            "LABEL_PLACED_CLUSTER": "placer.dispatch.record",
+            "LEDGER_NAMESPACE": "placer.dispatch.ledger",
+            "Ledger": "placer.dispatch.ledger",
+            "Manifest": "placer.dispatch.dispatcher",
+            "Outcome": "placer.dispatch.dispatcher",
+            "PlacementRecord": "placer.dispatch.record",
+            "Transform": "placer.dispatch.dispatcher",
+            "attempt_error": "placer.dispatch.dispatcher",
+            "dispatch_manifest": "placer.dispatch.record",
+            "find_existing": "placer.dispatch.existing",
+            "new_decision_id": "placer.dispatch.record",
+            "observe": "placer.dispatch.ledger",
+            "read_entries": "placer.dispatch.ledger",
+            "sync_cluster": "placer.dispatch.ledger",
+        },
+    )
 
 __all__ = [
     "DEFAULT_TTL",

@@ -44,10 +44,10 @@ from placer.dispatch.dispatcher import (
 from placer.dispatch.existing import find_existing
 from placer.dispatch.ledger import DEFAULT_TTL, Ledger, sync_cluster
 from placer.dispatch.record import new_decision_id
-from placer.errors import KubeError, PlacerError
+from placer.errors import KubeError
 from placer.fleet import FleetConfig, gather_fleet
 from placer.fleet.gather import unavailable
-from placer.kube import ClientSettings, KubeClient, open_client
+from placer.kube import KubeClient
 from placer.model import (
     Cluster,
     Decision,
@@ -64,7 +64,7 @@ from placer.policy import PlacementPolicy, policy_for
 from placer.solver import solve
 from placer.solver.refusals import refusals
 
-__all__ = ["SubmitReport", "open_clients", "snapshot_free_decision", "submit"]
+__all__ = ["SubmitReport", "snapshot_free_decision", "submit"]
 
 log = logging.getLogger(__name__)
 
@@ -89,29 +89,6 @@ class SubmitReport:
     @property
     def ok(self) -> bool:
         return all(o.placed for o in self.outcomes)
-
-
-def open_clients(config: FleetConfig, names: Sequence[str] | None = None) -> dict[str, KubeClient]:
-    """One client per member cluster of ``config`` (only ``names`` when given).
-
-    Clusters whose kubeconfig entry is unusable are left out (gathering reports them).
-    """
-    clients: dict[str, KubeClient] = {}
-    for source in config.clusters:
-        if names is not None and source.name not in names:
-            continue
-        if source.problem or source.kubeconfig is None:
-            continue
-        settings = ClientSettings(
-            request_timeout=source.timeout, connect_timeout=min(10.0, source.timeout)
-        )
-        try:
-            clients[source.name] = open_client(
-                source.kubeconfig, source.context, name=source.name, settings=settings
-            )
-        except PlacerError as err:
-            log.warning("cluster %s: no client: %s", source.name, err.message)
-    return clients
 
 
 def submit(

@@ -18,19 +18,49 @@ bookkeeping a live ledger uses.
 Pure: no I/O, no globals; progress is reported through an optional callback.
 """
 
-from placer.simulate.engine import (
-    MODES,
-    DecisionRecord,
-    Outcome,
-    Progress,
-    Run,
-    Sample,
-    Settings,
-    Timed,
-    gpu_bound,
-    simulate,
-)
-from placer.simulate.metrics import Summary, cluster_usage, summarize
+from typing import TYPE_CHECKING
+
+from placer._lazy import lazy_exports
+
+#: batch (one joint decision), online (one at a time), stream (arrivals and departures).
+MODES = ("batch", "online", "stream")
+
+if TYPE_CHECKING:
+    from placer.simulate.engine import (
+        DecisionRecord,
+        Outcome,
+        Progress,
+        Run,
+        Sample,
+        Settings,
+        Timed,
+        gpu_bound,
+        simulate,
+    )
+    from placer.simulate.metrics import Summary, cluster_usage, summarize
+else:
+    _ENGINE = "placer.simulate.engine"
+    _METRICS = "placer.simulate.metrics"
+    __getattr__ = lazy_exports(
+        __name__,
+        {
+            **dict.fromkeys(
+                (
+                    "DecisionRecord",
+                    "Outcome",
+                    "Progress",
+                    "Run",
+                    "Sample",
+                    "Settings",
+                    "Timed",
+                    "gpu_bound",
+                    "simulate",
+                ),
+                _ENGINE,
+            ),
+            **dict.fromkeys(("Summary", "cluster_usage", "summarize"), _METRICS),
+        },
+    )
 
 __all__ = [
     "MODES",

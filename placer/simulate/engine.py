@@ -40,6 +40,7 @@ from typing import Protocol
 
 from placer.model import Decision, Fleet, Placement, Workload
 from placer.policy import PlacementPolicy
+from placer.simulate import MODES
 from placer.simulate.capacity import FreeTotals, free_totals, gpu_milli, shortfall, used_gpu_milli
 from placer.solver import charge, release, solve, verify
 
@@ -55,8 +56,6 @@ __all__ = [
     "gpu_bound",
     "simulate",
 ]
-
-MODES = ("batch", "online", "stream")
 
 
 class Timed(Protocol):

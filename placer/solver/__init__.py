@@ -116,8 +116,28 @@ Public API: :func:`solve`, ``SOLVERS``, ``MODES``, :func:`verify`, :func:`charge
 :func:`release`.
 """
 
-from placer.solver.decide import MODES, SOLVERS, solve
-from placer.solver.ledger import charge, release
-from placer.solver.verify import verify
+from typing import TYPE_CHECKING
+
+from placer._lazy import lazy_exports
+
+#: every solver by name: CP-SAT and the baselines (:mod:`placer.solver.heuristics`).
+SOLVERS = ("cpsat", "greedy", "first-fit", "best-fit", "worst-fit", "karmada")
+#: how a decision takes its workloads: jointly, or one at a time in input order.
+MODES = ("batch", "online")
+
+if TYPE_CHECKING:
+    from placer.solver.decide import solve
+    from placer.solver.ledger import charge, release
+    from placer.solver.verifier import verify
+else:
+    __getattr__ = lazy_exports(
+        __name__,
+        {
+            "charge": "placer.solver.ledger",
+            "release": "placer.solver.ledger",
+            "solve": "placer.solver.decide",
+            "verify": "placer.solver.verifier",
+        },
+    )
 
 __all__ = ["MODES", "SOLVERS", "charge", "release", "solve", "verify"]

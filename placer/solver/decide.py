@@ -22,11 +22,12 @@ from placer.model import (
     Workload,
 )
 from placer.policy import PlacementPolicy
+from placer.solver import MODES, SOLVERS
 from placer.solver.bounds import BOUND_KEYS, lp_bounds
 from placer.solver.classlp import ClassLP
 from placer.solver.clock import Clock
 from placer.solver.explain import RunReasons, why_not
-from placer.solver.heuristics import RULES, Placed, failure_basis, run_rule
+from placer.solver.heuristics import Placed, failure_basis, run_rule
 from placer.solver.master import solve_level
 from placer.solver.packer import Packed, pack
 from placer.solver.problem import Problem, Unit, build_problem
@@ -34,8 +35,6 @@ from placer.solver.state import ClusterState
 
 __all__ = ["MODES", "SOLVERS", "solve"]
 
-SOLVERS = ("cpsat", *RULES)
-MODES = ("batch", "online")
 #: share of the time limit kept for the explanations and the decision after the search.
 _RESERVE = 0.08
 #: seconds per (unit, allowed cluster) pair kept for the cluster and node-aware LP bounds,

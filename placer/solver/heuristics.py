@@ -22,6 +22,7 @@ from dataclasses import dataclass
 
 import numpy as np
 
+from placer.solver import SOLVERS
 from placer.solver.capacity import infeasible_alone
 from placer.solver.fragmentation import Mix
 from placer.solver.packer import Packed, PackFailure, pack
@@ -41,7 +42,8 @@ __all__ = [
     "totals_fit",
 ]
 
-RULES = ("greedy", "first-fit", "best-fit", "worst-fit", "karmada")
+#: the baselines: every solver but CP-SAT.
+RULES = SOLVERS[1:]
 
 #: realised placements: (unit, cluster, where its pods went).
 Placed = list[tuple[Unit, str, Packed]]

@@ -20,8 +20,7 @@ from placer.definitions import Catalog, decompose
 from placer.dispatch import Dispatcher, Ledger, Manifest
 from placer.dispatch.dispatcher import DISPATCHED, DRY_RUN, FAILED
 from placer.dispatch.ledger import LEDGER_NAMESPACE, read_entries
-from placer.dispatch.submit import open_clients
-from placer.fleet import fleet_from_kubeconfigs, gather_fleet
+from placer.fleet import fleet_from_kubeconfigs, gather_fleet, open_clients
 from placer.fleet.realism import realism_setup
 from placer.fleet.virtual import VirtualFleet
 from placer.kube import KubeClient

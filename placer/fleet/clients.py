@@ -1,0 +1,37 @@
+"""Clients for the member clusters of a fleet configuration (no request is sent here)."""
+
+from __future__ import annotations
+
+import logging
+from collections.abc import Sequence
+
+from placer.errors import PlacerError
+from placer.fleet.config import FleetConfig
+from placer.kube import ClientSettings, KubeClient, open_client
+
+__all__ = ["open_clients"]
+
+log = logging.getLogger(__name__)
+
+
+def open_clients(config: FleetConfig, names: Sequence[str] | None = None) -> dict[str, KubeClient]:
+    """One client per member cluster of ``config`` (only ``names`` when given).
+
+    Clusters whose kubeconfig entry is unusable are left out (gathering reports them).
+    """
+    clients: dict[str, KubeClient] = {}
+    for source in config.clusters:
+        if names is not None and source.name not in names:
+            continue
+        if source.problem or source.kubeconfig is None:
+            continue
+        settings = ClientSettings(
+            request_timeout=source.timeout, connect_timeout=min(10.0, source.timeout)
+        )
+        try:
+            clients[source.name] = open_client(
+                source.kubeconfig, source.context, name=source.name, settings=settings
+            )
+        except PlacerError as err:
+            log.warning("cluster %s: no client: %s", source.name, err.message)
+    return clients
