@@ -65,7 +65,7 @@ def _infeasible_alone(state: ClusterState, unit: Unit) -> bool:
         mask = state.eligible(run.shape) & state.usable
         if not mask.any():
             return True
-        if int(state.copies_all(run.shape)[mask].sum()) < run.count:
+        if state.copies_total(run.shape) < run.count:
             return True
     return False
 

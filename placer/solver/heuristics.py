@@ -19,6 +19,7 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 from dataclasses import dataclass
+from typing import cast
 
 import numpy as np
 
@@ -103,6 +104,23 @@ def _sets(state: ClusterState, unit: Unit) -> int:
     """
     if len(unit.runs) == 1:
         return _most_sets(state, unit)
+    # a function of the capacity and the runs: memoised by version and the runs' shapes
+    key = (
+        state.version,
+        "sets",
+        tuple(
+            (r.shape.req.tobytes(), r.shape.gpus, r.shape.share, r.shape.key, r.count)
+            for r in unit.runs
+        ),
+    )
+    known = cast("int | None", state.memo.get(key))
+    if known is None:
+        known = _simulate_sets(state, unit)
+        state.remember(key, known)
+    return known
+
+
+def _simulate_sets(state: ClusterState, unit: Unit) -> int:
     usable = state.usable
     free = state.free[usable].copy()
     idle = state.full[usable].copy()
@@ -140,10 +158,7 @@ def _sets(state: ClusterState, unit: Unit) -> int:
 def _most_sets(state: ClusterState, unit: Unit) -> int:
     """Per run, the replicas that fit node by node over its count; the least of them: exact
     for one component, an upper bound on :func:`_sets` for several."""
-    return min(
-        int(state.copies_all(run.shape)[state.usable].sum()) // max(run.count, 1)
-        for run in unit.runs
-    )
+    return min(state.copies_total(run.shape) // max(run.count, 1) for run in unit.runs)
 
 
 def ffd_key(unit: Unit) -> tuple[int, int, int]:

@@ -28,6 +28,7 @@ from __future__ import annotations
 from collections.abc import Sequence
 from dataclasses import dataclass
 from functools import cached_property
+from typing import cast
 
 import numpy as np
 
@@ -91,21 +92,46 @@ def pack(
     scoring: str = "bestfit",
     mix: Mix | None = None,
 ) -> Packed | PackFailure:
-    """Place all pods of ``runs`` on ``state`` or none (see module docstring)."""
-    mark = state.mark()
+    """Place all pods of ``runs`` on ``state`` or none (see module docstring).
+
+    Failures are memoised per state version (capacity), scoring and the sequence of pod
+    shapes and counts (the packing is a deterministic function of them), so an identical
+    unit tried again on the same capacity fails at once, with the same failure; a first
+    run whose pod fits on no node fails without scoring any node.
+    """
     total = sum(r.count for r in runs)
     if scoring == "fgd" and mix is None:
         scoring = "bestfit"
+    ordered = sorted(runs, key=run_order)
+    if ordered and not state.fits_anywhere(ordered[0].shape):
+        return PackFailure(run=ordered[0], placed=0)
+    memo_key: tuple[object, ...] | None = None
+    if scoring != "fgd":  # the fragmentation score depends on the mix too
+        memo_key = (
+            state.version,
+            "pack",
+            scoring,
+            tuple(
+                (r.shape.req.tobytes(), r.shape.gpus, r.shape.share, r.shape.key, r.count)
+                for r in ordered
+            ),
+        )
+        failed = cast("tuple[int, int] | None", state.memo.get(memo_key))
+        if failed is not None:
+            return PackFailure(run=ordered[failed[0]], placed=failed[1])
+    mark = state.mark()
     # large runs fill a chosen node with as many replicas as fit (same node choice as one at
     # a time for best-fit; for fgd an approximation that keeps 100-pod gangs fast)
     bulk = scoring == "bestfit" or total > FGD_MAX_PODS
     pods: list[tuple[PodRun, int, int, tuple[int, ...]]] = []
     score_sum = 0.0
-    for run in sorted(runs, key=run_order):
+    for position, run in enumerate(ordered):
         placed, score = _place_run(state, run, pods, scoring=scoring, mix=mix, bulk=bulk)
         score_sum += score
         if placed < run.count:
             state.undo(mark)
+            if memo_key is not None:
+                state.remember(memo_key, (position, placed))
             return PackFailure(run=run, placed=placed)
     return Packed(pods=tuple(pods), score=score_sum)
 
