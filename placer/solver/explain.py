@@ -96,9 +96,26 @@ def why_not(
             )
     if not try_pack:
         return None
+    if len(unit.runs) == 1 and not (unit.runs[0].shape.gpus and unit.runs[0].shape.share):
+        # one run: the best-fit packer fills nodes with as many replicas as fit, so it
+        # places them all exactly when the node-by-node count above allows them
+        return None
+    pack_key = (
+        id(state),
+        state.version,
+        "pack",
+        tuple(
+            (r.shape.req.tobytes(), r.shape.gpus, r.shape.share, r.shape.key, r.count)
+            for r in unit.runs
+        ),
+    )
+    if cache is not None and cache.get(pack_key, "") is None:
+        return None  # an identical unit packed on this capacity
     mark = state.mark()
     result = pack(state, unit.runs)
     state.undo(mark)
+    if cache is not None and not isinstance(result, PackFailure):
+        cache[pack_key] = None
     if isinstance(result, PackFailure):
         failed = result.run
         return (
@@ -175,9 +192,7 @@ def _too_small(run: PodRun, resource: str, need: str, largest: str, absent: bool
 
 
 def _totals_too_low(state: ClusterState, unit: Unit) -> str | None:
-    need = np.zeros(len(state.names), dtype=np.int64)
-    for run in unit.runs:
-        need += run.shape.req * run.count
+    need = unit.demand
     free, have, idle = state.totals()
     whole = sum(r.shape.gpus * r.count for r in unit.runs)
     if whole > idle:

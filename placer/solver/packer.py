@@ -225,14 +225,16 @@ def _candidates(
 ) -> tuple[IntArray, FloatArray]:
     """The nodes where a pod of ``shape`` fits, with their scores (lower is better).
 
-    Identical nodes (same signature) score alike, so one of each is scored. Fragmentation
-    scoring keeps only the ``mix.candidates`` best-fitting distinct node states.
+    Fragmentation scoring scores one node per signature (identical nodes score alike; its
+    scores are memoised by signature) and keeps only the ``mix.candidates`` best-fitting
+    distinct node states.
     """
     candidates = np.flatnonzero(state.fits(shape))
-    if candidates.size <= 1:
+    if candidates.size <= 1 or scoring != "fgd" or mix is None:
+        # best-fit and spread scores are cheap array arithmetic: score every candidate
         return candidates, _scores(state, shape, candidates, scoring, mix)
     _, first, inverse = np.unique(state.sig[candidates], return_index=True, return_inverse=True)
-    if mix is not None and scoring == "fgd" and first.size > mix.candidates:
+    if first.size > mix.candidates:
         fit = _bestfit(state, shape, candidates[first])
         keep = np.zeros(first.size, dtype=bool)
         keep[np.argsort(fit, kind="stable")[: mix.candidates]] = True

@@ -40,10 +40,21 @@ from placer.solver.heuristics import Placed, choose_and_pack, run_rule
 from placer.solver.problem import Unit
 from placer.solver.state import ClusterState
 
-__all__ = ["PASSES", "Hints", "density_key", "run_portfolio", "value_of"]
+__all__ = [
+    "HINT_PASSES",
+    "PASSES",
+    "Hints",
+    "density_key",
+    "hint_order",
+    "run_portfolio",
+    "value_of",
+]
 
-#: the passes in the order they run.
+#: the passes in the order they run (when the demand may fit: see :func:`hint_order`).
 PASSES = ("greedy", "lp", "karmada", "worst-fit", "first-fit", "best-fit", "dense", "lp-fgd")
+#: the passes that give the batch solver's hint: the LP-guided pass and every baseline; the
+#: others run during improvement, time permitting.
+HINT_PASSES = PASSES[:6]
 
 
 @dataclass
@@ -122,6 +133,25 @@ def _dense(units: Sequence[Unit], states: dict[str, ClusterState], mix: Mix | No
     return placed
 
 
+def hint_order(units: Sequence[Unit], states: dict[str, ClusterState]) -> tuple[str, ...]:
+    """The hint passes in the order to run them: ``greedy`` first when every unit might fit
+    (then a greedy answer placing every unit in its first choice ends the portfolio at the
+    least cost); when the level's demand exceeds the free totals (GPU thousandths or a
+    scalar resource) nothing can place every unit, so the passes go by expected value per
+    cost: the LP-guided pass (its LP is the decision's bound anyway), ``karmada``, then
+    ``greedy`` and the cluster-total rules."""
+    demand_milli = sum(u.milli for u in units)
+    free_milli = sum(s.totals()[1] for s in states.values())
+    over = demand_milli > free_milli
+    if not over and units:
+        demand = sum((u.demand for u in units[1:]), units[0].demand.copy())
+        free = sum(s.totals()[0] for s in states.values())
+        over = bool((demand > free).any())
+    if over:
+        return ("lp", "karmada", "greedy", "worst-fit", "first-fit", "best-fit")
+    return HINT_PASSES
+
+
 def run_portfolio(
     units: Sequence[Unit],
     states: dict[str, ClusterState],
@@ -144,6 +174,9 @@ def run_portfolio(
         if name in ("lp", "lp-fgd"):
             if hints.guide is None:
                 hints.guide = gpu_class_lp(states, units)
+                # the LP is the decision's class_lp_gpu bound as well: solved once either
+                # way, so it does not count as the pass's own cost
+                started = clock()
             placed = guided(units, states, hints.guide.x, mix=mix, fgd=name == "lp-fgd")
         elif name == "dense":
             placed = _dense(units, states, mix)
