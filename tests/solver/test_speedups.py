@@ -1,7 +1,7 @@
-"""The solver's memos change how fast it decides, never what: capacity versions, the
+"""The solver's speed-ups change how fast it decides, never what: capacity versions, the
 fits-anywhere memo (with its smaller-pod-fits-nowhere shortcut), the pack-failure memo, the
-Karmada set memo and the explanations' shortcuts, each compared with the same rule run with
-every memo disabled, on random small overloaded fleets."""
+Karmada set memo, the explanations' shortcuts and the bounds' aggregation of identical units,
+each compared with the plain computation on random small overloaded fleets."""
 
 from __future__ import annotations
 
@@ -11,6 +11,8 @@ from typing import Any
 import pytest
 
 from placer.model import Fleet, Workload
+from placer.solver import bounds
+from placer.solver.bounds import gpu_class_lp, lp_bounds
 from placer.solver.explain import why_not
 from placer.solver.heuristics import RULES, run_rule
 from placer.solver.packer import Packed, pack
@@ -127,3 +129,32 @@ def test_explanations_shortcuts_match_a_trial_packing(kit: Any) -> None:
                 assert (reason is None) == packs, (unit.label, reason)
                 compared += 1
     assert compared
+
+
+def test_bounds_aggregate_identical_units_exactly(
+    kit: Any, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    rng = random.Random(4)
+    binding = 0
+    for _ in range(12):
+        workloads, fleet = _instance(kit, rng)
+        # copies of some workloads: identical units the aggregated LP counts once
+        workloads += [
+            kit.workload(
+                f"{w.ref.name}-copy{k}", *[(c.name, c.replicas, c.pod) for c in w.components]
+            )
+            for k in range(2)
+            for w in workloads[:6]
+        ]
+        problem = build_problem(workloads, fleet, ())
+        guide = gpu_class_lp(problem.states, problem.units)
+        grouped, _ = lp_bounds(problem.states, problem.units, classes=guide)
+        with monkeypatch.context() as patch:
+            patch.setattr(
+                bounds, "_identical", lambda units: (list(units), {u.index: 1 for u in units})
+            )
+            single, _ = lp_bounds(problem.states, problem.units, classes=guide)
+        assert grouped == single
+        demand = sum(u.milli for u in problem.units) / 1000
+        binding += grouped["node_lp_gpu"] < demand
+    assert binding  # some instances where the LP, not the demand, decides the bound
