@@ -25,7 +25,7 @@ from collections.abc import Mapping, Sequence
 from placer.solver.capacity import Row, cluster_rows, infeasible_alone
 from placer.solver.classlp import ClassLP, class_lp
 from placer.solver.lp import LinearProgram
-from placer.solver.problem import Unit
+from placer.solver.problem import Unit, identical_units
 from placer.solver.state import ClusterState
 
 __all__ = ["BOUND_KEYS", "gpu_class_lp", "lp_bounds"]
@@ -45,7 +45,7 @@ def lp_bounds(
     live units, when the caller has solved it already."""
     result: dict[str, float] = {}
     live = [u for u in units if u.problem is None and u.rank]
-    representatives, multiplicity = _identical(live)
+    representatives, multiplicity = identical_units(live)
     for node_aware, prefix in ((False, "cluster_lp"), (True, "node_lp")):
         pairs: list[tuple[Unit, str]] = []
         rows: list[Row] = []
@@ -73,31 +73,6 @@ def gpu_class_lp(states: Mapping[str, ClusterState], units: Sequence[Unit]) -> C
 def _gpus(milli: float) -> float:
     """GPUs from thousandths, rounded up at the third decimal (a bound stays a bound)."""
     return -(-round(milli, 3) // 1) / 1000.0
-
-
-def _identical(units: Sequence[Unit]) -> tuple[list[Unit], dict[int, int]]:
-    """Units that are interchangeable in the cluster and node LPs (same pod runs, same GPU
-    thousandths, same allowed clusters): the first of each group (in input order) and, by
-    its index, how many units the group has.
-
-    The LP over ``m`` identical units has an optimum with equal values for all of them
-    (average any optimum over their permutations: the LP is convex and symmetric), so one
-    variable ``X ∈ [0, m]`` per group and cluster, with ``Σ_c X ≤ m``, has the same optimum
-    with a model about half the size on the benchmark's synthetic gangs.
-    """
-    groups: dict[tuple[object, ...], list[Unit]] = {}
-    for unit in units:
-        key = (
-            unit.milli,
-            tuple(sorted(unit.rank)),
-            tuple(
-                (r.shape.req.tobytes(), r.shape.gpus, r.shape.share, r.shape.key, r.count)
-                for r in unit.runs
-            ),
-        )
-        groups.setdefault(key, []).append(unit)
-    firsts = [members[0] for members in groups.values()]
-    return firsts, {members[0].index: len(members) for members in groups.values()}
 
 
 def _solve(

@@ -62,10 +62,10 @@ def infeasible_alone(state: ClusterState, unit: Unit) -> bool:
 
 def _infeasible_alone(state: ClusterState, unit: Unit) -> bool:
     for run in unit.runs:
-        mask = state.eligible(run.shape) & state.usable
-        if not mask.any():
-            return True
+        # no eligible usable node means no copies: only a run of no pods needs the mask
         if state.copies_total(run.shape) < run.count:
+            return True
+        if not run.count and not (state.eligible(run.shape) & state.usable).any():
             return True
     return False
 

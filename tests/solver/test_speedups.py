@@ -151,7 +151,7 @@ def test_bounds_aggregate_identical_units_exactly(
         grouped, _ = lp_bounds(problem.states, problem.units, classes=guide)
         with monkeypatch.context() as patch:
             patch.setattr(
-                bounds, "_identical", lambda units: (list(units), {u.index: 1 for u in units})
+                bounds, "identical_units", lambda units: (list(units), {u.index: 1 for u in units})
             )
             single, _ = lp_bounds(problem.states, problem.units, classes=guide)
         assert grouped == single
