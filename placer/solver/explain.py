@@ -104,10 +104,7 @@ def why_not(
         id(state),
         state.version,
         "pack",
-        tuple(
-            (r.shape.req.tobytes(), r.shape.gpus, r.shape.share, r.shape.key, r.count)
-            for r in unit.runs
-        ),
+        tuple((r.shape.ident, r.count) for r in unit.runs),
     )
     if cache is not None and cache.get(pack_key, "") is None:
         return None  # an identical unit packed on this capacity

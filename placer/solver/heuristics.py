@@ -17,7 +17,7 @@ do: if the packer cannot realise the choice the unit stays unplaced ("realisatio
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from typing import cast
 
@@ -108,10 +108,7 @@ def _sets(state: ClusterState, unit: Unit) -> int:
     key = (
         state.version,
         "sets",
-        tuple(
-            (r.shape.req.tobytes(), r.shape.gpus, r.shape.share, r.shape.key, r.count)
-            for r in unit.runs
-        ),
+        tuple((r.shape.ident, r.count) for r in unit.runs),
     )
     known = cast("int | None", state.memo.get(key))
     if known is None:
@@ -184,6 +181,7 @@ def run_rule(
     mix: Mix | None,
     failures: dict[int, dict[str, str]] | None = None,
     ordered: bool = False,
+    stop: Callable[[], bool] | None = None,
 ) -> Placed:
     """A baseline over ``units`` (batch order: largest first for ``greedy``, input order for
     the others, unless ``ordered``), one unit at a time; leaves the placements applied.
@@ -191,12 +189,16 @@ def run_rule(
     The batch decisions of the baselines and the CP-SAT solver's hint portfolio both run
     this, so the portfolio considers exactly each baseline's answer. ``failures`` collects
     the rules' refusal texts (only then are failed packings simulated in full for the text).
+    ``stop``: asked before each unit; when it says so the pass ends there (the units placed
+    so far are a valid, partial answer).
     """
     if not ordered:
         key = ffd_key if rule == "greedy" else (lambda u: (u.index,))
         units = sorted(units, key=key)
     placed: Placed = []
     for unit in units:
+        if stop is not None and stop():
+            break
         choice = choose_and_pack(
             rule, unit, states, rule_order(rule, unit), mix=mix, explain=failures is not None
         )

@@ -111,10 +111,7 @@ def pack(
             state.version,
             "pack",
             scoring,
-            tuple(
-                (r.shape.req.tobytes(), r.shape.gpus, r.shape.share, r.shape.key, r.count)
-                for r in ordered
-            ),
+            tuple((r.shape.ident, r.count) for r in ordered),
         )
         failed = cast("tuple[int, int] | None", state.memo.get(memo_key))
         if failed is not None:

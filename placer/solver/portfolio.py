@@ -22,8 +22,9 @@ realised by the packer (:mod:`placer.solver.packer`). In the order they run (``P
   fragmentation-aware node scoring (``lp-fgd``, :mod:`placer.solver.fragmentation`). The
   batch solver runs these two during repair, as further starting points.
 
-A pass runs when the time it is expected to take (the longest pass so far) fits before the
-deadline; the first always runs. The best answer (placed value, then preference) wins; ties
+A pass runs when the time it is expected to take (``PASS_COST`` relative to the passes that
+ran) fits before the deadline, and stops at the deadline (its partial answer still counts);
+the first always runs whole. The best answer (placed value, then preference) wins; ties
 go to the earlier pass.
 """
 
@@ -52,6 +53,20 @@ __all__ = [
 
 #: the passes in the order they run (when the demand may fit: see :func:`hint_order`).
 PASSES = ("greedy", "lp", "karmada", "worst-fit", "first-fit", "best-fit", "dense", "lp-fgd")
+#: each pass's cost relative to the others (CPU time, measured on the benchmark's openb
+#: fleets at 4-16 clusters): a pass is expected to take its cost times the most seconds per
+#: unit of cost any pass so far took, and is skipped when that does not fit before the
+#: deadline (a cheaper one after it may still run).
+PASS_COST = {
+    "greedy": 1.0,
+    "lp": 1.0,
+    "karmada": 2.0,
+    "worst-fit": 1.0,
+    "first-fit": 0.3,
+    "best-fit": 0.3,
+    "dense": 1.0,
+    "lp-fgd": 3.0,
+}
 #: the passes that give the batch solver's hint: the LP-guided pass and every baseline; the
 #: others run during improvement, time permitting.
 HINT_PASSES = PASSES[:6]
@@ -104,13 +119,17 @@ def guided(
     *,
     mix: Mix | None,
     fgd: bool = False,
+    stop: Callable[[], bool] | None = None,
 ) -> Placed:
     """The LP-guided pass (see module docstring); leaves the placements applied. ``fgd``:
-    fragmentation node scoring instead of the units' own (except where they spread)."""
+    fragmentation node scoring instead of the units' own (except where they spread);
+    ``stop`` as for :func:`~placer.solver.heuristics.run_rule`."""
     dense = density_key(units, states)
     share = {u.index: max((x.get((u.index, c), 0.0) for c in u.rank), default=0.0) for u in units}
     placed: Placed = []
     for unit in sorted(units, key=lambda u: (-round(share[u.index], 3), dense(u))):
+        if stop is not None and stop():
+            break
         order = sorted(
             (c for c in unit.rank if c in states),
             key=lambda c: (-round(x.get((unit.index, c), 0.0), 3), unit.rank[c], c),
@@ -124,9 +143,16 @@ def guided(
     return placed
 
 
-def _dense(units: Sequence[Unit], states: dict[str, ClusterState], mix: Mix | None) -> Placed:
+def _dense(
+    units: Sequence[Unit],
+    states: dict[str, ClusterState],
+    mix: Mix | None,
+    stop: Callable[[], bool] | None = None,
+) -> Placed:
     placed: Placed = []
     for unit in sorted(units, key=density_key(units, states)):
+        if stop is not None and stop():
+            break
         choice = choose_and_pack("greedy", unit, states, unit.allowed(), mix=mix, explain=False)
         if choice.packed is not None and choice.cluster is not None:
             placed.append((unit, choice.cluster, choice.packed))
@@ -166,26 +192,36 @@ def run_portfolio(
     marks = {name: state.mark() for name, state in states.items()}
     hints = Hints(best=[], winner="", pass_seconds=0.0, guide=guide)
     best_value: tuple[int, int] | None = None
+
+    def late() -> bool:
+        return clock() > deadline
+
+    per_cost = 0.0  # seconds per unit of relative cost, the most any pass took so far
     for name in passes:
         started = clock()
-        if best_value is not None and started + hints.pass_seconds > deadline:
-            hints.notes.append(f"portfolio stopped before {name} (time limit)")
-            break
+        # the first pass runs whole (a complete answer); the others stop at the deadline
+        stop = late if best_value is not None else None
+        if best_value is not None and started + per_cost * PASS_COST[name] > deadline:
+            hints.notes.append(f"portfolio skipped {name} (time limit)")
+            continue
         if name in ("lp", "lp-fgd"):
             if hints.guide is None:
                 hints.guide = gpu_class_lp(states, units)
                 # the LP is the decision's class_lp_gpu bound as well: solved once either
                 # way, so it does not count as the pass's own cost
                 started = clock()
-            placed = guided(units, states, hints.guide.x, mix=mix, fgd=name == "lp-fgd")
+            placed = guided(units, states, hints.guide.x, mix=mix, fgd=name == "lp-fgd", stop=stop)
         elif name == "dense":
-            placed = _dense(units, states, mix)
+            placed = _dense(units, states, mix, stop=stop)
         else:
-            placed = run_rule(name, units, states, mix=mix)
+            placed = run_rule(name, units, states, mix=mix, stop=stop)
+        if stop is not None and stop():
+            hints.notes.append(f"{name} stopped at the time limit")
         for state_name, state in states.items():
             state.undo(marks[state_name])
         took = clock() - started
         hints.pass_seconds = max(hints.pass_seconds, took)
+        per_cost = max(per_cost, took / PASS_COST[name])
         value = value_of(placed)
         hints.values[name] = value[0]
         hints.seconds[name] = round(took, 4)

@@ -18,6 +18,7 @@ from __future__ import annotations
 
 from collections.abc import Hashable, Sequence
 from dataclasses import dataclass
+from functools import cached_property
 from typing import cast
 
 import numpy as np
@@ -94,6 +95,11 @@ class PodShape:
     @property
     def milli(self) -> int:
         return 1000 * self.gpus + self.share
+
+    @cached_property
+    def ident(self) -> tuple[bytes, int, int, Hashable]:
+        """What the shape is (demand and eligibility), hashable: memos key by it."""
+        return (self.req.tobytes(), self.gpus, self.share, self.key)
 
     @staticmethod
     def of(pod: PodDemand, names: Sequence[str]) -> PodShape:
@@ -287,7 +293,7 @@ class ClusterState:
         any resource (same eligibility) was found to fit nowhere at this version: a node
         with room for the larger pod has room for the smaller one.
         """
-        key = (self.version, "anywhere", shape.req.tobytes(), shape.gpus, shape.share, shape.key)
+        key = (self.version, "anywhere", shape.ident)
         known = cast("bool | None", self.memo.get(key))
         if known is not None:
             return known
@@ -345,7 +351,7 @@ class ClusterState:
     def copies_all(self, shape: PodShape) -> IntArray:
         """``copies`` for every node (0 where the pod is not eligible); memoised per state
         and version (callers must not change the array)."""
-        key = (self.version, shape.req.tobytes(), shape.gpus, shape.share, shape.key)
+        key = (self.version, shape.ident)
         cached = self._copies.get(key)
         if cached is None:
             cached = self._copies_all(shape)
@@ -356,7 +362,7 @@ class ClusterState:
 
     def copies_total(self, shape: PodShape) -> int:
         """``copies_all`` summed over the usable nodes (memoised by version)."""
-        key = (self.version, "total", shape.req.tobytes(), shape.gpus, shape.share, shape.key)
+        key = (self.version, "total", shape.ident)
         known = cast("int | None", self.memo.get(key))
         if known is None:
             known = int(self.copies_all(shape)[self.usable].sum())
