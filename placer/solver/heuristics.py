@@ -80,7 +80,7 @@ def totals_fit(state: ClusterState, unit: Unit) -> bool:
     """Whether the cluster totals cover the unit's total demand (Nova's capacity check)."""
     free, gpu = _totals(state)
     need, milli = _demand(state, unit)
-    return bool((free >= need).all()) and gpu >= milli
+    return gpu >= milli and bool((free >= need).all())  # GPUs first: the cheap test
 
 
 def _left(state: ClusterState, unit: Unit) -> tuple[int, int]:
