@@ -60,8 +60,28 @@ def why_not(
     """The reason ``unit`` cannot be placed on ``state`` now, or ``None`` (see module doc).
 
     ``try_pack=False`` skips the last, costly check (a trial packing). ``cache`` keeps the
-    per-run reasons across calls (many units share pod shapes).
+    per-run reasons across calls (many units share pod shapes) and whole answers for units
+    with the same pod runs (shapes, counts, component labels: the text names them only).
     """
+    whole: tuple[object, ...] | None = None
+    if cache is not None:
+        whole = (
+            id(state),
+            state.version,
+            try_pack,
+            tuple((r.shape.ident, r.count, r.component.label) for r in unit.runs),
+        )
+        if whole in cache:
+            return cache[whole]
+    reason = _why_not(state, unit, try_pack, cache)
+    if whole is not None and cache is not None:
+        cache[whole] = reason
+    return reason
+
+
+def _why_not(
+    state: ClusterState, unit: Unit, try_pack: bool, cache: RunReasons | None
+) -> str | None:
     for check in (_no_eligible_node, _no_node_with_room):
         for run in unit.runs:
             shape = run.shape

@@ -202,8 +202,9 @@ def run_portfolio(
         # the first pass runs whole (a complete answer); the others stop at the deadline
         stop = late if best_value is not None else None
         if best_value is not None and started + per_cost * PASS_COST[name] > deadline:
-            hints.notes.append(f"portfolio skipped {name} (time limit)")
-            continue
+            # the passes come by expected value per cost: the time left goes to repair
+            hints.notes.append(f"portfolio stopped before {name} (time limit)")
+            break
         if name in ("lp", "lp-fgd"):
             if hints.guide is None:
                 hints.guide = gpu_class_lp(states, units)

@@ -212,6 +212,7 @@ class ClusterState:
         self.devfree: IntArray = np.maximum(dev, 0).sum(axis=1).astype(np.int64)
         self.ndev: IntArray = (dev >= 0).sum(axis=1).astype(np.int64)
         self._eligible: dict[Hashable, BoolArray] = {}
+        self._eligible_of: dict[int, tuple[PodShape, BoolArray]] = {}
         self._tainted = [
             i for i, n in enumerate(nodes) if any(t.effect != "PreferNoSchedule" for t in n.taints)
         ]
@@ -255,6 +256,9 @@ class ClusterState:
 
     def eligible(self, shape: PodShape) -> BoolArray:
         """Nodes a pod of this shape may use regardless of free capacity (cached)."""
+        known = self._eligible_of.get(id(shape))
+        if known is not None and known[0] is shape:
+            return known[1]
         mask = self._eligible.get(shape.key)
         if mask is None:
             pod = shape.demand
@@ -268,6 +272,8 @@ class ClusterState:
                 for i in self._tainted:
                     mask[i] = node_mismatch(pod, self.nodes[i]) is None
             self._eligible[shape.key] = mask
+        # by object too: hashing the key (selector, affinity, tolerations) costs more
+        self._eligible_of[id(shape)] = (shape, mask)
         return mask
 
     def fits(self, shape: PodShape, rows: IntArray | None = None) -> BoolArray:
