@@ -1,7 +1,9 @@
 """The hint portfolio: complete, node-realised answers for one priority level, cheap first.
 
 CP-SAT's batch solver starts from the best of several greedy passes, each a full placement
-realised by the packer (:mod:`placer.solver.packer`). In the order they run (``PASSES``):
+realised by the packer (:mod:`placer.solver.packer`). In the order they run (``PASSES``;
+when the level's demand exceeds the free totals, :func:`hint_order` puts the LP-guided pass
+and ``karmada`` first, since nothing can then place every unit):
 
 * **Every baseline** (``greedy`` first: when it places every unit in its first-choice
   cluster nothing can be better and the rest is skipped; then ``karmada``, ``worst-fit``,
@@ -24,8 +26,9 @@ realised by the packer (:mod:`placer.solver.packer`). In the order they run (``P
 
 A pass runs when the time it is expected to take (``PASS_COST`` relative to the passes that
 ran) fits before the deadline, and stops at the deadline (its partial answer still counts);
-the first always runs whole. The best answer (placed value, then preference) wins; ties
-go to the earlier pass.
+the first always runs whole. When a pass does not fit the portfolio ends, and the batch
+solver gives the time left to repair. The best answer (placed value, then preference) wins;
+ties go to the earlier pass.
 """
 
 from __future__ import annotations
