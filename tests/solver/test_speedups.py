@@ -131,21 +131,27 @@ def test_explanations_shortcuts_match_a_trial_packing(kit: Any) -> None:
     assert compared
 
 
+def _with_copies(
+    kit: Any, rng: random.Random, *, copies: int, originals: int
+) -> tuple[list[Workload], Fleet]:
+    """An instance plus copies of its first workloads: identical units the aggregated LPs
+    count once."""
+    workloads, fleet = _instance(kit, rng)
+    workloads += [
+        kit.workload(f"{w.ref.name}-copy{k}", *[(c.name, c.replicas, c.pod) for c in w.components])
+        for k in range(copies)
+        for w in workloads[:originals]
+    ]
+    return workloads, fleet
+
+
 def test_bounds_aggregate_identical_units_exactly(
     kit: Any, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     rng = random.Random(4)
     binding = 0
     for _ in range(12):
-        workloads, fleet = _instance(kit, rng)
-        # copies of some workloads: identical units the aggregated LP counts once
-        workloads += [
-            kit.workload(
-                f"{w.ref.name}-copy{k}", *[(c.name, c.replicas, c.pod) for c in w.components]
-            )
-            for k in range(2)
-            for w in workloads[:6]
-        ]
+        workloads, fleet = _with_copies(kit, rng, copies=2, originals=6)
         problem = build_problem(workloads, fleet, ())
         guide = gpu_class_lp(problem.states, problem.units)
         grouped, _ = lp_bounds(problem.states, problem.units, classes=guide)
@@ -166,14 +172,7 @@ def test_class_lp_aggregates_identical_units_exactly(
     rng = random.Random(6)
     binding = 0
     for _ in range(12):
-        workloads, fleet = _instance(kit, rng)
-        workloads += [
-            kit.workload(
-                f"{w.ref.name}-copy{k}", *[(c.name, c.replicas, c.pod) for c in w.components]
-            )
-            for k in range(3)
-            for w in workloads[:5]
-        ]
+        workloads, fleet = _with_copies(kit, rng, copies=3, originals=5)
         problem = build_problem(workloads, fleet, ())
         grouped = gpu_class_lp(problem.states, problem.units)
         with monkeypatch.context() as patch:
