@@ -145,6 +145,11 @@ def _with_copies(
     return workloads, fleet
 
 
+def _singletons(units: Any) -> tuple[list[Any], dict[int, int]]:
+    """``identical_units`` with every unit on its own (the plain LP)."""
+    return list(units), {u.index: 1 for u in units}
+
+
 def test_bounds_aggregate_identical_units_exactly(
     kit: Any, monkeypatch: pytest.MonkeyPatch
 ) -> None:
@@ -156,9 +161,7 @@ def test_bounds_aggregate_identical_units_exactly(
         guide = gpu_class_lp(problem.states, problem.units)
         grouped, _ = lp_bounds(problem.states, problem.units, classes=guide)
         with monkeypatch.context() as patch:
-            patch.setattr(
-                bounds, "identical_units", lambda units: (list(units), {u.index: 1 for u in units})
-            )
+            patch.setattr(bounds, "identical_units", _singletons)
             single, _ = lp_bounds(problem.states, problem.units, classes=guide)
         assert grouped == single
         demand = sum(u.milli for u in problem.units) / 1000
@@ -176,9 +179,7 @@ def test_class_lp_aggregates_identical_units_exactly(
         problem = build_problem(workloads, fleet, ())
         grouped = gpu_class_lp(problem.states, problem.units)
         with monkeypatch.context() as patch:
-            patch.setattr(
-                classlp, "identical_units", lambda units: (list(units), {u.index: 1 for u in units})
-            )
+            patch.setattr(classlp, "identical_units", _singletons)
             patch.setattr(classlp, "unit_groups", lambda units: [[u] for u in units])
             single = gpu_class_lp(problem.states, problem.units)
         assert grouped.objective == pytest.approx(single.objective, rel=1e-9, abs=1e-6)
