@@ -11,6 +11,7 @@ The tree::
     PlacerError
     ├── UsageError                  bad command line (exit 2)
     ├── InputError                  a file or object the user gave is malformed
+    │   ├── MalformedYamlError      the text is not YAML at all (exit 2)
     │   ├── SnapshotError           capacity snapshot file
     │   ├── FleetConfigError        kubeconfig / context / fleet file
     │   └── PolicyError             PlacementPolicy document
@@ -18,6 +19,8 @@ The tree::
     │   ├── DefinitionInvalidError       validation found problems (all listed)
     │   └── JqError                 a jq expression failed: parse, runtime, time or output limit
     ├── NoDefinitionError           no definition covers an object's kind (exit 4)
+    ├── UnknownTypeError            a TYPE argument names no kind of the catalog (exit 4)
+    ├── WorkloadNotFoundError       TYPE/NAME exists on no reachable member cluster (exit 3)
     ├── InterpretationError         a manifest does not fit its definition (names the jq path)
     └── KubeError                   an API server answered with an error Status, or not at all
         ├── ClusterUnreachableError connection refused, TLS failure, timeout
@@ -38,6 +41,7 @@ from typing import Any
 
 __all__ = [
     "EXIT_ERROR",
+    "EXIT_NOT_FOUND",
     "EXIT_NO_DEFINITION",
     "EXIT_OK",
     "EXIT_USAGE",
@@ -53,6 +57,7 @@ __all__ = [
     "InvalidError",
     "JqError",
     "KubeError",
+    "MalformedYamlError",
     "NoDefinitionError",
     "NotFoundError",
     "PlacerError",
@@ -61,12 +66,15 @@ __all__ = [
     "SnapshotError",
     "TooManyRequestsError",
     "UnauthorizedError",
+    "UnknownTypeError",
     "UsageError",
+    "WorkloadNotFoundError",
 ]
 
 EXIT_OK = 0
 EXIT_ERROR = 1
 EXIT_USAGE = 2
+EXIT_NOT_FOUND = 3
 EXIT_NO_DEFINITION = 4
 
 
@@ -121,6 +129,12 @@ class InputError(PlacerError):
         super().__init__(where + message, hint=hint)
         self.source = source
         self.field = field
+
+
+class MalformedYamlError(InputError):
+    """The text is not YAML at all; exit code 2, as for other unusable command input."""
+
+    exit_code = EXIT_USAGE
 
 
 class SnapshotError(InputError):
@@ -187,6 +201,18 @@ class NoDefinitionError(PlacerError):
         )
         self.api_version = api_version
         self.kind = kind
+
+
+class UnknownTypeError(PlacerError):
+    """A type token names no kind of the catalog (exit 4, like a kind no definition covers)."""
+
+    exit_code = EXIT_NO_DEFINITION
+
+
+class WorkloadNotFoundError(PlacerError):
+    """The named workload exists on no reachable member cluster (exit 3, as kubectl-karta)."""
+
+    exit_code = EXIT_NOT_FOUND
 
 
 class InterpretationError(PlacerError):

@@ -33,6 +33,7 @@ from placer.simulate import Settings, simulate, summarize
 from placer.simulate.capacity import gpu_milli
 from placer.simulate.metrics import bucket_rank
 from simulations.benchmarking import (
+    BATCH_ENTRIES,
     STREAM_ENTRIES,
     Entry,
     compress_arrivals,
@@ -51,15 +52,7 @@ from simulations.workloads import TimedWorkload, fleet_gpu_milli
 
 __all__ = ["Config", "eight_gpu_fleet", "kalos_gangs", "main", "run"]
 
-BATCH = (
-    Entry("cpsat 1s", "cpsat", 1.0),
-    Entry("cpsat 20s", "cpsat", 20.0),
-    Entry("greedy", "greedy"),
-    Entry("karmada", "karmada"),
-    Entry("first-fit", "first-fit"),
-    Entry("best-fit", "best-fit"),
-    Entry("worst-fit", "worst-fit"),
-)
+BATCH = BATCH_ENTRIES
 
 
 @dataclass(frozen=True)

@@ -33,6 +33,7 @@ from placer.snapshot import load_snapshot
 from simulations.workloads import TimedWorkload
 
 __all__ = [
+    "BATCH_ENTRIES",
     "CLUSTERS",
     "RESULTS",
     "STREAM_ENTRIES",
@@ -71,6 +72,18 @@ class Entry:
     solver: str
     time_limit: float = 1.0
 
+
+#: the contenders of the batch benchmarks: CP-SAT at the default limit and at a generous one,
+#: and every baseline.
+BATCH_ENTRIES = (
+    Entry("cpsat 1s", "cpsat", 1.0),
+    Entry("cpsat 20s", "cpsat", 20.0),
+    Entry("greedy", "greedy"),
+    Entry("karmada", "karmada"),
+    Entry("first-fit", "first-fit"),
+    Entry("best-fit", "best-fit"),
+    Entry("worst-fit", "worst-fit"),
+)
 
 #: the contenders of the stream benchmarks: CP-SAT at a per-epoch limit that keeps thousands of
 #: decisions affordable, the strongest baselines and Nova's fill-and-spill.

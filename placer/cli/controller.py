@@ -23,6 +23,7 @@ import threading
 from collections.abc import Sequence
 from typing import Any
 
+from placer.cli._decision import add_policy_option
 from placer.cli._fleet import add_fleet_options, fleet_config_from_args
 from placer.errors import UsageError
 from placer.fleet import FleetConfig
@@ -59,11 +60,8 @@ def register(subparsers: Any) -> None:
     )
     add_fleet_options(parser)
     placing = parser.add_argument_group("placement")
-    placing.add_argument(
-        "--policy",
-        action="append",
-        default=[],
-        metavar="FILE",
+    add_policy_option(
+        placing,
         help="PlacementPolicy YAML, applied before the hub's PlacementPolicies (repeatable)",
     )
     placing.add_argument(

@@ -18,7 +18,6 @@ from __future__ import annotations
 
 import argparse
 import sys
-from pathlib import Path
 
 from placer.cli._fleet import add_fleet_options, fleet_config_from_args
 from placer.cli._output import add_output_option, print_json
@@ -47,7 +46,7 @@ def register(subparsers: argparse._SubParsersAction[argparse.ArgumentParser]) ->
         "-f",
         "--filename",
         metavar="FILE",
-        help="workload manifests (YAML or JSON, several documents allowed; - reads stdin)",
+        help="workload manifests: a YAML/JSON file, a directory, or - (stdin)",
     )
     parser.add_argument("-n", "--namespace", metavar="NS", help="namespace (default: default)")
     add_fleet_options(parser)
@@ -57,9 +56,8 @@ def register(subparsers: argparse._SubParsersAction[argparse.ArgumentParser]) ->
 
 
 def read_manifests(filename: str) -> list[Document]:
-    """The documents of ``filename`` (``-`` = stdin); a directory is refused."""
-    if filename != "-" and Path(filename).is_dir():
-        raise InputError("is a directory; give a file (or - for stdin)", source=filename)
+    """The documents of ``filename``: a file, every YAML/JSON file under a directory
+    (recursively, in sorted order, as ``kubectl apply -f DIR -R``), or ``-`` for stdin."""
     return read_input(filename)
 
 
@@ -105,7 +103,7 @@ def run_live(args: argparse.Namespace) -> int:
         live_json,
         live_view,
         render_live,
-        resolve_type,
+        resolve_type_on,
     )
 
     if len(args.target) == 1 and "/" in args.target[0]:
@@ -118,12 +116,12 @@ def run_live(args: argparse.Namespace) -> int:
         raise UsageError(f"{'/'.join(args.target)!r}: expected TYPE/NAME")
     namespace = args.namespace or "default"
     catalog = load_catalog(args)
-    definitions = resolve_type(type_token, catalog)
     config = fleet_config_from_args(args)
     with ExitStack() as stack:
         clients = open_clients(config)
         for client in clients.values():
             stack.callback(client.close)
+        definitions = resolve_type_on(type_token, catalog, clients)
         found = find_workload(clients, catalog, definitions, name, namespace)
         views = [live_view(w, clients[w.cluster]) for w in found.workloads]
     for warning in found.warnings:

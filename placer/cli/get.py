@@ -51,18 +51,18 @@ def register(subparsers: argparse._SubParsersAction[argparse.ArgumentParser]) ->
 
 def run(args: argparse.Namespace) -> int:
     from placer.dispatch.submit import open_clients
-    from placer.inventory import age, components_text, list_workloads, resolve_type
+    from placer.inventory import age, components_text, list_workloads, resolve_type_on
 
     if args.all_namespaces and args.namespace:
         raise UsageError("give either -A or -n NAMESPACE, not both")
     namespace = None if args.all_namespaces else (args.namespace or "default")
     catalog = load_catalog(args)
-    definitions = resolve_type(args.type, catalog) if args.type else None
     config = fleet_config_from_args(args)
     with ExitStack() as stack:
         clients = open_clients(config)
         for client in clients.values():
             stack.callback(client.close)
+        definitions = resolve_type_on(args.type, catalog, clients) if args.type else None
         inventory = list_workloads(clients, catalog, namespace=namespace, definitions=definitions)
     missing = [s.name for s in config.clusters if s.name not in clients]
     warnings = [f"cluster {name}: no usable kubeconfig entry" for name in missing]

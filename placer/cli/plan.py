@@ -16,15 +16,15 @@ from __future__ import annotations
 import argparse
 import sys
 
+from placer.cli._decision import add_decision_options, add_manifest_option, decision_policies
 from placer.cli._output import add_output_option, print_json, print_table
 from placer.cli.definitions import add_catalog_option, load_catalog
 from placer.cli.describe import read_manifests
 from placer.definitions import Catalog, decompose
 from placer.errors import PlacerError, UsageError
 from placer.model import Workload
-from placer.policy import PlacementPolicy, load_policies
 from placer.snapshot import load_snapshot
-from placer.solver import MODES, SOLVERS, solve
+from placer.solver import solve
 from placer.solver.report import decision_to_dict, render_text
 
 __all__ = ["register", "run"]
@@ -39,53 +39,26 @@ def register(subparsers: argparse._SubParsersAction[argparse.ArgumentParser]) ->
             "policies, and show the placement decision with the reason for every refusal."
         ),
     )
-    parser.add_argument(
-        "-f",
-        "--filename",
-        action="append",
-        required=True,
-        metavar="FILE",
-        help="workload manifests (YAML or JSON; repeat for several files; - reads stdin)",
-    )
+    add_manifest_option(parser)
     parser.add_argument(
         "--snapshot",
         metavar="FILE",
         help="fleet capacity snapshot (FleetSnapshot YAML, e.g. clusters/demo.yaml)",
     )
-    parser.add_argument(
-        "--policy",
-        action="append",
-        default=[],
-        metavar="FILE",
-        help="PlacementPolicy YAML (repeatable; the first policy selecting a workload applies)",
-    )
-    parser.add_argument("--solver", choices=SOLVERS, default="cpsat", help="default cpsat")
-    parser.add_argument("--mode", choices=MODES, default="batch", help="default batch")
-    parser.add_argument(
-        "--time-limit",
-        type=float,
-        default=1.0,
-        metavar="S",
-        help="seconds for the decision, CPU time of this process (default 1)",
-    )
-    parser.add_argument("--seed", type=int, default=0, help="solver seed (default 0)")
+    add_decision_options(parser, with_mode=True)
     add_catalog_option(parser)
     add_output_option(parser)
     parser.set_defaults(func=run)
 
 
 def run(args: argparse.Namespace) -> int:
-    if not args.time_limit > 0:
-        raise UsageError(f"--time-limit must be positive, got {args.time_limit:g}")
+    policies = decision_policies(args)
     if not args.snapshot:
         raise UsageError(
             "give the fleet's capacity with --snapshot FILE",
             hint="write one with `placer snapshot -o FILE`, or try clusters/demo.yaml",
         )
     fleet = load_snapshot(args.snapshot)
-    policies: list[PlacementPolicy] = []
-    for path in args.policy:
-        policies += load_policies(path)
     workloads = read_workloads(args.filename, load_catalog(args))
     decision = solve(
         workloads,

@@ -26,6 +26,7 @@ from dataclasses import replace
 from pathlib import Path
 from typing import Any, TextIO
 
+from placer.cli._decision import add_policy_option
 from placer.cli._output import add_output_option, print_json, print_table
 from placer.cli.definitions import add_catalog_option
 from placer.errors import InputError, PlacerError, UsageError
@@ -63,13 +64,7 @@ def register(subparsers: argparse._SubParsersAction[argparse.ArgumentParser]) ->
         "(trace:openb:<variant>[?load=1.3&seed=42], trace:kalos, synthetic:gangs?seed=1&count=200);"
         " repeatable",
     )
-    parser.add_argument(
-        "--policy",
-        action="append",
-        default=[],
-        metavar="FILE",
-        help="PlacementPolicy YAML (repeatable; the first policy selecting a workload applies)",
-    )
+    add_policy_option(parser)
     parser.add_argument(
         "--solver",
         default="cpsat",

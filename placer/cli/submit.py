@@ -30,12 +30,11 @@ from collections.abc import Sequence
 from contextlib import ExitStack
 from typing import Any
 
+from placer.cli._decision import add_decision_options, add_manifest_option, decision_policies
 from placer.cli._fleet import add_fleet_options, fleet_config_from_args, report_unreachable
 from placer.cli._output import add_output_option, print_json, print_table
 from placer.cli.definitions import add_catalog_option
 from placer.errors import PlacerError, UsageError
-from placer.policy import PlacementPolicy, load_policies
-from placer.solver import SOLVERS
 
 __all__ = ["parse_duration", "read_manifests", "register", "run"]
 
@@ -52,14 +51,7 @@ def register(subparsers: argparse._SubParsersAction[argparse.ArgumentParser]) ->
             "other cluster was refused."
         ),
     )
-    parser.add_argument(
-        "-f",
-        "--filename",
-        action="append",
-        required=True,
-        metavar="FILE",
-        help="workload manifests (YAML or JSON; repeat for several files; - reads stdin)",
-    )
+    add_manifest_option(parser)
     add_fleet_options(parser)
     parser.add_argument(
         "--snapshot-free",
@@ -69,13 +61,6 @@ def register(subparsers: argparse._SubParsersAction[argparse.ArgumentParser]) ->
             "clusters filtered by reachability, policy, pins and taints, ranked by policy "
             "preference; the member's scheduler does the fitting"
         ),
-    )
-    parser.add_argument(
-        "--policy",
-        action="append",
-        default=[],
-        metavar="FILE",
-        help="PlacementPolicy YAML (repeatable; the first policy selecting a workload applies)",
     )
     parser.add_argument(
         "--dry-run",
@@ -105,11 +90,7 @@ def register(subparsers: argparse._SubParsersAction[argparse.ArgumentParser]) ->
         help="how long this submission's in-flight entries count at most while its pods do "
         "not appear (default 600)",
     )
-    parser.add_argument("--solver", choices=SOLVERS, default="cpsat", help="default cpsat")
-    parser.add_argument(
-        "--time-limit", type=float, default=1.0, metavar="S", help="seconds for the decision"
-    )
-    parser.add_argument("--seed", type=int, default=0, help="solver seed (default 0)")
+    add_decision_options(parser)
     add_catalog_option(parser)
     add_output_option(parser)
     parser.set_defaults(func=run)
@@ -165,8 +146,7 @@ def run(args: argparse.Namespace) -> int:
     from placer.dispatch.ledger import DEFAULT_TTL
     from placer.dispatch.submit import open_clients, submit
 
-    if not args.time_limit > 0:
-        raise UsageError(f"--time-limit must be positive, got {args.time_limit:g}")
+    policies = decision_policies(args)
     wait = parse_duration(args.wait) if args.wait is not None else None
     ttl = DEFAULT_TTL if args.in_flight_ttl is None else args.in_flight_ttl
     if not ttl > 0:
@@ -174,9 +154,6 @@ def run(args: argparse.Namespace) -> int:
     if wait is not None and args.dry_run:
         raise UsageError("--wait cannot be combined with --dry-run (nothing is created)")
     manifests = read_manifests(args.filename, args.catalog)
-    policies: list[PlacementPolicy] = []
-    for path in args.policy:
-        policies += load_policies(path)
     config = fleet_config_from_args(args)
     with ExitStack() as stack:
         clients = open_clients(config)

@@ -2,7 +2,8 @@
 
 Each action of :mod:`placer.controller.reconcile` becomes hub and member writes here: confirm
 or adopt a placement, mirror a copy's status and phase, re-apply a changed object to its
-cluster, fail over from a lost member, delete a copy, remove the finalizer; and deleting stale
+cluster (with a Warning Event when the edit no longer fits there: placed workloads do not move
+on edit), fail over from a lost member, delete a copy, remove the finalizer; and deleting stale
 copies whose hub object is gone. An object is *busy* while its actions run; a failure retries
 it after a short delay.
 """
@@ -12,6 +13,7 @@ from __future__ import annotations
 import logging
 import time
 from collections.abc import Mapping
+from dataclasses import replace
 
 from placer.controller.base import (
     JSON,
@@ -53,12 +55,15 @@ from placer.dispatch import (
     PlacementRecord,
     dispatch_manifest,
 )
+from placer.dispatch.dispatcher import placement_from_record
 from placer.dispatch.ledger import delete_entry
 from placer.errors import (
     KubeError,
     NotFoundError,
+    PlacerError,
 )
-from placer.model import WorkloadRef
+from placer.model import Workload, WorkloadRef
+from placer.solver import release, solve
 
 log = logging.getLogger(__name__)
 
@@ -158,6 +163,20 @@ class ActionsMixin(ControllerBase):
         record = PlacementRecord.from_object(copy) or PlacementRecord(
             cluster, own.decision if own else "", format_time(time.time())
         )
+        problem = self._edit_does_not_fit(cluster, copy, decomposition.workload)
+        if problem:
+            message = (
+                f"the edited workload may not fit on cluster {cluster}: {problem}; it stays "
+                "there (a placed workload does not move when edited), so some of its pods may "
+                "wait for room"
+            )
+            self.events.record(obj, "Warning", "EditDoesNotFit", message)
+            log.warning(
+                "%s: %s",
+                ref_text(ref),
+                message,
+                extra={"event": "edit-does-not-fit", "workload": ref_text(ref)},
+            )
         body = dispatch_manifest(obj, ref, record)
         if can_suspend(decomposition.definition):
             body = resume(body, decomposition.definition)
@@ -175,6 +194,38 @@ class ActionsMixin(ControllerBase):
             extra={"event": "reapplied", "workload": ref_text(ref), "cluster": cluster},
         )
         return self._confirm(ref, obj, cluster, "re-applied")
+
+    def _edit_does_not_fit(self, cluster: str, copy: JSON, workload: Workload) -> str:
+        """Why ``workload`` (an edited hub object) would not fit on ``cluster`` once its copy's
+        room is given back, from the last gathered capacity; ``""`` when it fits or when that
+        cannot be told (no capacity gathered yet, the copy not readable)."""
+        with self._lock:
+            fleet = self._fleet
+        if fleet is None:
+            return ""
+        base = replace(fleet, clusters=tuple(c for c in fleet.clusters if c.name == cluster))
+        if not base.clusters or not base.clusters[0].reachable:
+            return ""
+        record = PlacementRecord.from_object(copy)
+        try:
+            old = self._decompose(copy)
+        except PlacerError:
+            return ""
+        if record is not None:
+            placement = placement_from_record(Manifest(copy, old, source="member"), cluster, record)
+            nodes = {n.name for n in base.clusters[0].nodes}
+            pods = tuple(p for p in placement.pods if p.node in nodes)
+            base = release(base, [replace(placement, pods=pods)])
+        decision = solve(
+            [replace(workload, pinned_cluster=None)],
+            base,
+            solver="greedy",
+            time_limit=self.settings.solve_time_limit,
+        )
+        if decision.placements:
+            return ""
+        reasons = decision.unplaced[0].reasons if decision.unplaced else {}
+        return reasons.get(cluster) or "no room for all of its pods"
 
     def _failover(self, ref: WorkloadRef, obj: JSON, action: Failover) -> None:
         self.ledger.discard(action.cluster, ref)

@@ -128,6 +128,9 @@ class ControllerBase:
         self._by_uid: dict[str, WorkloadRef] = {}
         self._first_seen: dict[WorkloadRef, float] = {}
         self._invalid: dict[WorkloadRef, str] = {}
+        #: group -> (cluster, when) of placements dispatched whose hub record may not be
+        #: written yet (the hub records are the lasting answer; see ``group_clusters``).
+        self._recent_groups: dict[str, tuple[str, float]] = {}
         # members
         self._member_informers: dict[tuple[str, str, str], Informer] = {}
         self._health: dict[str, Health] = {}

@@ -27,6 +27,7 @@ from placer.controller.base import (
 )
 from placer.controller.fanout import Part, ensure_namespaces, split_decision
 from placer.controller.metrics import unschedulable_reason
+from placer.controller.reconcile import group_clusters
 from placer.controller.records import (
     ANNOTATION_HUB_UID,
     LABEL_HUB,
@@ -62,6 +63,10 @@ from placer.policy import PlacementPolicy
 from placer.solver import solve
 
 log = logging.getLogger(__name__)
+
+
+#: how long a dispatched group member's cluster is remembered while its hub record is written.
+RECENT_GROUP_SECONDS = 120.0
 
 
 def batch_deadline(oldest: float, newest: float, window: float) -> float:
@@ -240,6 +245,7 @@ class CyclesMixin(ControllerBase):
         lap("decompose")
         if not manifests:
             return set()
+        manifests = self._pin_groups(manifests, fleet)
         policies = (*self.file_policies, *self._policies.policies)
         decision = solve(
             [m.workload for m in manifests],
@@ -275,6 +281,11 @@ class CyclesMixin(ControllerBase):
             },
         )
         by_ref = {m.ref: m for m in manifests}
+        now = self._clock()
+        for outcome in outcomes:
+            group = by_ref[outcome.workload].workload.group
+            if outcome.placed and outcome.cluster and group:
+                self._recent_groups[group] = (outcome.cluster, now)
         assert self._pool is not None
         handed: set[WorkloadRef] = set()
         for outcome in outcomes:
@@ -298,6 +309,34 @@ class CyclesMixin(ControllerBase):
             extra={"event": "cycle-timings", "decision": decision_id, "timings": timings},
         )
         return handed
+
+    def _pin_groups(self, manifests: list[Manifest], fleet: Fleet) -> list[Manifest]:
+        """Pin new members of a ``placer.dev/group`` to the cluster of members already placed.
+
+        The hub records say where each group went (:func:`group_clusters`); placements
+        dispatched in the last ``RECENT_GROUP_SECONDS`` whose record is still being written
+        count too. A member that carries its own ``placer.dev/cluster`` pin keeps it.
+        """
+        reachable = [c.name for c in fleet.clusters if c.reachable]
+        with self._lock:
+            objects = list(self._objects.values())
+        where = group_clusters(objects, reachable)
+        now = self._clock()
+        for group, (cluster, when) in list(self._recent_groups.items()):
+            if now - when > RECENT_GROUP_SECONDS:
+                del self._recent_groups[group]
+            elif cluster in reachable:
+                where.setdefault(group, cluster)
+        pinned: list[Manifest] = []
+        for manifest in manifests:
+            workload = manifest.workload
+            target = where.get(workload.group or "")
+            if target and workload.pinned_cluster is None:
+                workload = replace(workload, pinned_cluster=target)
+                decomposition = replace(manifest.decomposition, workload=workload)
+                manifest = replace(manifest, decomposition=decomposition)
+            pinned.append(manifest)
+        return pinned
 
     def _dispatch(
         self,

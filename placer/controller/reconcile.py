@@ -26,6 +26,11 @@ Rules for a hub object (:func:`reconcile`):
      when the hub object's generation moved past the one applied (a user edited it: the copy
      follows, it does not move), *mirror* its status and phase when they differ.
 
+Rule for a new member of a co-placement group (:func:`group_clusters`): a pending object whose
+``placer.dev/group`` already has a member placed on a reachable cluster is pinned there, so a
+group whose members arrive in different cycles still ends up in one cluster (as ``placer
+submit`` does with existing copies).
+
 Rule for a member copy (:func:`is_stale`): a copy marked by this hub is stale when its hub
 object is gone (by uid) or records another cluster. Staleness is only judged once the hub's
 objects of that kind are listed, and never for an object with work in flight.
@@ -47,6 +52,7 @@ from placer.controller.records import (
     record_of,
     uid_of,
 )
+from placer.model import LABEL_GROUP
 
 __all__ = [
     "Action",
@@ -60,6 +66,7 @@ __all__ = [
     "Mirror",
     "Place",
     "Reapply",
+    "group_clusters",
     "is_stale",
     "mirror_differs",
     "reconcile",
@@ -221,6 +228,31 @@ def _recorded(
     elif mirror_differs(obj, copy, record, copy_phase.get(cluster, "")):
         actions.append(Mirror(cluster))
     return actions
+
+
+def group_clusters(
+    objects: Sequence[Mapping[str, Any]], reachable: Sequence[str]
+) -> dict[str, str]:
+    """``placer.dev/group`` value -> the cluster where a member of that group is recorded.
+
+    Only live objects recorded on a reachable member count (a group whose cluster was lost is
+    placed again as a whole); when members disagree (a pin moved one), the first in name order
+    wins, so the answer does not depend on the order objects were seen.
+    """
+    usable = set(reachable)
+    found: dict[str, tuple[tuple[str, str], str]] = {}
+    for obj in objects:
+        if is_deleting(obj):
+            continue
+        metadata = obj.get("metadata") or {}
+        group = (metadata.get("labels") or {}).get(LABEL_GROUP)
+        record = record_of(obj)
+        if not group or record is None or record.cluster not in usable:
+            continue
+        key = (str(metadata.get("namespace") or ""), str(metadata.get("name") or ""))
+        if group not in found or key < found[group][0]:
+            found[group] = (key, record.cluster)
+    return {group: cluster for group, (_, cluster) in found.items()}
 
 
 def mirror_differs(

@@ -21,7 +21,7 @@ from typing import Any, TextIO
 
 import yaml
 
-from placer.errors import EXIT_USAGE, InputError
+from placer.errors import InputError, MalformedYamlError
 
 __all__ = [
     "Document",
@@ -31,12 +31,6 @@ __all__ = [
     "read_input",
     "yaml_files",
 ]
-
-
-class MalformedYamlError(InputError):
-    """The text is not YAML at all; exit code 2, as for other unusable command input."""
-
-    exit_code = EXIT_USAGE
 
 
 _BaseLoader: Any = getattr(yaml, "CSafeLoader", yaml.SafeLoader)

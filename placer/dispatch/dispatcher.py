@@ -7,14 +7,31 @@ made on and one :class:`~placer.kube.KubeClient` per member cluster, and for eve
 1. reserves the capacity in the member's in-flight ledger (:mod:`placer.dispatch.ledger`)
    *before* applying, so that no concurrent decision sees the workload without its charge
    (all placements of one cluster in one write, before the first apply there);
-2. makes sure the workload's namespace exists on the member (creates it, labelled
+2. reads the member's ledger back and checks that no *concurrent* decision — another placer
+   process that gathered at the same moment, so neither saw the other's entry — reserved the
+   same room meanwhile (below);
+3. makes sure the workload's namespace exists on the member (creates it, labelled
    ``placer.dev/placed-by=placer``, unless ``create_namespaces=False``: then a missing
    namespace is a failure of that cluster);
-3. server-side applies the manifest (field manager ``placer``) with the placement record
+4. server-side applies the manifest (field manager ``placer``) with the placement record
    (:mod:`placer.dispatch.record`), after the optional ``resume``/``transform`` step (the
    controller dispatches suspended hub objects unsuspended).
 
 Units: workloads sharing a ``placer.dev/group`` are dispatched together, all or nothing.
+
+Concurrent decisions: the ledger closes the gap between an apply and the moment its pods are
+visible, but two processes that gather in the same instant still decide on the same free room.
+So after writing its entries a dispatch lists the member's ledger again (one call) and takes
+the entries it did not know when deciding (not in ``ledger``, not its own decision). If there
+are any, its units are checked in order against the decision's fleet charged with those
+entries (and with the units that passed): a unit whose planned nodes no longer have room
+releases its entries and is planned again on that cluster's remaining nodes (entries
+rewritten, ledger read back again, at most :data:`CONCURRENCY_CHECKS` times), or, when it no
+longer fits there, fails on that cluster with ``409 Conflict`` and is decided again elsewhere
+like any other failure. Of two dispatches that overlap, the later one to read back always
+sees the earlier one's entry (each writes before it reads), so contested room is never taken
+twice: one of them re-plans or steps back. The check needs the ``ledger`` the decision was
+charged with; without one it is skipped.
 
 Failure handling: when any step fails for a unit (unreachable, 403, 404 for a kind the
 cluster does not serve, 422, an admission webhook's denial...), everything created for the
@@ -42,6 +59,7 @@ from __future__ import annotations
 
 import logging
 import re
+import time
 from collections.abc import Callable, Mapping, Sequence
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, field, replace
@@ -54,6 +72,7 @@ from placer.dispatch.ledger import (
     InFlight,
     Ledger,
     charge_known,
+    read_entries,
     remove_entries,
     write_entries,
 )
@@ -77,7 +96,9 @@ from placer.errors import (
 )
 from placer.kube import KubeClient
 from placer.model import (
+    GPU_SHARE,
     Decision,
+    DecisionSummary,
     Fleet,
     Placement,
     PodAssignment,
@@ -86,7 +107,9 @@ from placer.model import (
     WorkloadRef,
 )
 from placer.policy import PlacementPolicy
-from placer.solver import solve
+from placer.quantity import GPU
+from placer.solver import solve, verify
+from placer.solver.state import node_devices
 
 __all__ = [
     "DISPATCHED",
@@ -114,6 +137,10 @@ Transform = Callable[[dict[str, Any], "Manifest"], Mapping[str, Any]]
 Decide = Callable[[Sequence[Workload], Fleet], Decision]
 
 #: outcome states.
+#: how many times a dispatch reads a member's ledger back (re-planning in between) before
+#: it goes ahead with what it has.
+CONCURRENCY_CHECKS = 3
+
 DISPATCHED = "dispatched"
 DRY_RUN = "dry-run"
 UNCHANGED = "unchanged"
@@ -383,7 +410,9 @@ class Dispatcher:
 
         round_units = units
         while round_units:
-            failed = self._round(round_units, by_ref, runs, decision_id, placed_at, done)
+            failed = self._round(
+                round_units, by_ref, runs, decision_id, placed_at, done, fleet, success
+            )
             success = [o.placement for o in done.values() if o.placement is not None and o.placed]
             round_units = []
             for unit, failure in failed:
@@ -434,6 +463,8 @@ class Dispatcher:
         decision_id: str,
         placed_at: str,
         done: dict[WorkloadRef, Outcome],
+        fleet: Fleet,
+        success: Sequence[Placement],
     ) -> list[tuple[_Unit, _DispatchError]]:
         per_cluster: dict[str, list[_Unit]] = {}
         for unit in units:
@@ -448,6 +479,10 @@ class Dispatcher:
                 except ClusterUnreachableError as err:
                     attempt = replace(attempt_error(err), cluster=cluster)
                     return [(unit, _DispatchError(attempt)) for unit in todo]
+                todo, taken = self._settle_concurrent(
+                    run, cluster, todo, by_ref, fleet, success, decision_id
+                )
+                out += [(unit, _DispatchError(attempt)) for unit, attempt in taken]
             for unit in todo:
                 if run is None:
                     attempt = Attempt(cluster, "no client for this cluster", 0, "NoClient")
@@ -636,6 +671,131 @@ class Dispatcher:
             return
         run.reserved.update({entry.workload: entry for entry in stored})
 
+    def _settle_concurrent(
+        self,
+        run: _ClusterRun,
+        cluster: str,
+        units: Sequence[_Unit],
+        by_ref: Mapping[WorkloadRef, Manifest],
+        fleet: Fleet,
+        success: Sequence[Placement],
+        decision_id: str,
+    ) -> tuple[list[_Unit], list[tuple[_Unit, Attempt]]]:
+        """Check ``units`` (reserved on ``cluster``) against entries a concurrent decision
+        wrote since this one was made (see the module docstring).
+
+        Returns the units to apply — re-planned on the cluster's nodes where their planned
+        nodes were taken, with their entries rewritten — and the units that no longer fit
+        there, each with the attempt that fails it.
+        """
+        if self.ledger is None or run.ledger_problem or not run.reserved:
+            return list(units), []
+        base = replace(fleet, clusters=tuple(c for c in fleet.clusters if c.name == cluster))
+        mine = {ref for unit in units for ref in unit.refs}
+        ours = [p for p in success if p.cluster == cluster and p.workload not in mine]
+        todo = list(units)
+        failed: list[tuple[_Unit, Attempt]] = []
+        for _ in range(CONCURRENCY_CHECKS):
+            meanwhile = self._written_meanwhile(run, cluster, decision_id)
+            if not meanwhile:
+                return todo, failed
+            decisions = ", ".join(sorted({e.decision for e in meanwhile}))
+            charged = charge_known(base, _idle_devices(base, [e.placement for e in meanwhile]))
+            charged = charge_known(charged, _idle_devices(charged, ours))
+            keep: list[_Unit] = []
+            taken: list[_Unit] = []
+            for unit in todo:
+                placements = _idle_devices(charged, unit.placements)
+                if self._fits(unit, placements, by_ref, charged):
+                    keep.append(unit)
+                    charged = charge_known(charged, placements)
+                else:
+                    taken.append(unit)
+            if not taken:
+                return todo, failed
+            replanned: list[_Unit] = []
+            for unit in taken:
+                self._rollback(run, unit, [], [])
+                again = self._decide_on(unit, by_ref, charged)
+                if again is None:
+                    text = (
+                        f"the room was taken by a concurrent placement (decision {decisions}) "
+                        "since this decision was made, and the workload no longer fits here"
+                    )
+                    log.info("cluster %s: %s: %s", cluster, ", ".join(map(str, unit.refs)), text)
+                    failed.append((unit, Attempt(cluster, text, 409, "Conflict")))
+                    continue
+                log.info(
+                    "cluster %s: %s re-planned on other nodes (decision %s took its nodes)",
+                    cluster,
+                    ", ".join(map(str, unit.refs)),
+                    decisions,
+                )
+                replanned.append(_Unit(again, unit.excluded))
+                charged = charge_known(charged, again)
+            if replanned:
+                self._reserve(run, replanned, decision_id)
+            todo = keep + replanned
+        return todo, failed
+
+    def _written_meanwhile(
+        self, run: _ClusterRun, cluster: str, decision_id: str
+    ) -> list[InFlight]:
+        """Live entries on ``cluster`` that neither this decision nor its ledger knew."""
+        assert self.ledger is not None
+        try:
+            stored = read_entries(run.client)
+        except KubeError as err:  # the apply will tell whether the cluster still answers
+            log.info("cluster %s: ledger not read back: %s", cluster, err)
+            return []
+        now = time.time()
+        meanwhile = []
+        for entry in stored:
+            if entry.decision == decision_id or entry.expired(now):
+                continue
+            known = self.ledger.get(cluster, entry.workload)
+            if known is None or known.decision != entry.decision:
+                meanwhile.append(entry)
+        return meanwhile
+
+    @staticmethod
+    def _fits(
+        unit: _Unit,
+        placements: Sequence[Placement],
+        by_ref: Mapping[WorkloadRef, Manifest],
+        fleet: Fleet,
+    ) -> bool:
+        workloads = [by_ref[ref].workload for ref in unit.refs]
+        summary = DecisionSummary(
+            solver="check",
+            mode="batch",
+            status="feasible",
+            seconds=0.0,
+            workloads=len(workloads),
+            placed=len(placements),
+        )
+        return not verify(Decision(tuple(placements), (), summary), workloads, fleet)
+
+    def _decide_on(
+        self, unit: _Unit, by_ref: Mapping[WorkloadRef, Manifest], fleet: Fleet
+    ) -> list[Placement] | None:
+        """The unit's workloads placed again on ``fleet`` (one cluster), or ``None``."""
+        workloads = [by_ref[ref].workload for ref in unit.refs]
+        if self.decide is not None:
+            decision = self.decide(workloads, fleet)
+        else:
+            decision = solve(
+                workloads,
+                fleet,
+                policies=self.policies,
+                solver=self.solver,
+                time_limit=self.time_limit,
+                seed=self.seed,
+            )
+        if decision.unplaced or len(decision.placements) != len(workloads):
+            return None
+        return list(decision.placements)
+
     def _rollback(
         self,
         run: _ClusterRun,
@@ -784,6 +944,35 @@ def _units(placements: Sequence[Placement], by_ref: Mapping[WorkloadRef, Manifes
             unit = _Unit([placement])
         units.append(unit)
     return units
+
+
+def _idle_devices(fleet: Fleet, placements: Sequence[Placement]) -> list[Placement]:
+    """``placements`` with each whole-GPU pod's device indices moved to devices still idle.
+
+    Which device of a node a whole-GPU pod gets is the device plugin's choice, not placer's:
+    two decisions that each planned "device 0" of a node with two idle devices do not
+    conflict. Pods with a GPU share keep their device (the share's device is what counts).
+    """
+    state = {(c.name, n.name): list(node_devices(n)) for c in fleet.clusters for n in c.nodes}
+    moved: list[Placement] = []
+    for placement in placements:
+        pods = []
+        for pod in placement.pods:
+            devices = state.get((placement.cluster, pod.node))
+            whole = pod.requests.get(GPU, 0)
+            if devices is not None and pod.devices and whole:
+                share = pod.requests.get(GPU_SHARE, 0)
+                idle = [i for i, d in enumerate(devices) if d == 1000][:whole]
+                if len(idle) == whole:
+                    pod = replace(pod, devices=(*idle, *pod.devices[whole:]))
+                for i in pod.devices[:whole]:
+                    if 0 <= i < len(devices):
+                        devices[i] = 0
+                if share and 0 <= pod.devices[-1] < len(devices):
+                    devices[pod.devices[-1]] = max(0, devices[pod.devices[-1]] - share)
+            pods.append(pod)
+        moved.append(replace(placement, pods=tuple(pods)))
+    return moved
 
 
 def _may_have_landed(err: PlacerError) -> bool:

@@ -21,6 +21,7 @@ from placer.inventory.listing import (
     find_workload,
     list_workloads,
     resolve_type,
+    resolve_type_on,
 )
 from placer.inventory.owners import OwnerWalker
 from placer.inventory.pods import attribute_pods
@@ -41,4 +42,5 @@ __all__ = [
     "live_view",
     "render_live",
     "resolve_type",
+    "resolve_type_on",
 ]

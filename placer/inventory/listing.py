@@ -26,11 +26,12 @@ from typing import Any
 from placer.definitions import Catalog, Decomposition, Definition, decompose
 from placer.dispatch.record import PlacementRecord
 from placer.errors import (
-    EXIT_NO_DEFINITION,
     ClusterUnreachableError,
     KubeError,
     NotFoundError,
     PlacerError,
+    UnknownTypeError,
+    WorkloadNotFoundError,
 )
 from placer.kube import KubeClient
 from placer.model import GPU_SHARE
@@ -46,21 +47,10 @@ __all__ = [
     "find_workload",
     "list_workloads",
     "resolve_type",
+    "resolve_type_on",
 ]
 
 _USAGE_LABEL = "placer.dev/usage"
-
-
-class UnknownTypeError(PlacerError):
-    """A type token names no kind of the catalog (exit 4, like a kind no definition covers)."""
-
-    exit_code = EXIT_NO_DEFINITION
-
-
-class WorkloadNotFoundError(PlacerError):
-    """The named workload exists on no reachable member cluster (exit 3, as kubectl-karta)."""
-
-    exit_code = 3
 
 
 @dataclass(frozen=True)
@@ -167,6 +157,47 @@ def resolve_type(token: str, catalog: Catalog) -> list[Definition]:
             "--catalog DIR",
         )
     return found
+
+
+def resolve_type_on(
+    token: str, catalog: Catalog, clients: Mapping[str, KubeClient]
+) -> list[Definition]:
+    """:func:`resolve_type`, then, for a token the catalog does not name, the members' API
+    discovery: the singular and short names their servers publish (``lws``, ``deploy``,
+    ``isvc``), optionally qualified by group (``lws.leaderworkerset.x-k8s.io``), as kubectl
+    resolves them. Only the catalog's group/versions are asked, cluster by cluster in fleet
+    order until one knows the token (members may serve different CRDs).
+
+    Raises:
+        UnknownTypeError: neither the catalog nor any reachable member knows the token.
+    """
+    try:
+        return resolve_type(token, catalog)
+    except UnknownTypeError:
+        if not clients:
+            raise
+    wanted, _, group_filter = token.strip().lower().partition(".")
+    targets = [d.target for d in catalog.definitions if d.target is not None]
+    api_versions = sorted({t.api_version for t in targets})
+    for client in clients.values():
+        try:
+            served = {v: client.served_kinds(v) for v in api_versions}
+        except (ClusterUnreachableError, KubeError):
+            continue
+        kinds = {
+            (ref.group, ref.kind)
+            for refs in served.values()
+            for ref in refs.values()
+            if wanted in ref.aliases and (not group_filter or ref.group == group_filter)
+        }
+        found = [
+            d
+            for d in catalog.definitions
+            if d.target is not None and (d.target.group, d.target.kind) in kinds
+        ]
+        if found:
+            return found
+    return resolve_type(token, catalog)  # raises the catalog's UnknownTypeError
 
 
 def _plural(kind: str) -> str:

@@ -247,6 +247,19 @@ class KubeClient:
             )
         return kinds[kind]
 
+    def served_kinds(self, api_version: str) -> Mapping[str, ResourceRef]:
+        """Every kind the server serves in ``api_version``, from discovery (not cached: it is
+        for resolving what a user typed, once per command); empty when the group/version is
+        not served.
+        """
+        try:
+            document = self.send(
+                Request("GET", api_prefix(api_version), action=f"discover {api_version}")
+            )
+        except NotFoundError:
+            return {}
+        return resources_from_discovery(api_version, document or {})
+
     def forget_discovery(self) -> None:
         """Drop cached discovery (after CRDs changed)."""
         with self._lock:

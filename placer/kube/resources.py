@@ -37,6 +37,9 @@ class ResourceRef:
     namespaced: bool
     #: subresources the server offers (``status``, ``scale``…).
     subresources: frozenset[str] = field(default_factory=frozenset)
+    #: the names users may type for it besides kind and plural (discovery's ``singularName``
+    #: and ``shortNames``: ``lws``, ``deploy``), lower case.
+    aliases: tuple[str, ...] = field(default=(), compare=False)
 
     @property
     def api_version(self) -> str:
@@ -103,8 +106,14 @@ def resources_from_discovery(
             plural=name,
             namespaced=bool(entry.get("namespaced")),
             subresources=frozenset(subresources.get(name, ())),
+            aliases=_aliases(entry),
         )
     return result
+
+
+def _aliases(entry: Mapping[str, Any]) -> tuple[str, ...]:
+    names = [entry.get("singularName"), *(entry.get("shortNames") or ())]
+    return tuple(dict.fromkeys(n.lower() for n in names if isinstance(n, str) and n))
 
 
 def _core(kind: str, plural: str, namespaced: bool, *subresources: str) -> ResourceRef:

@@ -2,9 +2,12 @@
 
 from __future__ import annotations
 
+import shutil
+import subprocess
 from pathlib import Path
 from typing import Any
 
+import pytest
 import yaml
 
 from placer import policy
@@ -93,3 +96,18 @@ def test_deployment_arguments_are_placer_controller_options(tmp_path: Path) -> N
     path.write_text(config["data"]["kubeconfig"])
     context = load_kubeconfigs([path]).context(args.hub_context)
     assert context.server == "https://kubernetes.default.svc"
+
+
+@pytest.mark.skipif(shutil.which("kubectl") is None, reason="kubectl is not installed")
+def test_kubectl_kustomize_renders_the_deployment() -> None:
+    """`kubectl apply -k deploy/` starts from this rendering: every object, one namespace."""
+    rendered = subprocess.run(
+        ["kubectl", "kustomize", str(DEPLOY)], capture_output=True, text=True, check=True
+    ).stdout
+    documents = [d for d in yaml.safe_load_all(rendered) if d]
+    kinds = {d["kind"] for d in documents}
+    assert {"Namespace", "CustomResourceDefinition", "Deployment", "ClusterRole"} <= kinds
+    namespaced = [
+        d for d in documents if d["kind"] in {"Deployment", "ServiceAccount", "Role", "Service"}
+    ]
+    assert namespaced and {d["metadata"].get("namespace") for d in namespaced} == {"placer-system"}

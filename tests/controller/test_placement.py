@@ -9,13 +9,18 @@ from __future__ import annotations
 import random
 import time
 from collections import Counter
+from pathlib import Path
 from typing import Any
+
+import yaml
 
 from placer.definitions import Catalog, decompose
 from placer.dispatch import PlacementRecord
 from placer.fleet import fleet_from_kubeconfigs, gather_fleet
 from placer.model import Decision, DecisionSummary, Placement, PodAssignment, Unplaced
 from placer.solver import verify
+
+DEPLOY = Path(__file__).resolve().parents[2] / "deploy"
 
 
 def _decision_from_copies(hubfleet: Any, names: list[str]) -> tuple[Decision, list[Any]]:
@@ -296,3 +301,50 @@ def test_an_edited_hub_object_is_reapplied_where_it_is(hubfleet: Any) -> None:
         ),
         what="the applied generation recorded",
     )
+    assert "EditDoesNotFit" not in [e["reason"] for e in hubfleet.events("edit")]
+
+
+def test_a_group_member_arriving_later_joins_its_group(hubfleet: Any) -> None:
+    """``placer.dev/group`` holds across cycles: a member created after the others were placed
+    goes to their cluster, even where the policy would send it elsewhere."""
+    hub = hubfleet.hub.store
+    hub.create(yaml.safe_load((DEPLOY / "crds" / "placementpolicies.placer.dev.yaml").read_text()))
+    hub.create(
+        {
+            "apiVersion": "placer.dev/v1alpha1",
+            "kind": "PlacementPolicy",
+            "metadata": {"name": "prefer-m1"},
+            "spec": {"preferredClusters": ["m1"]},
+        }
+    )
+    hubfleet.controller()
+    # the first member is pinned to m3; a job of no group still follows the policy to m1
+    hub.create(hubfleet.job("first", labels={"placer.dev/group": "g", "placer.dev/cluster": "m3"}))
+    hub.create(hubfleet.job("loner"))
+    hubfleet.wait_for(lambda: hubfleet.copies("first"), what="first placed")
+    hubfleet.wait_for(lambda: hubfleet.copies("loner"), what="loner placed")
+    assert list(hubfleet.copies("first")) == ["m3"]
+    assert list(hubfleet.copies("loner")) == ["m1"]  # the policy steers what has no group
+    hub.create(hubfleet.job("second", labels={"placer.dev/group": "g"}))
+    hubfleet.wait_for(lambda: hubfleet.copies("second"), what="second placed")
+    assert list(hubfleet.copies("second")) == ["m3"]
+
+
+def test_an_edit_that_no_longer_fits_is_applied_with_a_warning(hubfleet: Any) -> None:
+    hubfleet.controller()
+    hubfleet.hub.store.create(hubfleet.job("grow", gpus=1))
+    hubfleet.wait_for(lambda: hubfleet.copies("grow"), what="placed")
+    ((cluster, _copy),) = hubfleet.copies("grow").items()
+    obj = hubfleet.hub.store.get("jobs", "grow", "team-a")
+    obj["spec"]["parallelism"] = obj["spec"]["completions"] = 13  # 13 pods of 8 GPUs: 12 nodes
+    limits = obj["spec"]["template"]["spec"]["containers"][0]["resources"]["limits"]
+    limits["nvidia.com/gpu"] = "8"
+    hubfleet.hub.store.replace(obj)
+    hubfleet.wait_for(
+        lambda: hubfleet.copies("grow").get(cluster, {}).get("spec", {}).get("parallelism") == 13,
+        what="the edit applied where it is",
+    )
+    assert list(hubfleet.copies("grow")) == [cluster]  # it did not move
+    events = [e for e in hubfleet.events("grow") if e["reason"] == "EditDoesNotFit"]
+    assert events and f"may not fit on cluster {cluster}" in events[0]["message"]
+    assert events[0]["type"] == "Warning"

@@ -20,6 +20,7 @@ from placer.controller.reconcile import (
     Mirror,
     Place,
     Reapply,
+    group_clusters,
     is_stale,
     reconcile,
 )
@@ -294,3 +295,25 @@ def test_batch_deadline_collects_bursts_within_three_windows() -> None:
     assert batch_deadline(10.0, 11.5, 1.0) == 11.75  # still arriving: a quiet quarter window
     assert batch_deadline(10.0, 20.0, 1.0) == 13.0  # a long stream: three windows at most
     assert batch_deadline(0.0, 0.0, 0.0) == 0.0  # no window: at once
+
+
+def grouped(name: str, group: str, cluster: str | None, deleting: bool = False) -> dict[str, Any]:
+    o = obj(cluster=cluster, deleting=deleting)
+    o["metadata"]["name"] = name
+    o["metadata"]["labels"] = {"placer.dev/group": group}
+    return o
+
+
+def test_group_clusters_from_recorded_members_on_reachable_clusters() -> None:
+    objects = [
+        grouped("z", "g1", "b"),
+        grouped("a", "g1", "c"),  # members disagree: the first by name wins, whatever the order
+        grouped("x", "g2", None),  # not placed yet: says nothing
+        grouped("y", "g3", "a", deleting=True),  # going away: says nothing
+        grouped("v", "g4", "lost"),  # its cluster is not reachable: the group is free again
+        obj(cluster="a"),  # no group
+    ]
+    assert group_clusters(objects, ["a", "b", "c"]) == {"g1": "c"}
+    assert group_clusters(list(reversed(objects)), ["a", "b", "c"]) == {"g1": "c"}
+    # with c unreachable, the member recorded on b speaks for g1
+    assert group_clusters(objects, ["a", "b"]) == {"g1": "b"}

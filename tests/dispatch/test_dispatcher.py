@@ -8,6 +8,7 @@ answers lost mid-apply (never run twice), and a member refusing the ledger entry
 from __future__ import annotations
 
 import copy
+from collections import Counter
 from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
@@ -18,7 +19,7 @@ import yaml
 from placer.definitions import Catalog, decompose
 from placer.dispatch import Dispatcher, Ledger, Manifest
 from placer.dispatch.dispatcher import DISPATCHED, DRY_RUN, FAILED
-from placer.dispatch.ledger import LEDGER_NAMESPACE
+from placer.dispatch.ledger import LEDGER_NAMESPACE, read_entries
 from placer.dispatch.submit import open_clients
 from placer.fleet import fleet_from_kubeconfigs, gather_fleet
 from placer.fleet.realism import realism_setup
@@ -225,3 +226,54 @@ def test_check_existing_keeps_placed_workloads_and_refuses_foreign_copies(
         "foreign",
         "placed",
     ]
+
+
+def test_two_processes_deciding_at_once_do_not_both_take_the_same_room(
+    members: Members,
+) -> None:
+    """Two submitters gather in the same instant: neither sees the other's ledger entry when
+    deciding, both choose the only cluster with three 4-GPU blocks. The one that dispatches
+    second reads the ledger back, finds the room taken, and does not overcommit."""
+    first, second = [jobset("race-a", gpus=4)], [jobset("race-b", gpus=4)]
+    fleet = members.fleet()  # one gather, seen by both
+    decision_a = solve([m.workload for m in first], fleet)
+    decision_b = solve([m.workload for m in second], fleet)
+    assert {p.cluster for p in (*decision_a.placements, *decision_b.placements)} == {"central"}
+    # each process knew the ledger as it was when it gathered: empty
+    won = Dispatcher(members.clients, ledger=Ledger()).dispatch(second, decision_b, fleet)
+    assert won.outcome(second[0].ref).state == DISPATCHED
+    lost = Dispatcher(members.clients, ledger=Ledger()).dispatch(first, decision_a, fleet)
+    outcome = lost.outcome(first[0].ref)
+    assert outcome.state == FAILED and not outcome.placed
+    [attempt] = outcome.attempts
+    assert (attempt.cluster, attempt.code, attempt.reason) == ("central", 409, "Conflict")
+    assert "taken by a concurrent placement" in attempt.error
+    assert members.jobsets("central") == ["race-b"]
+    # its entry was released: only the winner's placement is in flight on central
+    entries = read_entries(members.clients["central"])
+    assert [e.workload.name for e in entries] == ["race-b"]
+
+
+def test_a_concurrent_placement_on_the_planned_nodes_means_other_nodes_of_the_cluster(
+    members: Members,
+) -> None:
+    """Both decisions plan the same west nodes (1 GPU per pod, west has 2 free GPUs on each
+    of 8 nodes): the second re-plans on nodes the first left, and stays on west."""
+    small_a, small_b = [jobset("small-a")], [jobset("small-b")]
+    fleet = members.fleet()
+    decision_a = solve([m.workload for m in small_a], fleet)
+    decision_b = solve([m.workload for m in small_b], fleet)
+    nodes_b = {pod.node for pod in decision_b.placements[0].pods}
+    assert {pod.node for pod in decision_a.placements[0].pods} == nodes_b
+    Dispatcher(members.clients, ledger=Ledger()).dispatch(small_b, decision_b, fleet)
+    result = Dispatcher(members.clients, ledger=Ledger()).dispatch(small_a, decision_a, fleet)
+    outcome = result.outcome(small_a[0].ref)
+    assert outcome.state == DISPATCHED and outcome.attempts == ()
+    assert outcome.cluster == "west" and outcome.placement is not None
+    per_node = Counter(pod.node for pod in decision_b.placements[0].pods)
+    per_node.update(pod.node for pod in outcome.placement.pods)
+    assert max(per_node.values()) <= 2  # never more than the 2 free GPUs of a node
+    # the ledger holds both, the second with its new plan
+    entries = {e.workload.name: e for e in read_entries(members.clients["west"])}
+    assert set(entries) == {"small-a", "small-b"}
+    assert entries["small-a"].placement.pods == outcome.placement.pods

@@ -106,3 +106,23 @@ def test_discovery_folds_subresources_into_their_kind() -> None:
         "jobset.x-k8s.io", "v1alpha2", "JobSet", "jobsets", True, frozenset({"status"})
     )
     assert kinds["Widget"].namespaced is False
+
+
+def test_discovery_keeps_singular_and_short_names_as_aliases() -> None:
+    document = {
+        "resources": [
+            {
+                "name": "leaderworkersets",
+                "singularName": "leaderworkerset",
+                "shortNames": ["LWS", "lws"],
+                "kind": "LeaderWorkerSet",
+                "namespaced": True,
+            },
+            {"name": "leaderworkersets/scale", "kind": "Scale", "namespaced": True},
+            {"name": "plain", "kind": "Plain", "singularName": "", "namespaced": True},
+        ]
+    }
+    kinds = resources_from_discovery("leaderworkerset.x-k8s.io/v1", document)
+    assert kinds["LeaderWorkerSet"].aliases == ("leaderworkerset", "lws")
+    assert kinds["LeaderWorkerSet"].subresources == frozenset({"scale"})
+    assert kinds["Plain"].aliases == ()

@@ -80,6 +80,24 @@ def test_get_by_type_namespace_and_json(
     assert code == 2
 
 
+def test_short_names_come_from_the_members_discovery(
+    fleet: tuple[VirtualFleet, str], capsys: pytest.CaptureFixture[str]
+) -> None:
+    """``deploy`` is no kind, plural or definition name: the API servers publish it."""
+    _, kubeconfig = fleet
+    code, out, err = run(capsys, "get", "deploy", "-A", "--kubeconfig", kubeconfig)
+    assert code == 0 and err == ""
+    assert sorted(line.split()[2] for line in out.splitlines()[1:]) == ["embedder", "gateway"]
+    code, out, _ = run(capsys, "get", "deploy.apps", "-A", "--kubeconfig", kubeconfig)
+    assert code == 0 and len(out.splitlines()) == 3
+    code, _, err = run(capsys, "get", "deploy.batch", "-A", "--kubeconfig", kubeconfig)
+    assert code == 4 and "no workload definition covers type 'deploy.batch'" in err
+    code, out, _ = run(
+        capsys, "describe", "deploy/embedder", "-n", "serving", "--kubeconfig", kubeconfig
+    )
+    assert code == 0 and out.startswith("Deployment/embedder   namespace: serving")
+
+
 def test_describe_live_shows_pods_nodes_cluster_and_record(
     fleet: tuple[VirtualFleet, str], capsys: pytest.CaptureFixture[str]
 ) -> None:

@@ -1,0 +1,65 @@
+"""Options shared by the commands that decide placements (``plan``, ``submit``): the manifests,
+the policies and the solver's knobs, declared once so that they read and behave the same."""
+
+from __future__ import annotations
+
+import argparse
+
+from placer.errors import UsageError
+from placer.policy import PlacementPolicy, load_policies
+from placer.solver import MODES, SOLVERS
+
+__all__ = [
+    "add_decision_options",
+    "add_manifest_option",
+    "add_policy_option",
+    "decision_policies",
+]
+
+_POLICY_HELP = "PlacementPolicy YAML (repeatable; the first policy selecting a workload applies)"
+
+
+def add_policy_option(
+    parser: argparse.ArgumentParser | argparse._ArgumentGroup, help: str = _POLICY_HELP
+) -> None:
+    """``--policy FILE``, repeatable (``args.policy``: the paths in order)."""
+    parser.add_argument("--policy", action="append", default=[], metavar="FILE", help=help)
+
+
+def add_manifest_option(parser: argparse.ArgumentParser) -> None:
+    """``-f/--filename``, repeatable and required: files, directories or ``-`` (stdin)."""
+    parser.add_argument(
+        "-f",
+        "--filename",
+        action="append",
+        required=True,
+        metavar="FILE",
+        help="workload manifests: YAML/JSON files, directories (read recursively) or - "
+        "(stdin); repeatable",
+    )
+
+
+def add_decision_options(parser: argparse.ArgumentParser, *, with_mode: bool = False) -> None:
+    """``--policy``, ``--solver``, (``--mode``), ``--time-limit`` and ``--seed``."""
+    add_policy_option(parser)
+    parser.add_argument("--solver", choices=SOLVERS, default="cpsat", help="default cpsat")
+    if with_mode:
+        parser.add_argument("--mode", choices=MODES, default="batch", help="default batch")
+    parser.add_argument(
+        "--time-limit",
+        type=float,
+        default=1.0,
+        metavar="S",
+        help="seconds for the decision, CPU time of this process (default 1)",
+    )
+    parser.add_argument("--seed", type=int, default=0, help="solver seed (default 0)")
+
+
+def decision_policies(args: argparse.Namespace) -> list[PlacementPolicy]:
+    """Check the solver options of ``args`` and load its ``--policy`` files, in order."""
+    if not args.time_limit > 0:
+        raise UsageError(f"--time-limit must be positive, got {args.time_limit:g}")
+    policies: list[PlacementPolicy] = []
+    for path in args.policy:
+        policies += load_policies(path)
+    return policies
