@@ -62,7 +62,7 @@ import numpy as np
 from placer.solver.capacity import infeasible_alone
 from placer.solver.classes import NodeClasses, copies_per_node, node_classes
 from placer.solver.lp import LinearProgram
-from placer.solver.problem import Unit, identical_units, unit_groups
+from placer.solver.problem import Unit
 from placer.solver.state import ClusterState, IntArray, PodShape
 
 __all__ = ["ClassLP", "class_lp", "shape_key"]
@@ -104,15 +104,8 @@ def class_lp(
     units: Sequence[Unit],
     weight: Callable[[Unit, str], float],
 ) -> ClassLP:
-    """Solve the node-class LP maximising ``Σ weight(u, c) x[u, c]`` (see module docstring).
-
-    Identical units (:func:`~placer.solver.problem.identical_units`; ``weight`` must not
-    tell them apart) share one variable per cluster in ``[0, m]``; the answer's ``x`` hands
-    each group's amounts to its members in input order, a whole unit at a time where the
-    amounts allow, which is an optimum of the LP over the units themselves.
-    """
+    """Solve the node-class LP maximising ``Σ weight(u, c) x[u, c]`` (see module docstring)."""
     result = ClassLP(objective=0.0)
-    units, multiplicity = identical_units(units_in := list(units))
     ids: dict[tuple[bytes, int, int, object], int] = {}
     for unit in units:
         for position, run in enumerate(unit.runs):
@@ -127,58 +120,27 @@ def class_lp(
     for name, state in states.items():
         members = [u for u in units if name in u.rank and not infeasible_alone(state, u)]
         if members:
-            y[name] = _cluster(lp, result, name, state, members, x, multiplicity)
+            y[name] = _cluster(lp, result, name, state, members, x)
     by_unit: dict[int, list[int]] = {}
     for (u, _), var in x.items():
         by_unit.setdefault(u, []).append(var)
-    for u, variables in by_unit.items():
+    for variables in by_unit.values():
         if len(variables) > 1:
-            lp.row(variables, [1.0] * len(variables), upper=float(multiplicity[u]))
+            lp.row(variables, [1.0] * len(variables), upper=1.0)
     by_index = {u.index: u for u in units}
     for (u, c), var in x.items():
         lp.set_objective(var, float(weight(by_index[u], c)))
     result.variables, result.rows = lp.variables, lp.rows
     solution = lp.solve()
     if solution is None:  # pragma: no cover - bounded and feasible (x = 0)
-        result.objective = float(
-            sum(max(0.0, weight(by_index[u], c)) * multiplicity[u] for u, c in x)
-        )
+        result.objective = float(sum(max(0.0, weight(by_index[u], c)) for u, c in x))
         return result
     values = solution.values
     result.objective = solution.objective
-    result.x = _share_out(units_in, {key: float(values[var]) for key, var in x.items()})
+    result.x = {key: float(values[var]) for key, var in x.items()}
     for name, pairs in y.items():
         result.y[name] = {key: float(values[var]) for key, var in pairs.items()}
     return result
-
-
-def _share_out(
-    units: Sequence[Unit], amounts: dict[tuple[int, str], float]
-) -> dict[tuple[int, str], float]:
-    """Each group's per-cluster amounts (keyed by its first unit) handed to its members in
-    input order: clusters by decreasing amount (ties: cluster order), each member taking up
-    to one unit in total."""
-    clusters: dict[int, list[tuple[str, float]]] = {}
-    for (u, c), value in amounts.items():
-        clusters.setdefault(u, []).append((c, value))
-    x: dict[tuple[int, str], float] = {}
-    for group in unit_groups(units):
-        queue = sorted(clusters.get(group[0].index, []), key=lambda item: -item[1])
-        position = 0
-        for unit in group:
-            for c, _ in queue:
-                x[(unit.index, c)] = 0.0
-            room = 1.0
-            while room > 1e-9 and position < len(queue):
-                c, left = queue[position]
-                take = min(room, left)
-                x[(unit.index, c)] += take
-                room -= take
-                if left - take <= 1e-9:
-                    position += 1
-                else:
-                    queue[position] = (c, left - take)
-    return x
 
 
 def _cluster(
@@ -188,14 +150,13 @@ def _cluster(
     state: ClusterState,
     members: list[Unit],
     x: dict[tuple[int, str], int],
-    multiplicity: Mapping[int, int],
 ) -> dict[tuple[int, int], int]:
     """Add one cluster's variables and rows; returns its ``y`` variables."""
-    pods: dict[int, int] = {}  # shape id -> pods over the units' runs (for anchors)
+    pods: dict[int, int] = {}  # shape id -> pods over the members' runs (for anchors)
     for unit in members:
         for position, run in enumerate(unit.runs):
             sid = result.shape_of[(unit.index, position)]
-            pods[sid] = pods.get(sid, 0) + run.count * multiplicity[unit.index]
+            pods[sid] = pods.get(sid, 0) + run.count
     used = sorted(pods)
     shapes = [result.shapes[s] for s in used]
     classes = node_classes(state, shapes)
@@ -207,7 +168,7 @@ def _cluster(
             if classes.eligible[j, k] and copies[k, j] > 0:
                 y[(sid, k)] = lp.var(float(copies[k, j]))
     for unit in members:
-        x[(unit.index, name)] = lp.var(float(multiplicity[unit.index]))
+        x[(unit.index, name)] = lp.var(1.0)
     # every pod of a placed unit has a class
     terms: dict[int, tuple[list[int], list[float]]] = {
         sid: (

@@ -11,7 +11,7 @@ from typing import Any
 import pytest
 
 from placer.model import Fleet, Workload
-from placer.solver import bounds, classlp
+from placer.solver import bounds
 from placer.solver.bounds import gpu_class_lp, lp_bounds
 from placer.solver.explain import why_not
 from placer.solver.heuristics import RULES, run_rule
@@ -167,30 +167,3 @@ def test_bounds_aggregate_identical_units_exactly(
         demand = sum(u.milli for u in problem.units) / 1000
         binding += grouped["node_lp_gpu"] < demand
     assert binding  # some instances where the LP, not the demand, decides the bound
-
-
-def test_class_lp_aggregates_identical_units_exactly(
-    kit: Any, monkeypatch: pytest.MonkeyPatch
-) -> None:
-    rng = random.Random(6)
-    binding = 0
-    for _ in range(12):
-        workloads, fleet = _with_copies(kit, rng, copies=3, originals=5)
-        problem = build_problem(workloads, fleet, ())
-        grouped = gpu_class_lp(problem.states, problem.units)
-        with monkeypatch.context() as patch:
-            patch.setattr(classlp, "identical_units", _singletons)
-            patch.setattr(classlp, "unit_groups", lambda units: [[u] for u in units])
-            single = gpu_class_lp(problem.states, problem.units)
-        assert grouped.objective == pytest.approx(single.objective, rel=1e-9, abs=1e-6)
-        # the members' shares are a point of the LP over the units themselves, as good
-        milli = {u.index: u.milli for u in problem.units}
-        assert sum(milli[u] * v for (u, _), v in grouped.x.items()) == pytest.approx(
-            grouped.objective, rel=1e-9, abs=1e-6
-        )
-        for unit in problem.units:
-            shares = [v for (u, _), v in grouped.x.items() if u == unit.index]
-            assert all(-1e-9 <= v <= 1 + 1e-9 for v in shares)
-            assert sum(shares) <= 1 + 1e-9
-        binding += grouped.objective < sum(milli.values()) - 1e-6
-    assert binding
