@@ -25,7 +25,7 @@ from collections.abc import Mapping, Sequence
 from placer.solver.capacity import Row, cluster_rows, infeasible_alone
 from placer.solver.classlp import ClassLP, class_lp
 from placer.solver.lp import LinearProgram
-from placer.solver.problem import Unit
+from placer.solver.problem import Unit, identical_units
 from placer.solver.state import ClusterState
 
 __all__ = ["BOUND_KEYS", "gpu_class_lp", "lp_bounds"]
@@ -45,18 +45,19 @@ def lp_bounds(
     live units, when the caller has solved it already."""
     result: dict[str, float] = {}
     live = [u for u in units if u.problem is None and u.rank]
+    representatives, multiplicity = identical_units(live)
     for node_aware, prefix in ((False, "cluster_lp"), (True, "node_lp")):
         pairs: list[tuple[Unit, str]] = []
         rows: list[Row] = []
         for name, state in states.items():
             members = [
                 u
-                for u in live
+                for u in representatives
                 if name in u.rank and not (node_aware and infeasible_alone(state, u))
             ]
             pairs += [(u, name) for u in members]
-            rows += cluster_rows(state, members, node_aware=node_aware)
-        result[f"{prefix}_gpu"] = _gpus(_solve(pairs, rows))
+            rows += cluster_rows(state, members, node_aware=node_aware, multiplicity=multiplicity)
+        result[f"{prefix}_gpu"] = _gpus(_solve(pairs, rows, multiplicity))
     if classes is None:
         classes = gpu_class_lp(states, live)
     result["class_lp_gpu"] = _gpus(classes.objective)
@@ -74,16 +75,21 @@ def _gpus(milli: float) -> float:
     return -(-round(milli, 3) // 1) / 1000.0
 
 
-def _solve(pairs: list[tuple[Unit, str]], rows: list[Row]) -> float:
-    """Most GPU thousandths the LP over ``pairs`` and ``rows`` places."""
+def _solve(
+    pairs: list[tuple[Unit, str]], rows: list[Row], multiplicity: Mapping[int, int]
+) -> float:
+    """Most GPU thousandths the LP over ``pairs`` and ``rows`` places (a pair's unit stands
+    for ``multiplicity`` identical units)."""
     lp = LinearProgram()
-    x = {(u.index, c): lp.var(1.0, float(u.milli)) for u, c in pairs}
+    x = {
+        (u.index, c): lp.var(float(multiplicity.get(u.index, 1)), float(u.milli)) for u, c in pairs
+    }
     by_unit: dict[int, list[int]] = {}
     for (u, _), var in x.items():
         by_unit.setdefault(u, []).append(var)
-    for variables in by_unit.values():
+    for u, variables in by_unit.items():
         if len(variables) > 1:
-            lp.row(variables, [1.0] * len(variables), upper=1.0)
+            lp.row(variables, [1.0] * len(variables), upper=float(multiplicity.get(u, 1)))
     for row in rows:
         terms = [
             (x[(u, row.cluster)], float(a)) for u, a in row.coef.items() if (u, row.cluster) in x

@@ -21,7 +21,7 @@ than the nodes' free blocks hold — Karmada's accurate estimate) get no variabl
 
 from __future__ import annotations
 
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
 
 import numpy as np
@@ -62,16 +62,28 @@ def infeasible_alone(state: ClusterState, unit: Unit) -> bool:
 
 def _infeasible_alone(state: ClusterState, unit: Unit) -> bool:
     for run in unit.runs:
-        mask = state.eligible(run.shape) & state.usable
-        if not mask.any():
+        # no eligible usable node means no copies: only a run of no pods needs the mask
+        if state.copies_total(run.shape) < run.count:
             return True
-        if int(state.copies_all(run.shape)[mask].sum()) < run.count:
+        if not run.count and not (state.eligible(run.shape) & state.usable).any():
             return True
     return False
 
 
-def cluster_rows(state: ClusterState, units: Sequence[Unit], *, node_aware: bool) -> list[Row]:
-    """The rows of one cluster for ``units`` (see module docstring)."""
+def cluster_rows(
+    state: ClusterState,
+    units: Sequence[Unit],
+    *,
+    node_aware: bool,
+    multiplicity: Mapping[int, int] | None = None,
+) -> list[Row]:
+    """The rows of one cluster for ``units`` (see module docstring).
+
+    ``multiplicity``: unit index -> how many identical units it stands for (the bounds'
+    aggregated LPs, whose variable for it then ranges over ``[0, m]``); the rows' choices
+    (which rows can bind, which shapes get cuts) count every unit it stands for, so they are
+    the rows of the units themselves, with the identical units' terms summed.
+    """
     name = state.cluster.name
     usable = state.usable
     masks: dict[bytes, BoolArray] = {}
@@ -79,7 +91,9 @@ def cluster_rows(state: ClusterState, units: Sequence[Unit], *, node_aware: bool
     owners: list[int] = []
     shapes = []
     counts: list[int] = []
+    weights: list[int] = []
     for unit in units:
+        times = multiplicity.get(unit.index, 1) if multiplicity else 1
         for run in unit.runs:
             mask = state.eligible(run.shape) & usable
             key = mask.tobytes()
@@ -88,11 +102,13 @@ def cluster_rows(state: ClusterState, units: Sequence[Unit], *, node_aware: bool
             owners.append(unit.index)
             shapes.append(run.shape)
             counts.append(run.count)
+            weights.append(run.count * times)
     if not shapes:
         return []
     runs = _Runs(
         owner=np.array(owners, dtype=np.int64),
         count=np.array(counts, dtype=np.int64),
+        weight=np.array(weights, dtype=np.int64),
         req=np.stack([s.req for s in shapes]),
         gpus=np.array([s.gpus for s in shapes], dtype=np.int64),
         share=np.array([s.share for s in shapes], dtype=np.int64),
@@ -121,13 +137,20 @@ class _Runs:
 
     owner: IntArray
     count: IntArray
+    #: pods the run stands for (its count times the unit's multiplicity).
+    weight: IntArray
     req: IntArray
     gpus: IntArray
     share: IntArray
 
     def select(self, keep: BoolArray) -> _Runs:
         return _Runs(
-            self.owner[keep], self.count[keep], self.req[keep], self.gpus[keep], self.share[keep]
+            self.owner[keep],
+            self.count[keep],
+            self.weight[keep],
+            self.req[keep],
+            self.gpus[keep],
+            self.share[keep],
         )
 
 
@@ -143,9 +166,9 @@ def _subset_rows(
 
     def add(what: str, rhs: int, per_pod: IntArray) -> None:
         nonlocal rows
-        amounts = per_pod * runs.count
-        if int(amounts.sum()) <= rhs:
+        if int((per_pod * runs.weight).sum()) <= rhs:
             return  # cannot bind: even every unit together fits
+        amounts = per_pod * runs.count
         total = np.bincount(runs.owner, weights=amounts)
         coef = {int(u): int(total[u]) for u in np.flatnonzero(total)}
         rows.append(Row(cluster=name, coef=coef, rhs=max(rhs, 0), what=f"{what} ({where})"))
@@ -192,7 +215,7 @@ def _dominance_rows(
         for i in range(len(runs.owner))
     ]
     for i, key in enumerate(keys):
-        weights[key] = weights.get(key, 0) + int(runs.count[i])
+        weights[key] = weights.get(key, 0) + int(runs.weight[i])
         first.setdefault(key, i)
     chosen = sorted(weights, key=lambda k: (-weights[k], first[k]))[:DOMINANCE_SHAPES]
     for key in chosen:

@@ -77,7 +77,7 @@ ANCHORS = 12
 
 def shape_key(shape: PodShape) -> tuple[bytes, int, int, object]:
     """Identity of a pod shape for the LP: demand and eligibility."""
-    return (shape.req.tobytes(), shape.gpus, shape.share, shape.key)
+    return shape.ident
 
 
 @dataclass

@@ -60,8 +60,28 @@ def why_not(
     """The reason ``unit`` cannot be placed on ``state`` now, or ``None`` (see module doc).
 
     ``try_pack=False`` skips the last, costly check (a trial packing). ``cache`` keeps the
-    per-run reasons across calls (many units share pod shapes).
+    per-run reasons across calls (many units share pod shapes) and whole answers for units
+    with the same pod runs (shapes, counts, component labels: the text names them only).
     """
+    whole: tuple[object, ...] | None = None
+    if cache is not None:
+        whole = (
+            id(state),
+            state.version,
+            try_pack,
+            tuple((r.shape.ident, r.count, r.component.label) for r in unit.runs),
+        )
+        if whole in cache:
+            return cache[whole]
+    reason = _why_not(state, unit, try_pack, cache)
+    if whole is not None and cache is not None:
+        cache[whole] = reason
+    return reason
+
+
+def _why_not(
+    state: ClusterState, unit: Unit, try_pack: bool, cache: RunReasons | None
+) -> str | None:
     for check in (_no_eligible_node, _no_node_with_room):
         for run in unit.runs:
             shape = run.shape
@@ -96,9 +116,23 @@ def why_not(
             )
     if not try_pack:
         return None
+    if len(unit.runs) == 1 and not (unit.runs[0].shape.gpus and unit.runs[0].shape.share):
+        # one run: the best-fit packer fills nodes with as many replicas as fit, so it
+        # places them all exactly when the node-by-node count above allows them
+        return None
+    pack_key = (
+        id(state),
+        state.version,
+        "pack",
+        tuple((r.shape.ident, r.count) for r in unit.runs),
+    )
+    if cache is not None and cache.get(pack_key, "") is None:
+        return None  # an identical unit packed on this capacity
     mark = state.mark()
     result = pack(state, unit.runs)
     state.undo(mark)
+    if cache is not None and not isinstance(result, PackFailure):
+        cache[pack_key] = None
     if isinstance(result, PackFailure):
         failed = result.run
         return (
@@ -175,9 +209,7 @@ def _too_small(run: PodRun, resource: str, need: str, largest: str, absent: bool
 
 
 def _totals_too_low(state: ClusterState, unit: Unit) -> str | None:
-    need = np.zeros(len(state.names), dtype=np.int64)
-    for run in unit.runs:
-        need += run.shape.req * run.count
+    need = unit.demand
     free, have, idle = state.totals()
     whole = sum(r.shape.gpus * r.count for r in unit.runs)
     if whole > idle:

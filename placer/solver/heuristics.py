@@ -17,8 +17,9 @@ do: if the packer cannot realise the choice the unit stays unplaced ("realisatio
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass
+from typing import cast
 
 import numpy as np
 
@@ -81,7 +82,7 @@ def totals_fit(state: ClusterState, unit: Unit) -> bool:
     """Whether the cluster totals cover the unit's total demand (Nova's capacity check)."""
     free, gpu = _totals(state)
     need, milli = _demand(state, unit)
-    return bool((free >= need).all()) and gpu >= milli
+    return gpu >= milli and bool((free >= need).all())  # GPUs first: the cheap test
 
 
 def _left(state: ClusterState, unit: Unit) -> tuple[int, int]:
@@ -105,6 +106,20 @@ def _sets(state: ClusterState, unit: Unit) -> int:
     """
     if len(unit.runs) == 1:
         return _most_sets(state, unit)
+    # a function of the capacity and the runs: memoised by version and the runs' shapes
+    key = (
+        state.version,
+        "sets",
+        tuple((r.shape.ident, r.count) for r in unit.runs),
+    )
+    known = cast("int | None", state.memo.get(key))
+    if known is None:
+        known = _simulate_sets(state, unit)
+        state.remember(key, known)
+    return known
+
+
+def _simulate_sets(state: ClusterState, unit: Unit) -> int:
     usable = state.usable
     free = state.free[usable].copy()
     idle = state.full[usable].copy()
@@ -142,10 +157,7 @@ def _sets(state: ClusterState, unit: Unit) -> int:
 def _most_sets(state: ClusterState, unit: Unit) -> int:
     """Per run, the replicas that fit node by node over its count; the least of them: exact
     for one component, an upper bound on :func:`_sets` for several."""
-    return min(
-        int(state.copies_all(run.shape)[state.usable].sum()) // max(run.count, 1)
-        for run in unit.runs
-    )
+    return min(state.copies_total(run.shape) // max(run.count, 1) for run in unit.runs)
 
 
 def ffd_key(unit: Unit) -> tuple[int, int, int]:
@@ -171,6 +183,7 @@ def run_rule(
     mix: Mix | None,
     failures: dict[int, dict[str, str]] | None = None,
     ordered: bool = False,
+    stop: Callable[[], bool] | None = None,
 ) -> Placed:
     """A baseline over ``units`` (batch order: largest first for ``greedy``, input order for
     the others, unless ``ordered``), one unit at a time; leaves the placements applied.
@@ -178,12 +191,16 @@ def run_rule(
     The batch decisions of the baselines and the CP-SAT solver's hint portfolio both run
     this, so the portfolio considers exactly each baseline's answer. ``failures`` collects
     the rules' refusal texts (only then are failed packings simulated in full for the text).
+    ``stop``: asked before each unit; when it says so the pass ends there (the units placed
+    so far are a valid, partial answer).
     """
     if not ordered:
         key = ffd_key if rule == "greedy" else (lambda u: (u.index,))
         units = sorted(units, key=key)
     placed: Placed = []
     for unit in units:
+        if stop is not None and stop():
+            break
         choice = choose_and_pack(
             rule, unit, states, rule_order(rule, unit), mix=mix, explain=failures is not None
         )

@@ -19,7 +19,14 @@ from placer.solver.clock import Clock
 from placer.solver.fragmentation import Mix
 from placer.solver.heuristics import Placed, apply_placed, choose_and_pack, ffd_key
 from placer.solver.packer import Packed, pack
-from placer.solver.portfolio import PASSES, Hints, run_portfolio, value_of
+from placer.solver.portfolio import (
+    HINT_PASSES,
+    PASSES,
+    Hints,
+    hint_order,
+    run_portfolio,
+    value_of,
+)
 from placer.solver.problem import Unit
 from placer.solver.repair import eject, swap_in
 from placer.solver.state import ClusterState
@@ -40,9 +47,6 @@ MASTER_DETERMINISTIC_CAP = 0.5
 SMALL_MODEL = 400
 #: master solve / realise / cut rounds at most.
 MAX_ROUNDS = 4
-#: the portfolio passes that give the hint: the LP-guided pass and every baseline
-#: (:mod:`placer.solver.portfolio`); the others run during improvement, time permitting.
-HINT_PASSES = ("greedy", "lp", "karmada", "worst-fit", "first-fit", "best-fit")
 EXTRA_PASSES = tuple(p for p in PASSES if p not in HINT_PASSES)
 
 
@@ -84,7 +88,12 @@ def solve_level(
             state.undo(marks[name])
 
     hints = run_portfolio(
-        units, states, mix=mix, clock=clock, deadline=deadline, passes=HINT_PASSES
+        units,
+        states,
+        mix=mix,
+        clock=clock,
+        deadline=deadline,
+        passes=hint_order(units, states),
     )
     best = hints.best
     result = LevelResult(placed=best, status="fallback", notes=hints.notes, guide=hints.guide)

@@ -28,6 +28,7 @@ from __future__ import annotations
 from collections.abc import Sequence
 from dataclasses import dataclass
 from functools import cached_property
+from typing import cast
 
 import numpy as np
 
@@ -91,21 +92,43 @@ def pack(
     scoring: str = "bestfit",
     mix: Mix | None = None,
 ) -> Packed | PackFailure:
-    """Place all pods of ``runs`` on ``state`` or none (see module docstring)."""
-    mark = state.mark()
+    """Place all pods of ``runs`` on ``state`` or none (see module docstring).
+
+    Failures are memoised per state version (capacity), scoring and the sequence of pod
+    shapes and counts (the packing is a deterministic function of them), so an identical
+    unit tried again on the same capacity fails at once, with the same failure; a first
+    run whose pod fits on no node fails without scoring any node.
+    """
     total = sum(r.count for r in runs)
     if scoring == "fgd" and mix is None:
         scoring = "bestfit"
+    ordered = sorted(runs, key=run_order)
+    if ordered and not state.fits_anywhere(ordered[0].shape):
+        return PackFailure(run=ordered[0], placed=0)
+    memo_key: tuple[object, ...] | None = None
+    if scoring != "fgd":  # the fragmentation score depends on the mix too
+        memo_key = (
+            state.version,
+            "pack",
+            scoring,
+            tuple((r.shape.ident, r.count) for r in ordered),
+        )
+        failed = cast("tuple[int, int] | None", state.memo.get(memo_key))
+        if failed is not None:
+            return PackFailure(run=ordered[failed[0]], placed=failed[1])
+    mark = state.mark()
     # large runs fill a chosen node with as many replicas as fit (same node choice as one at
     # a time for best-fit; for fgd an approximation that keeps 100-pod gangs fast)
     bulk = scoring == "bestfit" or total > FGD_MAX_PODS
     pods: list[tuple[PodRun, int, int, tuple[int, ...]]] = []
     score_sum = 0.0
-    for run in sorted(runs, key=run_order):
+    for position, run in enumerate(ordered):
         placed, score = _place_run(state, run, pods, scoring=scoring, mix=mix, bulk=bulk)
         score_sum += score
         if placed < run.count:
             state.undo(mark)
+            if memo_key is not None:
+                state.remember(memo_key, (position, placed))
             return PackFailure(run=run, placed=placed)
     return Packed(pods=tuple(pods), score=score_sum)
 
@@ -199,14 +222,16 @@ def _candidates(
 ) -> tuple[IntArray, FloatArray]:
     """The nodes where a pod of ``shape`` fits, with their scores (lower is better).
 
-    Identical nodes (same signature) score alike, so one of each is scored. Fragmentation
-    scoring keeps only the ``mix.candidates`` best-fitting distinct node states.
+    Fragmentation scoring scores one node per signature (identical nodes score alike; its
+    scores are memoised by signature) and keeps only the ``mix.candidates`` best-fitting
+    distinct node states.
     """
     candidates = np.flatnonzero(state.fits(shape))
-    if candidates.size <= 1:
+    if candidates.size <= 1 or scoring != "fgd" or mix is None:
+        # best-fit and spread scores are cheap array arithmetic: score every candidate
         return candidates, _scores(state, shape, candidates, scoring, mix)
     _, first, inverse = np.unique(state.sig[candidates], return_index=True, return_inverse=True)
-    if mix is not None and scoring == "fgd" and first.size > mix.candidates:
+    if first.size > mix.candidates:
         fit = _bestfit(state, shape, candidates[first])
         keep = np.zeros(first.size, dtype=bool)
         keep[np.argsort(fit, kind="stable")[: mix.candidates]] = True

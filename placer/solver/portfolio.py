@@ -1,7 +1,9 @@
 """The hint portfolio: complete, node-realised answers for one priority level, cheap first.
 
 CP-SAT's batch solver starts from the best of several greedy passes, each a full placement
-realised by the packer (:mod:`placer.solver.packer`). In the order they run (``PASSES``):
+realised by the packer (:mod:`placer.solver.packer`). In the order they run (``PASSES``;
+when the level's demand exceeds the free totals, :func:`hint_order` puts the LP-guided pass
+and ``karmada`` first, since nothing can then place every unit):
 
 * **Every baseline** (``greedy`` first: when it places every unit in its first-choice
   cluster nothing can be better and the rest is skipped; then ``karmada``, ``worst-fit``,
@@ -22,9 +24,11 @@ realised by the packer (:mod:`placer.solver.packer`). In the order they run (``P
   fragmentation-aware node scoring (``lp-fgd``, :mod:`placer.solver.fragmentation`). The
   batch solver runs these two during repair, as further starting points.
 
-A pass runs when the time it is expected to take (the longest pass so far) fits before the
-deadline; the first always runs. The best answer (placed value, then preference) wins; ties
-go to the earlier pass.
+A pass runs when the time it is expected to take (``PASS_COST`` relative to the passes that
+ran) fits before the deadline, and stops at the deadline (its partial answer still counts);
+the first always runs whole. When a pass does not fit the portfolio ends, and the batch
+solver gives the time left to repair. The best answer (placed value, then preference) wins;
+ties go to the earlier pass.
 """
 
 from __future__ import annotations
@@ -40,10 +44,35 @@ from placer.solver.heuristics import Placed, choose_and_pack, run_rule
 from placer.solver.problem import Unit
 from placer.solver.state import ClusterState
 
-__all__ = ["PASSES", "Hints", "density_key", "run_portfolio", "value_of"]
+__all__ = [
+    "HINT_PASSES",
+    "PASSES",
+    "Hints",
+    "density_key",
+    "hint_order",
+    "run_portfolio",
+    "value_of",
+]
 
-#: the passes in the order they run.
+#: the passes in the order they run (when the demand may fit: see :func:`hint_order`).
 PASSES = ("greedy", "lp", "karmada", "worst-fit", "first-fit", "best-fit", "dense", "lp-fgd")
+#: each pass's cost relative to the others (CPU time, measured on the benchmark's openb
+#: fleets at 4-16 clusters): a pass is expected to take its cost times the most seconds per
+#: unit of cost any pass so far took, and is skipped when that does not fit before the
+#: deadline (a cheaper one after it may still run).
+PASS_COST = {
+    "greedy": 1.0,
+    "lp": 1.0,
+    "karmada": 2.0,
+    "worst-fit": 1.0,
+    "first-fit": 0.3,
+    "best-fit": 0.3,
+    "dense": 1.0,
+    "lp-fgd": 3.0,
+}
+#: the passes that give the batch solver's hint: the LP-guided pass and every baseline; the
+#: others run during improvement, time permitting.
+HINT_PASSES = PASSES[:6]
 
 
 @dataclass
@@ -93,13 +122,17 @@ def guided(
     *,
     mix: Mix | None,
     fgd: bool = False,
+    stop: Callable[[], bool] | None = None,
 ) -> Placed:
     """The LP-guided pass (see module docstring); leaves the placements applied. ``fgd``:
-    fragmentation node scoring instead of the units' own (except where they spread)."""
+    fragmentation node scoring instead of the units' own (except where they spread);
+    ``stop`` as for :func:`~placer.solver.heuristics.run_rule`."""
     dense = density_key(units, states)
     share = {u.index: max((x.get((u.index, c), 0.0) for c in u.rank), default=0.0) for u in units}
     placed: Placed = []
     for unit in sorted(units, key=lambda u: (-round(share[u.index], 3), dense(u))):
+        if stop is not None and stop():
+            break
         order = sorted(
             (c for c in unit.rank if c in states),
             key=lambda c: (-round(x.get((unit.index, c), 0.0), 3), unit.rank[c], c),
@@ -113,13 +146,39 @@ def guided(
     return placed
 
 
-def _dense(units: Sequence[Unit], states: dict[str, ClusterState], mix: Mix | None) -> Placed:
+def _dense(
+    units: Sequence[Unit],
+    states: dict[str, ClusterState],
+    mix: Mix | None,
+    stop: Callable[[], bool] | None = None,
+) -> Placed:
     placed: Placed = []
     for unit in sorted(units, key=density_key(units, states)):
+        if stop is not None and stop():
+            break
         choice = choose_and_pack("greedy", unit, states, unit.allowed(), mix=mix, explain=False)
         if choice.packed is not None and choice.cluster is not None:
             placed.append((unit, choice.cluster, choice.packed))
     return placed
+
+
+def hint_order(units: Sequence[Unit], states: dict[str, ClusterState]) -> tuple[str, ...]:
+    """The hint passes in the order to run them: ``greedy`` first when every unit might fit
+    (then a greedy answer placing every unit in its first choice ends the portfolio at the
+    least cost); when the level's demand exceeds the free totals (GPU thousandths or a
+    scalar resource) nothing can place every unit, so the passes go by expected value per
+    cost: the LP-guided pass (its LP is the decision's bound anyway), ``karmada``, then
+    ``greedy`` and the cluster-total rules."""
+    demand_milli = sum(u.milli for u in units)
+    free_milli = sum(s.totals()[1] for s in states.values())
+    over = demand_milli > free_milli
+    if not over and units:
+        demand = sum((u.demand for u in units[1:]), units[0].demand.copy())
+        free = sum(s.totals()[0] for s in states.values())
+        over = bool((demand > free).any())
+    if over:
+        return ("lp", "karmada", "greedy", "worst-fit", "first-fit", "best-fit")
+    return HINT_PASSES
 
 
 def run_portfolio(
@@ -136,23 +195,37 @@ def run_portfolio(
     marks = {name: state.mark() for name, state in states.items()}
     hints = Hints(best=[], winner="", pass_seconds=0.0, guide=guide)
     best_value: tuple[int, int] | None = None
+
+    def late() -> bool:
+        return clock() > deadline
+
+    per_cost = 0.0  # seconds per unit of relative cost, the most any pass took so far
     for name in passes:
         started = clock()
-        if best_value is not None and started + hints.pass_seconds > deadline:
+        # the first pass runs whole (a complete answer); the others stop at the deadline
+        stop = late if best_value is not None else None
+        if best_value is not None and started + per_cost * PASS_COST[name] > deadline:
+            # the passes come by expected value per cost: the time left goes to repair
             hints.notes.append(f"portfolio stopped before {name} (time limit)")
             break
         if name in ("lp", "lp-fgd"):
             if hints.guide is None:
                 hints.guide = gpu_class_lp(states, units)
-            placed = guided(units, states, hints.guide.x, mix=mix, fgd=name == "lp-fgd")
+                # the LP is the decision's class_lp_gpu bound as well: solved once either
+                # way, so it does not count as the pass's own cost
+                started = clock()
+            placed = guided(units, states, hints.guide.x, mix=mix, fgd=name == "lp-fgd", stop=stop)
         elif name == "dense":
-            placed = _dense(units, states, mix)
+            placed = _dense(units, states, mix, stop=stop)
         else:
-            placed = run_rule(name, units, states, mix=mix)
+            placed = run_rule(name, units, states, mix=mix, stop=stop)
+        if stop is not None and stop():
+            hints.notes.append(f"{name} stopped at the time limit")
         for state_name, state in states.items():
             state.undo(marks[state_name])
         took = clock() - started
         hints.pass_seconds = max(hints.pass_seconds, took)
+        per_cost = max(per_cost, took / PASS_COST[name])
         value = value_of(placed)
         hints.values[name] = value[0]
         hints.seconds[name] = round(took, 4)

@@ -35,7 +35,7 @@ from placer.solver.state import (
     resource_names,
 )
 
-__all__ = ["Problem", "Unit", "build_problem", "quote"]
+__all__ = ["Problem", "Unit", "build_problem", "identical_units", "quote", "unit_groups"]
 
 
 def quote(text: str) -> str:
@@ -80,6 +80,16 @@ class Unit:
             total += run.shape.req * run.count
         return total
 
+    @cached_property
+    def identity(self) -> tuple[object, ...]:
+        """What the LPs see of the unit: GPU thousandths, allowed clusters, pod runs (set
+        once the problem is built; :func:`identical_units`)."""
+        return (
+            self.milli,
+            tuple(sorted(self.rank)),
+            tuple((r.shape.ident, r.count) for r in self.runs),
+        )
+
     @property
     def objective(self) -> str:
         return self.policy.objective if self.policy is not None else "pack"
@@ -87,6 +97,28 @@ class Unit:
     def allowed(self) -> list[str]:
         """Clusters not excluded statically, best preference first."""
         return sorted(self.rank, key=lambda c: (self.rank[c], c))
+
+
+def identical_units(units: Sequence[Unit]) -> tuple[list[Unit], dict[int, int]]:
+    """Units that are interchangeable in the LPs (same pod runs, same GPU thousandths,
+    same allowed clusters): the first of each group (in input order) and, by its index, how
+    many units the group has.
+
+    An LP over ``m`` identical units has an optimum with equal values for all of them
+    (average any optimum over their permutations: the LP is convex and symmetric), so one
+    variable ``X ∈ [0, m]`` per group and cluster, with ``Σ_c X ≤ m``, has the same optimum
+    with a model about half the size on the benchmark's synthetic gangs.
+    """
+    groups = unit_groups(units)
+    return [g[0] for g in groups], {g[0].index: len(g) for g in groups}
+
+
+def unit_groups(units: Sequence[Unit]) -> list[list[Unit]]:
+    """The groups of :func:`identical_units`, each in input order."""
+    groups: dict[tuple[object, ...], list[Unit]] = {}
+    for unit in units:
+        groups.setdefault(unit.identity, []).append(unit)
+    return list(groups.values())
 
 
 @dataclass

@@ -18,6 +18,7 @@ from __future__ import annotations
 
 from collections.abc import Hashable, Sequence
 from dataclasses import dataclass
+from functools import cached_property
 from typing import cast
 
 import numpy as np
@@ -41,6 +42,8 @@ __all__ = [
 IntArray = npt.NDArray[np.int64]
 BoolArray = npt.NDArray[np.bool_]
 
+#: entries a state's memos hold before they are emptied (they are keyed by version).
+MEMO_SIZE = 4096
 #: Scalar resources every state carries (used by scoring even when nobody requests them).
 _BASE = (CPU, MEMORY, PODS)
 
@@ -92,6 +95,11 @@ class PodShape:
     @property
     def milli(self) -> int:
         return 1000 * self.gpus + self.share
+
+    @cached_property
+    def ident(self) -> tuple[bytes, int, int, Hashable]:
+        """What the shape is (demand and eligibility), hashable: memos key by it."""
+        return (self.req.tobytes(), self.gpus, self.share, self.key)
 
     @staticmethod
     def of(pod: PodDemand, names: Sequence[str]) -> PodShape:
@@ -204,17 +212,23 @@ class ClusterState:
         self.devfree: IntArray = np.maximum(dev, 0).sum(axis=1).astype(np.int64)
         self.ndev: IntArray = (dev >= 0).sum(axis=1).astype(np.int64)
         self._eligible: dict[Hashable, BoolArray] = {}
+        self._eligible_of: dict[int, tuple[PodShape, BoolArray]] = {}
         self._tainted = [
             i for i, n in enumerate(nodes) if any(t.effect != "PreferNoSchedule" for t in n.taints)
         ]
         self._journal: list[tuple[int | IntArray, IntArray, IntArray]] = []
+        #: ``version`` before each journal entry (``undo`` restores it).
+        self._versions: list[int] = []
         #: unit index -> "cannot fit even alone" on the pristine state (kept by capacity).
         self.alone: dict[int, bool] = {}
-        #: bumped by every change; keys ``memo`` entries.
+        #: names the free capacity: every change sets a new number (never used before by this
+        #: state) and ``undo`` restores the number of the capacity it returns to, so equal
+        #: versions mean equal capacity and memos keyed by it (``memo``, copies, pack
+        #: failures) stay valid across a trial that was undone.
         self.version = 0
-        self.memo: dict[tuple[str, int], object] = {}
+        self._last_version = 0
+        self.memo: dict[tuple[object, ...], object] = {}
         self._copies: dict[tuple[object, ...], IntArray] = {}
-        self._copies_version = -1
         self.signatures = signatures if signatures is not None else Signatures()
         self._static = [self.cap[i].tobytes() for i in range(count)]
         self._sig: IntArray = np.array([self._signature(i) for i in range(count)], dtype=np.int64)
@@ -242,6 +256,9 @@ class ClusterState:
 
     def eligible(self, shape: PodShape) -> BoolArray:
         """Nodes a pod of this shape may use regardless of free capacity (cached)."""
+        known = self._eligible_of.get(id(shape))
+        if known is not None and known[0] is shape:
+            return known[1]
         mask = self._eligible.get(shape.key)
         if mask is None:
             pod = shape.demand
@@ -255,6 +272,8 @@ class ClusterState:
                 for i in self._tainted:
                     mask[i] = node_mismatch(pod, self.nodes[i]) is None
             self._eligible[shape.key] = mask
+        # by object too: hashing the key (selector, affinity, tolerations) costs more
+        self._eligible_of[id(shape)] = (shape, mask)
         return mask
 
     def fits(self, shape: PodShape, rows: IntArray | None = None) -> BoolArray:
@@ -272,6 +291,36 @@ class ClusterState:
         if shape.share:
             ok &= (self.dev[rows] >= shape.share).any(axis=1)
         return ok
+
+    def fits_anywhere(self, shape: PodShape) -> bool:
+        """Whether one more pod of ``shape`` fits on some node now (memoised by version).
+
+        Also answers ``False`` without looking at the nodes when a pod that needs no more in
+        any resource (same eligibility) was found to fit nowhere at this version: a node
+        with room for the larger pod has room for the smaller one.
+        """
+        key = (self.version, "anywhere", shape.ident)
+        known = cast("bool | None", self.memo.get(key))
+        if known is not None:
+            return known
+        nowhere_key = (self.version, "nowhere", shape.key)
+        nowhere = cast("list[PodShape] | None", self.memo.get(nowhere_key))
+        if nowhere is not None and any(
+            small.gpus <= shape.gpus
+            and small.share <= shape.share
+            and bool((small.req <= shape.req).all())
+            for small in nowhere
+        ):
+            known = False
+        else:
+            known = bool(self.fits(shape).any())
+            if not known:
+                if nowhere is None:
+                    nowhere = []
+                    self.remember(nowhere_key, nowhere)
+                nowhere.append(shape)
+        self.remember(key, known)
+        return known
 
     def copies(self, shape: PodShape, node: int) -> int:
         """How many more pods of ``shape`` fit on ``node`` (resources only)."""
@@ -291,17 +340,40 @@ class ClusterState:
         """A point to ``undo`` back to."""
         return len(self._journal)
 
+    def _journal_entry(self, node: int | IntArray) -> None:
+        """Save ``node``'s rows before a change and give the capacity a new version."""
+        self._journal.append((node, self.free[node].copy(), self.dev[node].copy()))
+        self._versions.append(self.version)
+        self._last_version += 1
+        self.version = self._last_version
+
+    def remember(self, key: tuple[object, ...], value: object) -> None:
+        """Keep ``value`` in ``memo`` under ``key`` (which should start with ``version``);
+        the memo is emptied when it grows past ``MEMO_SIZE`` entries."""
+        if len(self.memo) >= MEMO_SIZE:
+            self.memo.clear()
+        self.memo[key] = value
+
     def copies_all(self, shape: PodShape) -> IntArray:
-        """``copies`` for every node (0 where the pod is not eligible); memoised per state."""
-        key = (self.version, shape.req.tobytes(), shape.gpus, shape.share, shape.key)
-        if self._copies_version != self.version:
-            self._copies = {}
-            self._copies_version = self.version
+        """``copies`` for every node (0 where the pod is not eligible); memoised per state
+        and version (callers must not change the array)."""
+        key = (self.version, shape.ident)
         cached = self._copies.get(key)
         if cached is None:
             cached = self._copies_all(shape)
+            if len(self._copies) >= MEMO_SIZE:
+                self._copies.clear()
             self._copies[key] = cached
         return cached
+
+    def copies_total(self, shape: PodShape) -> int:
+        """``copies_all`` summed over the usable nodes (memoised by version)."""
+        key = (self.version, "total", shape.ident)
+        known = cast("int | None", self.memo.get(key))
+        if known is None:
+            known = int(self.copies_all(shape)[self.usable].sum())
+            self.remember(key, known)
+        return known
 
     def _copies_all(self, shape: PodShape) -> IntArray:
         req = shape.req
@@ -316,8 +388,7 @@ class ClusterState:
 
     def place_many(self, shape: PodShape, node: int, count: int) -> list[tuple[int, ...]]:
         """``count`` pods of ``shape`` on ``node`` in one step (one journal entry)."""
-        self._journal.append((node, self.free[node].copy(), self.dev[node].copy()))
-        self.version += 1
+        self._journal_entry(node)
         self.free[node] -= shape.req * count
         if not (shape.gpus or shape.share):
             self._stale.add(node)
@@ -335,8 +406,7 @@ class ClusterState:
     ) -> list[list[tuple[int, ...]]]:
         """``counts[i]`` pods of ``shape`` on each of the distinct ``nodes`` (one journal
         entry); returns each node's pods' devices."""
-        self._journal.append((nodes.copy(), self.free[nodes].copy(), self.dev[nodes].copy()))
-        self.version += 1
+        self._journal_entry(nodes.copy())
         self.free[nodes] -= counts[:, None] * shape.req[None, :]
         result: list[list[tuple[int, ...]]] = []
         for node, count in zip(nodes.tolist(), counts.tolist(), strict=True):
@@ -387,8 +457,7 @@ class ClusterState:
         if not replays:
             return
         nodes = np.unique(np.concatenate([r.nodes for r in replays]))
-        self._journal.append((nodes, self.free[nodes].copy(), self.dev[nodes].copy()))
-        self.version += 1
+        self._journal_entry(nodes)
         rows: dict[int, list[int]] = {}
         for replay in replays:
             self.free[replay.nodes] -= sign * replay.delta
@@ -421,12 +490,13 @@ class ClusterState:
             else:
                 touched.add(node)
         del self._journal[mark:]
+        self.version = self._versions[mark]
+        del self._versions[mark:]
         nodes = np.fromiter(touched, dtype=np.int64, count=len(touched))
         dev = self.dev[nodes]
         self.full[nodes] = (dev == 1000).sum(axis=1)
         self.devfree[nodes] = np.maximum(dev, 0).sum(axis=1)
         self._stale.update(touched)
-        self.version += 1
 
     def copy(self) -> ClusterState:
         """An independent copy of the current free capacity (static data shared)."""
@@ -439,15 +509,16 @@ class ClusterState:
         other._sig = self._sig.copy()
         other._stale = set(self._stale)
         other._journal = []
-        other.alone = {}
+        other._versions = []
+        # same capacity as this state when it has no journal: same answers
+        other.alone = self.alone if not self._journal else {}
         other.memo = {}
         other._copies = {}
-        other._copies_version = -1
         return other
 
     def totals(self) -> tuple[IntArray, int, int]:
         """Free scalar resources, GPU thousandths and idle devices over usable nodes (memo)."""
-        key = ("totals", self.version)
+        key = (self.version, "totals")
         cached = cast("tuple[IntArray, int, int] | None", self.memo.get(key))
         if cached is None:
             usable = self.usable
@@ -456,5 +527,5 @@ class ClusterState:
                 int(self.devfree[usable].sum()),
                 int(self.full[usable].sum()),
             )
-            self.memo = {key: cached}
+            self.remember(key, cached)
         return cached
