@@ -32,7 +32,7 @@ from functools import cached_property
 import numpy as np
 
 from placer.model import ComponentDemand
-from placer.solver.fragmentation import FloatArray, Mix, frag_after, frag_of
+from placer.solver.fragmentation import FloatArray, Mix, frag_added
 from placer.solver.state import ClusterState, IntArray, PodShape, Replay
 
 __all__ = ["FGD_MAX_PODS", "SCORINGS", "PackFailure", "Packed", "PodRun", "pack", "run_order"]
@@ -278,9 +278,7 @@ def _fgd(state: ClusterState, shape: PodShape, rows: IntArray, mix: Mix) -> Floa
             delta[i] = known
     if missing:
         fresh = rows[missing]
-        added = frag_after(mix, state, shape, fresh) - frag_of(
-            mix, state.free[fresh], state.dev[fresh]
-        )
+        added = frag_added(mix, state, shape, fresh)
         for i, value in zip(missing, added.tolist(), strict=True):
             memo.frag[(sigs[i], token)] = value
             delta[i] = value
