@@ -3,12 +3,13 @@ on a node counts all of that node's free GPU as fragmentation ("no access")."""
 
 from __future__ import annotations
 
+from dataclasses import replace
 from typing import Any
 
 import numpy as np
 import pytest
 
-from placer.solver.fragmentation import frag_added, frag_of, mix_of
+from placer.solver.fragmentation import frag_added, frag_of, frag_score, mix_of
 from placer.solver.state import ClusterState, PodShape, resource_names
 
 
@@ -102,3 +103,27 @@ def test_online_stream_keeps_t4_nodes_for_t4_pods(
     assert len(decision.placements) == 4
     on = {p.workload.name: p.pods[0].node for p in decision.placements}
     assert on == {"any0": "v100", "any1": "v100", "t4-0": "t4", "t4-1": "t4"}
+
+
+def test_changes_within_one_step_tie_and_best_fit_decides(kit: Any, decide: Any) -> None:
+    # mix: 2 % half-GPU pods, 98 % tenth-GPU pods; a tenth on "b" leaves 460 on its device,
+    # too little for a half: F grows by 0.02 x 460 = 9.2 thousandths there, 0 on "a"
+    half, tenth = kit.pod(share=500), kit.pod(share=100)
+    the_fleet = kit.fleet(
+        kit.cluster(
+            "c", kit.node("a", gpus=1, devices=[1000]), kit.node("b", gpus=1, devices=[560])
+        )
+    )
+    names = resource_names([])
+    mix = mix_of([(PodShape.of(half, names), 0.02), (PodShape.of(tenth, names), 0.98)])
+    assert mix is not None
+    state = ClusterState(the_fleet.clusters[0], names)
+    shape = PodShape.of(tenth, names)
+    rows = np.arange(2)
+    assert frag_added(mix, state, shape, rows) == pytest.approx([0.0, 9.2])
+    assert frag_score(mix, state, shape, rows).tolist() == [0.0, 0.0]
+    assert frag_score(replace(mix, step=4.0), state, shape, rows).tolist() == [0.0, 2.0]
+    # within one step (15 thousandths): best-fit picks the fuller device
+    job = kit.workload("job", ("w", 1, tenth))
+    decision = decide([job], the_fleet, mode="online", pod_mix=[(half, 0.02), (tenth, 0.98)])
+    assert decision.placements[0].pods[0].node == "b"
