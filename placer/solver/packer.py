@@ -33,7 +33,7 @@ from typing import cast
 import numpy as np
 
 from placer.model import ComponentDemand
-from placer.solver.fragmentation import FloatArray, Mix, frag_after, frag_of
+from placer.solver.fragmentation import FloatArray, Mix, frag_score
 from placer.solver.state import ClusterState, IntArray, PodShape, Replay
 
 __all__ = ["FGD_MAX_PODS", "SCORINGS", "PackFailure", "Packed", "PodRun", "pack", "run_order"]
@@ -303,12 +303,10 @@ def _fgd(state: ClusterState, shape: PodShape, rows: IntArray, mix: Mix) -> Floa
             delta[i] = known
     if missing:
         fresh = rows[missing]
-        added = frag_after(mix, state, shape, fresh) - frag_of(
-            mix, state.free[fresh], state.dev[fresh]
-        )
+        added = frag_score(mix, state, shape, fresh)
         for i, value in zip(missing, added.tolist(), strict=True):
             memo.frag[(sigs[i], token)] = value
             delta[i] = value
-    # best-fit breaks ties (its scale is a few units; fragmentation is in thousandths)
+    # best-fit breaks ties (its scale is a few units; the fragmentation score whole steps)
     result: FloatArray = delta + 1e-3 * _bestfit(state, shape, rows)
     return result

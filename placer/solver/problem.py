@@ -24,7 +24,7 @@ from placer.model import Fleet, PodDemand, Workload
 from placer.podspec import taint_not_tolerated
 from placer.policy import PlacementPolicy, policy_for
 from placer.quantity import CPU
-from placer.solver.fragmentation import Mix, mix_of
+from placer.solver.fragmentation import Mix, access_tags, mix_of
 from placer.solver.packer import PodRun
 from placer.solver.state import (
     ClusterState,
@@ -167,13 +167,20 @@ def build_problem(
         if mix
         else [(r.shape, float(r.count)) for u in units for r in u.runs]
     )
+    pod_mix = mix_of(weighted)
+    if pod_mix is not None:
+        # fragmentation scores depend on a node's access to the mix's constraint classes
+        for state in states.values():
+            tags = access_tags(pod_mix, state)
+            if tags is not None:
+                state.distinguish(tags)
     return Problem(
         workloads=workloads,
         fleet=fleet,
         units=units,
         states=states,
         names=names,
-        mix=mix_of(weighted),
+        mix=pod_mix,
     )
 
 

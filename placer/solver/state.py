@@ -249,6 +249,14 @@ class ClusterState:
             self._stale.clear()
         return self._sig
 
+    def distinguish(self, tags: Sequence[bytes]) -> None:
+        """Fold a tag per node into its signature, so that nodes alike in capacity but
+        tagged apart (say, by their access to the pod mix's constraint classes) never share
+        an id; call before any copy or change."""
+        self._static = [s + t for s, t in zip(self._static, tags, strict=True)]
+        self._sig = np.array([self._signature(i) for i in range(len(self))], dtype=np.int64)
+        self._stale.clear()
+
     def __len__(self) -> int:
         return len(self.nodes)
 
