@@ -12,23 +12,29 @@ from __future__ import annotations
 
 import importlib
 import sys
-from collections.abc import Callable, Mapping
+from collections.abc import Callable, Sequence
 
 __all__ = ["lazy_exports"]
 
 
-def lazy_exports(package: str, exports: Mapping[str, str]) -> Callable[[str], object]:
-    """A module ``__getattr__`` for ``package`` that imports ``name`` from ``exports[name]``
-    (a submodule's dotted path) on first access."""
+def lazy_exports(
+    package: str, names: Sequence[str], modules: Sequence[str]
+) -> Callable[[str], object]:
+    """A module ``__getattr__`` for ``package``: each of ``names`` (its ``__all__``) is taken,
+    on first access, from the first of ``modules`` that lists it in its own ``__all__``."""
+    exported = frozenset(names)
 
     def attribute(name: str) -> object:
-        module = exports.get(name)
-        if module is None:
+        if name not in exported:
             raise AttributeError(f"module {package!r} has no attribute {name!r}")
-        value = getattr(importlib.import_module(module), name)
-        # bind it on the package: importing a submodule named like the export (the solver's
-        # ``verify``) has just set the package attribute to the submodule
-        setattr(sys.modules[package], name, value)
-        return value
+        for dotted in modules:
+            module = importlib.import_module(dotted)
+            if name in getattr(module, "__all__", ()):
+                value = getattr(module, name)
+                # bind it on the package: importing a submodule named like the export (the
+                # solver's ``verify``) has just set the package attribute to the submodule
+                setattr(sys.modules[package], name, value)
+                return value
+        raise AttributeError(f"module {package!r}: no submodule exports {name!r}")
 
     return attribute

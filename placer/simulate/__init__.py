@@ -25,43 +25,6 @@ from placer._lazy import lazy_exports
 #: batch (one joint decision), online (one at a time), stream (arrivals and departures).
 MODES = ("batch", "online", "stream")
 
-if TYPE_CHECKING:
-    from placer.simulate.engine import (
-        DecisionRecord,
-        Outcome,
-        Progress,
-        Run,
-        Sample,
-        Settings,
-        Timed,
-        gpu_bound,
-        simulate,
-    )
-    from placer.simulate.metrics import Summary, cluster_usage, summarize
-else:
-    _ENGINE = "placer.simulate.engine"
-    _METRICS = "placer.simulate.metrics"
-    __getattr__ = lazy_exports(
-        __name__,
-        {
-            **dict.fromkeys(
-                (
-                    "DecisionRecord",
-                    "Outcome",
-                    "Progress",
-                    "Run",
-                    "Sample",
-                    "Settings",
-                    "Timed",
-                    "gpu_bound",
-                    "simulate",
-                ),
-                _ENGINE,
-            ),
-            **dict.fromkeys(("Summary", "cluster_usage", "summarize"), _METRICS),
-        },
-    )
-
 __all__ = [
     "MODES",
     "DecisionRecord",
@@ -77,3 +40,21 @@ __all__ = [
     "simulate",
     "summarize",
 ]
+
+if TYPE_CHECKING:
+    from placer.simulate.engine import (
+        DecisionRecord,
+        Outcome,
+        Progress,
+        Run,
+        Sample,
+        Settings,
+        Timed,
+        gpu_bound,
+        simulate,
+    )
+    from placer.simulate.metrics import Summary, cluster_usage, summarize
+else:
+    __getattr__ = lazy_exports(
+        __name__, __all__, ("placer.simulate.engine", "placer.simulate.metrics")
+    )

@@ -128,6 +128,8 @@ SOLVERS = ("cpsat", "greedy", "first-fit", "best-fit", "worst-fit", "karmada")
 #: how a decision takes its workloads: jointly, or one at a time in input order.
 MODES = ("batch", "online")
 
+__all__ = ["MODES", "SOLVERS", "charge", "release", "solve", "verify"]
+
 if TYPE_CHECKING:
     from placer.solver.decide import solve
     from placer.solver.ledger import charge, release
@@ -135,12 +137,6 @@ if TYPE_CHECKING:
 else:
     __getattr__ = lazy_exports(
         __name__,
-        {
-            "charge": "placer.solver.ledger",
-            "release": "placer.solver.ledger",
-            "solve": "placer.solver.decide",
-            "verify": "placer.solver.verifier",
-        },
+        __all__,
+        ("placer.solver.decide", "placer.solver.ledger", "placer.solver.verifier"),
     )
-
-__all__ = ["MODES", "SOLVERS", "charge", "release", "solve", "verify"]
