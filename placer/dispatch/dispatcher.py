@@ -959,11 +959,11 @@ def _idle_devices(fleet: Fleet, placements: Sequence[Placement]) -> list[Placeme
         pods = []
         for pod in placement.pods:
             devices = state.get((placement.cluster, pod.node))
-            whole = pod.requests.get(GPU, 0)
-            if devices is not None and pod.devices and whole:
+            if devices is not None and pod.devices:
+                whole = pod.requests.get(GPU, 0)
                 share = pod.requests.get(GPU_SHARE, 0)
                 idle = [i for i, d in enumerate(devices) if d == 1000][:whole]
-                if len(idle) == whole:
+                if whole and len(idle) == whole:
                     pod = replace(pod, devices=(*idle, *pod.devices[whole:]))
                 for i in pod.devices[:whole]:
                     if 0 <= i < len(devices):
