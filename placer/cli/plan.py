@@ -1,14 +1,16 @@
 """``placer plan``: decide where workloads would go, and why not elsewhere — nothing dispatched.
 
-    placer plan -f FILE... --snapshot FLEET.yaml [--policy FILE]... [--solver NAME]
-                [--mode batch|online] [--time-limit S] [--seed N] [-o text|json]
+    placer plan -f FILE... (--snapshot FLEET.yaml | fleet options) [--policy FILE]...
+                [--solver NAME] [--mode batch|online] [--time-limit S] [--seed N] [-o text|json]
 
-Reads the workload manifests (several files and YAML documents; ``-`` = stdin), breaks each into
-components with its Workload Map definition (:mod:`placer.definitions`), reads the fleet's
+Reads the workload manifests (files, directories, YAML documents; ``-`` = stdin), breaks each
+into components with its Workload Map definition (:mod:`placer.definitions`), reads the fleet's
 node-level capacity from a snapshot (``placer snapshot`` writes one; ``clusters/`` has
-examples) and the PlacementPolicies, and prints the solver's decision: per workload the cluster
-and the node of every pod, or per cluster the reason it was refused, and the bounds.
-Exit code 0 whenever a decision was made (even if some workloads stay unplaced).
+examples) or gathers it live from the members (charged with their in-flight ledgers, read
+only — exactly what ``placer submit`` would decide on) and the PlacementPolicies, and prints
+the solver's decision: per workload the cluster and the node of every pod, or per cluster the
+reason it was refused, and the bounds. Exit code 0 whenever a decision was made (even if some
+workloads stay unplaced).
 """
 
 from __future__ import annotations
@@ -17,12 +19,19 @@ import argparse
 import sys
 
 from placer.cli._decision import add_decision_options, add_manifest_option, decision_policies
+from placer.cli._fleet import (
+    add_fleet_options,
+    fleet_config_from_args,
+    has_fleet_options,
+    report_unreachable,
+)
 from placer.cli._output import add_output_option, print_json, print_table
 from placer.cli.definitions import add_catalog_option, load_catalog
 from placer.cli.describe import read_manifests
 from placer.definitions import Catalog, decompose
 from placer.errors import PlacerError, UsageError
-from placer.model import Workload
+from placer.fleet import FleetConfig
+from placer.model import Fleet, Workload
 from placer.snapshot import load_snapshot
 
 __all__ = ["register", "run"]
@@ -41,8 +50,10 @@ def register(subparsers: argparse._SubParsersAction[argparse.ArgumentParser]) ->
     parser.add_argument(
         "--snapshot",
         metavar="FILE",
-        help="fleet capacity snapshot (FleetSnapshot YAML, e.g. clusters/demo.yaml)",
+        help="fleet capacity snapshot (FleetSnapshot YAML, e.g. clusters/demo.yaml); or "
+        "fleet options to gather it live",
     )
+    add_fleet_options(parser)
     add_decision_options(parser, with_mode=True)
     add_catalog_option(parser)
     add_output_option(parser)
@@ -54,12 +65,18 @@ def run(args: argparse.Namespace) -> int:
     from placer.solver.report import decision_to_dict, render_text
 
     policies = decision_policies(args)
-    if not args.snapshot:
+    if args.snapshot and has_fleet_options(args):
+        raise UsageError("give either --snapshot or fleet options, not both")
+    if args.snapshot:
+        fleet = load_snapshot(args.snapshot)
+    elif has_fleet_options(args):
+        fleet = live_fleet(fleet_config_from_args(args))
+    else:
         raise UsageError(
-            "give the fleet's capacity with --snapshot FILE",
-            hint="write one with `placer snapshot -o FILE`, or try clusters/demo.yaml",
+            "give the fleet's capacity with --snapshot FILE, or fleet options "
+            "(--kubeconfig, --context, --fleet) to gather it live",
+            hint="write a snapshot with `placer snapshot -o FILE`, or try clusters/demo.yaml",
         )
-    fleet = load_snapshot(args.snapshot)
     workloads = read_workloads(args.filename, load_catalog(args))
     decision = solve(
         workloads,
@@ -79,6 +96,25 @@ def run(args: argparse.Namespace) -> int:
         else:
             print_table(block)
     return 0
+
+
+def live_fleet(config: FleetConfig) -> Fleet:
+    """The members' free capacity as a decision there would see it: gathered, and charged
+    with the placements still in flight (ledgers read, nothing deleted)."""
+    from placer.dispatch.submit import sync_ledgers
+    from placer.fleet import gather_fleet, open_clients
+
+    fleet = gather_fleet(config)
+    report_unreachable(fleet)
+    clients = open_clients(config, [c.name for c in fleet.clusters if c.reachable])
+    try:
+        ledger, warnings = sync_ledgers(clients, delete=False)
+    finally:
+        for client in clients.values():
+            client.close()
+    for warning in warnings:
+        print(f"warning: {warning}", file=sys.stderr)
+    return ledger.charge(fleet)
 
 
 def read_workloads(filenames: list[str], catalog: Catalog) -> list[Workload]:

@@ -64,7 +64,7 @@ from placer.policy import PlacementPolicy, policy_for
 from placer.solver import solve
 from placer.solver.refusals import refusals
 
-__all__ = ["SubmitReport", "snapshot_free_decision", "submit"]
+__all__ = ["SubmitReport", "snapshot_free_decision", "submit", "sync_ledgers"]
 
 log = logging.getLogger(__name__)
 
@@ -131,7 +131,8 @@ def submit(
     }
     ledger = Ledger()
     if not snapshot_free:
-        warnings += _sync_ledger(ledger, reachable, delete=not dry_run)
+        ledger, problems = sync_ledgers(reachable, delete=not dry_run)
+        warnings += problems
         fleet = ledger.charge(fleet)
     lap("ledger")
     existing = find_existing(reachable, [m.ref for m in manifests])
@@ -191,9 +192,16 @@ def submit(
 # --------------------------------------------------------------------------------------------
 
 
-def _sync_ledger(ledger: Ledger, clients: Mapping[str, KubeClient], *, delete: bool) -> list[str]:
+def sync_ledgers(
+    clients: Mapping[str, KubeClient], *, delete: bool = True
+) -> tuple[Ledger, list[str]]:
+    """The in-flight ledger of every cluster of ``clients``, read concurrently (one sync per
+    cluster, :func:`~placer.dispatch.ledger.sync_cluster`), and a warning per cluster whose
+    ledger could not be read. ``delete=False`` leaves finished entries in place (read only).
+    """
+    ledger = Ledger()
     if not clients:
-        return []
+        return ledger, []
 
     def one(name: str) -> str:
         try:
@@ -206,7 +214,7 @@ def _sync_ledger(ledger: Ledger, clients: Mapping[str, KubeClient], *, delete: b
         return ""
 
     with ThreadPoolExecutor(max_workers=min(16, len(clients)), thread_name_prefix="ledger") as pool:
-        return [w for w in pool.map(one, clients) if w]
+        return ledger, [w for w in pool.map(one, clients) if w]
 
 
 def _merge(

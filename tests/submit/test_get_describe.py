@@ -151,3 +151,21 @@ def test_an_unreachable_cluster_is_a_warning_not_a_failure(
         code, out, err = run(capsys, "get", "-A", "--kubeconfig", kubeconfig)
     assert code == 0 and "central   default     demo" in out
     assert "warning: cluster west:" in err and "unreachable" in err
+
+
+def test_plan_gathers_live_and_counts_what_is_running(
+    fleet: tuple[VirtualFleet, str], capsys: pytest.CaptureFixture[str]
+) -> None:
+    """`placer plan` with fleet options decides on the members as they are: the seed JobSet
+    already runs on central (submitted by the fixture), so a second one fits nowhere."""
+    _, kubeconfig = fleet
+    code, out, err = run(capsys, "plan", "-f", str(SEED), "--kubeconfig", kubeconfig, "-o", "json")
+    assert code == 0, err
+    data = json.loads(out)
+    assert data["placements"] == []
+    [unplaced] = data["unplaced"]
+    assert set(unplaced["reasons"]) == {"east", "west", "central"}
+    code, _, err = run(
+        capsys, "plan", "-f", str(SEED), "--kubeconfig", kubeconfig, "--snapshot", "x.yaml"
+    )
+    assert code == 2 and "either --snapshot or fleet options" in err
