@@ -62,6 +62,7 @@ def register(subparsers: argparse._SubParsersAction[argparse.ArgumentParser]) ->
 
 def run(args: argparse.Namespace) -> int:
     from placer.solver import solve  # OR-Tools: only for the commands that decide
+    from placer.solver.refusals import refusals
     from placer.solver.report import decision_to_dict, render_text
 
     policies = decision_policies(args)
@@ -87,14 +88,26 @@ def run(args: argparse.Namespace) -> int:
         time_limit=args.time_limit,
         seed=args.seed,
     )
+    chosen = {p.workload: p.cluster for p in decision.placements}
+    refused = refusals(workloads, fleet, chosen, policies=policies)
     if args.output == "json":
-        print_json(decision_to_dict(decision))
+        data = decision_to_dict(decision)
+        for item, placement in zip(data["placements"], decision.placements, strict=True):
+            item["refused"] = refused.get(placement.workload, {})
+        print_json(data)
         return 0
     for block in render_text(decision):
         if isinstance(block, str):
             sys.stdout.write(block + "\n")
         else:
             print_table(block)
+    for placement in decision.placements:
+        reasons = refused.get(placement.workload, {})
+        if reasons:
+            width = max(len(c) for c in reasons)
+            lines = [f"  {c.ljust(width)}  refused: {text}" for c, text in reasons.items()]
+            sys.stdout.write(f"\n{placement.workload} -> {placement.cluster}\n")
+            sys.stdout.write("\n".join(lines) + "\n")
     return 0
 
 

@@ -37,6 +37,12 @@ def test_plan_places_the_demo_jobset_on_central(capsys: pytest.CaptureFixture[st
     data = json.loads(capsys.readouterr().out)
     assert [p["cluster"] for p in data["placements"]] == ["central"]
     assert len(data["placements"][0]["pods"]) == 3
+    refused = data["placements"][0]["refused"]
+    assert refused["east"] == "total free GPUs too low (needs 12, 10 free)"
+    assert "largest free block 2" in refused["west"]
+    assert main(["plan", "-f", DEMO, "--snapshot", FLEET]) == 0
+    text = capsys.readouterr().out
+    assert "JobSet/default/demo -> central\n  east  refused: total free GPUs too low" in text
     assert main(["plan", "-f", DEMO, "--snapshot", FLEET, "--solver", "first-fit"]) == 0
     out = capsys.readouterr().out
     assert "JobSet/default/demo: not placed" in out
