@@ -333,7 +333,15 @@ def test_a_group_member_arriving_later_joins_its_group(hubfleet: Any) -> None:
 def test_an_edit_that_no_longer_fits_is_applied_with_a_warning(hubfleet: Any) -> None:
     hubfleet.controller()
     hubfleet.hub.store.create(hubfleet.job("grow", gpus=1))
-    hubfleet.wait_for(lambda: hubfleet.copies("grow"), what="placed")
+
+    def recorded() -> bool:
+        obj = hubfleet.hub.store.get("jobs", "grow", "team-a")
+        condition = hubfleet.condition(obj) or {}
+        return bool(hubfleet.placed_cluster(obj)) and condition.get("status") == "True"
+
+    # edit only once the controller has written its record (an edit racing the record write
+    # would replace the hub object without it)
+    hubfleet.wait_for(recorded, what="placed and recorded")
     ((cluster, _copy),) = hubfleet.copies("grow").items()
     obj = hubfleet.hub.store.get("jobs", "grow", "team-a")
     obj["spec"]["parallelism"] = obj["spec"]["completions"] = 13  # 13 pods of 8 GPUs: 12 nodes
