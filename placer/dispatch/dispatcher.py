@@ -96,7 +96,6 @@ from placer.errors import (
 )
 from placer.kube import KubeClient
 from placer.model import (
-    GPU_SHARE,
     Decision,
     DecisionSummary,
     Fleet,
@@ -109,6 +108,7 @@ from placer.model import (
 from placer.policy import PlacementPolicy
 from placer.quantity import GPU
 from placer.solver import solve, verify
+from placer.solver.ledger import whole_devices
 from placer.solver.state import node_devices
 
 __all__ = [
@@ -700,8 +700,7 @@ class Dispatcher:
             if not meanwhile:
                 return todo, failed
             decisions = ", ".join(sorted({e.decision for e in meanwhile}))
-            charged = charge_known(base, _idle_devices(base, [e.placement for e in meanwhile]))
-            charged = charge_known(charged, _idle_devices(charged, ours))
+            charged = charge_known(base, [e.placement for e in meanwhile] + ours)
             keep: list[_Unit] = []
             taken: list[_Unit] = []
             for unit in todo:
@@ -947,29 +946,23 @@ def _units(placements: Sequence[Placement], by_ref: Mapping[WorkloadRef, Manifes
 
 
 def _idle_devices(fleet: Fleet, placements: Sequence[Placement]) -> list[Placement]:
-    """``placements`` with each whole-GPU pod's device indices moved to devices still idle.
-
-    Which device of a node a whole-GPU pod gets is the device plugin's choice, not placer's:
-    two decisions that each planned "device 0" of a node with two idle devices do not
-    conflict. Pods with a GPU share keep their device (the share's device is what counts).
-    """
+    """``placements`` with each whole-GPU pod's recorded devices moved to devices still idle
+    in ``fleet``, as charging them would (:func:`placer.solver.charge`): the verifier checks
+    the indices a plan records, and which device a whole-GPU pod gets is the device plugin's
+    choice, so a plan whose "device 0" another decision took still fits on device 1."""
     state = {(c.name, n.name): list(node_devices(n)) for c in fleet.clusters for n in c.nodes}
     moved: list[Placement] = []
     for placement in placements:
         pods = []
         for pod in placement.pods:
             devices = state.get((placement.cluster, pod.node))
-            if devices is not None and pod.devices:
-                whole = pod.requests.get(GPU, 0)
-                share = pod.requests.get(GPU_SHARE, 0)
-                idle = [i for i, d in enumerate(devices) if d == 1000][:whole]
-                if whole and len(idle) == whole:
-                    pod = replace(pod, devices=(*idle, *pod.devices[whole:]))
-                for i in pod.devices[:whole]:
-                    if 0 <= i < len(devices):
+            whole = pod.requests.get(GPU, 0)
+            if devices is not None and pod.devices and whole:
+                chosen = whole_devices(devices, list(pod.devices[:whole]), whole)
+                if len(chosen) == whole:
+                    pod = replace(pod, devices=(*chosen, *pod.devices[whole:]))
+                    for i in chosen:
                         devices[i] = 0
-                if share and 0 <= pod.devices[-1] < len(devices):
-                    devices[pod.devices[-1]] = max(0, devices[pod.devices[-1]] - share)
             pods.append(pod)
         moved.append(replace(placement, pods=tuple(pods)))
     return moved

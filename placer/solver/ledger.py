@@ -2,8 +2,9 @@
 
 ``charge(fleet, placements)`` returns the fleet as it will be once the placed pods are bound:
 each pod's requests are added to its node's ``requested`` (and one ``pods`` slot), and its GPU
-devices lose what the pod uses (whole devices drop to 0, a shared pod's device loses its
-thousandths). ``release`` undoes exactly that. Both are pure: the input fleet is not changed,
+devices lose what the pod uses (whole devices drop to 0 — the recorded ones while idle, other
+idle ones when a placement decided apart already took them — and a shared pod's device loses
+its thousandths). ``release`` undoes exactly that. Both are pure: the input fleet is not changed,
 untouched clusters and nodes are the same objects in the result.
 
 They need per-pod ``requests`` (and ``devices`` for GPU pods on device-modelled nodes) in the
@@ -19,7 +20,7 @@ from placer.model import GPU_SHARE, Cluster, Fleet, Node, Placement, PodAssignme
 from placer.quantity import GPU, PODS
 from placer.solver.state import node_devices
 
-__all__ = ["charge", "release"]
+__all__ = ["charge", "release", "whole_devices"]
 
 
 def charge(fleet: Fleet, placements: Iterable[Placement]) -> Fleet:
@@ -86,15 +87,29 @@ def _node(node: Node, pods: list[PodAssignment], sign: int) -> Node:
         if devices is None:
             continue  # whole GPUs counted in ``requested`` only
         used = list(pod.devices)
-        if whole:
-            indices = used[:whole] or [i for i, d in enumerate(devices) if d == 1000][:whole]
+        if whole and sign > 0:
+            for i in whole_devices(devices, used[:whole], whole):
+                devices[i] = 0
+        elif whole:
+            indices = used[:whole] or [i for i, d in enumerate(devices) if d == 0][:whole]
             for i in indices:
-                devices[i] = 0 if sign > 0 else 1000
+                devices[i] = 1000
         if share:
             index = used[-1] if used else _device_for(devices, share, sign)
             devices[index] = min(1000, max(0, devices[index] - sign * share))
     gpu_devices = tuple(devices) if devices is not None else None
     return replace(node, requested=requested, gpu_devices=gpu_devices)
+
+
+def whole_devices(devices: list[int], recorded: list[int], whole: int) -> list[int]:
+    """The devices ``whole`` GPUs of a pod take: its recorded ones while they are idle, idle
+    others for the rest. Which device a whole-GPU pod gets is the device plugin's choice, so
+    two placements decided apart that both planned "device 0" of a node with two idle devices
+    take devices 0 and 1 — they do not both zero device 0 and leave the node looking emptier
+    than it is."""
+    taken = [i for i in recorded if 0 <= i < len(devices) and devices[i] == 1000]
+    spare = [i for i, d in enumerate(devices) if d == 1000 and i not in taken]
+    return taken + spare[: whole - len(taken)]
 
 
 def _device_for(devices: list[int], share: int, sign: int) -> int:

@@ -61,3 +61,18 @@ def test_charge_then_release_restores_the_fleet(kit: Any, decide: Any) -> None:
     assert _used_milli(restored) == 600
     for before, after in zip(the_fleet.clusters[0].nodes, restored.clusters[0].nodes, strict=True):
         assert before.free == after.free
+
+
+def test_placements_decided_apart_on_the_same_device_take_two_devices(
+    kit: Any, decide: Any
+) -> None:
+    """Two decisions made on the same fleet both plan "device 0" for a one-GPU pod; charged
+    together they take devices 0 and 1 (the device plugin picks the device, not placer), so
+    the node shows the two GPUs used that it really has, not one."""
+    the_fleet = kit.fleet(kit.cluster("c", kit.node("n0", gpus=4, devices=[1000] * 4)))
+    first = decide([kit.workload("a", ("w", 1, kit.pod(gpus=1)))], the_fleet)
+    second = decide([kit.workload("b", ("w", 1, kit.pod(gpus=1)))], the_fleet)
+    assert first.placements[0].pods[0].devices == second.placements[0].pods[0].devices == (0,)
+    charged = charge(the_fleet, [*first.placements, *second.placements])
+    assert charged.clusters[0].nodes[0].gpu_devices == (0, 0, 1000, 1000)
+    assert _used_milli(charged) == 2000
