@@ -94,9 +94,7 @@ def run(args: argparse.Namespace) -> int:
 
 def run_live(args: argparse.Namespace) -> int:
     """``describe TYPE/NAME``: the workload on the member clusters, with its pods."""
-    from contextlib import ExitStack
-
-    from placer.fleet import open_clients
+    from placer.fleet import member_clients
     from placer.inventory import (
         WorkloadNotFoundError,
         find_workload,
@@ -117,10 +115,7 @@ def run_live(args: argparse.Namespace) -> int:
     namespace = args.namespace or "default"
     catalog = load_catalog(args)
     config = fleet_config_from_args(args)
-    with ExitStack() as stack:
-        clients = open_clients(config)
-        for client in clients.values():
-            stack.callback(client.close)
+    with member_clients(config) as clients:
         definitions = resolve_type_on(type_token, catalog, clients)
         found = find_workload(clients, catalog, definitions, name, namespace)
         views = [live_view(w, clients[w.cluster]) for w in found.workloads]

@@ -15,7 +15,6 @@ from __future__ import annotations
 
 import argparse
 import sys
-from contextlib import ExitStack
 
 from placer.cli._fleet import add_fleet_options, fleet_config_from_args
 from placer.cli._output import add_output_option, print_json, print_table
@@ -50,7 +49,7 @@ def register(subparsers: argparse._SubParsersAction[argparse.ArgumentParser]) ->
 
 
 def run(args: argparse.Namespace) -> int:
-    from placer.fleet import open_clients
+    from placer.fleet import member_clients
     from placer.inventory import age, components_text, list_workloads, resolve_type_on
 
     if args.all_namespaces and args.namespace:
@@ -58,10 +57,7 @@ def run(args: argparse.Namespace) -> int:
     namespace = None if args.all_namespaces else (args.namespace or "default")
     catalog = load_catalog(args)
     config = fleet_config_from_args(args)
-    with ExitStack() as stack:
-        clients = open_clients(config)
-        for client in clients.values():
-            stack.callback(client.close)
+    with member_clients(config) as clients:
         definitions = resolve_type_on(args.type, catalog, clients) if args.type else None
         inventory = list_workloads(clients, catalog, namespace=namespace, definitions=definitions)
     missing = [s.name for s in config.clusters if s.name not in clients]

@@ -115,16 +115,12 @@ def live_fleet(config: FleetConfig) -> Fleet:
     """The members' free capacity as a decision there would see it: gathered, and charged
     with the placements still in flight (ledgers read, nothing deleted)."""
     from placer.dispatch.submit import sync_ledgers
-    from placer.fleet import gather_fleet, open_clients
+    from placer.fleet import gather_fleet, member_clients
 
     fleet = gather_fleet(config)
     report_unreachable(fleet)
-    clients = open_clients(config, [c.name for c in fleet.clusters if c.reachable])
-    try:
+    with member_clients(config, [c.name for c in fleet.clusters if c.reachable]) as clients:
         ledger, warnings = sync_ledgers(clients, delete=False)
-    finally:
-        for client in clients.values():
-            client.close()
     for warning in warnings:
         print(f"warning: {warning}", file=sys.stderr)
     return ledger.charge(fleet)

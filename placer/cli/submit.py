@@ -27,7 +27,6 @@ import importlib
 import re
 import sys
 from collections.abc import Sequence
-from contextlib import ExitStack
 from typing import Any
 
 from placer.cli._decision import add_decision_options, add_manifest_option, decision_policies
@@ -145,7 +144,7 @@ def read_manifests(filenames: Sequence[str], catalog_dirs: Sequence[str]) -> lis
 def run(args: argparse.Namespace) -> int:
     from placer.dispatch.ledger import DEFAULT_TTL
     from placer.dispatch.submit import submit
-    from placer.fleet import open_clients
+    from placer.fleet import member_clients
 
     policies = decision_policies(args)
     wait = parse_duration(args.wait) if args.wait is not None else None
@@ -156,10 +155,7 @@ def run(args: argparse.Namespace) -> int:
         raise UsageError("--wait cannot be combined with --dry-run (nothing is created)")
     manifests = read_manifests(args.filename, args.catalog)
     config = fleet_config_from_args(args)
-    with ExitStack() as stack:
-        clients = open_clients(config)
-        for client in clients.values():
-            stack.callback(client.close)
+    with member_clients(config) as clients:
         report = submit(
             manifests,
             config,

@@ -14,7 +14,7 @@ Kubernetes I/O goes through :mod:`placer.kube` only.
 """
 
 from placer.fleet.capacity import PodTally, cluster_from_api, complete_labels, node_from_api
-from placer.fleet.clients import open_clients
+from placer.fleet.clients import member_clients, open_clients
 from placer.fleet.config import (
     ClusterSource,
     FleetConfig,
@@ -33,6 +33,7 @@ __all__ = [
     "gather_cluster",
     "gather_fleet",
     "load_fleet_file",
+    "member_clients",
     "node_from_api",
     "open_clients",
 ]

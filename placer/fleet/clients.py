@@ -3,13 +3,14 @@
 from __future__ import annotations
 
 import logging
-from collections.abc import Sequence
+from collections.abc import Iterator, Sequence
+from contextlib import contextmanager
 
 from placer.errors import PlacerError
 from placer.fleet.config import FleetConfig
 from placer.kube import ClientSettings, KubeClient, open_client
 
-__all__ = ["open_clients"]
+__all__ = ["member_clients", "open_clients"]
 
 log = logging.getLogger(__name__)
 
@@ -35,3 +36,16 @@ def open_clients(config: FleetConfig, names: Sequence[str] | None = None) -> dic
         except PlacerError as err:
             log.warning("cluster %s: no client: %s", source.name, err.message)
     return clients
+
+
+@contextmanager
+def member_clients(
+    config: FleetConfig, names: Sequence[str] | None = None
+) -> Iterator[dict[str, KubeClient]]:
+    """:func:`open_clients` for a ``with`` block: every client is closed at its end."""
+    clients = open_clients(config, names)
+    try:
+        yield clients
+    finally:
+        for client in clients.values():
+            client.close()
