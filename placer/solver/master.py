@@ -20,14 +20,12 @@ from placer.solver.fragmentation import Mix
 from placer.solver.heuristics import Placed, apply_placed, choose_and_pack, ffd_key
 from placer.solver.packer import Packed, pack
 from placer.solver.portfolio import (
-    HINT_PASSES,
-    PASSES,
-    Hints,
     hint_order,
     run_portfolio,
     value_of,
 )
 from placer.solver.problem import Unit
+from placer.solver.recreate import ruin_and_recreate
 from placer.solver.repair import eject, swap_in
 from placer.solver.state import ClusterState
 
@@ -47,7 +45,6 @@ MASTER_DETERMINISTIC_CAP = 0.5
 SMALL_MODEL = 400
 #: master solve / realise / cut rounds at most.
 MAX_ROUNDS = 4
-EXTRA_PASSES = tuple(p for p in PASSES if p not in HINT_PASSES)
 
 
 @dataclass
@@ -112,7 +109,7 @@ def solve_level(
         margin = 1.5 * hints.pass_seconds
         _global_master(result, pairs, units, states, reset, deadline - margin, clock, seed, mix)
     if result.status != "optimal":
-        _improve(result, units, states, hints, deadline=deadline, clock=clock, mix=mix)
+        _improve(result, units, states, deadline=deadline, clock=clock, seed=seed, mix=mix)
     apply_placed(states, result.placed)
     return result
 
@@ -121,40 +118,29 @@ def _improve(
     result: LevelResult,
     units: Sequence[Unit],
     states: dict[str, ClusterState],
-    hints: Hints,
     *,
     deadline: float,
     clock: Clock,
+    seed: int,
     mix: Mix | None,
 ) -> None:
-    """Node-realised improvement of ``result.placed`` until the deadline: repair
-    (:mod:`placer.solver.repair`) from the hint, then from each of the portfolio's other
-    passes while time is left; the best answer wins."""
+    """Node-realised improvement of ``result.placed`` until the deadline: swap-in and
+    ejection repair (:mod:`placer.solver.repair`) from the hint, then ruin and recreate
+    (:mod:`placer.solver.recreate`) from the best answer so far."""
     best = result.placed
-
-    def consider(placed: Placed, start: str) -> None:
-        nonlocal best
-        if value_of(placed) > value_of(best):
-            best = placed
+    descended = _descend(best, units, states, mix=mix, clock=clock, deadline=deadline)
+    if value_of(descended) > value_of(best):
+        best = descended
+        result.status = "feasible"
+        result.notes.append("improved by repair from the hint")
+    if clock() < deadline:
+        searched, gains = ruin_and_recreate(
+            best, units, states, mix=mix, clock=clock, deadline=deadline, seed=seed
+        )
+        if value_of(searched) > value_of(best):
+            best = searched
             result.status = "feasible"
-            result.notes.append(f"improved by repair from {start or 'the hint'}")
-
-    for name in ("", *EXTRA_PASSES):
-        if name:
-            if clock() + hints.pass_seconds > deadline:
-                break
-            start = run_portfolio(
-                units,
-                states,
-                mix=mix,
-                clock=clock,
-                deadline=deadline,
-                guide=hints.guide,
-                passes=(name,),
-            ).best
-        else:
-            start = best
-        consider(_descend(start, units, states, mix=mix, clock=clock, deadline=deadline), name)
+            result.notes.append(f"improved by ruin and recreate ({gains} gains)")
     result.placed = best
 
 

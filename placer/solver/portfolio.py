@@ -19,16 +19,13 @@ and ``karmada`` first, since nothing can then place every unit):
   objective matters: with its ties broken by a 0.01 % random perturbation, or by a
   preference for small units, the pass lost 2–10 %, because the perturbed optimum splits more
   big gangs between clusters.)
-* **Density** (``dense``): most value per share of the scarcest resource first (when cpu or
-  memory binds, units with many GPUs per core go first); and the LP-guided pass again with
-  fragmentation-aware node scoring (``lp-fgd``, :mod:`placer.solver.fragmentation`). The
-  batch solver runs these two during repair, as further starting points.
 
 A pass runs when the time it is expected to take (``PASS_COST`` relative to the passes that
 ran) fits before the deadline, and stops at the deadline (its partial answer still counts);
 the first always runs whole. When a pass does not fit the portfolio ends, and the batch
-solver gives the time left to repair. The best answer (placed value, then preference) wins;
-ties go to the earlier pass.
+solver gives the time left to repair and to ruin and recreate
+(:mod:`placer.solver.recreate`, which uses :func:`density_key` as one of its orders). The
+best answer (placed value, then preference) wins; ties go to the earlier pass.
 """
 
 from __future__ import annotations
@@ -45,7 +42,6 @@ from placer.solver.problem import Unit
 from placer.solver.state import ClusterState
 
 __all__ = [
-    "HINT_PASSES",
     "PASSES",
     "Hints",
     "density_key",
@@ -55,7 +51,7 @@ __all__ = [
 ]
 
 #: the passes in the order they run (when the demand may fit: see :func:`hint_order`).
-PASSES = ("greedy", "lp", "karmada", "worst-fit", "first-fit", "best-fit", "dense", "lp-fgd")
+PASSES = ("greedy", "lp", "karmada", "worst-fit", "first-fit", "best-fit")
 #: each pass's cost relative to the others (CPU time, measured on the benchmark's openb
 #: fleets at 4-16 clusters): a pass is expected to take its cost times the most seconds per
 #: unit of cost any pass so far took, and is skipped when that does not fit before the
@@ -67,12 +63,7 @@ PASS_COST = {
     "worst-fit": 1.0,
     "first-fit": 0.3,
     "best-fit": 0.3,
-    "dense": 1.0,
-    "lp-fgd": 3.0,
 }
-#: the passes that give the batch solver's hint: the LP-guided pass and every baseline; the
-#: others run during improvement, time permitting.
-HINT_PASSES = PASSES[:6]
 
 
 @dataclass
@@ -121,12 +112,10 @@ def guided(
     x: dict[tuple[int, str], float],
     *,
     mix: Mix | None,
-    fgd: bool = False,
     stop: Callable[[], bool] | None = None,
 ) -> Placed:
-    """The LP-guided pass (see module docstring); leaves the placements applied. ``fgd``:
-    fragmentation node scoring instead of the units' own (except where they spread);
-    ``stop`` as for :func:`~placer.solver.heuristics.run_rule`."""
+    """The LP-guided pass (see module docstring); leaves the placements applied; ``stop``
+    as for :func:`~placer.solver.heuristics.run_rule`."""
     dense = density_key(units, states)
     share = {u.index: max((x.get((u.index, c), 0.0) for c in u.rank), default=0.0) for u in units}
     placed: Placed = []
@@ -137,26 +126,7 @@ def guided(
             (c for c in unit.rank if c in states),
             key=lambda c: (-round(x.get((unit.index, c), 0.0), 3), unit.rank[c], c),
         )
-        scoring = "fgd" if fgd and unit.scoring != "spread" else None
-        choice = choose_and_pack(
-            "greedy", unit, states, order, mix=mix, scoring=scoring, explain=False
-        )
-        if choice.packed is not None and choice.cluster is not None:
-            placed.append((unit, choice.cluster, choice.packed))
-    return placed
-
-
-def _dense(
-    units: Sequence[Unit],
-    states: dict[str, ClusterState],
-    mix: Mix | None,
-    stop: Callable[[], bool] | None = None,
-) -> Placed:
-    placed: Placed = []
-    for unit in sorted(units, key=density_key(units, states)):
-        if stop is not None and stop():
-            break
-        choice = choose_and_pack("greedy", unit, states, unit.allowed(), mix=mix, explain=False)
+        choice = choose_and_pack("greedy", unit, states, order, mix=mix, explain=False)
         if choice.packed is not None and choice.cluster is not None:
             placed.append((unit, choice.cluster, choice.packed))
     return placed
@@ -178,7 +148,7 @@ def hint_order(units: Sequence[Unit], states: dict[str, ClusterState]) -> tuple[
         over = bool((demand > free).any())
     if over:
         return ("lp", "karmada", "greedy", "worst-fit", "first-fit", "best-fit")
-    return HINT_PASSES
+    return PASSES
 
 
 def run_portfolio(
@@ -208,15 +178,13 @@ def run_portfolio(
             # the passes come by expected value per cost: the time left goes to repair
             hints.notes.append(f"portfolio stopped before {name} (time limit)")
             break
-        if name in ("lp", "lp-fgd"):
+        if name == "lp":
             if hints.guide is None:
                 hints.guide = gpu_class_lp(states, units)
                 # the LP is the decision's class_lp_gpu bound as well: solved once either
                 # way, so it does not count as the pass's own cost
                 started = clock()
-            placed = guided(units, states, hints.guide.x, mix=mix, fgd=name == "lp-fgd", stop=stop)
-        elif name == "dense":
-            placed = _dense(units, states, mix, stop=stop)
+            placed = guided(units, states, hints.guide.x, mix=mix, stop=stop)
         else:
             placed = run_rule(name, units, states, mix=mix, stop=stop)
         if stop is not None and stop():
