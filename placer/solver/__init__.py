@@ -68,16 +68,12 @@ keeps every intermediate answer *realised* (each pod on a node):
    ``Σ_{w∈P∪{u}} x_{w,c} ≤ |P|`` (or ``x_{u,c} = 0`` when ``u`` does not pack alone), up to
    ``MAX_ROUNDS`` rounds. At 400 units × 8 clusters the aggregate master neither proves nor
    improves within a second and its answers often do not pack, so large models skip it.
-4. **Repair** (:mod:`placer.solver.repair`) on real node state, each move raising the placed
-   value: **swap-in** (an unplaced unit, largest first, evicts just enough lower-value units
-   from a cluster to pack, and the evicted units move to whatever free scraps fit them) and
-   **ejection** (one victim, which then tries every cluster), in turn while either gains.
-5. **Ruin and recreate** (:mod:`placer.solver.recreate`) until the deadline: take the units
-   off a few nodes that still have free GPUs (or a few random units) of one cluster, pack
-   them and the unplaced units again in a randomised order, keep the result when the value
-   does not drop. This is what repairs GPUs stranded by cpu-heavy pods, which no one- or
-   two-unit move can: on the benchmark's openb fleets at 120 % load it takes the answer from
-   95–97 % of the bound after repair to 99.5–100 % at 20 s.
+4. **Ruin and recreate** (:mod:`placer.solver.recreate`) until the deadline, from the best
+   answer so far: take some units off one cluster — those on a few nodes that still have
+   free GPUs, or just enough cheaper ones to make room for an unplaced unit, or a few at
+   random — pack them and the unplaced units again in a randomised order, and keep the
+   result when the value does not drop. This repairs what no one- or two-unit move can: GPUs
+   stranded by cpu-heavy pods, and big gangs kept out by small units.
 
 The realiser packs a unit's pods largest first, each on the best-scoring node that fits:
 best-fit in batch mode (least GPU, then cpu and memory, left), FGD's fragmentation score in
@@ -86,7 +82,7 @@ batch the baselines realised with it placed within 1–2 % of best-fit either wa
 benchmark, at three to four times the cost), ``spread`` when the policy asks for it.
 
 Status: ``optimal`` when the master was proven optimal and realised completely (or a hint
-placed every unit in its first-choice cluster), ``feasible`` when CP-SAT or repair improved
+placed every unit in its first-choice cluster), ``feasible`` when CP-SAT or the search improved
 on the hint (and for baselines and online mode), ``fallback`` when the portfolio's best hint
 was kept, ``trivial`` when there was nothing to decide.
 

@@ -47,6 +47,14 @@ objective — with objective ``Σ μ_u x_{u,c}`` on placed GPU thousandths, the 
 ``class_lp_gpu`` (at least as tight as the LP without the class split, since summing its
 class rows gives the cluster's totals and slot rows).
 
+Identical units (same pod runs, GPU thousandths and allowed clusters,
+:func:`~placer.solver.problem.identical_units`) share one variable per cluster,
+``X_{u,c} ∈ [0, m_u]`` with ``Σ_c X_{u,c} ≤ m_u`` for a group of ``m_u``: the LP is symmetric
+in them and convex, so it has an optimum with equal values for all of them, and the
+aggregated LP has the same optimum (less than half the variables on the benchmark's
+synthetic gangs). The per-unit ``x`` is read back by handing the group's shares to its units
+one unit's worth at a time (``_spread``).
+
 The same LP with the solver's value and preference objective guides the batch solver
 (:mod:`placer.solver.master`): its ``x`` says which units go where, its ``y`` how many pods
 of each shape each node class takes.
@@ -62,7 +70,7 @@ import numpy as np
 from placer.solver.capacity import infeasible_alone
 from placer.solver.classes import NodeClasses, copies_per_node, node_classes
 from placer.solver.lp import LinearProgram
-from placer.solver.problem import Unit
+from placer.solver.problem import Unit, unit_groups
 from placer.solver.state import ClusterState, IntArray, PodShape
 
 __all__ = ["ClassLP", "class_lp", "shape_key"]
@@ -114,32 +122,62 @@ def class_lp(
                 ids[key] = len(result.shapes)
                 result.shapes.append(run.shape)
             result.shape_of[(unit.index, position)] = ids[key]
+    groups = unit_groups(units)
+    multiplicity = {g[0].index: len(g) for g in groups}
+    representatives = [g[0] for g in groups]
     lp = LinearProgram()
     x: dict[tuple[int, str], int] = {}
     y: dict[str, dict[tuple[int, int], int]] = {}
     for name, state in states.items():
-        members = [u for u in units if name in u.rank and not infeasible_alone(state, u)]
+        members = [u for u in representatives if name in u.rank and not infeasible_alone(state, u)]
         if members:
-            y[name] = _cluster(lp, result, name, state, members, x)
+            y[name] = _cluster(lp, result, name, state, members, x, multiplicity)
     by_unit: dict[int, list[int]] = {}
     for (u, _), var in x.items():
         by_unit.setdefault(u, []).append(var)
-    for variables in by_unit.values():
+    for u, variables in by_unit.items():
         if len(variables) > 1:
-            lp.row(variables, [1.0] * len(variables), upper=1.0)
+            lp.row(variables, [1.0] * len(variables), upper=float(multiplicity[u]))
     by_index = {u.index: u for u in units}
     for (u, c), var in x.items():
         lp.set_objective(var, float(weight(by_index[u], c)))
     result.variables, result.rows = lp.variables, lp.rows
     solution = lp.solve()
     if solution is None:  # pragma: no cover - bounded and feasible (x = 0)
-        result.objective = float(sum(max(0.0, weight(by_index[u], c)) for u, c in x))
+        result.objective = float(
+            sum(multiplicity[u] * max(0.0, weight(by_index[u], c)) for u, c in x)
+        )
         return result
     values = solution.values
     result.objective = solution.objective
-    result.x = {key: float(values[var]) for key, var in x.items()}
+    for group in groups:
+        shares = {c: float(values[var]) for (u, c), var in x.items() if u == group[0].index}
+        result.x.update(_spread(group, shares))
     for name, pairs in y.items():
         result.y[name] = {key: float(values[var]) for key, var in pairs.items()}
+    return result
+
+
+def _spread(group: Sequence[Unit], shares: Mapping[str, float]) -> dict[tuple[int, str], float]:
+    """Per-unit ``x`` of identical units from their group's ``X[c]`` (units placed there in
+    all): the units in input order take the clusters' shares, largest first, one unit's worth
+    at a time, so whole shares stay whole (``X = (2, 1)`` over three units is ``(1, 0)``,
+    ``(1, 0)``, ``(0, 1)``). Each cluster's sum is ``X[c]`` and each unit's at most 1, so this is
+    a solution of the per-unit LP with the same objective."""
+    left = sorted(((-v, c) for c, v in shares.items() if v > 1e-9))
+    result: dict[tuple[int, str], float] = {}
+    position = 0
+    for unit in group:
+        room = 1.0
+        while room > 1e-9 and position < len(left):
+            negative, cluster = left[position]
+            take = min(room, -negative)
+            result[(unit.index, cluster)] = result.get((unit.index, cluster), 0.0) + take
+            room -= take
+            if -negative - take <= 1e-9:
+                position += 1
+            else:
+                left[position] = (negative + take, cluster)
     return result
 
 
@@ -150,13 +188,14 @@ def _cluster(
     state: ClusterState,
     members: list[Unit],
     x: dict[tuple[int, str], int],
+    multiplicity: Mapping[int, int],
 ) -> dict[tuple[int, int], int]:
     """Add one cluster's variables and rows; returns its ``y`` variables."""
     pods: dict[int, int] = {}  # shape id -> pods over the members' runs (for anchors)
     for unit in members:
         for position, run in enumerate(unit.runs):
             sid = result.shape_of[(unit.index, position)]
-            pods[sid] = pods.get(sid, 0) + run.count
+            pods[sid] = pods.get(sid, 0) + run.count * multiplicity[unit.index]
     used = sorted(pods)
     shapes = [result.shapes[s] for s in used]
     classes = node_classes(state, shapes)
@@ -168,7 +207,7 @@ def _cluster(
             if classes.eligible[j, k] and copies[k, j] > 0:
                 y[(sid, k)] = lp.var(float(copies[k, j]))
     for unit in members:
-        x[(unit.index, name)] = lp.var(1.0)
+        x[(unit.index, name)] = lp.var(float(multiplicity[unit.index]))
     # every pod of a placed unit has a class
     terms: dict[int, tuple[list[int], list[float]]] = {
         sid: (

@@ -1,5 +1,5 @@
 """Batch placement of one priority level: the hint portfolio, the CP-SAT master on small
-models, and node-realised repair until the deadline.
+models, and ruin and recreate on real node state until the deadline.
 
 See the package docstring (:mod:`placer.solver`) for the model and how the parts run. The
 caller charges each level's placements before solving the next, so a lower priority only
@@ -26,7 +26,6 @@ from placer.solver.portfolio import (
 )
 from placer.solver.problem import Unit
 from placer.solver.recreate import ruin_and_recreate
-from placer.solver.repair import eject, swap_in
 from placer.solver.state import ClusterState
 
 __all__ = ["CPSAT_WORKERS", "DETERMINISTIC_PER_SECOND", "MAX_ROUNDS", "LevelResult", "solve_level"]
@@ -53,7 +52,7 @@ class LevelResult:
 
     placed: Placed
     #: ``optimal`` (the master was proven optimal and fully realised, or a hint placed every
-    #: unit in its first-choice cluster), ``feasible`` (CP-SAT or repair improved on the
+    #: unit in its first-choice cluster), ``feasible`` (CP-SAT or the search improved on the
     #: hint), ``fallback`` (the portfolio's best hint was kept).
     status: str
     #: CP-SAT's proven bound on the level's placed value, from the first (cut-free) master.
@@ -124,43 +123,17 @@ def _improve(
     seed: int,
     mix: Mix | None,
 ) -> None:
-    """Node-realised improvement of ``result.placed`` until the deadline: swap-in and
-    ejection repair (:mod:`placer.solver.repair`) from the hint, then ruin and recreate
+    """Node-realised improvement of ``result.placed`` until the deadline: ruin and recreate
     (:mod:`placer.solver.recreate`) from the best answer so far."""
-    best = result.placed
-    descended = _descend(best, units, states, mix=mix, clock=clock, deadline=deadline)
-    if value_of(descended) > value_of(best):
-        best = descended
+    if clock() >= deadline:
+        return
+    searched, gains = ruin_and_recreate(
+        result.placed, units, states, mix=mix, clock=clock, deadline=deadline, seed=seed
+    )
+    if value_of(searched) > value_of(result.placed):
+        result.placed = searched
         result.status = "feasible"
-        result.notes.append("improved by repair from the hint")
-    if clock() < deadline:
-        searched, gains = ruin_and_recreate(
-            best, units, states, mix=mix, clock=clock, deadline=deadline, seed=seed
-        )
-        if value_of(searched) > value_of(best):
-            best = searched
-            result.status = "feasible"
-            result.notes.append(f"improved by ruin and recreate ({gains} gains)")
-    result.placed = best
-
-
-def _descend(
-    placed: Placed,
-    units: Sequence[Unit],
-    states: dict[str, ClusterState],
-    *,
-    mix: Mix | None,
-    clock: Clock,
-    deadline: float,
-) -> Placed:
-    """Swap-in and ejection in turn while either raises the placed value (and time is left)."""
-    while clock() < deadline:
-        swapped, _ = swap_in(placed, units, states, mix=mix, clock=clock, deadline=deadline)
-        ejected = eject(swapped, units, states, deadline=deadline, clock=clock, mix=mix)
-        if value_of(ejected) <= value_of(placed):
-            break
-        placed = ejected
-    return placed
+        result.notes.append(f"improved by ruin and recreate ({gains} gains)")
 
 
 def _global_master(

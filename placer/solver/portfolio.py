@@ -23,9 +23,9 @@ and ``karmada`` first, since nothing can then place every unit):
 A pass runs when the time it is expected to take (``PASS_COST`` relative to the passes that
 ran) fits before the deadline, and stops at the deadline (its partial answer still counts);
 the first always runs whole. When a pass does not fit the portfolio ends, and the batch
-solver gives the time left to repair and to ruin and recreate
-(:mod:`placer.solver.recreate`, which uses :func:`density_key` as one of its orders). The
-best answer (placed value, then preference) wins; ties go to the earlier pass.
+solver gives the time left to ruin and recreate (:mod:`placer.solver.recreate`, which
+uses :func:`density_key` as one of its orders). The best answer (placed value, then
+preference) wins; ties go to the earlier pass.
 """
 
 from __future__ import annotations
@@ -175,7 +175,7 @@ def run_portfolio(
         # the first pass runs whole (a complete answer); the others stop at the deadline
         stop = late if best_value is not None else None
         if best_value is not None and started + per_cost * PASS_COST[name] > deadline:
-            # the passes come by expected value per cost: the time left goes to repair
+            # the passes come by expected value per cost: the time left goes to the search
             hints.notes.append(f"portfolio stopped before {name} (time limit)")
             break
         if name == "lp":

@@ -1,15 +1,21 @@
 """Ruin and recreate: a large-neighbourhood search on real node state, until the deadline.
 
-Swap-in and ejection (:mod:`placer.solver.repair`) stop at the first placement that no
-single move improves. At overload that placement typically strands GPUs: the nodes still
-have one or two idle devices but too little cpu or memory left for any unplaced pod, because
-cpu-heavy pods took it. No move of one or two units repairs that; re-choosing the pods of a
-handful of nodes does. Each iteration:
+The portfolio's passes (:mod:`placer.solver.portfolio`) end, at overload, with GPUs
+stranded: nodes still have one or two idle devices but too little cpu or memory left for any
+unplaced pod, because cpu-heavy pods took it; and big gangs wait while small units sit on
+the nodes they would need. Moving one or two units rarely repairs either (an earlier
+swap-in/ejection descent stopped at 95-97 % of the bound on the multi-cluster benchmark);
+re-choosing the pods of a handful of nodes does. Each iteration:
 
 1. **Ruin**: pick a cluster ``c`` (weighted by its free GPU thousandths + 1, so clusters with
-   stranded GPUs are revisited most) and take off it either the units with pods on up to
-   ``STRANDED_NODES`` of its nodes that still have free GPU (plus up to ``EXTRA_VICTIMS``
-   other units of ``c``), or up to ``RANDOM_VICTIMS`` units of ``c`` at random;
+   stranded GPUs are revisited most) and take off it one of:
+
+   * *room* (``ROOM_SHARE`` of the ruins): for an unplaced unit ``u`` allowed in ``c`` that
+     does not fit its free GPUs, units of lower value (cheapest first, with a random factor
+     in ``[0.5, 1.5]``) until the GPUs freed would cover ``u``; ``u`` is recreated first;
+   * *stranded*: the units with pods on up to ``STRANDED_NODES`` of its nodes that still have
+     free GPU, plus up to ``EXTRA_VICTIMS`` other units of ``c``;
+   * *random*: up to ``RANDOM_VICTIMS`` units of ``c``;
 2. **Recreate**: the removed units and the unplaced units allowed in ``c`` are packed again
    (:func:`~placer.solver.heuristics.choose_and_pack`, the units' own node scoring) in one
    of three orders drawn at random — largest value first, most value per scarcest resource
@@ -25,9 +31,8 @@ realised. The search stops at the deadline or after ``STALL_PER_UNIT`` iteration
 ``random.Random(seed)``: identical input and seed give identical answers when it ends by
 that count.
 
-On the multi-cluster benchmark's openb fleets (120 % load) the swap-in/ejection descent
-ends at 95–97 % of the bound; this search lifts it past 97 % within about half a second and
-to 99 % or more within 10 s.
+On the multi-cluster benchmark's openb fleets (120 % load) the search takes the portfolio's
+best hint (91-97 % of the bound) to 98-100 % within 3 s (``simulations/results``).
 """
 
 from __future__ import annotations
@@ -54,6 +59,9 @@ __all__ = [
     "ruin_and_recreate",
 ]
 
+#: share of the ruins that make room for one unplaced unit (the rest are split evenly
+#: between stranded-node and random ruins).
+ROOM_SHARE = 0.2
 #: nodes with free GPU whose units one stranded-node ruin takes off, at most.
 STRANDED_NODES = 6
 #: further units of the cluster a stranded-node ruin takes off, at most.
@@ -96,7 +104,8 @@ def ruin_and_recreate(
         here = [i for i, (c, _) in where.items() if c == name]
         if not here:
             continue
-        victims = _ruin(rng, state, here, where)
+        waiting = [u for u in units if u.index not in where and name in u.rank]
+        victims, first = _ruin(rng, state, here, where, waiting, by_index)
         if not victims:
             continue
         mark = {n: s.mark() for n, s in states.items()}
@@ -104,9 +113,7 @@ def ruin_and_recreate(
         for index in victims:
             state.apply([where.pop(index)[1].replay], sign=-1)
         removed = set(victims)
-        candidates = [by_index[i] for i in victims] + [
-            u for u in units if u.index not in where and u.index not in removed and name in u.rank
-        ]
+        candidates = [by_index[i] for i in victims] + waiting
         draw = rng.random()
         if draw < 0.4:
             candidates.sort(key=ffd_key)
@@ -115,6 +122,9 @@ def ruin_and_recreate(
         else:
             factor = {u.index: rng.uniform(0.5, 1.5) for u in candidates}
             candidates.sort(key=lambda u: (-u.value * factor[u.index], u.index))
+        if first is not None:
+            candidates.remove(first)
+            candidates.insert(0, first)
         for unit in candidates:
             if unit.index in removed:
                 order = sorted(unit.allowed(), key=lambda c: (c != name, unit.rank[c], c))
@@ -144,14 +154,36 @@ def _ruin(
     state: ClusterState,
     here: list[int],
     where: dict[int, tuple[str, Packed]],
-) -> list[int]:
-    """The units to take off ``state``'s cluster (indices; ``here`` are the units on it)."""
-    if rng.random() < 0.5:
+    waiting: list[Unit],
+    by_index: dict[int, Unit],
+) -> tuple[list[int], Unit | None]:
+    """The units to take off ``state``'s cluster (indices; ``here`` are the units on it), and
+    the unplaced unit (of ``waiting``, those allowed there) they make room for, if any."""
+    draw = rng.random()
+    if draw < ROOM_SHARE:
+        free = state.totals()[1]
+        big = [u for u in waiting if u.milli > free]
+        if not big:
+            return [], None
+        unit = rng.choice(big)
+        factor = {i: rng.uniform(0.5, 1.5) for i in here}
+        lower = sorted(
+            (i for i in here if by_index[i].value < unit.value),
+            key=lambda i: (by_index[i].value * factor[i], i),
+        )
+        victims: list[int] = []
+        for index in lower:
+            if free >= unit.milli:
+                break
+            victims.append(index)
+            free += by_index[index].milli
+        return (victims, unit) if free >= unit.milli else ([], None)
+    if draw < ROOM_SHARE + (1 - ROOM_SHARE) / 2:
         stranded = np.flatnonzero((state.devfree > 0) & state.usable).tolist()
         if not stranded:
-            return []
+            return [], None
         chosen = set(rng.sample(stranded, min(len(stranded), rng.randint(1, STRANDED_NODES))))
         victims = [i for i in here if not chosen.isdisjoint(where[i][1].replay.nodes.tolist())]
         extra = rng.sample(here, min(len(here), rng.randint(0, EXTRA_VICTIMS)))
-        return list(dict.fromkeys(victims + extra))
-    return rng.sample(here, min(len(here), rng.randint(1, RANDOM_VICTIMS)))
+        return list(dict.fromkeys(victims + extra)), None
+    return rng.sample(here, min(len(here), rng.randint(1, RANDOM_VICTIMS))), None
