@@ -150,9 +150,11 @@ def class_lp(
         return result
     values = solution.values
     result.objective = solution.objective
+    shares: dict[int, dict[str, float]] = {}
+    for (u, c), var in x.items():
+        shares.setdefault(u, {})[c] = float(values[var])
     for group in groups:
-        shares = {c: float(values[var]) for (u, c), var in x.items() if u == group[0].index}
-        result.x.update(_spread(group, shares))
+        result.x.update(_spread(group, shares.get(group[0].index, {})))
     for name, pairs in y.items():
         result.y[name] = {key: float(values[var]) for key, var in pairs.items()}
     return result

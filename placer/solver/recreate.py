@@ -92,6 +92,7 @@ def ruin_and_recreate(
     apply_placed(states, best)
     where: dict[int, tuple[str, Packed]] = {u.index: (c, p) for u, c, p in best}
     by_index = {u.index: u for u in units}
+    unplaced = {u.index for u in units} - set(where)
     dense = density_key(units, states)
     names = list(states)
     current = value_of(best)
@@ -104,14 +105,18 @@ def ruin_and_recreate(
         here = [i for i, (c, _) in where.items() if c == name]
         if not here:
             continue
-        waiting = [u for u in units if u.index not in where and name in u.rank]
+        waiting = [by_index[i] for i in sorted(unplaced) if name in by_index[i].rank]
         victims, first = _ruin(rng, state, here, where, waiting, by_index)
         if not victims:
             continue
         mark = {n: s.mark() for n, s in states.items()}
         before = dict(where)
+        value, preference = current
         for index in victims:
-            state.apply([where.pop(index)[1].replay], sign=-1)
+            cluster, packed = where.pop(index)
+            state.apply([packed.replay], sign=-1)
+            value -= by_index[index].value
+            preference += by_index[index].rank[cluster]
         removed = set(victims)
         candidates = [by_index[i] for i in victims] + waiting
         draw = rng.random()
@@ -125,20 +130,27 @@ def ruin_and_recreate(
         if first is not None:
             candidates.remove(first)
             candidates.insert(0, first)
+        failed: set[tuple[object, int]] = set()  # (unit identity, capacity version) in ``c``
         for unit in candidates:
             if unit.index in removed:
                 order = sorted(unit.allowed(), key=lambda c: (c != name, unit.rank[c], c))
+            elif unit.milli > state.totals()[1] or (unit.identity, state.version) in failed:
+                continue  # cannot fit, or an identical unit just did not
             else:
                 order = [name]
             choice = choose_and_pack("greedy", unit, states, order, mix=mix, explain=False)
             if choice.packed is not None and choice.cluster is not None:
                 where[unit.index] = (choice.cluster, choice.packed)
-        value = value_of([(by_index[i], c, p) for i, (c, p) in where.items()])
-        if value >= current:
-            if value > current:
+                value += unit.value
+                preference -= unit.rank[choice.cluster]
+            elif len(order) == 1:
+                failed.add((unit.identity, state.version))
+        if (value, preference) >= current:
+            if (value, preference) > current:
                 gains += 1
                 stall = 0
-            current = value
+            current = (value, preference)
+            unplaced = {u.index for u in units} - set(where)
         else:
             for n, s in states.items():
                 s.undo(mark[n])
