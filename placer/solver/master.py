@@ -141,7 +141,14 @@ def _improve(
     if clock() >= deadline:
         return
     searched, gains = ruin_and_recreate(
-        result.placed, units, states, mix=mix, clock=clock, deadline=deadline, seed=seed
+        result.placed,
+        units,
+        states,
+        mix=mix,
+        clock=clock,
+        deadline=deadline,
+        seed=seed,
+        gpu_bound=result.guide.objective if result.guide is not None else None,
     )
     if value_of(searched) > value_of(result.placed):
         result.placed = searched

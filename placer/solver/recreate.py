@@ -26,7 +26,8 @@ re-choosing the pods of a handful of nodes does. Each iteration:
    preference; equal moves let the search drift across plateaus), else undo.
 
 Every intermediate placement is packed node by node, so every accepted placement is
-realised. The search stops at the deadline or after ``STALL_PER_UNIT`` iterations per unit
+realised. The search stops at the deadline, when the placed GPUs reach an upper bound (the
+node-class LP's, when the caller has it), or after ``STALL_PER_UNIT`` iterations per unit
 (at least ``MIN_STALL``) in a row without a strict gain, and draws from
 ``random.Random(seed)``: identical input and seed give identical answers when it ends by
 that count.
@@ -84,9 +85,13 @@ def ruin_and_recreate(
     clock: Clock,
     deadline: float,
     seed: int,
+    gpu_bound: float | None = None,
 ) -> tuple[Placed, int]:
     """Search from ``best`` (see module docstring); returns the best placement found and the
-    iterations that raised the value. The states are left as they were."""
+    iterations that raised the value. ``gpu_bound``: an upper bound on the GPU thousandths any
+    placement of ``units`` places; the search ends when the placement reaches it (only the
+    minor cpu, pod and preference terms could still improve). The states are left as they
+    were."""
     rng = random.Random(seed)
     marks = {name: state.mark() for name, state in states.items()}
     apply_placed(states, best)
@@ -98,7 +103,9 @@ def ruin_and_recreate(
     current = value_of(best)
     gains = stall = 0
     patience = max(MIN_STALL, STALL_PER_UNIT * len(units))
-    while clock() < deadline and stall < patience:
+    milli = sum(u.milli for u, _, _ in best)
+    full = gpu_bound is not None and milli >= gpu_bound - 1e-6
+    while clock() < deadline and stall < patience and not full:
         stall += 1
         name = rng.choices(names, [states[n].totals()[1] + 1 for n in names])[0]
         state = states[name]
@@ -112,10 +119,12 @@ def ruin_and_recreate(
         mark = {n: s.mark() for n, s in states.items()}
         before = dict(where)
         value, preference = current
+        trial = milli
         for index in victims:
             cluster, packed = where.pop(index)
             state.apply([packed.replay], sign=-1)
             value -= by_index[index].value
+            trial -= by_index[index].milli
             preference += by_index[index].rank[cluster]
         removed = set(victims)
         candidates = [by_index[i] for i in victims] + waiting
@@ -142,6 +151,7 @@ def ruin_and_recreate(
             if choice.packed is not None and choice.cluster is not None:
                 where[unit.index] = (choice.cluster, choice.packed)
                 value += unit.value
+                trial += unit.milli
                 preference -= unit.rank[choice.cluster]
             elif len(order) == 1:
                 failed.add((unit.identity, state.version))
@@ -149,7 +159,8 @@ def ruin_and_recreate(
             if (value, preference) > current:
                 gains += 1
                 stall = 0
-            current = (value, preference)
+            current, milli = (value, preference), trial
+            full = gpu_bound is not None and milli >= gpu_bound - 1e-6
             unplaced = {u.index for u in units} - set(where)
         else:
             for n, s in states.items():

@@ -133,6 +133,34 @@ def test_ruin_and_recreate_frees_gpus_that_a_cpu_heavy_pod_strands(kit: Any) -> 
     assert int(problem.states["c"].full.sum()) == 4
 
 
+def test_ruin_and_recreate_stops_at_the_gpu_bound(kit: Any) -> None:
+    # a placement that already places the bound's GPU thousandths is not searched further
+    problem, start = _stranded(kit)
+    placed, gains = ruin_and_recreate(
+        start,
+        problem.units,
+        problem.states,
+        mix=None,
+        clock=Clock(),
+        deadline=10.0,
+        seed=1,
+        gpu_bound=1000.0,
+    )
+    assert gains == 0 and [u.label for u, _, _ in placed] == [start[0][0].label]
+    # with the true bound (three light jobs, 3,000) it searches until it gets there
+    placed, gains = ruin_and_recreate(
+        start,
+        problem.units,
+        problem.states,
+        mix=None,
+        clock=Clock(),
+        deadline=10.0,
+        seed=1,
+        gpu_bound=3000.0,
+    )
+    assert gains >= 1 and sum(u.milli for u, _, _ in placed) == 3000
+
+
 def test_ruin_and_recreate_is_reproducible_for_a_seed(kit: Any) -> None:
     # a bigger overloaded fleet; the search ends by its stall count long before the deadline
     rng = random.Random(5)
