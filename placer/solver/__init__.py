@@ -63,7 +63,8 @@ keeps every intermediate answer *realised* (each pod on a node):
    ``x_{u,c} = 0`` when some run of ``u`` fits no node of ``c`` or more of its replicas than
    the nodes' free blocks hold; per eligible node set ``S`` and resource ``k``
    ``Σ_u D^S_{u,k} x_{u,c} ≤ Σ_{n∈S} f_{n,k}``, GPU thousandths, and slot and shape cuts.
-   Full search from the hint (it proves optimality on small instances); its answer is
+   Full search from the hint, for at most ``MASTER_SHARE`` of the time left (it proves
+   optimality on small instances well within it); its answer is
    realised cluster by cluster (:mod:`placer.solver.packer`); a unit ``u`` that does not pack
    after the units ``P`` packed before it in ``c`` adds the no-good
    ``Σ_{w∈P∪{u}} x_{w,c} ≤ |P|`` (or ``x_{u,c} = 0`` when ``u`` does not pack alone), up to
