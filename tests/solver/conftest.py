@@ -6,6 +6,7 @@ also asserts a zero realisation gap.
 
 from __future__ import annotations
 
+import random
 from collections.abc import Callable, Mapping, Sequence
 from typing import Any
 
@@ -99,6 +100,31 @@ def workload(
     )
 
 
+def random_jobs(
+    rng: random.Random,
+    count: int,
+    *,
+    replicas: Sequence[int],
+    gpus: Sequence[int],
+    cpu: tuple[int, int],
+) -> list[Workload]:
+    """``count`` one-component jobs ``j0``, ``j1``, …: replicas and GPUs per pod drawn from
+    the choices given, cores uniformly from the ``cpu`` range."""
+    return [
+        workload(
+            f"j{i}",
+            ("w", rng.choice(replicas), pod(gpus=rng.choice(gpus), cpu=rng.randint(*cpu))),
+        )
+        for i in range(count)
+    ]
+
+
+def split_fleet(nodes: Sequence[Node], clusters: int) -> Fleet:
+    """``nodes`` in ``clusters`` clusters ``c0``, ``c1``, … of equal size, in order."""
+    size = len(nodes) // clusters
+    return fleet(*(cluster(f"c{c}", *nodes[size * c : size * (c + 1)]) for c in range(clusters)))
+
+
 def where(decision: Decision) -> dict[str, str]:
     """workload name -> cluster of the placed ones."""
     return {p.workload.name: p.cluster for p in decision.placements}
@@ -140,6 +166,8 @@ def kit() -> Any:
         fleet=fleet,
         pod=pod,
         workload=workload,
+        random_jobs=random_jobs,
+        split_fleet=split_fleet,
         where=where,
         reasons=reasons,
     )

@@ -177,18 +177,8 @@ def test_no_solver_places_more_than_the_bounds(kit: Any, decide: Any) -> None:
             )
             for i in range(9)
         ]
-        the_fleet = kit.fleet(*(kit.cluster(f"c{c}", *nodes[3 * c : 3 * c + 3]) for c in range(3)))
-        jobs = [
-            kit.workload(
-                f"j{i}",
-                (
-                    "w",
-                    rng.choice([1, 1, 2, 4]),
-                    kit.pod(gpus=rng.choice([1, 2]), cpu=rng.randint(2, 30)),
-                ),
-            )
-            for i in range(14)
-        ]
+        the_fleet = kit.split_fleet(nodes, 3)
+        jobs = kit.random_jobs(rng, 14, replicas=[1, 1, 2, 4], gpus=[1, 2], cpu=(2, 30))
         jobs += [
             kit.workload(f"s{i}", ("w", 1, kit.pod(share=rng.choice([300, 700])))) for i in range(4)
         ]
