@@ -56,7 +56,7 @@ keeps every intermediate answer *realised* (each pod on a node):
    never below any baseline's when the passes fit in the limit (each takes 0.03–0.2 s at
    200–700 workloads × 4–16 clusters, ``karmada`` about twice that). When the demand exceeds
    the free totals the LP-guided pass and ``karmada`` go first, and the portfolio ends at
-   the first pass that does not fit in the first half of the level's time (``PORTFOLIO_SHARE``;
+   the first pass that does not fit in the first 30 % of the level's time (``PORTFOLIO_SHARE``;
    the rest is the search's). The best answer is the hint.
 3. **Master** (CP-SAT, small models only: at most ``SMALL_MODEL`` unit-cluster pairs) on
    node-aware aggregated capacity (:mod:`placer.solver.capacity`): ``Σ_c x_{u,c} ≤ 1``;

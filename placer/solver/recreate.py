@@ -7,8 +7,8 @@ the nodes they would need. Moving one or two units rarely repairs either (an ear
 swap-in/ejection descent stopped at 95-97 % of the bound on the multi-cluster benchmark);
 re-choosing the pods of a handful of nodes does. Each iteration:
 
-1. **Ruin**: pick a cluster ``c`` (weighted by its free GPU thousandths + 1, so clusters with
-   stranded GPUs are revisited most) and take off it one of:
+1. **Ruin**: pick a cluster ``c`` (weighted by the square of its free GPU thousandths + 1,
+   so the clusters with the most stranded GPUs are revisited most) and take off it one of:
 
    * *room* (``ROOM_SHARE`` of the ruins): for an unplaced unit ``u`` allowed in ``c`` that
      does not fit its free GPUs, units of lower value (cheapest first, with a random factor
@@ -107,7 +107,7 @@ def ruin_and_recreate(
     full = gpu_bound is not None and milli >= gpu_bound - 1e-6
     while clock() < deadline and stall < patience and not full:
         stall += 1
-        name = rng.choices(names, [states[n].totals()[1] + 1 for n in names])[0]
+        name = rng.choices(names, [(states[n].totals()[1] + 1) ** 2 for n in names])[0]
         state = states[name]
         here = [i for i, (c, _) in where.items() if c == name]
         if not here:
