@@ -17,6 +17,8 @@ import pytest
 from placer.model import GPU_SHARE, Fleet, Node, Workload
 from placer.quantity import CPU, GPU, PODS
 from placer.solver import SOLVERS
+from placer.solver.bounds import gpu_class_lp
+from placer.solver.problem import build_problem
 from placer.solver.state import node_devices
 
 
@@ -219,3 +221,27 @@ def test_node_classes_group_identical_nodes_and_coarse_classes_only_loosen(
     assert coarse.total(coarse.free).sum(axis=0).tolist() == state.free.sum(axis=0).tolist()
     assert gpu_class_lp(problem.states, units).objective >= exact
     assert exact >= 1000 * _exact_gpus(jobs, the_fleet)
+
+
+def test_identical_units_share_the_class_lp_and_get_whole_shares_back(kit: Any) -> None:
+    # four identical 8-GPU jobs; "a" holds two of them, "b" one: the LP has one variable per
+    # cluster for the group, and hands the shares back one unit's worth at a time
+    the_fleet = kit.fleet(
+        kit.cluster("a", kit.node("a0", gpus=8), kit.node("a1", gpus=8)),
+        kit.cluster("b", kit.node("b0", gpus=8), kit.node("b1", gpus=8, used=4)),
+    )
+    jobs = [kit.workload(f"j{i}", ("w", 1, kit.pod(gpus=8))) for i in range(4)]
+    problem = build_problem(jobs, the_fleet, ())
+    lp = gpu_class_lp(problem.states, problem.units)
+    assert lp.objective == pytest.approx(24_000)
+    per_unit = [
+        {c: round(lp.x.get((u.index, c), 0.0), 9) for c in ("a", "b")} for u in problem.units
+    ]
+    assert all(sum(x.values()) <= 1 + 1e-9 for x in per_unit)
+    assert sum(x["a"] for x in per_unit) == pytest.approx(2)
+    assert sum(x["b"] for x in per_unit) == pytest.approx(1)
+    # whole shares stay whole: three units get one cluster each, the fourth nothing
+    assert sorted(tuple(x.values()) for x in per_unit) == [(0, 0), (0, 1), (1, 0), (1, 0)]
+    # the group is one LP column per cluster, not one per unit
+    single = gpu_class_lp(problem.states, problem.units[:1])
+    assert lp.variables == single.variables
