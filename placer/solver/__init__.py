@@ -34,8 +34,9 @@ Why a decomposition
 A pod-to-node CP-SAT model is exact but does not scale: an exploratory run found no first
 solution in 5 s at 122 nodes × 200 gangs (benchmark-design B.3), and on one of the
 benchmark's 1,213-node instances (:mod:`simulations.exact`) it found 5,854 GPUs in 60 s where
-this solver's 1-s decision places 5,934. (On 80-node instances it proves the optimum in
-seconds; the benchmark uses that to check the bounds.) Cluster-total models
+this solver's 1-s decision placed 5,934 at the time (before ruin and recreate). (On 80-node
+instances it proves the optimum in seconds; the benchmark uses that to check the bounds.)
+Cluster-total models
 scale but lie: aggregate "8 GPUs free" may be 4 + 4 on two nodes, and realising cluster-level
 answers on nodes lost 9–11 % of GPUs in the same experiments. placer splits the problem and
 keeps every intermediate answer *realised* (each pod on a node):
