@@ -56,6 +56,7 @@ __all__ = [
     "EXTRA_VICTIMS",
     "MIN_STALL",
     "RANDOM_VICTIMS",
+    "ROOM_SHARE",
     "STALL_PER_UNIT",
     "STRANDED_NODES",
     "ruin_and_recreate",
