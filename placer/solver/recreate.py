@@ -141,29 +141,28 @@ def ruin_and_recreate(
         if first is not None:
             candidates.remove(first)
             candidates.insert(0, first)
-        failed: set[tuple[object, int]] = set()  # (unit identity, capacity version) in ``c``
+        # a unit that cannot fit is refused cheaply by choose_and_pack: free totals first,
+        # then the packer's failure memo for identical units on the same capacity
+        placed_now: set[int] = set()
         for unit in candidates:
             if unit.index in removed:
                 order = sorted(unit.allowed(), key=lambda c: (c != name, unit.rank[c], c))
-            elif unit.milli > state.totals()[1] or (unit.identity, state.version) in failed:
-                continue  # cannot fit, or an identical unit just did not
             else:
                 order = [name]
             choice = choose_and_pack("greedy", unit, states, order, mix=mix, explain=False)
             if choice.packed is not None and choice.cluster is not None:
                 where[unit.index] = (choice.cluster, choice.packed)
+                placed_now.add(unit.index)
                 value += unit.value
                 trial += unit.milli
                 preference -= unit.rank[choice.cluster]
-            elif len(order) == 1:
-                failed.add((unit.identity, state.version))
         if (value, preference) >= current:
             if (value, preference) > current:
                 gains += 1
                 stall = 0
             current, milli = (value, preference), trial
             full = gpu_bound is not None and milli >= gpu_bound - 1e-6
-            unplaced = {u.index for u in units} - set(where)
+            unplaced = (unplaced | removed) - placed_now
         else:
             for n, s in states.items():
                 s.undo(mark[n])
