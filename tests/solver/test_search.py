@@ -13,7 +13,7 @@ from placer.model import Decision, Workload
 from placer.simulate import Settings, simulate, summarize
 from placer.solver import SOLVERS
 from placer.solver.clock import Clock
-from placer.solver.heuristics import run_rule
+from placer.solver.heuristics import Placed, run_rule
 from placer.solver.packer import Packed, pack
 from placer.solver.portfolio import value_of
 from placer.solver.problem import build_problem
@@ -56,6 +56,21 @@ def test_cpsat_places_at_least_as_much_as_every_baseline(kit: Any, decide: Any) 
         assert values["cpsat"] >= max(values.values()), values
 
 
+def _search(problem: Any, start: Placed, *, seed: int, **options: Any) -> tuple[Placed, int]:
+    """Ruin and recreate from ``start`` on the problem's units and states, no pod mix, a
+    deadline far enough that the search ends by its own counts (or the GPU bound)."""
+    return ruin_and_recreate(
+        start,
+        problem.units,
+        problem.states,
+        mix=None,
+        clock=Clock(),
+        deadline=60.0,
+        seed=seed,
+        **options,
+    )
+
+
 def test_ruin_and_recreate_moves_small_units_out_of_the_way_of_a_big_gang(kit: Any) -> None:
     # "big" has one free 8-GPU node; a 2-GPU job sits on it, so the 8-GPU gang does not fit.
     # "small" has room for the 2-GPU job: a ruin takes it off, the gang packs, it moves over
@@ -73,15 +88,7 @@ def test_ruin_and_recreate_moves_small_units_out_of_the_way_of_a_big_gang(kit: A
     packed = pack(problem.states["big"], little.runs)
     assert isinstance(packed, Packed)
     problem.states["big"].undo(mark)
-    placed, gains = ruin_and_recreate(
-        [(little, "big", packed)],
-        problem.units,
-        problem.states,
-        mix=None,
-        clock=Clock(),
-        deadline=10.0,
-        seed=0,
-    )
+    placed, gains = _search(problem, [(little, "big", packed)], seed=0)
     assert gains == 1
     assert {(u.label.split("/")[-1], c) for u, c, _ in placed} == {
         ("gang", "big"),
@@ -113,9 +120,7 @@ def test_ruin_and_recreate_frees_gpus_that_a_cpu_heavy_pod_strands(kit: Any) -> 
     heavy, lights = problem.units[0], problem.units[1:]
     assert all(u.value < heavy.value for u in lights)
 
-    placed, gains = ruin_and_recreate(
-        start, problem.units, problem.states, mix=None, clock=Clock(), deadline=10.0, seed=1
-    )
+    placed, gains = _search(problem, start, seed=1)
     assert gains >= 1
     assert sorted(u.label.split("/")[-1] for u, _, _ in placed) == ["light0", "light1", "light2"]
     # the states are left as they were
@@ -128,16 +133,7 @@ def test_ruin_and_recreate_stops_at_the_gpu_bound(kit: Any) -> None:
     # with the true bound (three light jobs, 3,000) it searches until it gets there
     for bound, most_gains, placed_milli in ((1000.0, 0, 1000), (3000.0, None, 3000)):
         problem, start = _stranded(kit)
-        placed, gains = ruin_and_recreate(
-            start,
-            problem.units,
-            problem.states,
-            mix=None,
-            clock=Clock(),
-            deadline=10.0,
-            seed=1,
-            gpu_bound=bound,
-        )
+        placed, gains = _search(problem, start, seed=1, gpu_bound=bound)
         assert sum(u.milli for u, _, _ in placed) == placed_milli
         assert gains == most_gains if most_gains is not None else gains >= 1
 
@@ -157,9 +153,7 @@ def test_ruin_and_recreate_is_reproducible_for_a_seed(kit: Any) -> None:
         start = run_rule("greedy", problem.units, problem.states, mix=None)
         for state in problem.states.values():
             state.undo(0)
-        placed, _ = ruin_and_recreate(
-            start, problem.units, problem.states, mix=None, clock=Clock(), deadline=60.0, seed=7
-        )
+        placed, _ = _search(problem, start, seed=7)
         answers.append(sorted((u.index, c, p.replay.nodes.tolist()) for u, c, p in placed))
         assert value_of(placed) >= value_of(start)
     assert answers[0] == answers[1]
