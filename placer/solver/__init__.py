@@ -54,7 +54,7 @@ keeps every intermediate answer *realised* (each pod on a node):
    ``max_c x_{u,c}``, then most value per scarcest resource; clusters by decreasing
    ``x_{u,c}``), then every other baseline exactly as its own decision runs it
    (:func:`placer.solver.heuristics.run_rule`), so with one priority level CP-SAT's answer is
-   never below any baseline's when the passes fit in the limit (each takes 0.03–0.2 s at
+   never below any baseline's when the passes fit in the portfolio's share (each takes 0.03–0.2 s at
    200–700 workloads × 4–16 clusters, ``karmada`` about twice that). When the demand exceeds
    the free totals the LP-guided pass and ``karmada`` go first, and the portfolio ends at
    the first pass that does not fit in the first 30 % of the level's time (``PORTFOLIO_SHARE``;
@@ -75,8 +75,9 @@ keeps every intermediate answer *realised* (each pod on a node):
    answer so far: take some units off one cluster — those on a few nodes that still have
    free GPUs, or just enough cheaper ones to make room for an unplaced unit, or a few at
    random — pack them and the unplaced units again in a randomised order, and keep the
-   result when the value does not drop. This repairs what no one- or two-unit move can: GPUs
-   stranded by cpu-heavy pods, and big gangs kept out by small units.
+   result when the value does not drop; it ends early when the placed GPUs reach the
+   node-class LP bound or gains stop coming. This repairs what no one- or two-unit move can:
+   GPUs stranded by cpu-heavy pods, and big gangs kept out by small units.
 
 The realiser packs a unit's pods largest first, each on the best-scoring node that fits:
 best-fit in batch mode (least GPU, then cpu and memory, left), FGD's fragmentation score in
