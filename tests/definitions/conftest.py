@@ -12,6 +12,8 @@ from placer.definitions import Catalog, Document, read_documents
 
 SAMPLES = Path(__file__).parent / "samples"
 REPO = Path(__file__).resolve().parents[2]
+#: upstream's catalog, carried as test data (tests/data/workload-map/README.md)
+UPSTREAM_CATALOG = REPO / "tests" / "data" / "workload-map" / "catalog"
 
 
 def shared_reference() -> Path | None:
@@ -25,6 +27,17 @@ def shared_reference() -> Path | None:
 @pytest.fixture(scope="session")
 def catalog() -> Catalog:
     return Catalog.builtin()
+
+
+@pytest.fixture(scope="session")
+def upstream_catalog_dir() -> Path:
+    return UPSTREAM_CATALOG
+
+
+@pytest.fixture(scope="session")
+def upstream_catalog() -> Catalog:
+    """Upstream's 23 catalog definitions alone (no built-ins)."""
+    return Catalog.load([UPSTREAM_CATALOG], builtin=False)
 
 
 @pytest.fixture(scope="session")

@@ -7,7 +7,8 @@
   instances and replicas, except for the deliberate differences listed in ``DIFFERENCES``
   (each is explained in the header comment of placer's definition). Any other difference fails.
 
-Skipped when the reference data (``../shared/reference`` or ``$PLACER_SHARED``) is absent.
+Upstream's catalog is carried in ``tests/data/workload-map/catalog``; the tests that read the
+other reference files skip when ``../shared/reference`` (or ``$PLACER_SHARED``) is absent.
 """
 
 from __future__ import annotations
@@ -75,12 +76,12 @@ DIFFERENCES: dict[tuple[str, int], dict[str, tuple[int, int | None]] | str] = {
 
 
 @pytest.fixture(scope="module")
-def upstream(reference: Path) -> Catalog:
-    return Catalog.load([reference / "karta-catalog"], builtin=False)
+def upstream(upstream_catalog: Catalog) -> Catalog:
+    return upstream_catalog
 
 
-def test_every_upstream_catalog_file_loads_and_validates(reference: Path) -> None:
-    files = sorted((reference / "karta-catalog").glob("*.yaml"))
+def test_every_upstream_catalog_file_loads_and_validates(upstream_catalog_dir: Path) -> None:
+    files = sorted(upstream_catalog_dir.glob("*.yaml"))
     assert len(files) == 23
     for file in files:
         (definition,) = load_definitions(file)
