@@ -27,7 +27,6 @@ from functools import cache
 from pathlib import Path
 from typing import Any
 
-import pytest
 import yaml
 
 from placer.definitions import Catalog, decompose, phases_of
