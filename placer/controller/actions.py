@@ -45,6 +45,7 @@ from placer.controller.records import (
     record_of,
     record_patch,
     status_patch,
+    uid_of,
 )
 from placer.definitions import (
     can_suspend,
@@ -77,6 +78,7 @@ class ActionsMixin(ControllerBase):
         self, ref: WorkloadRef, obj: JSON, actions: list[Action], copies: dict[str, JSON]
     ) -> None:
         requeue = False
+        failed = False
         try:
             for action in actions:
                 if self._halt.is_set():
@@ -96,29 +98,58 @@ class ActionsMixin(ControllerBase):
                 elif isinstance(action, Failover):
                     self._failover(ref, obj, action)
                     requeue = True
-        except NotFoundError:
-            pass  # the hub object went away meanwhile: its informer says so
+        except NotFoundError as err:
+            if self._hub_object_gone(ref, obj):
+                return  # a quiet no-op: the object left every queue and cache
+            failed = True  # a 404 from a member (its namespace or kind is missing)
+            self._retry_later(ref, err)
         except KubeError as err:
-            log.warning(
-                "%s: %s",
-                ref_text(ref),
-                err,
-                extra={"event": "action-failed", "workload": ref_text(ref)},
-            )
-            with self._lock:
-                self._retry[ref] = self._clock() + 2.0
+            failed = True
+            self._retry_later(ref, err)
         except Exception:
+            failed = True
             log.exception("%s: action failed", ref_text(ref), extra={"event": "action-failed"})
-            with self._lock:
-                self._retry[ref] = self._clock() + 5.0
+            self._retry_later(ref, None)
         finally:
             with self._wake:
                 self._busy.discard(ref)
-                if requeue:
-                    self._pending.setdefault(ref, self._clock())
-                    self._cycle_wake.set()
-                self._dirty.add(ref)
+                if not failed:
+                    self._action_backoff.forget(ref)
+                if ref in self._objects:
+                    if requeue:
+                        self._pending.setdefault(ref, self._clock())
+                        self._cycle_wake.set()
+                    if not failed:
+                        self._dirty.add(ref)
                 self._wake.notify_all()
+
+    def _hub_object_gone(self, ref: WorkloadRef, obj: JSON) -> bool:
+        """After a 404: whether the hub object is gone (then it is forgotten at once)."""
+        try:
+            current = self.hub.get(ref.api_version, ref.kind, ref.name, namespace=ref.namespace)
+        except NotFoundError:
+            current = None
+        except KubeError:
+            return False
+        if current is not None and uid_of(current) == uid_of(obj):
+            return False
+        self._forget_object(ref, uid_of(obj))
+        return True
+
+    def _retry_later(self, ref: WorkloadRef, err: KubeError | None) -> None:
+        """Reconcile ``ref`` again after a growing delay (2 s, doubling, at most a minute)."""
+        with self._lock:
+            when = self._action_backoff.failed(ref, self._clock(), 0)
+            if ref in self._objects:
+                self._retry[ref] = when
+        if err is not None:
+            log.warning(
+                "%s: %s (retried in %.0fs)",
+                ref_text(ref),
+                err,
+                when - self._clock(),
+                extra={"event": "action-failed", "workload": ref_text(ref)},
+            )
 
     def _adopt(self, ref: WorkloadRef, obj: JSON, cluster: str, copy: JSON) -> JSON:
         record = PlacementRecord.from_object(copy)
@@ -247,7 +278,17 @@ class ActionsMixin(ControllerBase):
         )
 
     def _finalize(self, ref: WorkloadRef, obj: JSON) -> None:
-        self._patch_meta(ref, obj, finalizer_patch)
+        written: list[JSON] = []
+
+        def build(current: JSON) -> JSON | None:
+            patch = finalizer_patch(current)
+            if patch is not None:
+                written.append(patch)
+            return patch
+
+        self._patch_meta(ref, obj, build)
+        if not written:
+            return  # (someone else removed it meanwhile)
         log.info(
             "%s: deleted on the hub; copies removed",
             ref_text(ref),

@@ -37,6 +37,8 @@ from placer.controller.records import (
     ANNOTATION_PHASE,
     LABEL_HUB,
     condition_of,
+    finalizers_of,
+    is_deleting,
     placed_condition,
     record_of,
     status_patch,
@@ -67,6 +69,7 @@ log = logging.getLogger(__name__)
 JSON = dict[str, Any]
 KindKey = tuple[str, str]
 _DECOMPOSITIONS = 20_000
+_PHASES = 50_000
 
 
 def ref_text(ref: WorkloadRef) -> str:
@@ -145,8 +148,20 @@ class ControllerBase:
         self._fleet: Fleet | None = None
         self._free: dict[str, dict[str, int]] = {}
         self._last_gather = float("-inf")
-        self._decomposed: OrderedDict[tuple[str, str], Decomposition] = OrderedDict()
-        self._phases: dict[tuple[str, str, str, str], str] = {}
+        #: hub object uid -> (resourceVersion, decomposition): one entry per live object.
+        self._decomposed: OrderedDict[str, tuple[str, Decomposition]] = OrderedDict()
+        #: (cluster, kind, namespace, name) of a copy -> (resourceVersion, phase).
+        self._phases: dict[tuple[str, str, str, str], tuple[str, str]] = {}
+        #: hub object uid -> members this leader dispatched it to (or tried): where a copy
+        #: may be although no record says so (see ``reconcile``'s ``suspects``).
+        self._touched: dict[str, set[str]] = {}
+        #: uids of hub objects listed when this leader started: an earlier leader may have
+        #: dispatched them without recording it, so a copy may be on any member.
+        self._inherited: set[str] = set()
+        #: hub object -> the text of the ``MemberNotListed`` condition written on it.
+        self._blocked: dict[WorkloadRef, str] = {}
+        #: failed single-object actions, retried with a growing delay.
+        self._action_backoff = Backoff(2.0, 60.0)
         self._pool: ThreadPoolExecutor | None = None
         self._threads: list[threading.Thread] = []
         self._elector: LeaderElector | None = None
@@ -226,13 +241,52 @@ class ControllerBase:
         return result
 
     def _remember_hub(self, ref: WorkloadRef, obj: JSON) -> None:
-        informer = self._hub_informers.get((ref.api_version, ref.kind))
-        if informer is not None:
-            informer.remember(obj)
+        """Keep what a hub write answered, unless the object is gone meanwhile.
+
+        NB: the answer to a write can arrive after the watch's DELETED event for the same
+        object (the write that removes the last finalizer is such a write): an object the
+        caches no longer hold is never put back.
+        """
+        if is_deleting(obj) and not finalizers_of(obj):
+            self._forget_object(ref, uid_of(obj))  # that write removed it for good
+            return
         with self._lock:
             current = self._objects.get(ref)
-            if current is None or rv_of(current) <= rv_of(obj):
+            if current is None or uid_of(current) != uid_of(obj):
+                return
+            informer = self._hub_informers.get((ref.api_version, ref.kind))
+            if informer is not None:
+                informer.refresh(obj)
+            if rv_of(current) <= rv_of(obj):
                 self._objects[ref] = obj
+
+    def _forget_object(self, ref: WorkloadRef, uid: str) -> None:
+        """The hub object is gone: it leaves every queue and cache (busy work ends by itself)."""
+        with self._wake:
+            current = self._objects.get(ref)
+            if current is not None and uid and uid_of(current) != uid:
+                return  # a new object of the same name
+            self._objects.pop(ref, None)
+            if uid:
+                self._by_uid.pop(uid, None)
+                self._touched.pop(uid, None)
+                self._inherited.discard(uid)
+                self._decomposed.pop(uid, None)
+            self._pending.pop(ref, None)
+            self._dirty.discard(ref)
+            self._retry.pop(ref, None)
+            self._first_seen.pop(ref, None)
+            self._invalid.pop(ref, None)
+            self._blocked.pop(ref, None)
+            self._backoff.forget(ref)
+            self._action_backoff.forget(ref)
+            for cluster in self.members:
+                self._phases.pop((cluster, ref.kind, ref.namespace, ref.name), None)
+            if current is not None and record_of(current) is not None:
+                self._epoch += 1  # its capacity comes back
+            self._wake.notify_all()
+        if uid:
+            self.events.forget(uid)
 
     def _confirm(self, ref: WorkloadRef, obj: JSON, cluster: str, how: str) -> JSON:
         record = record_of(obj)
@@ -247,15 +301,18 @@ class ControllerBase:
         return self._patch_status(ref, obj, status_patch(obj, condition))
 
     def _decompose(self, obj: Mapping[str, Any]) -> Decomposition:
-        key = (uid_of(obj), version_of(obj))
+        """The hub object's decomposition, cached per object (its latest version only)."""
+        uid, version = uid_of(obj), version_of(obj)
         with self._lock:
-            cached = self._decomposed.get(key)
+            cached = self._decomposed.get(uid)
             catalog = self._definitions.catalog
-        if cached is not None:
-            return cached
+        if cached is not None and cached[0] == version:
+            return cached[1]
         decomposition = decompose(obj, catalog, source="hub")
         with self._lock:
-            self._decomposed[key] = decomposition
+            if uid in self._by_uid:  # (not for an object gone meanwhile)
+                self._decomposed[uid] = (version, decomposition)
+                self._decomposed.move_to_end(uid)
             while len(self._decomposed) > _DECOMPOSITIONS:
                 self._decomposed.popitem(last=False)
         return decomposition
@@ -280,20 +337,22 @@ class ControllerBase:
         return {**body, "metadata": meta}
 
     def _phase_of(self, cluster: str, copy: Mapping[str, Any]) -> str:
+        """The copy's phase through its definition, cached per copy (latest version only)."""
         meta = copy.get("metadata") or {}
-        key = (cluster, str(meta.get("namespace")), str(meta.get("name")), version_of(copy))
+        key = (cluster, str(copy.get("kind")), str(meta.get("namespace")), str(meta.get("name")))
+        version = version_of(copy)
         cached = self._phases.get(key)
-        if cached is not None:
-            return cached
+        if cached is not None and cached[0] == version:
+            return cached[1]
         try:
             phase = ",".join(phases_of(copy, self._definitions.catalog))
         except PlacerError:
             phase = ""
         if phase == "Undefined":
             phase = ""
-        if len(self._phases) > 50_000:
+        if len(self._phases) > _PHASES:
             self._phases.clear()
-        self._phases[key] = phase
+        self._phases[key] = (version, phase)
         return phase
 
 

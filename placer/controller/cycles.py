@@ -480,9 +480,10 @@ class CyclesMixin(ControllerBase):
             False, reason, text, time.time(), generation=generation_of(obj)
         )
         with self._wake:
+            if ref not in self._objects:
+                return  # deleted meanwhile
             self._backoff.failed(ref, self._clock(), epoch)
-            if ref in self._objects:
-                self._pending.setdefault(ref, self._clock())
+            self._pending.setdefault(ref, self._clock())
         self.metrics.unschedulable.labels(category).inc()
         try:
             current = self._objects.get(ref, obj)

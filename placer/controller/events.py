@@ -17,6 +17,7 @@ import logging
 import secrets
 import threading
 import time
+from collections import OrderedDict
 from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import Any
@@ -31,6 +32,9 @@ log = logging.getLogger(__name__)
 
 COMPONENT = "placer-controller"
 _MESSAGE_LIMIT = 1024
+#: objects whose last Event is remembered for aggregation (the oldest are dropped first; an
+#: object gone normally drops its own at once).
+_REMEMBERED = 10_000
 
 
 def event_body(
@@ -91,7 +95,7 @@ class EventRecorder:
     def __init__(self, client: KubeClient, *, instance: str) -> None:
         self.client = client
         self.instance = instance
-        self._last: dict[str, _Last] = {}
+        self._last: OrderedDict[str, _Last] = OrderedDict()
         self._lock = threading.Lock()
 
     def record(self, obj: Mapping[str, Any], type_: str, reason: str, message: str) -> None:
@@ -133,6 +137,9 @@ class EventRecorder:
                     body["metadata"]["namespace"],
                     1,
                 )
+                self._last.move_to_end(uid)
+                while len(self._last) > _REMEMBERED:
+                    self._last.popitem(last=False)
         except KubeError as err:
             log.warning(
                 "could not record event %s: %s", reason, err, extra={"event": "event-error"}

@@ -117,6 +117,19 @@ class Informer:
                 return
             self._cache[key] = dict(obj)
 
+    def refresh(self, obj: Mapping[str, Any]) -> None:
+        """Replace a cached object with a newer version the controller just wrote.
+
+        Unlike :meth:`remember`, nothing happens when the object is not cached (any more):
+        an answer that arrives after the watch's DELETED event must not bring it back.
+        """
+        key = _key(obj)
+        with self._lock:
+            current = self._cache.get(key)
+            if current is None or _uid(current) != _uid(obj) or _rv(current) > _rv(obj):
+                return
+            self._cache[key] = dict(obj)
+
     def forget(self, namespace: str, name: str) -> None:
         """Drop an object the controller just deleted."""
         with self._lock:
@@ -235,6 +248,10 @@ class Informer:
         with self._lock:
             old = self._cache.pop(key, None)
         self._on_change(self, old or obj, None)
+
+
+def _uid(obj: Mapping[str, Any]) -> str:
+    return str((obj.get("metadata") or {}).get("uid") or "")
 
 
 def _rv(obj: Mapping[str, Any]) -> int:

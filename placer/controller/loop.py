@@ -365,26 +365,22 @@ class Controller(ActionsMixin, CyclesMixin):
             ref = key_of(obj)
         except PlacerError:
             return
-        start_members = False
+        if new is None:
+            self._forget_object(ref, uid_of(obj))
+            return
+        if old is not None and uid_of(old) != uid_of(new):
+            self._forget_object(ref, uid_of(old))  # deleted and created again meanwhile
         with self._wake:
-            if new is None:
-                gone = self._objects.pop(ref, None)
-                self._by_uid.pop(uid_of(obj), None)
-                self._pending.pop(ref, None)
-                self._first_seen.pop(ref, None)
-                self._invalid.pop(ref, None)
+            self._objects[ref] = new
+            self._by_uid[uid_of(new)] = ref
+            if old is None and not _informer.synced:
+                # listed when this leader started: an earlier one may have dispatched it
+                self._inherited.add(uid_of(new))
+            self._first_seen.setdefault(ref, self._clock())
+            if old is not None and generation_of(old) != generation_of(new):
                 self._backoff.forget(ref)
-                self.events.forget(uid_of(obj))
-                if gone is not None and record_of(gone) is not None:
-                    self._epoch += 1  # its capacity comes back
-            else:
-                self._objects[ref] = new
-                self._by_uid[uid_of(new)] = ref
-                self._first_seen.setdefault(ref, self._clock())
-                if old is not None and generation_of(old) != generation_of(new):
-                    self._backoff.forget(ref)
-                # copies can only exist of objects placed or to be placed
-                start_members = record_of(new) is not None or self._opted_in(new, ref)
+            # copies can only exist of objects placed or to be placed
+            start_members = record_of(new) is not None or self._opted_in(new, ref)
             self._dirty.add(ref)
             self._wake.notify_all()
         if start_members:
@@ -571,6 +567,7 @@ class Controller(ActionsMixin, CyclesMixin):
         return copies, health
 
     def _reconcile(self, ref: WorkloadRef) -> None:
+        self.metrics.reconciles.inc()
         with self._lock:
             obj = self._objects.get(ref)
             if obj is None or ref in self._busy:

@@ -16,6 +16,7 @@ name                                   type       labels / meaning
 ``stale_copies_deleted_total``         counter    ``cluster``
 ``invalid_objects_total``              counter    ``reason``: NoDefinition, InvalidWorkload...
 ``cycles_total``                       counter    placement cycles run
+``reconciles_total``                   counter    hub objects reconciled (one per look)
 ``decision_seconds``                   histogram  solver time per cycle
 ``placement_latency_seconds``          histogram  hub creation seen → copy applied
 ``queue_depth``                        gauge      workloads waiting for a cycle
@@ -82,6 +83,9 @@ class Metrics:
             registry=r,
         )
         self.cycles = Counter("placer_cycles", "Placement cycles run", registry=r)
+        self.reconciles = Counter(
+            "placer_reconciles", "Hub objects reconciled (one per look at one)", registry=r
+        )
         self.decision_seconds = Histogram(
             "placer_decision_seconds",
             "Solver time of one placement cycle",

@@ -8,7 +8,8 @@ do as small action values. The I/O (patches, applies, deletes, Events) happens i
 Rules for a hub object (:func:`reconcile`):
 
 1. **Deleting** (``deletionTimestamp`` set): delete every copy on a reachable member, then
-   remove the finalizer. Copies on unreachable members are left to the stale-copy rule.
+   remove placer's finalizer (nothing more once it is gone: another finalizer may keep the
+   object a while). Copies on unreachable members are left to the stale-copy rule.
 2. **No record**: nothing happens until every reachable member's copies are listed (a copy
    may exist where the controller has not looked yet). If copies of this object exist on
    reachable members (a crash after an apply, or a lost member came back before the object was
@@ -47,6 +48,7 @@ from placer.controller.records import (
     CONDITION,
     Record,
     condition_of,
+    has_finalizer,
     hub_uid_of,
     is_deleting,
     record_of,
@@ -169,7 +171,9 @@ def reconcile(
     reachable = {c for c in members if health.get(c, Health()).reachable}
     if is_deleting(obj):
         actions: list[Action] = [DeleteCopy(c) for c in members if c in copies and c in reachable]
-        return actions or [Finalize()]
+        if actions:
+            return actions
+        return [Finalize()] if has_finalizer(obj) else []
     record = record_of(obj)
     if record is None:
         if any(not health.get(c, Health()).synced for c in reachable):

@@ -61,7 +61,9 @@ __all__ = [
     "condition_of",
     "copy_marks",
     "finalizer_patch",
+    "finalizers_of",
     "format_time",
+    "has_finalizer",
     "is_deleting",
     "is_opted_in",
     "key_of",
@@ -202,8 +204,14 @@ def parse_time(text: str | None) -> float | None:
 # patches for the hub object
 
 
-def _finalizers(obj: Mapping[str, Any]) -> list[str]:
+def finalizers_of(obj: Mapping[str, Any]) -> list[str]:
+    """The object's finalizers (every one, placer's and others')."""
     return [str(f) for f in _meta(obj).get("finalizers") or () if isinstance(f, str)]
+
+
+def has_finalizer(obj: Mapping[str, Any]) -> bool:
+    """Whether placer's finalizer is on the object."""
+    return FINALIZER in finalizers_of(obj)
 
 
 def record_patch(
@@ -215,7 +223,7 @@ def record_patch(
     changed since it was read; the caller reads it again and retries (the finalizer list must
     not lose someone else's entry).
     """
-    finalizers = _finalizers(obj)
+    finalizers = finalizers_of(obj)
     if FINALIZER not in finalizers:
         finalizers.append(FINALIZER)
     return {
@@ -251,7 +259,7 @@ def clear_record_patch(obj: Mapping[str, Any]) -> dict[str, Any]:
 
 def finalizer_patch(obj: Mapping[str, Any]) -> dict[str, Any] | None:
     """Merge patch removing placer's finalizer, or ``None`` when it is not there."""
-    finalizers = _finalizers(obj)
+    finalizers = finalizers_of(obj)
     if FINALIZER not in finalizers:
         return None
     return {

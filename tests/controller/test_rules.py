@@ -61,6 +61,7 @@ def obj(
     full_status: dict[str, Any] = dict(status or {})
     if cluster:
         meta["annotations"] = {"placer.dev/placed-cluster": cluster, "placer.dev/decision": "d1"}
+        meta["finalizers"] = [FINALIZER]
         if phase:
             meta["annotations"]["placer.dev/phase"] = phase
         if confirmed:
@@ -146,6 +147,10 @@ def test_deleting_deletes_reachable_copies_then_finalizes() -> None:
     deleting = obj(cluster="a", deleting=True)
     assert run(deleting, copies={"a": copy(), "b": copy()}, health=down) == [DeleteCopy("a")]
     assert run(deleting, health=down) == [Finalize()]
+    # placer's finalizer gone (another one keeps the object): nothing left to do
+    deleting["metadata"]["finalizers"] = ["example.com/keep"]
+    assert run(deleting, health=down) == []
+    assert run(obj(deleting=True)) == []  # never placed
 
 
 def test_is_stale() -> None:
