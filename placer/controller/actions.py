@@ -33,6 +33,7 @@ from placer.controller.reconcile import (
     Finalize,
     Mirror,
     Reapply,
+    Wait,
     is_stale,
 )
 from placer.controller.records import (
@@ -68,7 +69,10 @@ from placer.solver import release, solve
 
 log = logging.getLogger(__name__)
 
-__all__ = ["ActionsMixin"]
+__all__ = ["WAITING", "ActionsMixin"]
+
+#: the ``Placed`` condition's reason (and the Event's) while a member blocks an object.
+WAITING = "WaitingForCluster"
 
 
 class ActionsMixin(ControllerBase):
@@ -98,6 +102,8 @@ class ActionsMixin(ControllerBase):
                 elif isinstance(action, Failover):
                     self._failover(ref, obj, action)
                     requeue = True
+                elif isinstance(action, Wait):
+                    obj = self._wait(ref, obj, action)
         except NotFoundError as err:
             if self._hub_object_gone(ref, obj):
                 return  # a quiet no-op: the object left every queue and cache
@@ -277,6 +283,38 @@ class ActionsMixin(ControllerBase):
             extra={"event": "failover", "workload": ref_text(ref), "cluster": action.cluster},
         )
 
+    def _wait(self, ref: WorkloadRef, obj: JSON, action: Wait) -> JSON:
+        """Say on the hub object which members it waits for, and why (condition and Event)."""
+        clusters = tuple(c for c, _ in action.blockers)
+        where = "; ".join(f"{c}: {problem}" for c, problem in action.blockers)
+        plural = "s" if len(clusters) > 1 else ""
+        message = (
+            f"waiting for cluster{plural} {', '.join(clusters)}: a copy of this workload may "
+            f"already be there, and its copies there cannot be listed ({where}); placing it "
+            "elsewhere could run it twice. It is placed once they can be listed again, or once "
+            f"out of sight for the grace period ({self.settings.grace_period:g}s); other "
+            "workloads are placed meanwhile"
+        )
+        condition = placed_condition(
+            False, WAITING, message[:1024], time.time(), generation=generation_of(obj)
+        )
+        obj = self._patch_status(ref, obj, status_patch(obj, condition))
+        self.events.record(obj, "Warning", WAITING, message)
+        with self._lock:
+            if ref in self._objects:
+                self._blocked[ref] = (message, clusters)
+        log.warning(
+            "%s: %s",
+            ref_text(ref),
+            message,
+            extra={
+                "event": "waiting-for-member",
+                "workload": ref_text(ref),
+                "cluster": ",".join(clusters),
+            },
+        )
+        return obj
+
     def _finalize(self, ref: WorkloadRef, obj: JSON) -> None:
         written: list[JSON] = []
 
@@ -325,9 +363,9 @@ class ActionsMixin(ControllerBase):
             informer = self._member_informers.get((cluster, api_version, kind))
             if hub_informer is None or informer is None:
                 continue
-            if not hub_informer.synced:
+            if not hub_informer.synced:  # judged once the hub's objects are listed
                 with self._lock:
-                    self._gc.add((cluster, api_version, kind, namespace, name))
+                    self._gc_later.add((cluster, api_version, kind, namespace, name))
                 continue
             copy = informer.get(namespace, name)
             if copy is None:

@@ -18,6 +18,7 @@ import time
 from collections import OrderedDict
 from collections.abc import Callable, Mapping, Sequence
 from concurrent.futures import ThreadPoolExecutor
+from dataclasses import replace
 from typing import Any
 
 from placer.controller.events import EventRecorder
@@ -142,7 +143,9 @@ class ControllerBase:
         self._busy: set[WorkloadRef] = set()
         self._pending: dict[WorkloadRef, float] = {}
         self._retry: dict[WorkloadRef, float] = {}
+        #: member copies to judge (stale ones are deleted); ``_gc_later`` waits for a tick.
         self._gc: set[tuple[str, str, str, str, str]] = set()
+        self._gc_later: set[tuple[str, str, str, str, str]] = set()
         self._backoff = Backoff(settings.backoff.initial, settings.backoff.maximum)
         self._epoch = 0
         self._fleet: Fleet | None = None
@@ -158,8 +161,12 @@ class ControllerBase:
         #: uids of hub objects listed when this leader started: an earlier leader may have
         #: dispatched them without recording it, so a copy may be on any member.
         self._inherited: set[str] = set()
-        #: hub object -> the text of the ``MemberNotListed`` condition written on it.
-        self._blocked: dict[WorkloadRef, str] = {}
+        #: hub object -> (message, members) of the ``WaitingForCluster`` condition on it.
+        self._blocked: dict[WorkloadRef, tuple[str, tuple[str, ...]]] = {}
+        #: (member, apiVersion, kind) -> (why its copies cannot be listed, since when).
+        self._listing: dict[tuple[str, str, str], tuple[str, float]] = {}
+        #: member -> why it is left out of decisions though it was gathered (see ``_gather``).
+        self._excluded: dict[str, str] = {}
         #: failed single-object actions, retried with a growing delay.
         self._action_backoff = Backoff(2.0, 60.0)
         self._pool: ThreadPoolExecutor | None = None
@@ -179,8 +186,12 @@ class ControllerBase:
         with self._wake:
             current = self._health.get(cluster, Health())
             if current.reachable == reachable:
+                if not reachable and reason and reason != current.problem:
+                    self._health[cluster] = replace(current, problem=reason)
                 return
-            self._health[cluster] = Health(reachable, self._clock(), current.synced)
+            self._health[cluster] = Health(
+                reachable, self._clock(), current.synced, "" if reachable else reason
+            )
             if reachable:
                 self._epoch += 1
                 self._dirty.update(self._objects)

@@ -1,11 +1,13 @@
 """Placement cycles: collect, decide together, dispatch, record (the cycle thread).
 
 A cycle takes every ready pending object (after the batch window; unschedulable ones when
-their backoff allows), gathers the fleet and syncs the in-flight ledger, decomposes, solves in
-batch, dispatches through :class:`placer.dispatch.Dispatcher` in concurrent parts
-(:mod:`placer.controller.fanout`) and hands the recording of each outcome on the hub to the
-worker pool, so that the next cycle can decide while the hub is written. Objects that cannot
-be placed as written are reported once (condition and Event) until they change.
+their backoff allows), gathers the fleet and syncs the in-flight ledger (a member whose nodes,
+pods, ledger or copies of a kind in use cannot be listed is left out, with its reason),
+decomposes, solves in batch, dispatches through :class:`placer.dispatch.Dispatcher` in
+concurrent parts (:mod:`placer.controller.fanout`) and hands the recording of each outcome on
+the hub to the worker pool, so that the next cycle can decide while the hub is written.
+Objects that cannot be placed as written are reported once (condition and Event) until they
+change.
 """
 
 from __future__ import annotations
@@ -26,7 +28,7 @@ from placer.controller.base import (
     ref_text,
 )
 from placer.controller.fanout import Part, ensure_namespaces, split_decision
-from placer.controller.metrics import unschedulable_reason
+from placer.controller.metrics import exclusion_reason, unschedulable_reason
 from placer.controller.reconcile import group_clusters
 from placer.controller.records import (
     ANNOTATION_HUB_UID,
@@ -57,6 +59,7 @@ from placer.errors import (
     PlacerError,
 )
 from placer.fleet import FleetConfig, gather_fleet
+from placer.fleet.gather import failure_reason
 from placer.kube import KubeClient
 from placer.model import Decision, Fleet, WorkloadRef
 from placer.policy import PlacementPolicy
@@ -138,8 +141,9 @@ class CyclesMixin(ControllerBase):
             ),
             self.config.source,
         )
-        fleet = gather_fleet(config)
+        gathered = gather_fleet(config)
         now = time.time()
+        unreadable: dict[str, str] = {}
 
         def sync(name: str) -> None:
             client = self.clients.get(name)
@@ -148,15 +152,16 @@ class CyclesMixin(ControllerBase):
             try:
                 self.ledger.replace_cluster(name, sync_cluster(client, now=now))
             except KubeError as err:
-                log.info("cluster %s: in-flight ledger not synced: %s", name, err)
+                unreadable[name] = f"its in-flight ledger cannot be read: {failure_reason(err)}"
 
-        reachable = [c.name for c in fleet.clusters if c.reachable]
+        reachable = [c.name for c in gathered.clusters if c.reachable]
         if reachable:
             with ThreadPoolExecutor(max_workers=min(16, len(reachable))) as pool:
                 list(pool.map(sync, reachable))
-        charged = self.ledger.charge(fleet, now=now)
-        for cluster in fleet.clusters:
+        for cluster in gathered.clusters:
             self._set_health(cluster.name, cluster.reachable, cluster.reason)
+        fleet = self._exclude(gathered, unreadable)
+        charged = self.ledger.charge(fleet, now=now)
         free = {c.name: c.free() for c in charged.clusters if c.reachable}
         with self._wake:
             if more_room(self._free, free):
@@ -165,6 +170,55 @@ class CyclesMixin(ControllerBase):
             self._fleet = charged
             self._last_gather = self._clock()
         return charged
+
+    def _exclude(self, gathered: Fleet, unreadable: Mapping[str, str]) -> Fleet:
+        """The fleet to decide on: members gathered but not fully listable are left out.
+
+        A member whose in-flight ledger, or whose copies of a kind in use, cannot be listed
+        (401, 403, an error) gets ``reachable=False`` with the reason: its free room and the
+        copies there are not known, so nothing is placed there until it can be listed (the
+        gather's own failures are already unreachable). Says so in the log when it changes
+        and in ``placer_cluster_excluded``.
+        """
+        with self._lock:
+            listing = dict(self._listing)
+        problems: dict[str, str] = dict(unreadable)
+        for (member, api_version, kind), (reason, _) in sorted(listing.items()):
+            if member not in problems:
+                problems[member] = f"its {kind} objects ({api_version}) cannot be listed: {reason}"
+        clusters = []
+        excluded: dict[str, str] = {}
+        for cluster in gathered.clusters:
+            if not cluster.reachable:
+                excluded[cluster.name] = cluster.reason
+            elif cluster.name in problems:
+                excluded[cluster.name] = problems[cluster.name]
+                cluster = replace(cluster, reachable=False, reason=problems[cluster.name])
+            clusters.append(cluster)
+        with self._lock:
+            before, self._excluded = self._excluded, excluded
+        for name in sorted(set(before) | set(excluded)):
+            old, new = before.get(name), excluded.get(name)
+            if old == new:
+                continue
+            if old is not None:
+                self.metrics.excluded.remove(name, exclusion_reason(old))
+            if new is not None:
+                self.metrics.excluded.labels(name, exclusion_reason(new)).set(1)
+                if name in problems:  # (the gather's failures are logged as member health)
+                    log.warning(
+                        "member %s is left out of placement decisions: %s",
+                        name,
+                        new,
+                        extra={"event": "member-excluded", "cluster": name},
+                    )
+            else:
+                log.info(
+                    "member %s is used for placement decisions again",
+                    name,
+                    extra={"event": "member-included", "cluster": name},
+                )
+        return replace(gathered, clusters=tuple(clusters))
 
     def _run_cycle(self) -> None:
         started = self._clock()
@@ -295,6 +349,13 @@ class CyclesMixin(ControllerBase):
                     attempt.cluster or "?", attempt.reason or str(attempt.code or "Error")
                 ).inc()
             work: Callable[[], None]
+            tried = {a.cluster for a in outcome.attempts if a.cluster}
+            if outcome.cluster:
+                tried.add(outcome.cluster)
+            if tried:  # where a copy may be, whatever the hub ends up recording
+                with self._lock:
+                    if manifest.ref in self._objects:
+                        self._touched.setdefault(uid_of(manifest.body), set()).update(tried)
             if outcome.placed and outcome.cluster:
                 self._remember_copy(outcome, manifest)
                 work = partial(self._record_placed, manifest, outcome, decision_id)

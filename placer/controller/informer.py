@@ -20,6 +20,7 @@ from collections.abc import Callable, Mapping
 from typing import Any
 
 from placer.errors import ClusterUnreachableError, KubeError, NotFoundError
+from placer.fleet.gather import failure_reason
 from placer.kube import KubeClient, Listed, WatchSettings
 
 __all__ = ["Change", "Informer", "ObjectKey"]
@@ -44,8 +45,10 @@ class Informer:
         client: the cluster.
         api_version, kind: what to watch.
         on_change: called for every change, in the informer's thread (keep it quick).
-        on_state: called with ``(informer, reachable, reason)`` when the cluster starts or
-            stops answering (and after each successful list).
+        on_state: called with ``(informer, reachable, reason)`` when listing or watching
+            fails (``reachable`` False when the cluster does not answer at all, True when it
+            answers with an error such as 401 or 403; ``reason`` says what failed and what to
+            do) and with ``(informer, True, "")`` after each successful list.
         label_selector: only objects matching it.
         watch: watch settings (server timeout, reconnects).
         discovery_interval: seconds between looks for a kind the server does not serve.
@@ -215,7 +218,7 @@ class Informer:
         if not reachable:
             self._synced.clear()
         if self._on_state is not None:
-            self._on_state(self, reachable, str(err))
+            self._on_state(self, reachable, failure_reason(err))
         self._stop.wait(delay)
         return min(delay * 2, self.retry_interval)
 

@@ -57,6 +57,7 @@ from placer.controller.reconcile import (
     Action,
     Health,
     Place,
+    Wait,
     reconcile,
 )
 from placer.controller.records import (
@@ -410,16 +411,50 @@ class Controller(ActionsMixin, CyclesMixin):
             self._wake.notify_all()
 
     def _on_member_state(self, informer: Informer, reachable: bool, reason: str) -> None:
-        self._set_health(informer.cluster, reachable, reason)
-        if reachable and informer.synced:
-            # copies of this kind are known there now: objects waiting for that may go on
-            with self._wake:
+        """A member's watch of one kind failed (``reason``) or listed its copies (``""``).
+
+        Only the gather says a member is reachable again (it lists what placement needs);
+        a member that answers but refuses (401, 403) is not "unreachable" here, its listing
+        problem is kept per kind (see ``_gather`` and ``reconcile``).
+        """
+        key = (informer.cluster, informer.api_version, informer.kind)
+        if not reachable:
+            self._set_health(informer.cluster, False, reason)
+        with self._wake:
+            before = self._listing.get(key)
+            if reason:
+                if before is None:
+                    self._listing[key] = (reason, self._clock())
+                else:
+                    self._listing[key] = (reason, before[1])
+            else:
+                self._listing.pop(key, None)
+                if not self._health.get(informer.cluster, Health()).reachable:
+                    self._last_gather = float("-inf")  # look at it again now
+                    self._cycle_wake.set()
+            changed = (before is None) != (not reason)
+            if changed or (not reason and informer.synced):
+                # objects of this kind may wait for these copies, or wait no more
                 self._dirty.update(
                     r
                     for r in self._objects
                     if r.api_version == informer.api_version and r.kind == informer.kind
                 )
-                self._wake.notify_all()
+            if not reason and informer.synced:
+                # copies left there while it could not be listed may be stale now
+                for copy in informer.objects():
+                    meta = copy.get("metadata") or {}
+                    if hub_uid_of(copy) not in self._by_uid:
+                        self._gc.add(
+                            (
+                                informer.cluster,
+                                informer.api_version,
+                                informer.kind,
+                                str(meta.get("namespace") or ""),
+                                str(meta.get("name") or ""),
+                            )
+                        )
+            self._wake.notify_all()
 
     def _on_definition(self) -> None:
         self._refresh_definitions()
@@ -522,12 +557,26 @@ class Controller(ActionsMixin, CyclesMixin):
                 now = self._clock()
                 if now >= housekeeping:  # at most a few times a second, not per event
                     housekeeping = now + 0.25
+                    with self._lock:
+                        self._gc |= self._gc_later
+                        self._gc_later.clear()
                     self._check_failover()
                     self.metrics.queue_depth.set(len(self._pending))
                     self.metrics.waiting.set(self._backoff.waiting())
+                    self._count_blocked()
         except Exception:
             log.exception("the controller loop failed", extra={"event": "loop-failed"})
             raise
+
+    def _count_blocked(self) -> None:
+        """``placer_waiting_for_cluster``: hub objects each member blocks."""
+        with self._lock:
+            counts = dict.fromkeys(self.members, 0)
+            for _, clusters in self._blocked.values():
+                for cluster in clusters:
+                    counts[cluster] = counts.get(cluster, 0) + 1
+        for cluster, count in counts.items():
+            self.metrics.waiting_for.labels(cluster).set(count)
 
     def _tick(self) -> float:
         tick = min(1.0, self.settings.grace_period / 4, self.settings.resync_interval)
@@ -547,8 +596,10 @@ class Controller(ActionsMixin, CyclesMixin):
             if not lost:
                 return
             for ref, obj in self._objects.items():
+                if ref in self._busy or ref in self._retry:  # (a retry waits for its time)
+                    continue
                 record = record_of(obj)
-                if record is not None and record.cluster in lost and ref not in self._busy:
+                if record is not None and record.cluster in lost:
                     self._dirty.add(ref)
 
     def _member_view(self, ref: WorkloadRef) -> tuple[dict[str, JSON], dict[str, Health]]:
@@ -559,7 +610,14 @@ class Controller(ActionsMixin, CyclesMixin):
             state = self._health.get(cluster, Health(False, 0.0, False))
             informer = self._member_informers.get((cluster, ref.api_version, ref.kind))
             synced = informer is not None and informer.synced
-            health[cluster] = replace(state, synced=synced)
+            listing = self._listing.get((cluster, ref.api_version, ref.kind))
+            if not state.reachable:
+                problem = (state.problem or "unreachable", state.since)
+            else:
+                problem = listing or ("", 0.0)
+            health[cluster] = replace(
+                state, synced=synced, problem=problem[0], problem_since=problem[1]
+            )
             if informer is not None and synced:
                 copy = informer.get(ref.namespace, ref.name)
                 if copy is not None:
@@ -584,6 +642,9 @@ class Controller(ActionsMixin, CyclesMixin):
             uid = uid_of(obj)
             copies, health = self._member_view(ref)
             copies = {c: o for c, o in copies.items() if hub_uid_of(o) == uid}
+            suspects = None if uid in self._inherited else set(self._touched.get(uid, ()))
+            if record is None and all(h.synced and not h.problem for h in health.values()):
+                self._inherited.discard(uid)  # every member listed: no copy unseen anywhere
         phases = {}
         if record is not None and record.cluster in copies:
             phases[record.cluster] = self._phase_of(record.cluster, copies[record.cluster])
@@ -596,7 +657,9 @@ class Controller(ActionsMixin, CyclesMixin):
             now=self._clock(),
             grace_period=self.settings.grace_period,
             copy_phase=phases,
+            suspects=suspects,
         )
+        actions = self._new_waits(ref, actions)
         work: list[Action] = [a for a in actions if not isinstance(a, Place)]
         places = [a for a in actions if isinstance(a, Place)]
         with self._wake:
@@ -619,6 +682,19 @@ class Controller(ActionsMixin, CyclesMixin):
                 self._busy.add(ref)
         if work and self._pool is not None:
             self._pool.submit(self._execute, ref, obj, work, copies)
+
+    def _new_waits(self, ref: WorkloadRef, actions: list[Action]) -> list[Action]:
+        """Keep a :class:`Wait` only when the object does not say so already; an object that
+        waits no more is forgotten as blocked."""
+        waits = [a for a in actions if isinstance(a, Wait)]
+        with self._lock:
+            if not waits:
+                self._blocked.pop(ref, None)
+                return actions
+            blockers = waits[0].blockers
+            if self._blocked.get(ref, ("", ()))[1] == tuple(c for c, _ in blockers):
+                return [a for a in actions if not isinstance(a, Wait)]
+            return actions
 
     def _opted_in(self, obj: Mapping[str, Any], ref: WorkloadRef) -> bool:
         ignored = {*self.settings.ignored_namespaces, self.settings.lease.namespace}

@@ -22,6 +22,11 @@ name                                   type       labels / meaning
 ``queue_depth``                        gauge      workloads waiting for a cycle
 ``unschedulable_waiting``              gauge      workloads waiting for capacity
 ``cluster_reachable``                  gauge      ``cluster``: 1 reachable, 0 not
+``cluster_excluded``                   gauge      ``cluster``, ``reason``: 1 while the member is
+                                                  left out of decisions (``Unreachable``,
+                                                  ``Unauthorized``, ``Forbidden``, ``Error``)
+``waiting_for_cluster``                gauge      ``cluster``: hub objects waiting because a
+                                                  copy may be on that member, not listable
 ``leader``                             gauge      1 while this replica leads
 ``managed_workloads``                  gauge      hub objects with a placement record
 =====================================  =========  ==========================================
@@ -29,10 +34,12 @@ name                                   type       labels / meaning
 
 from __future__ import annotations
 
+import re
+
 from prometheus_client import CollectorRegistry, Counter, Gauge, Histogram
 from prometheus_client.exposition import CONTENT_TYPE_LATEST, generate_latest
 
-__all__ = ["CONTENT_TYPE_LATEST", "Metrics", "unschedulable_reason"]
+__all__ = ["CONTENT_TYPE_LATEST", "Metrics", "exclusion_reason", "unschedulable_reason"]
 
 _LATENCY_BUCKETS = (0.05, 0.1, 0.25, 0.5, 1.0, 2.0, 5.0, 10.0, 30.0, 60.0, 120.0, 300.0)
 _DECISION_BUCKETS = (0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1.0, 2.0, 5.0, 10.0)
@@ -110,6 +117,18 @@ class Metrics:
             ["cluster"],
             registry=r,
         )
+        self.excluded = Gauge(
+            "placer_cluster_excluded",
+            "1 while a member is left out of placement decisions, with the reason",
+            ["cluster", "reason"],
+            registry=r,
+        )
+        self.waiting_for = Gauge(
+            "placer_waiting_for_cluster",
+            "Hub objects waiting because a copy may be on a member that cannot be listed",
+            ["cluster"],
+            registry=r,
+        )
         self.leader = Gauge("placer_leader", "1 while this replica is the leader", registry=r)
         self.managed = Gauge(
             "placer_managed_workloads", "Hub objects with a placement record", registry=r
@@ -118,6 +137,20 @@ class Metrics:
     def exposition(self) -> bytes:
         """The registry in Prometheus text format."""
         return bytes(generate_latest(self.registry))
+
+
+def exclusion_reason(text: str) -> str:
+    """A low-cardinality reason why a member is left out of decisions, from its problem text
+    (a Kubernetes Status code or an unreachability, as :mod:`placer.kube.translate` words
+    them)."""
+    if re.search(r"\b401\b", text):
+        return "Unauthorized"
+    if re.search(r"\b403\b", text):
+        return "Forbidden"
+    lower = text.lower()
+    if "unreachable" in lower or "timed out" in lower:
+        return "Unreachable"
+    return "Error"
 
 
 def unschedulable_reason(reasons: dict[str, str] | None) -> str:

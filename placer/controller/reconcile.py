@@ -10,8 +10,14 @@ Rules for a hub object (:func:`reconcile`):
 1. **Deleting** (``deletionTimestamp`` set): delete every copy on a reachable member, then
    remove placer's finalizer (nothing more once it is gone: another finalizer may keep the
    object a while). Copies on unreachable members are left to the stale-copy rule.
-2. **No record**: nothing happens until every reachable member's copies are listed (a copy
-   may exist where the controller has not looked yet). If copies of this object exist on
+2. **No record**: nothing happens while a copy may be on a member whose copies are not
+   listed (:func:`blocking_members`): on any such member for an object listed when this leader
+   started (an earlier one may have dispatched it and died before recording it), only on the
+   members this leader dispatched it to otherwise. When such a member cannot be listed (it
+   is unreachable, refuses placer's credentials, forbids listing the kind) the object *waits*
+   (a condition and an Event say for which member and why) until it can be listed again, or
+   until it has been out of sight for the grace period (then it is given up on, as failover
+   does). Other objects go on without that member. If copies of this object exist on
    reachable members (a crash after an apply, or a lost member came back before the object was
    placed again), *adopt* one — the first in fleet order — and delete the others; otherwise the
    object waits for a placement cycle (if it opted in).
@@ -40,7 +46,7 @@ objects of that kind are listed, and never for an object with work in flight.
 from __future__ import annotations
 
 import math
-from collections.abc import Mapping, Sequence
+from collections.abc import Collection, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -68,6 +74,8 @@ __all__ = [
     "Mirror",
     "Place",
     "Reapply",
+    "Wait",
+    "blocking_members",
     "group_clusters",
     "is_stale",
     "mirror_differs",
@@ -77,13 +85,27 @@ __all__ = [
 
 @dataclass(frozen=True)
 class Health:
-    """A member cluster as the controller sees it."""
+    """A member cluster as the controller sees it (for the kind of the object at hand)."""
 
+    #: whether its capacity could be gathered (it answers placer's credentials).
     reachable: bool = True
     #: when reachability last changed (seconds, the controller's clock).
     since: float = 0.0
-    #: whether the member's copies (of every kind in use) have been listed.
+    #: whether the member's copies (of the kind at hand) have been listed.
     synced: bool = False
+    #: why its copies (of the kind at hand) cannot be listed now: unreachable, 401, 403...
+    #: (``""`` when they can, or while the first list is under way).
+    problem: str = ""
+    #: since when ``problem`` holds (the controller's clock).
+    problem_since: float = 0.0
+
+    def out_of_sight_for(self, now: float) -> float:
+        """Seconds this member has been unreachable or unlistable (0 when it is neither)."""
+        if not self.reachable:
+            return now - self.since
+        if self.problem:
+            return now - self.problem_since
+        return 0.0
 
 
 @dataclass(frozen=True)
@@ -124,6 +146,16 @@ class Failover:
 
 
 @dataclass(frozen=True)
+class Wait:
+    """Not placed yet: a copy may be on these members, whose copies cannot be listed.
+
+    ``blockers`` are ``(cluster, problem)`` pairs.
+    """
+
+    blockers: tuple[tuple[str, str], ...]
+
+
+@dataclass(frozen=True)
 class DeleteCopy:
     """Delete the copy on ``cluster``."""
 
@@ -142,7 +174,7 @@ class Mirror:
     cluster: str
 
 
-Action = Place | Reapply | Confirm | Adopt | Failover | DeleteCopy | Finalize | Mirror
+Action = Place | Reapply | Confirm | Adopt | Failover | DeleteCopy | Finalize | Mirror | Wait
 
 
 def reconcile(
@@ -155,6 +187,7 @@ def reconcile(
     now: float,
     grace_period: float,
     copy_phase: Mapping[str, str] | None = None,
+    suspects: Collection[str] | None = None,
 ) -> list[Action]:
     """What to do about one hub object (see the module docstring).
 
@@ -167,6 +200,9 @@ def reconcile(
         now: the controller's clock.
         grace_period: seconds a member may be unreachable before failover.
         copy_phase: the phase of each copy through its definition (for mirroring).
+        suspects: the members where a copy of an unrecorded object may be without the
+            controller having seen it (those it dispatched the object to); ``None`` for any
+            member (an earlier leader may have dispatched it).
     """
     reachable = {c for c in members if health.get(c, Health()).reachable}
     if is_deleting(obj):
@@ -176,8 +212,10 @@ def reconcile(
         return [Finalize()] if has_finalizer(obj) else []
     record = record_of(obj)
     if record is None:
-        if any(not health.get(c, Health()).synced for c in reachable):
-            return []  # a copy may exist where we have not looked yet
+        blocked = blocking_members(health, members, suspects, now, grace_period)
+        if blocked:  # a copy may exist where we cannot look (yet)
+            problems = tuple((c, health[c].problem) for c in blocked if health[c].problem)
+            return [Wait(problems)] if problems and opted_in else []
         present = [c for c in members if c in copies and c in reachable]
         if present:
             return [Adopt(present[0]), *(DeleteCopy(c) for c in present[1:])]
@@ -232,6 +270,39 @@ def _recorded(
     elif mirror_differs(obj, copy, record, copy_phase.get(cluster, "")):
         actions.append(Mirror(cluster))
     return actions
+
+
+def blocking_members(
+    health: Mapping[str, Health],
+    members: Sequence[str],
+    suspects: Collection[str] | None,
+    now: float,
+    grace_period: float,
+) -> list[str]:
+    """The members an unrecorded object must wait for (see the module docstring, rule 2).
+
+    A member whose copies are listed now rules a copy there in or out. Otherwise a copy can
+    only be there if the object was dispatched there: to one of ``suspects`` by this leader
+    (``None``: possibly anywhere, by an earlier leader). Copies listed since this leader
+    started, though no longer current (the member stopped answering or refuses), still rule
+    out what an earlier leader did, not what this one did since. A suspect member out of sight
+    for the grace period is given up on, as failover does.
+    """
+    blocked = []
+    for cluster in members:
+        state = health.get(cluster, Health())
+        if state.synced and state.reachable and not state.problem:
+            continue
+        if suspects is None:
+            if state.synced:
+                continue
+        elif cluster not in suspects:
+            continue
+        lost = not state.reachable or bool(state.problem)
+        if lost and state.out_of_sight_for(now) >= grace_period:
+            continue
+        blocked.append(cluster)
+    return blocked
 
 
 def group_clusters(

@@ -13,7 +13,9 @@ Timeouts are per cluster and hold twice: every request's timeout is cut to the t
 the cluster's deadline, and the coordinator stops waiting at the deadline (plus a short grace)
 whatever the thread is doing. A cluster that fails — unreachable, TLS, 401, 403, timeout, a bad
 fleet-file entry — comes back as ``Cluster(reachable=False, reason=...)`` and the others are
-gathered regardless. Reasons never hold credentials (see :mod:`placer.kube.translate`).
+gathered regardless; the reason says what to do when the error does (a 401: refresh the
+credentials; a 403: the RBAC permission missing). Reasons never hold credentials (see
+:mod:`placer.kube.translate`).
 """
 
 from __future__ import annotations
@@ -34,7 +36,14 @@ from placer.fleet.config import ClusterSource, FleetConfig
 from placer.kube import ClientSettings, KubeClient, open_client
 from placer.model import Cluster, Fleet, Node
 
-__all__ = ["GRACE", "PAGES_AT_ONCE", "gather_cluster", "gather_fleet", "unavailable"]
+__all__ = [
+    "GRACE",
+    "PAGES_AT_ONCE",
+    "failure_reason",
+    "gather_cluster",
+    "gather_fleet",
+    "unavailable",
+]
 
 log = logging.getLogger(__name__)
 
@@ -97,7 +106,7 @@ def gather_cluster(
                 del page  # NB: before the next page is fetched (see KubeClient.iter_pages)
             tally = _tally_pods(client, deadline)
     except KubeError as err:
-        return unavailable(source, _reason(err, source.name))
+        return unavailable(source, failure_reason(err))
     except PlacerError as err:  # the kubeconfig entry could not be turned into a client
         return unavailable(source, err.message)
     return cluster_from_api(source.name, nodes, tally, labels=source.labels, taints=source.taints)
@@ -172,8 +181,11 @@ def gather_fleet(
     return Fleet(tuple(clusters), captured_at)
 
 
-def _reason(err: KubeError, name: str) -> str:
-    """The error's message without the ``cluster NAME:`` prefix (the row names it)."""
-    prefix = f"cluster {name}: "
+def failure_reason(err: KubeError) -> str:
+    """Why a cluster could not be listed, in one line: the error's message without the
+    ``cluster NAME:`` prefix (where it is shown names the cluster), and what to do about it
+    (refresh the credentials, grant the RBAC permission...) when the error says."""
+    prefix = f"cluster {err.cluster}: "
     text = err.message
-    return text[len(prefix) :] if text.startswith(prefix) else text
+    text = text[len(prefix) :] if err.cluster and text.startswith(prefix) else text
+    return f"{text} ({err.hint})" if err.hint else text

@@ -20,6 +20,8 @@ from placer.controller.reconcile import (
     Mirror,
     Place,
     Reapply,
+    Wait,
+    blocking_members,
     group_clusters,
     is_stale,
     reconcile,
@@ -100,6 +102,33 @@ def test_unplaced_object_waits_for_a_cycle_once_every_member_is_listed() -> None
     assert run(obj(), health=unsynced) == []  # a copy may be on b
     lost = {**UP, "b": Health(False, 0.0, False)}
     assert run(obj(), health=lost) == [Place()]  # unreachable members do not block
+
+
+def test_only_objects_whose_copy_may_be_unseen_wait_for_an_unlistable_member() -> None:
+    refused = {**UP, "b": Health(False, 900.0, False, "list nodes: 401 Unauthorized")}
+    forbidden = {**UP, "b": Health(True, 0.0, False, "list jobs: 403 Forbidden", 900.0)}
+    stale = {**UP, "b": Health(False, 900.0, True, "list nodes: 401 Unauthorized")}
+    for health in (refused, forbidden):
+        problem = health["b"].problem
+        # listed when this leader started (an earlier one may have dispatched it): waits
+        assert run(obj(), health=health) == [Wait((("b", problem),))]
+        assert run(obj(), health=health, opted_in=False) == []
+        # dispatched by this leader elsewhere only, or never: b cannot hold a copy
+        assert run(obj(), health=health, suspects={"a"}) == [Place()]
+        assert run(obj(), health=health, suspects=set()) == [Place()]
+        # dispatched to b by this leader: waits
+        assert run(obj(), health=health, suspects={"b"}) == [Wait((("b", problem),))]
+        # out of sight for the grace period: given up on, as failover does
+        assert run(obj(), health=health, now=900.0 + 300.0) == [Place()]
+    # b was listed since this leader started: what an earlier one did is known, not what
+    # this one did since
+    assert run(obj(), health=stale) == [Place()]
+    assert run(obj(), health=stale, suspects={"b"}) == [Wait((("b", stale["b"].problem),))]
+    # still listing, no trouble: waits quietly (no condition to write)
+    listing = {**UP, "b": Health(True, 0.0, False)}
+    assert run(obj(), health=listing) == []
+    assert run(obj(), health=listing, suspects=set()) == [Place()]
+    assert blocking_members(listing, MEMBERS, None, 1000.0, 300.0) == ["b"]
 
 
 def test_existing_copies_without_record_are_adopted_not_duplicated() -> None:
