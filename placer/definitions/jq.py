@@ -48,11 +48,13 @@ from typing import Any
 
 import jq as _libjq
 
+from placer.definitions.jqcost import CostBound, cost_of, max_in_process_input
 from placer.definitions.jqsyntax import (
     GUARDED_MULTIPLY_DEF,
     JqSyntaxError,
     Node,
     guard_repetition,
+    isolation_violations,
     parse,
     termination_risk,
 )
@@ -69,6 +71,7 @@ __all__ = [
     "normalize",
     "relocate",
     "to_json_text",
+    "trust_expressions",
 ]
 
 
@@ -147,14 +150,31 @@ class JqProgram:
     :data:`~placer.definitions.jqsyntax.GUARDED_MULTIPLY_DEF`.
     """
 
-    __slots__ = ("_compiled", "risk", "runnable", "text", "tree")
+    __slots__ = ("_compiled", "bound", "isolation", "max_input", "risk", "runnable", "text", "tree")
 
     def __init__(self, text: str, tree: Node, risk: str | None, runnable: str) -> None:
         self.text = text
         self.tree = tree
         self.risk = risk
         self.runnable = runnable
+        #: constructs reaching outside the object (``$ENV``, ``now``...): never run.
+        self.isolation = tuple(isolation_violations(tree))
+        #: the static bound of its cost (:mod:`placer.definitions.jqcost`)
+        self.bound: CostBound = cost_of(tree)
+        #: largest input (JSON bytes) it may run on in-process; -1: never in-process
+        self.max_input = max_in_process_input(self.bound) if risk is None else -1
         self._compiled: Any = None
+
+    @property
+    def in_process(self) -> bool:
+        """Whether this expression may run in placer's own process on some inputs."""
+        return self.risk is None and not self.isolation
+
+    def in_process_for(self, input_text: str) -> bool:
+        """Whether this expression runs in-process on ``input_text`` (see the module docstring)."""
+        if not self.in_process:
+            return False
+        return len(input_text) <= self.max_input or self.text in _TRUSTED
 
     def run(
         self,
@@ -167,9 +187,17 @@ class JqProgram:
 
         Raises :class:`JqError` (naming ``location``) when libjq does not compile it, on a
         runtime error, too many outputs or, for expressions not proven to terminate, exceeding
-        the time limit.
+        the time limit. An expression reaching outside the object (``$ENV``, ``now``...) is
+        never run.
         """
-        if self.risk is not None:
+        if self.isolation:
+            raise JqError(
+                f"refused: {self.isolation[0]}",
+                expression=self.text,
+                location=location,
+                hint="a definition may read only the object it describes",
+            )
+        if not self.in_process_for(input_text):
             return _WORKER.run(self.text, input_text, limits, location)
         if self._compiled is None:
             self._compiled = _compile_runnable(self, location)
@@ -259,9 +287,30 @@ def _first_line(exc: BaseException) -> str:
     return line.removeprefix("jq: error: ")
 
 
+#: Longest excerpt of a jq run-time message placer repeats (conditions, Events, logs, HTTP).
+MAX_MESSAGE_CHARS = 160
+
+
+def bounded_message(raw: str) -> str:
+    """A jq run-time message fit to repeat: one line, printable, at most :data:`MAX_MESSAGE_CHARS`.
+
+    Run-time messages carry data (``error(.spec.x)`` is any text the expression builds, jq's own
+    messages quote values), and they travel to hub conditions, Events, logs and HTTP answers:
+    only the first line is kept, control characters are escaped and the rest is cut, said so.
+    """
+    line = raw.strip().splitlines()[0] if raw.strip() else "no message"
+    for prefix in ("jq: error (at <unknown>): ", "jq: error (at <stdin>:0): ", "jq: error: "):
+        line = line.removeprefix(prefix)
+    printable = "".join(c if c.isprintable() else repr(c)[1:-1] for c in line)
+    if len(printable) > MAX_MESSAGE_CHARS:
+        cut = len(printable) - MAX_MESSAGE_CHARS
+        printable = f"{printable[:MAX_MESSAGE_CHARS]}… ({cut} more characters not shown)"
+    return printable
+
+
 def _runtime_error(text: str, exc: BaseException, location: str | None) -> JqError:
     return JqError(
-        f"failed at run time: {_first_line(exc)}",
+        f"failed at run time: jq said: {bounded_message(str(exc))}",
         expression=text,
         location=location,
         hint="the object may lack a field this path reads, or hold a value of another type; "
@@ -278,6 +327,23 @@ def _too_many(text: str, limits: JqLimits, location: str | None) -> JqError:
 
 
 # --------------------------------------------------------------------------------------------
+# Trust
+
+#: Expression texts of placer's own built-in definitions: reviewed code, run in-process whatever
+#: their static bound (which is loose) says about the input's size.
+_TRUSTED: set[str] = set()
+
+
+def trust_expressions(texts: Sequence[str]) -> None:
+    """Mark ``texts`` (the built-in catalog's expressions) as placer's own code.
+
+    Any other expression (hub Kartas, ``--catalog`` files) runs in-process only on inputs for
+    which its static cost bound stays within limits, and in the capped worker otherwise.
+    """
+    _TRUSTED.update(texts)
+
+
+# --------------------------------------------------------------------------------------------
 # Batches
 
 
@@ -288,13 +354,14 @@ class JqBatch:
     terminate are evaluated one by one in the worker; the others are fused into one program.
     """
 
-    __slots__ = ("_fused", "_fused_index", "programs")
+    __slots__ = ("_fused", "_fused_index", "_fused_limit", "programs")
 
     def __init__(self, programs: Sequence[JqProgram]) -> None:
         self.programs = tuple(programs)
-        safe = [i for i, p in enumerate(self.programs) if p.risk is None]
+        safe = [i for i, p in enumerate(self.programs) if p.in_process]
         self._fused_index = tuple(safe)
         self._fused: Any = None
+        self._fused_limit: int | None = None  # computed on first run (after trust is known)
         if len(safe) > 1:
             parts = ", ".join(f"[{_wrap(self.programs[i].runnable)}]" for i in safe)
             try:
@@ -314,7 +381,16 @@ class JqBatch:
         ``locate(i)`` describes where expression ``i`` lives (called only to build an error).
         """
         results: list[list[Any] | None] = [None] * len(self.programs)
-        if self._fused is not None:
+        if self._fused_limit is None:
+            self._fused_limit = min(
+                (
+                    self.programs[i].max_input
+                    for i in self._fused_index
+                    if self.programs[i].text not in _TRUSTED
+                ),
+                default=1 << 62,
+            )
+        if self._fused is not None and len(input_text) <= self._fused_limit:
             try:
                 fused = self._fused.input_text(input_text).first()
             except ValueError:
@@ -358,14 +434,19 @@ _WORKER_SOURCE = r"""
 import json, sys
 try:
     import resource
-    limit = 4 << 30
+except ImportError:
+    resource = None
+if resource is not None:
+    limit = %(memory)d
     resource.setrlimit(resource.RLIMIT_AS, (limit, limit))
-except Exception:
-    pass
 import jq
 cache = {}
 for line in sys.stdin:
     request = json.loads(line)
+    if resource is not None:  # CPU seconds: what it used so far plus this evaluation's limit
+        usage = resource.getrusage(resource.RUSAGE_SELF)
+        soft = int(usage.ru_utime + usage.ru_stime + request["t"]) + 1
+        resource.setrlimit(resource.RLIMIT_CPU, (soft, resource.RLIM_INFINITY))
     try:
         program = cache.get(request["p"])
         if program is None:
@@ -388,6 +469,8 @@ for line in sys.stdin:
 """
 
 
+#: Address space of the worker process (bytes): an evaluation needing more is stopped.
+WORKER_MEMORY = 1 << 30
 #: How long the worker may take to start (Python and libjq loading), outside any time limit.
 _STARTUP_SECONDS = 60.0
 
@@ -400,7 +483,9 @@ class _Worker:
         self._proc: subprocess.Popen[bytes] | None = None
 
     def run(self, text: str, input_text: str, limits: JqLimits, location: str | None) -> list[Any]:
-        request = json.dumps({"p": _wrap(text), "i": input_text, "n": limits.max_outputs})
+        request = json.dumps(
+            {"p": _wrap(text), "i": input_text, "n": limits.max_outputs, "t": limits.time_limit}
+        )
         with self._lock:
             proc = self._ensure()
             try:
@@ -415,9 +500,11 @@ class _Worker:
                 self._kill()
                 if crashed:
                     raise JqError(
-                        "the jq worker process died (out of memory?)",
+                        f"stopped: it needed more than the jq worker's {WORKER_MEMORY >> 20} MiB "
+                        "of memory or its CPU time limit",
                         expression=text,
                         location=location,
+                        hint="simplify the expression: its output must stay small",
                     )
                 raise JqError(
                     f"did not finish within {limits.time_limit:g} s (stopped)",
@@ -437,7 +524,7 @@ class _Worker:
         if self._proc is not None and self._proc.poll() is None:
             return self._proc
         proc = subprocess.Popen(
-            [sys.executable, "-c", _WORKER_SOURCE],
+            [sys.executable, "-c", _WORKER_SOURCE % {"memory": WORKER_MEMORY}],
             stdin=subprocess.PIPE,
             stdout=subprocess.PIPE,
             stderr=subprocess.DEVNULL,
@@ -448,7 +535,7 @@ class _Worker:
         ready = None
         try:
             assert proc.stdin is not None
-            proc.stdin.write(b'{"p": ".", "i": "null", "n": 2}\n')
+            proc.stdin.write(b'{"p": ".", "i": "null", "n": 2, "t": 60}\n')
             proc.stdin.flush()
             ready = self._read_line(proc, time.monotonic() + _STARTUP_SECONDS)
         except OSError:

@@ -52,10 +52,13 @@ __all__ = [
     "ASSIGNMENT_OPERATORS",
     "FORBIDDEN_OUTPUT_FUNCTIONS",
     "GUARDED_MULTIPLY_DEF",
+    "OUTSIDE_BUILTINS",
+    "OUTSIDE_VARIABLES",
     "TERMINATING_BUILTINS",
     "JqSyntaxError",
     "Node",
     "guard_repetition",
+    "isolation_violations",
     "parse",
     "safety_violations",
     "termination_risk",
@@ -897,6 +900,64 @@ def safety_violations(tree: Node) -> list[str]:
             problems.append("recursive descent operator '..' is not allowed")
         elif node.kind == "assign":
             problems.append(f"modifying operator '{node.value}' is not allowed")
+    return problems
+
+
+#: Builtins that reach outside the object (environment, clock, files, the process, other
+#: inputs), by name, with what they reach. A definition is a pure function of its object: these
+#: are refused wherever they hide (:func:`isolation_violations`).
+OUTSIDE_BUILTINS: dict[str, str] = {
+    "env": "reads the environment variables of the process",
+    "input": "reads further inputs",
+    "inputs": "reads further inputs",
+    "input_filename": "reads the name of the input file",
+    "input_line_number": "reads the position in the input file",
+    "debug": "writes to the standard error of the process",
+    "stderr": "writes to the standard error of the process",
+    "halt": "stops the program",
+    "halt_error": "stops the program and writes to the standard error of the process",
+    "now": "reads the clock (the result would change from one evaluation to the next)",
+    "localtime": "reads the time zone of the process",
+    "strflocaltime": "reads the time zone of the process",
+    "get_search_list": "reads jq's module search path",
+    "get_jq_origin": "reads where jq is installed",
+    "get_prog_origin": "reads where the program was loaded from",
+    "modulemeta": "reads jq modules from files",
+}
+#: Predefined variables that reach outside the object, with what they reach.
+OUTSIDE_VARIABLES: dict[str, str] = {
+    "ENV": "reads the environment variables of the process",
+    "__loc__": "reads the location of the expression in the program",
+    "__prog_args": "reads the arguments of the program",
+    "ARGS": "reads the arguments of the program",
+}
+
+
+def isolation_violations(tree: Node) -> list[str]:
+    """Every construct of ``tree`` that reaches outside the object, one message each, in order.
+
+    A definition runs in placer's own process (CLI and controller): ``$ENV.AWS_SECRET_ACCESS_KEY``
+    would put a credential into conditions, Events and logs, ``now`` makes results change from
+    one look to the next, ``debug``/``stderr``/``halt_error`` write to the process's streams,
+    ``input``/``inputs`` and ``import``/``include`` read other data. Refused by name wherever they
+    appear (``def`` bodies, arguments, string interpolation, object keys, ``reduce``...).
+    """
+    problems: list[str] = []
+    for node in tree.walk():
+        if node.kind == "call":
+            name, _arity = cast(tuple[str, int], node.value)
+            reason = OUTSIDE_BUILTINS.get(name)
+            if reason is not None:
+                problems.append(f"function '{name}' {reason} and is not allowed")
+        elif node.kind == "variable" and str(node.value) in OUTSIDE_VARIABLES:
+            name = str(node.value)
+            problems.append(f"variable '${name}' {OUTSIDE_VARIABLES[name]} and is not allowed")
+        elif node.kind == "literal" and node.value == "$__loc__":
+            problems.append(
+                f"variable '$__loc__' {OUTSIDE_VARIABLES['__loc__']} and is not allowed"
+            )
+        elif node.kind == "directive":
+            problems.append(f"'{node.value}' reads jq modules from files and is not allowed")
     return problems
 
 

@@ -6,6 +6,12 @@ two pod-spec shapes; ``instanceIdPath`` and ``componentInstanceSelector`` come t
 ownership cycle; alpha gang members exist; every jq field parses and passes the safety rules
 (:func:`placer.definitions.jqsyntax.safety_violations`).
 
+Added by placer for safety: no jq field may reach outside the object (``$ENV``, ``env``,
+``input``, ``now``, ``debug``, ``import``...: :func:`placer.definitions.jqsyntax.
+isolation_violations`), since definitions (hub Kartas, ``--catalog`` files) are untrusted and run
+in placer's own process; nor may its cost grow exponentially with the expression (``.+. | .+.
+| ...``: :mod:`placer.definitions.jqcost`).
+
 Added by placer, because each of these otherwise fails later with a worse message (or
 silently): an empty jq string (gojq cannot run it), ``componentTypeSelector`` without
 ``keyPath`` nor ``matchLabels`` and ``value`` without ``keyPath`` (the CRD's CEL rules, which
@@ -22,7 +28,7 @@ import weakref
 from collections.abc import Iterator
 
 from placer.definitions.jq import compile_jq, compile_problems
-from placer.definitions.jqsyntax import safety_violations
+from placer.definitions.jqsyntax import isolation_violations, safety_violations
 from placer.definitions.model import Component, Definition
 from placer.errors import DefinitionInvalidError, JqError
 
@@ -272,9 +278,15 @@ def _jq_problems(where: str, expression: str) -> list[str]:
         program = compile_jq(expression)
     except JqError as exc:
         return [f"{where}: failed to parse JQ expression {expression!r}: {_plain(exc)}"]
+    violations = [*safety_violations(program.tree), *isolation_violations(program.tree)]
+    if program.bound.excessive:
+        violations.append(
+            f"{program.bound.reason}: it could exhaust the memory or time of placer "
+            "(each step like `.+.`, `[.,.]` or `(.,.)` doubles it); simplify the expression"
+        )
     return [
         f"{where}: JQ expression {expression!r} failed validation: {violation}"
-        for violation in safety_violations(program.tree)
+        for violation in violations
     ]
 
 
