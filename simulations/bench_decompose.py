@@ -8,6 +8,10 @@ init containers and sidecars, tolerations), and measures on ONE core (one proces
 * ``decompose``: manifests per second from parsed objects to :class:`Decomposition` (instances,
   pod demands via ``placer.podspec``, gangs, status, the solver's ``Workload``);
 * ``parse+decompose``: the same from YAML text (libyaml when available), as the CLI does;
+* ``untrusted``: the same manifests decomposed with the catalog's expressions treated as
+  untrusted (as a hub Karta or ``--catalog`` copy of them would be): each runs in-process only
+  on inputs within its static cost bound (``placer.definitions.jqcost``), in the capped worker
+  otherwise; per wall-clock second, which counts the worker's time too;
 * jq overheads, side by side in the same run: the fused batch against one libjq call per path
   for the same definition and object; an in-process evaluation against the worker process
   (the price of an expression that is not proven to terminate); and the one-off static
@@ -39,8 +43,10 @@ import jq
 import yaml
 
 from placer.definitions import Catalog, decompose
+from placer.definitions import jq as jq_runtime
 from placer.definitions.documents import parse_documents
 from placer.definitions.jq import compile_batch, compile_jq, normalize, to_json_text
+from placer.definitions.jqcost import cost_of
 from placer.definitions.jqsyntax import parse, termination_risk
 from placer.definitions.validate import jq_fields
 
@@ -466,6 +472,22 @@ def measure(count: int, seed: int, repeat: int) -> dict[str, Any]:
     seconds, cpu_seconds = _best_both(repeat, decompose_all)
     parse_seconds, parse_cpu_seconds = _best_both(repeat, parse_and_decompose_all)
 
+    # the same expressions, untrusted: in-process only within their static bound
+    trusted = set(jq_runtime._TRUSTED)
+    jq_runtime._TRUSTED.clear()
+    try:
+        decompose_all()  # warm-up (starts the worker if any input needs it)
+        untrusted_seconds, untrusted_cpu_seconds = _best_both(repeat, decompose_all)
+        sizes = [len(to_json_text(normalize(m))) for m in manifests]
+        beyond = sum(
+            1
+            for manifest, size in zip(manifests, sizes, strict=True)
+            for _, expression in jq_fields(catalog.find(manifest["apiVersion"], manifest["kind"]))
+            if compile_jq(expression).in_process and size > compile_jq(expression).max_input
+        )
+    finally:
+        jq_runtime._TRUSTED.update(trusted)
+
     # jq: fused batch vs one call per path, same definition and object (a JobSet)
     jobset = manifests[0]
     definition = catalog.find(jobset["apiVersion"], jobset["kind"])
@@ -487,11 +509,16 @@ def measure(count: int, seed: int, repeat: int) -> dict[str, Any]:
     local = _best(repeat, lambda: [in_process.run(text) for _ in range(rounds)]) / rounds
     remote = _best(repeat, lambda: [in_worker.run(text) for _ in range(200)]) / 200
 
-    # static analysis (parse + termination check), paid once per distinct expression
+    # static analysis (parse + termination check + cost bound), paid once per distinct expression
     catalog_expressions = sorted({e for d in catalog.definitions for _, e in jq_fields(d)})
     analysis = _best(
-        repeat, lambda: [termination_risk(parse(e)) for e in catalog_expressions]
+        repeat,
+        lambda: [
+            (termination_risk(tree), cost_of(tree))
+            for tree in (parse(e) for e in catalog_expressions)
+        ],
     ) / len(catalog_expressions)
+    bounds = [cost_of(parse(e)).cost for e in catalog_expressions]
     libjq_compile = _best(1, lambda: [jq.compile(e) for e in catalog_expressions]) / len(
         catalog_expressions
     )
@@ -512,6 +539,12 @@ def measure(count: int, seed: int, repeat: int) -> dict[str, Any]:
             "wall_seconds": round(parse_seconds, 4),
             "manifests_per_wall_s": round(count / parse_seconds),
         },
+        "untrusted": {
+            "cpu_seconds_this_process": round(untrusted_cpu_seconds, 4),
+            "wall_seconds": round(untrusted_seconds, 4),
+            "manifests_per_wall_s": round(count / untrusted_seconds),
+            "evaluations_beyond_bound_in_worker": beyond,
+        },
         "warm_up_seconds": round(warm_up, 4),
         "target_manifests_per_s": TARGET,
         "jq": {
@@ -528,6 +561,11 @@ def measure(count: int, seed: int, repeat: int) -> dict[str, Any]:
             "catalog_expressions_in_worker": sum(
                 1 for e in catalog_expressions if compile_jq(e).risk is not None
             ),
+            "catalog_largest_growth": round(max(b.growth() for b in bounds if b is not None)),
+            "catalog_largest_work_growth": round(
+                max(b.work_growth() for b in bounds if b is not None)
+            ),
+            "catalog_largest_degree": max(b.degree() for b in bounds if b is not None),
         },
     }
 
@@ -572,9 +610,11 @@ def main(argv: list[str] | None = None) -> int:
     rate = result["decompose"]["manifests_per_cpu_s"]
     wall = result["decompose"]["manifests_per_wall_s"]
     print(json.dumps(result, indent=2))
+    untrusted = result["untrusted"]["manifests_per_wall_s"]
     print(
         f"\ndecompose: {rate} manifests per CPU second on one core ({wall} per wall-clock second; "
-        f"target {TARGET:.0f}) -> {args.out}"
+        f"target {TARGET:.0f}); untrusted definitions: {untrusted} per wall-clock second "
+        f"-> {args.out}"
     )
     return 0
 

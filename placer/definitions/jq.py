@@ -361,7 +361,8 @@ class JqBatch:
         safe = [i for i, p in enumerate(self.programs) if p.in_process]
         self._fused_index = tuple(safe)
         self._fused: Any = None
-        self._fused_limit: int | None = None  # computed on first run (after trust is known)
+        #: largest input the fused program may run on when not all its expressions are trusted
+        self._fused_limit = min((self.programs[i].max_input for i in safe), default=-1)
         if len(safe) > 1:
             parts = ", ".join(f"[{_wrap(self.programs[i].runnable)}]" for i in safe)
             try:
@@ -381,16 +382,10 @@ class JqBatch:
         ``locate(i)`` describes where expression ``i`` lives (called only to build an error).
         """
         results: list[list[Any] | None] = [None] * len(self.programs)
-        if self._fused_limit is None:
-            self._fused_limit = min(
-                (
-                    self.programs[i].max_input
-                    for i in self._fused_index
-                    if self.programs[i].text not in _TRUSTED
-                ),
-                default=1 << 62,
-            )
-        if self._fused is not None and len(input_text) <= self._fused_limit:
+        if self._fused is not None and (
+            len(input_text) <= self._fused_limit
+            or all(self.programs[i].text in _TRUSTED for i in self._fused_index)
+        ):
             try:
                 fused = self._fused.input_text(input_text).first()
             except ValueError:
