@@ -350,25 +350,42 @@ def trust_expressions(texts: Sequence[str]) -> None:
 class JqBatch:
     """Several expressions evaluated on one input in one libjq call where possible.
 
-    ``run`` returns one output list per expression, in order. Expressions not proven to
-    terminate are evaluated one by one in the worker; the others are fused into one program.
+    ``run`` returns one output list per expression, in order. The expressions that may run
+    in-process on the input (:meth:`JqProgram.in_process_for`) are fused into one program (one
+    per such subset, compiled once); the others are evaluated one by one in the worker.
     """
 
-    __slots__ = ("_fused", "_fused_index", "_fused_limit", "programs")
+    __slots__ = ("_fused", "_fused_limit", "_safe", "programs")
+
+    #: distinct subsets fused at most (each costs a libjq compile)
+    MAX_SUBSETS = 16
 
     def __init__(self, programs: Sequence[JqProgram]) -> None:
         self.programs = tuple(programs)
-        safe = [i for i, p in enumerate(self.programs) if p.in_process]
-        self._fused_index = tuple(safe)
-        self._fused: Any = None
-        #: largest input the fused program may run on when not all its expressions are trusted
-        self._fused_limit = min((self.programs[i].max_input for i in safe), default=-1)
-        if len(safe) > 1:
-            parts = ", ".join(f"[{_wrap(self.programs[i].runnable)}]" for i in safe)
+        self._safe = tuple(i for i, p in enumerate(self.programs) if p.in_process)
+        #: subset of expression indexes -> its fused program (None: one by one)
+        self._fused: dict[tuple[int, ...], Any] = {}
+        #: inputs up to this size run every in-process expression, trusted or not
+        self._fused_limit = min((self.programs[i].max_input for i in self._safe), default=-1)
+        self._compiled(self._safe)
+
+    def _compiled(self, subset: tuple[int, ...]) -> Any:
+        if subset in self._fused:
+            return self._fused[subset]
+        compiled = None
+        if len(subset) > 1 and len(self._fused) < self.MAX_SUBSETS:
+            parts = ", ".join(f"[{_wrap(self.programs[i].runnable)}]" for i in subset)
             try:
-                self._fused = _libjq.compile(f"{GUARDED_MULTIPLY_DEF} [{parts}]")
+                compiled = _libjq.compile(f"{GUARDED_MULTIPLY_DEF} [{parts}]")
             except ValueError:
-                self._fused = None  # one of them does not compile: run them one by one
+                compiled = None  # one of them does not compile: run them one by one
+        self._fused[subset] = compiled
+        return compiled
+
+    def _subset(self, input_text: str) -> tuple[int, ...]:
+        if len(input_text) <= self._fused_limit:
+            return self._safe
+        return tuple(i for i in self._safe if self.programs[i].in_process_for(input_text))
 
     def run(
         self,
@@ -382,16 +399,15 @@ class JqBatch:
         ``locate(i)`` describes where expression ``i`` lives (called only to build an error).
         """
         results: list[list[Any] | None] = [None] * len(self.programs)
-        if self._fused is not None and (
-            len(input_text) <= self._fused_limit
-            or all(self.programs[i].text in _TRUSTED for i in self._fused_index)
-        ):
+        subset = self._subset(input_text)
+        fused_program = self._compiled(subset)
+        if fused_program is not None:
             try:
-                fused = self._fused.input_text(input_text).first()
+                fused = fused_program.input_text(input_text).first()
             except ValueError:
                 fused = None  # find the failing expression below, one by one
             if fused is not None:
-                for slot, outputs in zip(self._fused_index, fused, strict=True):
+                for slot, outputs in zip(subset, fused, strict=True):
                     if len(outputs) >= limits.max_outputs:
                         raise _too_many(self.programs[slot].text, limits, _where(locate, slot))
                     results[slot] = outputs

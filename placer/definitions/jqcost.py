@@ -68,11 +68,14 @@ MAX_GROWTH = float(1 << 20)
 MAX_WORK_GROWTH = float(1 << 30)
 #: Rejected when the bound grows faster than this power of the sizes.
 MAX_DEGREE = 6
-#: Output (bytes) an evaluation may be bound to and still run in-process (2^28: 256 MiB).
-IN_PROCESS_BYTES = float(1 << 28)
-#: Work (the model's steps) an evaluation may be bound to and still run in-process (2^34; the
-#: bound is loose: the catalog's expressions are bound thousands of times above what they do).
-IN_PROCESS_WORK = float(1 << 34)
+#: Output (bytes) an evaluation may be bound to and still run in-process (2^26: 64 MiB).
+IN_PROCESS_BYTES = float(1 << 26)
+#: Work (the model's steps) an evaluation may be bound to and still run in-process (2^24: libjq
+#: does some 5·10^7 of them a second, so a fraction of a second at worst). The bound is loose
+#: (the catalog's expressions do thousands of times less): placer's own built-in expressions
+#: are trusted and run in-process whatever the input (:func:`placer.definitions.jq.
+#: trust_expressions`).
+IN_PROCESS_WORK = float(1 << 24)
 
 # --------------------------------------------------------------------------------------------
 # Polynomials in (x, v) with non-negative coefficients
