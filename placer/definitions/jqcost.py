@@ -233,6 +233,8 @@ def _cost(m: Poly, t: Poly, w: Poly) -> Cost:
 
 
 _IDENTITY = Cost(_ONE, _X, _ONE)
+#: a part of the input, or `null` when it is missing (4 bytes, more than `{}`)
+_PART = Cost(_ONE, _add(_X, _const(4.0)), _ONE)
 _EMPTY = Cost(_ZERO, _ZERO, _ONE)
 
 
@@ -444,7 +446,7 @@ class _Analysis:
         return self.cost(node.children[0], scope) if node.children else _IDENTITY
 
     def _field(self, node: Node, scope: _Scope) -> Cost:
-        return _pipe(self._target(node, scope), _IDENTITY)
+        return _pipe(self._target(node, scope), _PART)
 
     def _optional(self, node: Node, scope: _Scope) -> Cost:
         return self.cost(node.children[0], scope)
@@ -459,7 +461,7 @@ class _Analysis:
         target = self.cost(node.children[0], scope)
         key = node.children[1]
         if key.kind == "literal" or (key.kind == "string" and not key.children):
-            return _pipe(target, _IDENTITY)  # `.["a"]`, `.[0]`: a part of the input
+            return _pipe(target, _PART)  # `.["a"]`, `.[0]`: a part of the input
         index = self.cost(node.children[1], scope)  # evaluated on the same input
         m = _mul(target.m, index.m)
         # `.[array]` gives the positions of a sub-array: numbers, each at most 8 bytes per element
@@ -596,12 +598,13 @@ class _Analysis:
         if len(node.children) == 1:
             return body
         handler = self.cost(node.children[1], scope)
-        # the handler runs at most once, on the error value (no bigger than the work done)
-        on_error = _spread(handler.t, _ONE, body.w)
+        # the handler runs at most once, on the error: a value built by the body (no bigger than
+        # its work) or jq's message (quoting at most a short excerpt of a value)
+        error = _add(body.w, _const(256.0))
         return _cost(
-            _add(body.m, _spread(handler.m, _ONE, body.w)),
-            _add(body.t, on_error),
-            _add(body.w, _spread(handler.w, _ONE, body.w)),
+            _add(body.m, _spread(handler.m, _ONE, error)),
+            _add(body.t, _spread(handler.t, _ONE, error)),
+            _add(body.w, _spread(handler.w, _ONE, error)),
         )
 
     def _label(self, node: Node, scope: _Scope) -> Cost:
