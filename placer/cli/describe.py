@@ -2,10 +2,13 @@
 
 File mode, ``placer describe -f FILE``: for every object in FILE (``-`` = stdin; several YAML
 documents allowed): the component tree with replicas and GPUs, the matched status
-(``Phase:``), the Resources table and the predicted gangs, or (``-o json``) the stable JSON
-list documented in the README. All objects are read first; if any cannot be described, every
-problem is printed and nothing else (exit 4 when the first problem is a kind no definition
-covers, 2 for unparsable YAML, 1 otherwise). Rendering lives in
+(``Phase:``), the Resources table (with where demand beyond the containers comes from) and the
+predicted gangs, or (``-o json``) the stable JSON list documented in the README. DRA
+ResourceClaims and ResourceClaimTemplates in FILE are not workloads: the pods that name them
+are counted with them. Demand that cannot be counted is a ``warning:`` on stderr. All objects
+are read first; if any cannot be described, every problem is printed and nothing else (exit 4
+when the first problem is a kind no definition covers, 2 for unparsable YAML, 1 otherwise).
+Rendering lives in
 :mod:`placer.definitions.view`.
 
 Live mode, ``placer describe TYPE/NAME`` (or ``TYPE NAME``) ``[-n NS] [fleet options]``: the
@@ -23,7 +26,7 @@ from placer.cli._fleet import add_fleet_options, fleet_config_from_args
 from placer.cli._output import add_output_option, print_json
 from placer.cli.definitions import add_catalog_option, load_catalog
 from placer.definitions import Decomposition, Document, decompose
-from placer.definitions.documents import read_input
+from placer.definitions.documents import partition_claims, read_input
 from placer.definitions.view import build_view, render_text, to_json
 from placer.errors import InputError, PlacerError, UsageError
 
@@ -73,17 +76,23 @@ def run(args: argparse.Namespace) -> int:
     documents = read_manifests(args.filename)
     if not documents:
         raise InputError("no objects found", source=args.filename)
+    claims, documents = partition_claims(documents)
+    if not documents:
+        raise InputError("no workloads found (only DRA claims)", source=args.filename)
     results: list[Decomposition] = []
     problems: list[PlacerError] = []
     for document in documents:
         try:
-            results.append(decompose(document.data, catalog, source=document.source))
+            results.append(decompose(document.data, catalog, source=document.source, claims=claims))
         except PlacerError as exc:
             problems.append(exc)
     if problems:
         for problem in problems:
             print(f"error: {problem}", file=sys.stderr)
         return problems[0].exit_code
+    for result in results:
+        for warning in result.warnings:
+            print(f"warning: {warning}", file=sys.stderr)
     if args.output == "json":
         print_json([to_json(d) for d in results])
         return 0

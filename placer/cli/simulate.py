@@ -252,16 +252,21 @@ def load_workloads(
 
 def _manifests(source: str, catalog: Any, *, offset: int) -> list[Timed]:
     from placer.definitions import decompose
-    from placer.definitions.documents import read_input
+    from placer.definitions.documents import partition_claims, read_input
     from simulations.workloads import TimedWorkload
 
     workloads = []
     problems: list[PlacerError] = []
-    for manifest in read_input(source):
+    claims, documents = partition_claims(read_input(source))
+    for manifest in documents:
         try:
-            workloads.append(decompose(manifest.data, catalog, source=manifest.source).workload)
+            result = decompose(manifest.data, catalog, source=manifest.source, claims=claims)
         except PlacerError as exc:
             problems.append(exc)
+            continue
+        for warning in result.warnings:
+            print(f"warning: {warning}", file=sys.stderr)
+        workloads.append(result.workload)
     if problems:
         for problem in problems[1:]:
             print(f"error: {problem}", file=sys.stderr)

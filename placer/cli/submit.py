@@ -110,6 +110,7 @@ def read_manifests(filenames: Sequence[str], catalog_dirs: Sequence[str]) -> lis
     """Every object of every file as a :class:`placer.dispatch.Manifest`; all problems are
     reported together (the first one raised)."""
     from placer.definitions import Catalog, decompose
+    from placer.definitions.documents import partition_claims
     from placer.dispatch import Manifest
 
     describe = importlib.import_module("placer.cli.describe")
@@ -117,21 +118,30 @@ def read_manifests(filenames: Sequence[str], catalog_dirs: Sequence[str]) -> lis
     manifests: list[Manifest] = []
     problems: list[PlacerError] = []
     seen: dict[Any, str] = {}
-    for filename in filenames:
-        for document in describe.read_manifests(filename):
-            try:
-                decomposition = decompose(document.data, catalog, source=document.source)
-            except PlacerError as exc:
-                problems.append(exc)
-                continue
-            ref = decomposition.ref
-            if ref in seen:
-                problems.append(
-                    UsageError(f"{document.source}: {ref} is given twice (also in {seen[ref]})")
-                )
-                continue
-            seen[ref] = document.source
-            manifests.append(Manifest(document.data, decomposition, document.source))
+    documents = [d for filename in filenames for d in describe.read_manifests(filename)]
+    claims, documents = partition_claims(documents)
+    if len(claims):
+        print(
+            f"warning: {len(claims)} DRA claim object(s) in the input count toward their pods' "
+            "devices but are not dispatched: create them on the chosen cluster",
+            file=sys.stderr,
+        )
+    for document in documents:
+        try:
+            decomposition = decompose(document.data, catalog, source=document.source, claims=claims)
+        except PlacerError as exc:
+            problems.append(exc)
+            continue
+        for warning in decomposition.warnings:
+            print(f"warning: {warning}", file=sys.stderr)
+        ref = decomposition.ref
+        if ref in seen:
+            problems.append(
+                UsageError(f"{document.source}: {ref} is given twice (also in {seen[ref]})")
+            )
+            continue
+        seen[ref] = document.source
+        manifests.append(Manifest(document.data, decomposition, document.source))
     if problems:
         for problem in problems[1:]:
             print(f"error: {problem}", file=sys.stderr)

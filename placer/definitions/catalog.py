@@ -11,8 +11,12 @@ cluster's Karta replaces the built-in definition for its kind):
    (:meth:`Catalog.with_definitions`).
 
 Every definition is validated when it enters a catalog, so interpretation never meets an
-invalid one. Lookup (:meth:`Catalog.find`) is by exact apiVersion and kind; when no definition
-has that version but exactly one covers the same group and kind, that one is used (upstream's
+invalid one. A catalog also carries the accelerator table (:mod:`placer.accelerators`) that
+decomposition counts GPU fractions, shared GPUs and DRA claims with: placer's defaults unless a
+fleet file says otherwise (:meth:`Catalog.with_accelerators`).
+
+Lookup (:meth:`Catalog.find`) is by exact apiVersion and kind; when no definition has that
+version but exactly one covers the same group and kind, that one is used (upstream's
 ``describe -f`` fallback).
 """
 
@@ -23,6 +27,7 @@ from functools import lru_cache
 from importlib import resources
 from pathlib import Path
 
+from placer.accelerators import AcceleratorTable, default_accelerators
 from placer.definitions.jq import trust_expressions
 from placer.definitions.loader import load_definitions
 from placer.definitions.model import Definition, GroupVersionKind
@@ -47,7 +52,14 @@ def builtin_catalog_dir() -> Path:
 class Catalog:
     """An immutable set of validated definitions, at most one per root kind."""
 
-    def __init__(self, definitions: Iterable[Definition] = ()) -> None:
+    def __init__(
+        self,
+        definitions: Iterable[Definition] = (),
+        *,
+        accelerators: AcceleratorTable | None = None,
+    ) -> None:
+        #: how GPU fractions, shared GPUs and DRA claims are counted (:mod:`placer.accelerators`).
+        self.accelerators = accelerators or default_accelerators()
         by_kind: dict[GroupVersionKind, Definition] = {}
         for definition in definitions:
             target = definition.target
@@ -78,7 +90,11 @@ class Catalog:
     def with_definitions(self, definitions: Iterable[Definition]) -> Catalog:
         """A new catalog where ``definitions`` (validated here) replace those of the same kind."""
         added = [check_definition(d) for d in definitions]
-        return Catalog([*self._by_kind.values(), *added])
+        return Catalog([*self._by_kind.values(), *added], accelerators=self.accelerators)
+
+    def with_accelerators(self, table: AcceleratorTable) -> Catalog:
+        """The same definitions, counting accelerators with ``table``."""
+        return Catalog(self._by_kind.values(), accelerators=table)
 
     # -- lookup --------------------------------------------------------------------------------
 

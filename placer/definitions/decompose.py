@@ -4,9 +4,14 @@
 through the definition covering its kind and returns a :class:`Decomposition`:
 
 * ``components``: every instance of every pod-bearing component with its replicas, its pod
-  template (always ``{"metadata", "spec"}``, synthesised for fragmented definitions) and the
+  template (always ``{"metadata", "spec"}``, synthesised for fragmented definitions, with the
+  containers the definition says the framework injects) and the
   :class:`~placer.model.PodDemand` of one pod, computed by :func:`placer.podspec.pod_demand`
-  exactly as kube-scheduler computes requests, for every resource name;
+  exactly as kube-scheduler computes requests, for every resource name, plus the GPU demand the
+  containers do not show (:mod:`placer.accelerators`: Run:ai/KAI fractions, DRA claims); each
+  such contribution is a ``source`` of the component (what, how much, from where);
+* ``warnings``: demand placer could not count (a claim whose DeviceClass it cannot map, a
+  claim template missing from the input), each naming the object and the claim;
 * ``gangs``: predicted gang groups (:mod:`placer.definitions.gangs`);
 * ``phases``: matched statuses in upstream's fixed order (``("Undefined",)`` when none);
 * ``structure``: all components (grouping ones too) with their instances, for display;
@@ -20,9 +25,16 @@ Pure: no I/O; the definition's jq runs on a normalised JSON copy of the object.
 from __future__ import annotations
 
 from collections.abc import Mapping
-from dataclasses import dataclass
+from dataclasses import dataclass, field, replace
 from typing import Any
 
+from placer.accelerators import (
+    AcceleratorTable,
+    ClaimIndex,
+    RequestSource,
+    accelerator_demand,
+    default_accelerators,
+)
 from placer.definitions.catalog import Catalog
 from placer.definitions.gangs import predict_gangs
 from placer.definitions.interpret import (
@@ -44,7 +56,8 @@ from placer.model import (
     Workload,
     WorkloadRef,
 )
-from placer.podspec import pod_demand
+from placer.podspec import container_requests, pod_demand
+from placer.quantity import add
 
 __all__ = [
     "ComponentInstance",
@@ -69,6 +82,9 @@ class ComponentInstance:
     pod: PodDemand
     min_replicas: int | None = None
     max_replicas: int | None = None
+    #: per pod, what the pod asks for beyond its own containers (or a shared GPU resource they
+    #: ask for), and where from: injected containers, GPU fractions, DRA claims.
+    sources: tuple[RequestSource, ...] = ()
 
     @property
     def label(self) -> str:
@@ -109,6 +125,8 @@ class Decomposition:
     workload: Workload
     #: every component, root first then children in definition order.
     structure: tuple[ComponentNode, ...]
+    #: demand that could not be counted, each naming the object and what (see the module doc).
+    warnings: tuple[str, ...] = ()
 
     def component(self, name: str, instance: str = "") -> ComponentInstance:
         for component in self.components:
@@ -181,12 +199,15 @@ def decompose(
     *,
     source: str | None = None,
     limits: JqLimits = DEFAULT_LIMITS,
+    claims: ClaimIndex | None = None,
 ) -> Decomposition:
     """Read ``obj`` through its definition (see the module docstring).
 
     ``catalog_or_definition`` is a :class:`~placer.definitions.Catalog` (the definition is
-    found by the object's apiVersion and kind) or a :class:`~placer.definitions.Definition`.
-    ``source`` names the object's origin (a file) in messages.
+    found by the object's apiVersion and kind; its accelerator table counts GPU fractions and
+    DRA claims) or a :class:`~placer.definitions.Definition` (placer's default table).
+    ``source`` names the object's origin (a file) in messages. ``claims`` are the
+    ResourceClaims and ResourceClaimTemplates the pods may name (the input's other documents).
 
     Raises :class:`~placer.errors.NoDefinitionError` when no definition covers the kind,
     :class:`~placer.errors.InterpretationError` when the object does not fit its definition and
@@ -200,6 +221,12 @@ def decompose(
     where = _where(ref, definition, source)
     extraction = extract(_input(obj, where), definition, where=where, limits=limits)
 
+    table = (
+        catalog_or_definition.accelerators
+        if isinstance(catalog_or_definition, Catalog)
+        else default_accelerators()
+    )
+    counting = _Counting(table, claims, ref.namespace)
     structure: list[ComponentNode] = []
     components: list[ComponentInstance] = []
     for component in definition.components:
@@ -217,7 +244,7 @@ def decompose(
         if not component.has_pod_definition:
             continue
         for inst in extracted:
-            components.append(_component_instance(component.name, inst, where))
+            components.append(_component_instance(component.name, inst, where, counting))
     gangs = predict_gangs(definition, extraction.instances)
     workload = _workload(obj, ref, components, gangs, source)
     return Decomposition(
@@ -228,19 +255,56 @@ def decompose(
         gangs=gangs,
         workload=workload,
         structure=tuple(structure),
+        warnings=tuple(dict.fromkeys(counting.warnings)),
     )
 
 
-def _component_instance(name: str, inst: ExtractedInstance, where: str) -> ComponentInstance:
+@dataclass
+class _Counting:
+    """What counting a workload's pods needs besides the templates, and the warnings so far."""
+
+    table: AcceleratorTable
+    claims: ClaimIndex | None
+    namespace: str
+    warnings: list[str] = field(default_factory=list)
+
+
+_INJECTED_TEXT = {"container": "container", "init": "init container", "sidecar": "sidecar"}
+
+
+def _component_instance(
+    name: str, inst: ExtractedInstance, where: str, counting: _Counting
+) -> ComponentInstance:
     template = inst.template or {"metadata": {}, "spec": {}}
     spec = template.get("spec") or {}
     label = f"{name}/{inst.id}" if inst.id else name
+    at = f"{where}: component {label!r}"
     try:
         pod = pod_demand(spec)
+        sources = [
+            RequestSource(
+                "injected",
+                item.name,
+                f"injected {_INJECTED_TEXT[item.kind]} (definition's injectedContainers)",
+                container_requests(item.resources),
+            )
+            for item in inst.injected
+        ]
+        metadata = template.get("metadata") or {}
+        extra = accelerator_demand(
+            spec,
+            metadata.get("annotations") or {},
+            pod.requests,
+            namespace=counting.namespace,
+            table=counting.table,
+            claims=counting.claims,
+            where=at,
+        )
     except (ValueError, TypeError, AttributeError) as exc:
-        raise InterpretationError(
-            f"{where}: component {label!r}: the pod template cannot be read: {exc}",
-        ) from None
+        raise InterpretationError(f"{at}: the pod template cannot be read: {exc}") from None
+    if extra.added:
+        pod = replace(pod, requests=add(pod.requests, extra.added))
+    counting.warnings.extend(extra.warnings)
     scale = inst.scale
     return ComponentInstance(
         name=name,
@@ -250,6 +314,7 @@ def _component_instance(name: str, inst: ExtractedInstance, where: str) -> Compo
         pod=pod,
         min_replicas=scale.min_replicas if scale is not None else None,
         max_replicas=scale.max_replicas if scale is not None else None,
+        sources=(*sources, *extra.sources),
     )
 
 

@@ -14,19 +14,21 @@ libyaml's C parser is used when PyYAML has it (about 10x faster on large manifes
 from __future__ import annotations
 
 import sys
-from collections.abc import Mapping
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, TextIO
 
 import yaml
 
+from placer.accelerators import ClaimIndex, is_claim_object
 from placer.errors import InputError, MalformedYamlError
 
 __all__ = [
     "Document",
     "MalformedYamlError",
     "parse_documents",
+    "partition_claims",
     "read_documents",
     "read_input",
     "yaml_files",
@@ -122,3 +124,19 @@ def read_input(name: str, stdin: TextIO | None = None) -> list[Document]:
         stream = stdin if stdin is not None else sys.stdin
         return parse_documents(stream.read(), "<stdin>")
     return read_documents(Path(name))
+
+
+def partition_claims(documents: Sequence[Document]) -> tuple[ClaimIndex, list[Document]]:
+    """The DRA claims among ``documents`` (ResourceClaims and ResourceClaimTemplates, which pods
+    name in ``resourceClaims``) indexed, and the other documents in order (the workloads).
+
+    Raises :class:`~placer.errors.InterpretationError` naming a malformed claim document.
+    """
+    claims = ClaimIndex()
+    rest: list[Document] = []
+    for document in documents:
+        if is_claim_object(document.data):
+            claims.add(document.data, source=document.source)
+        else:
+            rest.append(document)
+    return claims, rest

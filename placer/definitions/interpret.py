@@ -37,6 +37,7 @@ from placer.definitions.model import (
     STATUS_ORDER,
     Component,
     Definition,
+    InjectedContainer,
     StatusDefinition,
 )
 from placer.definitions.validate import check_definition
@@ -91,8 +92,11 @@ class ExtractedInstance:
 
     id: str
     scale: Scale | None
-    #: ``{"metadata": {...}, "spec": {...}}`` for pod-bearing components, else ``None``.
+    #: ``{"metadata": {...}, "spec": {...}}`` for pod-bearing components, else ``None``; with
+    #: the definition's injected containers added, as the framework runs the pod.
     template: Mapping[str, Any] | None
+    #: the definition's injected containers this template got (placer extension).
+    injected: tuple[InjectedContainer, ...] = ()
 
     @property
     def replicas(self) -> int:
@@ -144,6 +148,12 @@ class _Plan:
                     if c.spec.fragmented is not None:
                         for key, text in c.spec.fragmented.paths():
                             add(c, f"specDefinition.fragmentedPodSpecDefinition.{key}", text)
+                    for i, injected in enumerate(c.spec.injected):
+                        add(
+                            c,
+                            f"specDefinition.injectedContainers[{i}].whenPath",
+                            injected.when_path,
+                        )
                 if c.scale is not None:
                     add(c, "scaleDefinition.replicasPath", c.scale.replicas_path)
                     add(c, "scaleDefinition.minReplicasPath", c.scale.min_replicas_path)
@@ -212,8 +222,15 @@ def extract(
         ids = _instance_ids(component, get(component, "instanceIdPath"), at)
         scales = _scales(component, get, ids, at)
         templates = _templates(component, get, ids, at)
+        injected = _injected(component, get, ids, at)
         instances[component.name] = tuple(
-            ExtractedInstance(id_, scales[i], templates[i]) for i, id_ in enumerate(ids)
+            ExtractedInstance(
+                id_,
+                scales[i],
+                _inject(templates[i], injected[i]),
+                injected[i] if templates[i] is not None else (),
+            )
+            for i, id_ in enumerate(ids)
         )
     phases = _phases(
         definition.root.status,
@@ -365,6 +382,61 @@ def _templates(
             )
         return templates
     return _fragmented(component, get, ids, at)
+
+
+def _injected(
+    component: Component,
+    get: Callable[[Component, str], list[Any] | None],
+    ids: Sequence[str],
+    at: str,
+) -> list[tuple[InjectedContainer, ...]]:
+    """Per instance, the injected containers (placer extension) whose ``whenPath`` holds."""
+    spec = component.spec
+    if spec is None or not spec.injected:
+        return [()] * len(ids)
+    chosen: list[list[InjectedContainer]] = [[] for _ in ids]
+    for i, injected in enumerate(spec.injected):
+        if injected.when_path is None:
+            for row in chosen:
+                row.append(injected)
+            continue
+        field = f"specDefinition.injectedContainers[{i}].whenPath"
+        outputs = get(component, field) or []
+        where = f"{at} {field} {injected.when_path!r}"
+        if len(outputs) == 1 and len(ids) != 1:
+            outputs = outputs * len(ids)
+        for row, value in zip(chosen, _zip(outputs, ids, where), strict=True):
+            if value is not None and not isinstance(value, bool):
+                raise InterpretationError(f"{where}: is {_describe(value)}, expected true or false")
+            if value:
+                row.append(injected)
+    return [tuple(row) for row in chosen]
+
+
+def _inject(
+    template: Mapping[str, Any] | None, injected: Sequence[InjectedContainer]
+) -> Mapping[str, Any] | None:
+    """``template`` with the injected containers added where the framework puts them."""
+    if template is None or not injected:
+        return template
+    spec = dict(template.get("spec") or {})
+    containers = list(spec.get("containers") or [])
+    inits = list(spec.get("initContainers") or [])
+    names = {c.get("name") for c in (*containers, *inits) if isinstance(c, Mapping)}
+    for item in injected:
+        if item.name in names:  # the user already wrote it (e.g. to size it): theirs counts
+            continue
+        container: dict[str, Any] = {"name": item.name, "resources": dict(item.resources)}
+        if item.kind == "container":
+            containers.append(container)
+        elif item.kind == "sidecar":
+            inits.append({**container, "restartPolicy": "Always"})
+        else:
+            inits.append(container)
+    spec["containers"] = containers
+    if inits:
+        spec["initContainers"] = inits
+    return {**template, "spec": spec}
 
 
 def _template_from_template(value: Any, where: str) -> Mapping[str, Any]:

@@ -18,6 +18,7 @@ from typing import Any
 
 from placer.definitions.documents import Document, read_documents
 from placer.definitions.model import (
+    INJECTED_KINDS,
     KARTA_API_VERSION,
     RESOURCE_INTERFACE_API_VERSION,
     STATUS_KEYS,
@@ -29,6 +30,7 @@ from placer.definitions.model import (
     FragmentedPodSpec,
     GangScheduling,
     GroupVersionKind,
+    InjectedContainer,
     InstanceSelector,
     PodGroup,
     PodGroupMember,
@@ -46,6 +48,7 @@ from placer.definitions.model import (
     TypeSelector,
 )
 from placer.errors import DefinitionError, DefinitionInvalidError
+from placer.quantity import to_canonical
 
 __all__ = ["DEFINITION_KINDS", "definition_from_dict", "is_definition", "load_definitions", "slug"]
 
@@ -299,11 +302,41 @@ class _Reader:
                     for attr, key in FragmentedPodSpec.FIELDS
                 }
             )
+        injected = []
+        for item_field, item in self.items(spec, "injectedContainers", field):
+            entry = self.entry(item_field, item)
+            if entry is not None:
+                injected.append(self.injected(entry, item_field))
         return SpecDefinition(
             pod_template_spec_path=self.string(spec, "podTemplateSpecPath", field),
             pod_spec_path=self.string(spec, "podSpecPath", field),
             metadata_path=self.string(spec, "metadataPath", field),
             fragmented=fragmented,
+            injected=tuple(injected),
+        )
+
+    def injected(self, data: Mapping[str, Any], field: str) -> InjectedContainer:
+        """placer's ``injectedContainers[]`` extension (see :class:`InjectedContainer`)."""
+        name = self.string(data, "name", field, required=True) or ""
+        kind = self.string(data, "kind", field) or "container"
+        if kind not in INJECTED_KINDS:
+            self.problem(f"{field}.kind", f"{kind!r} is not one of {', '.join(INJECTED_KINDS)}")
+        resources: Mapping[str, Any] = self.mapping(data, "resources", field) or {}
+        for key in ("requests", "limits"):
+            amounts = self.mapping(resources, key, f"{field}.resources")
+            for resource, quantity in (amounts or {}).items():
+                try:
+                    to_canonical(str(resource), quantity)
+                except ValueError:
+                    self.problem(
+                        f"{field}.resources.{key}.{resource}",
+                        f"{quantity!r} is not a Kubernetes quantity",
+                    )
+        return InjectedContainer(
+            name=name,
+            kind=kind,
+            resources=resources,
+            when_path=self.string(data, "whenPath", field),
         )
 
     def scale(self, data: Mapping[str, Any], field: str) -> ScaleDefinition | None:

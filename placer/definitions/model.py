@@ -4,6 +4,8 @@ One model for both API eras: ``run.ai/v1alpha1 Karta`` (current) and
 ``optimization.nvidia.com/v1alpha1 ResourceInterface`` (old) share the ``spec`` shape; fields only
 the current era has (suspend, ``matchLabels``, ``replicaSelector``, ``podGroup``) are simply
 absent in old documents. Absent and ``null`` mean the same everywhere, as in upstream's Go types.
+One field is placer's own extension, ignored by upstream's decoder (unknown keys):
+``specDefinition.injectedContainers`` (:class:`InjectedContainer`).
 
 Every component remembers ``field`` (``spec.structureDefinition.childComponents[1]``) so that any
 message about it can point at the exact place in the document.
@@ -19,6 +21,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 __all__ = [
+    "INJECTED_KINDS",
     "KARTA_API_VERSION",
     "RESOURCE_INTERFACE_API_VERSION",
     "STATUS_KEYS",
@@ -31,6 +34,7 @@ __all__ = [
     "FragmentedPodSpec",
     "GangScheduling",
     "GroupVersionKind",
+    "InjectedContainer",
     "InstanceSelector",
     "PodGroup",
     "PodGroupMember",
@@ -138,6 +142,29 @@ class FragmentedPodSpec:
         return out
 
 
+#: How an injected container runs: beside the others, before them, or as a native sidecar.
+INJECTED_KINDS = ("container", "init", "sidecar")
+
+
+@dataclass(frozen=True)
+class InjectedContainer:
+    """**placer extension** (``specDefinition.injectedContainers[]``, ignored by upstream): a
+    container the framework adds to every pod of the component by itself (Knative's
+    ``queue-proxy``, KServe's ``storage-initializer`` and agent), so that placement counts its
+    resources like the pod's own."""
+
+    name: str
+    #: one of :data:`INJECTED_KINDS`: ``container`` (runs beside the others), ``init`` (an init
+    #: container, before them) or ``sidecar`` (a native sidecar: an init container that keeps
+    #: running).
+    kind: str = "container"
+    #: a ResourceRequirements (``requests``/``limits``) as the framework's defaults set it.
+    resources: Mapping[str, Any] = field(default_factory=dict)
+    #: jq on the workload object: injected where the output is true (one output per instance
+    #: of the component, or one for all); always injected when absent.
+    when_path: str | None = None
+
+
 @dataclass(frozen=True)
 class SpecDefinition:
     """Where a component's pods are described (one of three shapes)."""
@@ -146,6 +173,8 @@ class SpecDefinition:
     pod_spec_path: str | None = None
     metadata_path: str | None = None
     fragmented: FragmentedPodSpec | None = None
+    #: placer extension: containers the framework injects (:class:`InjectedContainer`).
+    injected: tuple[InjectedContainer, ...] = ()
 
     @property
     def has_pod_definition(self) -> bool:

@@ -222,6 +222,9 @@ def jq_fields(definition: Definition) -> Iterator[tuple[str, str]]:
             if c.spec.fragmented is not None:
                 for key, value in c.spec.fragmented.paths():
                     yield f"{spec}.fragmentedPodSpecDefinition.{key}", value
+            for i, injected in enumerate(c.spec.injected):
+                if injected.when_path is not None:
+                    yield f"{spec}.injectedContainers[{i}].whenPath", injected.when_path
         if c.scale is not None:
             for key, maybe in (
                 ("replicasPath", c.scale.replicas_path),

@@ -13,6 +13,9 @@ out. Each row carries its desired replicas and total requests.
 :func:`render_text` prints the tree, the ``Phase:`` line, the ``Resources:`` table (one row per
 pod-bearing component or instance that has pods: ``COMPONENT REPLICAS GPU CPU MEMORY`` plus a
 column for every other resource requested, and a ``TOTAL`` row) and the predicted ``Gangs:``.
+Under a component row, one ``+ name`` row per thing its pods ask for beyond their own containers
+(injected containers, GPU fractions, DRA claims, time-sliced GPUs) with its amounts (x replicas)
+and, in the ``FROM`` column, where it comes from and how it is counted.
 
 :func:`to_json` is the stable JSON form (documented in the README): base units, ``cpu`` in
 cores, ``memory`` in bytes, other resources as counts.
@@ -233,17 +236,21 @@ def tree_lines(rows: Sequence[ViewRow]) -> list[list[str]]:
 
 def resource_columns(view: DescribeView) -> list[str]:
     """GPU, CPU, MEMORY, then every other resource requested (sorted)."""
-    others = sorted(
-        {name for c in view.decomposition.components for name in c.pod.requests}
-        - {GPU, CPU, MEMORY}
-    )
+    requested = {name for c in view.decomposition.components for name in c.pod.requests}
+    counted = {n for c in view.decomposition.components for s in c.sources for n in s.requests}
+    others = sorted((requested | counted) - {GPU, CPU, MEMORY})
     return [GPU, CPU, MEMORY, *others]
 
 
 def resource_rows(view: DescribeView) -> list[list[str]]:
-    """The Resources table with its header and TOTAL row."""
+    """The Resources table with its header, source rows and TOTAL row."""
     columns = resource_columns(view)
+    sources = {
+        c.label: c.sources for c in view.decomposition.components if c.replicas and c.sources
+    }
     header = ["COMPONENT", "REPLICAS", "GPU", "CPU", "MEMORY", *columns[3:]]
+    if sources:
+        header.append("FROM")
     table = [header]
 
     def walk(rows: Sequence[ViewRow]) -> None:
@@ -253,13 +260,22 @@ def resource_rows(view: DescribeView) -> list[list[str]]:
                 table.append(
                     [row.label, str(own_replicas)]
                     + [format_amount(name, row.own.get(name, 0)) for name in columns]
+                    + ([""] if sources else [])
                 )
+                for source in sources.get(row.label, ()):
+                    amounts = scale(source.requests, own_replicas)
+                    table.append(
+                        [f"  + {source.name}", ""]
+                        + [format_amount(n, amounts[n]) if n in amounts else "" for n in columns]
+                        + [source.text]
+                    )
             walk(row.children)
 
     walk(view.rows)
     table.append(
         ["TOTAL", str(view.pods)]
         + [format_amount(name, view.total.get(name, 0)) for name in columns]
+        + ([""] if sources else [])
     )
     return table
 
@@ -298,15 +314,25 @@ def to_json(decomposition: Decomposition) -> dict[str, Any]:
     d = decomposition
     components = []
     for c in d.components:
-        components.append(
-            {
-                "name": c.name,
-                "instance": c.instance,
-                "replicas": c.replicas,
-                "pod": {"requests": _base(c.pod.requests)},
-                "total": _base(scale(c.pod.requests, c.replicas)),
-            }
-        )
+        item: dict[str, Any] = {
+            "name": c.name,
+            "instance": c.instance,
+            "replicas": c.replicas,
+            "pod": {"requests": _base(c.pod.requests)},
+            "total": _base(scale(c.pod.requests, c.replicas)),
+        }
+        if c.sources:
+            item["sources"] = [
+                {
+                    "kind": s.kind,
+                    "name": s.name,
+                    "from": s.origin,
+                    "note": s.note,
+                    "requests": _base(s.requests),
+                }
+                for s in c.sources
+            ]
+        components.append(item)
     total = add(*(scale(c.pod.requests, c.replicas) for c in d.components))
     return {
         "workload": {
@@ -322,4 +348,5 @@ def to_json(decomposition: Decomposition) -> dict[str, Any]:
             {"name": g.name, "members": list(g.members), "minMember": g.min_member} for g in d.gangs
         ],
         "total": {"pods": sum(c.replicas for c in d.components), **_base(total)},
+        "warnings": list(d.warnings),
     }

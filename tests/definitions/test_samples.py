@@ -203,20 +203,22 @@ EXPECTED: dict[tuple[str, int], dict[str, Any]] = {
     },
     ("knative", 0): {
         "definition": "serving-knative-dev-service-v1",
-        # initial-scale 3 > min-scale 2
-        "components": {"revision": (3, {"cpu": 1000, "memory": 1 * GI, GPU: 1})},
-        "total": {"cpu": 3000, "memory": 3 * GI, GPU: 3},
+        # initial-scale 3 > min-scale 2; + the queue-proxy Knative injects (25m cpu)
+        "components": {"revision": (3, {"cpu": 1025, "memory": 1 * GI, GPU: 1})},
+        "total": {"cpu": 3075, "memory": 3 * GI, GPU: 3},
         "pods": 3,
     },
     ("inferenceservice", 0): {
         "definition": "serving-kserve-io-inferenceservice-v1beta1",
         "components": {
-            # the model block becomes kserve-container: requests 2 / 8Gi, GPU from the limits
-            "predictor": (2, {"cpu": 2000, "memory": 8 * GI, GPU: 1}),
-            "transformer": (1, {"cpu": 1000, "memory": 2 * GI}),
+            # the model block becomes kserve-container: requests 2 / 8Gi, GPU from the limits;
+            # KServe's default Serverless mode injects queue-proxy (25m), and the hf:// model
+            # the storage-initializer init container (100m / 100Mi: less than the running pod)
+            "predictor": (2, {"cpu": 2025, "memory": 8 * GI, GPU: 1}),
+            "transformer": (1, {"cpu": 1025, "memory": 2 * GI}),
             "explainer": (0, {}),
         },
-        "total": {"cpu": 5000, "memory": 18 * GI, GPU: 2},
+        "total": {"cpu": 5075, "memory": 18 * GI, GPU: 2},
         "pods": 3,
     },
     ("llminferenceservice", 0): {

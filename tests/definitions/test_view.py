@@ -58,7 +58,7 @@ def test_zero_replica_components_stay_in_the_tree_not_in_the_table(
     assert "`-- explainer     replicas: 0" in text
     table = text.split("Resources:\n")[1]
     assert "explainer" not in table
-    assert "TOTAL         3          2     5     18Gi" in table
+    assert "TOTAL                     3          2     5075m   18Gi" in table
 
 
 def test_every_requested_resource_gets_a_column(catalog: Catalog, sample: Sample) -> None:
