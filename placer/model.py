@@ -33,6 +33,7 @@ __all__ = [
     "ComponentDemand",
     "Decision",
     "DecisionSummary",
+    "DeviceGroup",
     "Fleet",
     "Gang",
     "Node",
@@ -229,6 +230,25 @@ class Workload:
 
 
 @dataclass(frozen=True)
+class DeviceGroup:
+    """Identical devices a Dynamic Resource Allocation driver publishes for a node (in its
+    ResourceSlices): ``count`` devices of ``driver`` with these ``attributes``, ``allocated`` of
+    them held by ResourceClaims. ``resource`` is what placer counts them as (the accelerator
+    table's DeviceClass mapping; ``""`` when no class maps them, and then they are not in the
+    node's ``allocatable``)."""
+
+    driver: str
+    resource: str
+    count: int
+    allocated: int = 0
+    attributes: Mapping[str, str] = field(default_factory=dict)
+
+    @property
+    def free(self) -> int:
+        return self.count - self.allocated
+
+
+@dataclass(frozen=True)
 class Node:
     """A node's capacity and state at capture time.
 
@@ -247,6 +267,10 @@ class Node:
     #: when the node's GPUs are counted whole only. With devices, a whole-GPU request needs that
     #: many fully free devices, and a shared request needs one device with enough left.
     gpu_devices: tuple[int, ...] | None = None
+    #: DRA devices from ResourceSlices, grouped (:class:`DeviceGroup`). The mapped ones are
+    #: already in ``allocatable`` (their count) and ``requested`` (their allocated devices), so
+    #: placement counts them like any resource; this keeps where they came from.
+    devices: tuple[DeviceGroup, ...] = ()
 
     @property
     def free(self) -> dict[str, int]:
@@ -311,6 +335,9 @@ class Fleet:
 
     clusters: tuple[Cluster, ...]
     captured_at: str = ""
+    #: the accelerator table the capacity was gathered with, as its fleet-file section
+    #: (:func:`placer.accelerators.accelerators_from_dict`); empty: placer's defaults.
+    accelerators: Mapping[str, object] = field(default_factory=dict)
 
     def cluster(self, name: str) -> Cluster:
         for cluster in self.clusters:

@@ -21,8 +21,15 @@ Format (``apiVersion: placer.dev/v1alpha1``, ``kind: FleetSnapshot``)::
         unschedulable: false
         ready: true
         gpuDevices: [1000, 1000, 500, 0]     # optional: free thousandths per GPU device
+        devices:                             # optional: DRA devices (ResourceSlices)
+        - {driver: gpu.nvidia.com, resource: nvidia.com/gpu, count: 8, allocated: 2,
+           attributes: {productName: NVIDIA H100 80GB HBM3, type: gpu}}
+    accelerators: {...}          # optional: the fleet file's accelerator table it was gathered with
 
-Quantities are Kubernetes quantity strings (numbers are accepted too). A node's
+A node's DRA ``devices`` whose ``resource`` is set are also in its ``allocatable`` (``count``)
+and ``requested`` (``allocated``) amounts; they say where that capacity comes from (and let the
+virtual fleet serve it back as ResourceSlices). Quantities are Kubernetes quantity strings
+(numbers are accepted too). A node's
 ``kubernetes.io/hostname`` label is not stored when it equals the node name (so identical nodes
 group); it is restored on load. Snapshots never hold credentials: only names, labels, taints and
 amounts.
@@ -39,8 +46,9 @@ from typing import Any
 
 import yaml
 
+from placer.accelerators import accelerators_from_dict
 from placer.errors import InputError, SnapshotError
-from placer.model import Cluster, Fleet, Node, PendingPods, Taint
+from placer.model import Cluster, DeviceGroup, Fleet, Node, PendingPods, Taint
 from placer.quantity import format_resources, to_canonical
 from placer.yamltext import dump_plain
 
@@ -150,7 +158,14 @@ def fleet_from_dict(data: object, *, source: str = "<snapshot>") -> Fleet:
         seen.add(cluster.name)
         clusters.append(cluster)
     captured = data.get("capturedAt", "")
-    return Fleet(clusters=tuple(clusters), captured_at=str(captured or ""))
+    accelerators = data.get("accelerators") or {}
+    try:
+        accelerators_from_dict(accelerators, source=source, field="accelerators")
+    except InputError as err:
+        raise SnapshotError(err.message, hint=err.hint) from None
+    return Fleet(
+        clusters=tuple(clusters), captured_at=str(captured or ""), accelerators=dict(accelerators)
+    )
 
 
 def _cluster_from_dict(item: object, source: str, where: str) -> Cluster:
@@ -254,6 +269,7 @@ def _nodes_from_group(group: object, source: str, where: str) -> list[Node]:
                 source=source,
                 field=f"{where}.gpuDevices",
             )
+    device_groups = _device_groups(group.get("devices"), source, f"{where}.devices")
     nodes = []
     for name in names:
         node_labels = dict(labels)
@@ -268,9 +284,37 @@ def _nodes_from_group(group: object, source: str, where: str) -> list[Node]:
                 unschedulable=unschedulable,
                 ready=ready,
                 gpu_devices=devices,
+                devices=device_groups,
             )
         )
     return nodes
+
+
+def _device_groups(value: object, source: str, where: str) -> tuple[DeviceGroup, ...]:
+    if value is None:
+        return ()
+    if not isinstance(value, list):
+        raise SnapshotError("must be a list of DRA device groups", source=source, field=where)
+    groups = []
+    for i, item in enumerate(value):
+        at = f"{where}[{i}]"
+        if not isinstance(item, Mapping):
+            raise SnapshotError("must be a mapping", source=source, field=at)
+        driver = item.get("driver")
+        if not isinstance(driver, str) or not driver:
+            raise SnapshotError("must be a non-empty string", source=source, field=f"{at}.driver")
+        resource = item.get("resource") or ""
+        if not isinstance(resource, str):
+            raise SnapshotError("must be a string", source=source, field=f"{at}.resource")
+        count = _int(item.get("count", 0), source, f"{at}.count")
+        allocated = _int(item.get("allocated", 0), source, f"{at}.allocated")
+        if allocated > count:
+            raise SnapshotError(
+                f"{allocated} allocated of {count} devices", source=source, field=f"{at}.allocated"
+            )
+        attributes = _string_map(item.get("attributes"), source, f"{at}.attributes")
+        groups.append(DeviceGroup(driver, resource, count, allocated, attributes))
+    return tuple(groups)
 
 
 def _int(value: object, source: str, where: str) -> int:
@@ -358,12 +402,15 @@ def _taints(value: object, source: str, where: str) -> tuple[Taint, ...]:
 
 def fleet_to_dict(fleet: Fleet) -> dict[str, Any]:
     """Snapshot data for ``fleet``; identical nodes are grouped (first-seen order kept)."""
-    return {
+    data: dict[str, Any] = {
         "apiVersion": API_VERSION,
         "kind": KIND,
         "capturedAt": fleet.captured_at,
-        "clusters": [_cluster_to_dict(c) for c in fleet.clusters],
     }
+    if fleet.accelerators:
+        data["accelerators"] = dict(fleet.accelerators)
+    data["clusters"] = [_cluster_to_dict(c) for c in fleet.clusters]
+    return data
 
 
 def _cluster_to_dict(cluster: Cluster) -> dict[str, Any]:
@@ -403,6 +450,17 @@ def _node_body(node: Node) -> dict[str, Any]:
     }
     if node.gpu_devices is not None:
         body["gpuDevices"] = list(node.gpu_devices)
+    if node.devices:
+        body["devices"] = [
+            {
+                "driver": g.driver,
+                "resource": g.resource,
+                "count": g.count,
+                "allocated": g.allocated,
+                "attributes": dict(sorted(g.attributes.items())),
+            }
+            for g in node.devices
+        ]
     return body
 
 

@@ -20,8 +20,9 @@ from placer.cli._output import add_output_option, print_json, print_table
 from placer.definitions import Catalog, Definition
 from placer.definitions.model import Component
 from placer.definitions.suspend import can_suspend
+from placer.model import Fleet
 
-__all__ = ["add_catalog_option", "load_catalog", "register", "run"]
+__all__ = ["accelerators_for", "add_catalog_option", "load_catalog", "register", "run"]
 
 COMPONENT_LIMIT = 3
 
@@ -38,9 +39,27 @@ def add_catalog_option(parser: argparse.ArgumentParser) -> None:
     )
 
 
-def load_catalog(args: argparse.Namespace) -> Catalog:
-    """The built-in catalog plus the ``--catalog`` directories of ``args``."""
-    return Catalog.load(list(getattr(args, "catalog", []) or []))
+def load_catalog(args: argparse.Namespace, fleet: Fleet | None = None) -> Catalog:
+    """The built-in catalog plus the ``--catalog`` directories of ``args``, counting
+    accelerators with the table of ``fleet`` (a snapshot) or of the ``--fleet`` file."""
+    catalog = Catalog.load(list(getattr(args, "catalog", []) or []))
+    table = accelerators_for(args, fleet)
+    return catalog if table is None else catalog.with_accelerators(table)
+
+
+def accelerators_for(args: argparse.Namespace, fleet: Fleet | None = None) -> Any:
+    """The accelerator table of a snapshot's ``accelerators`` or of the ``--fleet`` file's
+    section; ``None`` for placer's defaults."""
+    from placer.accelerators import accelerators_from_dict
+    from placer.fleet import load_fleet_file
+
+    if fleet is not None and fleet.accelerators:
+        return accelerators_from_dict(fleet.accelerators, source="snapshot", field="accelerators")
+    path = getattr(args, "fleet", None)
+    if path:
+        config = load_fleet_file(path)
+        return config.accelerators if config.accelerators_data else None
+    return None
 
 
 def register(subparsers: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:

@@ -79,7 +79,7 @@ def run(args: argparse.Namespace) -> int:
             "(--kubeconfig, --context, --fleet) to gather it live",
             hint="write a snapshot with `placer snapshot -o FILE`, or try clusters/demo.yaml",
         )
-    workloads = read_workloads(args.filename, load_catalog(args))
+    workloads = read_workloads(args.filename, load_catalog(args, fleet))
     decision = solve(
         workloads,
         fleet,

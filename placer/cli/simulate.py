@@ -232,6 +232,13 @@ def load_workloads(
                 from placer.definitions import Catalog
 
                 catalog = Catalog.load(list(catalog_dirs))
+                if fleet.accelerators:  # the table the snapshot was gathered with
+                    from placer.accelerators import accelerators_from_dict
+
+                    table = accelerators_from_dict(
+                        fleet.accelerators, source="snapshot", field="accelerators"
+                    )
+                    catalog = catalog.with_accelerators(table)
             found = _manifests(source, catalog, offset=len(items))
         if not found:
             raise InputError("holds no workload", source=source)

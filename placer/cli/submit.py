@@ -32,7 +32,7 @@ from typing import Any
 from placer.cli._decision import add_decision_options, add_manifest_option, decision_policies
 from placer.cli._fleet import add_fleet_options, fleet_config_from_args, report_unreachable
 from placer.cli._output import add_output_option, print_json, print_table
-from placer.cli.definitions import add_catalog_option
+from placer.cli.definitions import accelerators_for, add_catalog_option
 from placer.errors import PlacerError, UsageError
 
 __all__ = ["parse_duration", "read_manifests", "register", "run"]
@@ -106,15 +106,19 @@ def parse_duration(text: str) -> float:
     return value
 
 
-def read_manifests(filenames: Sequence[str], catalog_dirs: Sequence[str]) -> list[Any]:
+def read_manifests(
+    filenames: Sequence[str], catalog_dirs: Sequence[str], accelerators: Any = None
+) -> list[Any]:
     """Every object of every file as a :class:`placer.dispatch.Manifest`; all problems are
-    reported together (the first one raised)."""
+    reported together (the first one raised). ``accelerators``: the fleet file's table."""
     from placer.definitions import Catalog, decompose
     from placer.definitions.documents import partition_claims
     from placer.dispatch import Manifest
 
     describe = importlib.import_module("placer.cli.describe")
     catalog = Catalog.load(catalog_dirs)
+    if accelerators is not None:
+        catalog = catalog.with_accelerators(accelerators)
     manifests: list[Manifest] = []
     problems: list[PlacerError] = []
     seen: dict[Any, str] = {}
@@ -163,7 +167,7 @@ def run(args: argparse.Namespace) -> int:
         raise UsageError(f"--in-flight-ttl must be positive, got {ttl:g}")
     if wait is not None and args.dry_run:
         raise UsageError("--wait cannot be combined with --dry-run (nothing is created)")
-    manifests = read_manifests(args.filename, args.catalog)
+    manifests = read_manifests(args.filename, args.catalog, accelerators_for(args))
     config = fleet_config_from_args(args)
     with member_clients(config) as clients:
         report = submit(

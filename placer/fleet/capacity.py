@@ -22,6 +22,18 @@ extended resource):
 * a node is ``ready`` when its ``Ready`` condition is ``True`` (no condition: not ready) and
   ``unschedulable`` when ``spec.unschedulable`` (cordoned).
 
+GPUs that pods hold without asking for them in their resources are counted too, by the
+accelerator table (:mod:`placer.accelerators`):
+
+* a bound pod with a **fraction annotation** (Run:ai / KAI ``gpu-fraction``, ``gpu-memory``)
+  takes its share of one device: the node gets a per-device model (``gpu_devices``) and the
+  shares are packed onto its devices, pods with the same GPU-group label (``runai-gpu-group``)
+  on one device, largest first, each on the fullest device it fits on; the pods of the
+  table's reservation namespaces (which hold those shared devices whole on the scheduler's
+  behalf) are not counted again. A share on several devices counts whole devices;
+* **DRA devices** (ResourceSlices and ResourceClaims, :mod:`placer.fleet.devices`) are added
+  to the node's allocatable and requested amounts by :func:`cluster_from_api`.
+
 Cluster labels are completed from node labels (configured labels always win):
 ``region`` (the most common ``topology.kubernetes.io/region``), ``zones`` (the distinct
 ``topology.kubernetes.io/zone`` values, comma-separated) and ``gpu-products`` (the distinct GPU
@@ -36,7 +48,9 @@ from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import replace
 from typing import Any
 
-from placer.model import Cluster, Node, PendingPods, Taint
+from placer.accelerators import AcceleratorTable, default_accelerators, fraction_share
+from placer.fleet.devices import with_devices
+from placer.model import GPU_SHARE, Cluster, DeviceGroup, Node, PendingPods, Taint
 from placer.podspec import pod_requests
 from placer.quantity import GPU, PODS, to_canonical
 
@@ -81,11 +95,14 @@ class PodTally:
         terminating: bound pods being deleted (counted in ``requested``).
     """
 
-    def __init__(self) -> None:
+    def __init__(self, accelerators: AcceleratorTable | None = None) -> None:
         self.requested: dict[str, dict[str, int]] = {}
         self.pending_count = 0
         self.pending_requests: dict[str, int] = {}
         self.terminating = 0
+        #: node -> (GPU group, thousandths of one device) of its bound fractional pods.
+        self.shares: dict[str, list[tuple[str, int]]] = {}
+        self.table = accelerators or default_accelerators()
 
     def add(self, pod: Mapping[str, Any]) -> None:
         """Count one pod (see the module docstring for the rules)."""
@@ -94,10 +111,14 @@ class PodTally:
             return
         spec = pod.get("spec") or {}
         node = spec.get("nodeName")
-        deleting = bool((pod.get("metadata") or {}).get("deletionTimestamp"))
+        metadata = pod.get("metadata") or {}
+        deleting = bool(metadata.get("deletionTimestamp"))
         if not node and deleting:
             return
         requests = pod_requests(spec)
+        share = self._share(metadata, requests)
+        if metadata.get("namespace") in self.table.reservation_namespaces:
+            requests.pop(GPU, None)  # holds a shared device: its fractional pods count it
         if node:
             total = self.requested.get(node)
             if total is None:
@@ -107,10 +128,51 @@ class PodTally:
             total[PODS] = total.get(PODS, 0) + 1
             if deleting:
                 self.terminating += 1
+            if share is not None:
+                group, devices, milli = share
+                if devices:
+                    total[GPU] = total.get(GPU, 0) + devices
+                else:
+                    total[GPU_SHARE] = total.get(GPU_SHARE, 0) + milli
+                    self.shares.setdefault(node, []).append((group, milli))
         else:
+            if share is not None:
+                _, devices, milli = share
+                extra = {GPU: devices} if devices else {GPU_SHARE: milli}
+                for name, amount in extra.items():
+                    requests[name] = requests.get(name, 0) + amount
             self.pending_count += 1
             for name, amount in requests.items():
                 self.pending_requests[name] = self.pending_requests.get(name, 0) + amount
+
+    def _share(
+        self, metadata: Mapping[str, Any], requests: Mapping[str, int]
+    ) -> tuple[str, int, int] | None:
+        """``(GPU group, whole devices, thousandths of one device)`` of a fractional pod."""
+        annotations = metadata.get("annotations") or {}
+        if not annotations or requests.get(GPU, 0) > 0:
+            return None
+        try:
+            found = fraction_share(annotations, self.table)
+        except ValueError as exc:
+            log.warning(
+                "pod %s/%s: ignoring its GPU fraction annotation: %s",
+                metadata.get("namespace"),
+                metadata.get("name"),
+                exc,
+            )
+            return None
+        if found is None:
+            return None
+        _, _, devices, milli = found
+        labels = metadata.get("labels") or {}
+        group = labels.get(self.table.gpu_group_label) if self.table.gpu_group_label else None
+        key = (
+            f"group:{group}" if group else f"pod:{metadata.get('namespace')}/{metadata.get('name')}"
+        )
+        if devices > 1 or milli >= 1000:
+            return key, devices, 0
+        return key, 0, milli
 
     def add_all(self, pods: Iterable[Mapping[str, Any]]) -> None:
         """Count every pod of ``pods``."""
@@ -153,15 +215,21 @@ def cluster_from_api(
     *,
     labels: Mapping[str, str] | None = None,
     taints: Sequence[Taint] = (),
+    devices: Mapping[str, Sequence[DeviceGroup]] | None = None,
 ) -> Cluster:
-    """A reachable :class:`Cluster` from its nodes and the tally of its pods.
+    """A reachable :class:`Cluster` from its nodes, the tally of its pods and its DRA devices
+    per node (:func:`placer.fleet.devices.node_device_groups`).
 
     ``nodes`` are Node API objects, or :class:`Node` values already read from them with
     :func:`node_from_api` (gathering converts each page at once: a real Node object, with its
     image list, is many times the size of what placer keeps).
     """
+    groups = devices or {}
     built = sorted(
-        (_with_requests(node, tally) for node in nodes),
+        (
+            with_devices(_with_requests(node, tally), groups.get(_node_name(node), ()))
+            for node in nodes
+        ),
         key=lambda n: n.name,
     )
     return Cluster(
@@ -174,18 +242,59 @@ def cluster_from_api(
     )
 
 
+def _node_name(node: Mapping[str, Any] | Node) -> str:
+    return node.name if isinstance(node, Node) else _name(node)
+
+
 def _with_requests(node: Mapping[str, Any] | Node, tally: PodTally) -> Node:
     if isinstance(node, Node):
-        return replace(node, requested=dict(tally.requested.get(node.name, {})))
-    return node_from_api(node, tally.requested.get(_name(node)))
+        built = replace(node, requested=dict(tally.requested.get(node.name, {})))
+    else:
+        built = node_from_api(node, tally.requested.get(_name(node)))
+    shares = tally.shares.get(built.name)
+    return _with_shares(built, shares) if shares else built
+
+
+def _with_shares(node: Node, shares: Sequence[tuple[str, int]]) -> Node:
+    """``node`` with its fractional pods' shares packed onto its GPU devices (module doc)."""
+    if node.gpu_devices is not None:
+        devices = list(node.gpu_devices)
+    else:
+        total = node.allocatable.get(GPU, 0)
+        free = max(0, min(total, total - node.requested.get(GPU, 0)))
+        devices = [1000] * free + [0] * (total - free)
+    by_group: dict[str, int] = {}
+    for group, milli in shares:
+        by_group[group] = by_group.get(group, 0) + milli
+    for group, milli in sorted(by_group.items(), key=lambda item: (-item[1], item[0])):
+        fitting = [i for i, left in enumerate(devices) if left >= milli]
+        if fitting:
+            chosen = min(fitting, key=lambda i: (devices[i], i))
+        elif devices:
+            chosen = max(range(len(devices)), key=lambda i: (devices[i], -i))
+            log.warning(
+                "node %s: GPU shares %s (%d/1000) exceed the free share of any device",
+                node.name,
+                group,
+                milli,
+            )
+        else:
+            log.warning("node %s: GPU shares %s on a node without GPUs", node.name, group)
+            continue
+        devices[chosen] = max(0, devices[chosen] - milli)
+    return replace(node, gpu_devices=tuple(devices))
 
 
 def gpu_product(node: Node) -> str:
-    """The node's GPU model from its labels (``""`` when none is labelled)."""
+    """The node's GPU model from its labels, else the ``productName`` of its DRA GPUs (``""``
+    when neither says)."""
     for key in GPU_PRODUCT_LABELS:
         value = node.labels.get(key)
         if value:
             return value
+    for group in node.devices:
+        if group.resource == GPU and group.attributes.get("productName"):
+            return group.attributes["productName"]
     return ""
 
 

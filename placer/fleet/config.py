@@ -17,6 +17,9 @@ Two ways to say it:
         timeout: 20                        # seconds for gathering this cluster (optional)
         labels: {region: us-east-1, provider: aws, cost: "3"}
         taints: [{key: reserved, value: team-a, effect: NoSchedule}]
+      accelerators:                        # optional: how GPU fractions, time-sliced GPUs and
+        deviceClasses: [...]               #   DRA claims count (placer/accelerators.yaml);
+                                           #   each key given replaces that default key
 
   A malformed fleet file is an error naming the file and field. A member whose kubeconfig file
   is missing or lacks the context is *not*: that one cluster is reported unavailable with the
@@ -35,7 +38,8 @@ from pathlib import Path
 
 import yaml
 
-from placer.errors import FleetConfigError
+from placer.accelerators import AcceleratorTable, accelerators_from_dict, default_accelerators
+from placer.errors import FleetConfigError, InputError
 from placer.kube import KubeconfigSet, load_kubeconfigs
 from placer.model import Taint
 from placer.snapshot import parse_labels, parse_taints
@@ -80,10 +84,21 @@ class FleetConfig:
 
     clusters: tuple[ClusterSource, ...]
     source: str = ""
+    #: the fleet file's ``accelerators:`` section as written (empty: placer's defaults).
+    accelerators_data: Mapping[str, object] = field(default_factory=dict)
 
     @property
     def names(self) -> tuple[str, ...]:
         return tuple(c.name for c in self.clusters)
+
+    @property
+    def accelerators(self) -> AcceleratorTable:
+        """How GPU fractions, shared GPUs and DRA devices are counted for this fleet."""
+        if not self.accelerators_data:
+            return default_accelerators()
+        return accelerators_from_dict(
+            self.accelerators_data, source=self.source, field="accelerators"
+        )
 
 
 def fleet_from_kubeconfigs(
@@ -172,6 +187,11 @@ def fleet_from_data(
     items = data.get("clusters")
     if not isinstance(items, list) or not items:
         raise FleetConfigError("must be a non-empty list", source=source, field="clusters")
+    accelerators = data.get("accelerators") or {}
+    try:  # NB: checked now, so that a typo is an error before any cluster is contacted
+        accelerators_from_dict(accelerators, source=source, field="accelerators")
+    except InputError as err:
+        raise FleetConfigError(err.message, hint=err.hint) from None
     base = Path(source).parent
     loaded: dict[tuple[str, ...], KubeconfigSet | FleetConfigError] = {}
     clusters: list[ClusterSource] = []
@@ -183,7 +203,7 @@ def fleet_from_data(
                 f"duplicate cluster name {cluster.name!r}", source=source, field=f"{where}.name"
             )
         clusters.append(cluster)
-    return FleetConfig(tuple(clusters), source=source)
+    return FleetConfig(tuple(clusters), source=source, accelerators_data=dict(accelerators))
 
 
 def _cluster(

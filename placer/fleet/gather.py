@@ -6,8 +6,10 @@ sockets and parsing JSON). Per cluster: list the nodes, reading each page into
 what placer keeps), then the non-terminal pods page by page (``limit``/``continue``, field
 selector ``status.phase!=Succeeded,status.phase!=Failed``), feeding each page to a
 :class:`placer.fleet.capacity.PodTally` and dropping it — a 5,000-pod cluster never sits in
-memory as objects. The pure :func:`placer.fleet.capacity.cluster_from_api`
-then builds the :class:`placer.model.Cluster`.
+memory as objects. Then the Dynamic Resource Allocation objects (``resource.k8s.io/v1``
+ResourceSlices, and ResourceClaims when there are slices; nothing when the API is not served).
+The pure :func:`placer.fleet.capacity.cluster_from_api` then builds the
+:class:`placer.model.Cluster`.
 
 Timeouts are per cluster and hold twice: every request's timeout is cut to the time left before
 the cluster's deadline, and the coordinator stops waiting at the deadline (plus a short grace)
@@ -30,11 +32,13 @@ from contextlib import AbstractContextManager
 from datetime import UTC, datetime
 from typing import Any
 
-from placer.errors import KubeError, PlacerError
+from placer.accelerators import AcceleratorTable, default_accelerators
+from placer.errors import KubeError, NotFoundError, PlacerError
 from placer.fleet.capacity import NON_TERMINAL_PODS, PodTally, cluster_from_api, node_from_api
 from placer.fleet.config import ClusterSource, FleetConfig
+from placer.fleet.devices import DRA_API_VERSION, node_device_groups
 from placer.kube import ClientSettings, KubeClient, open_client
-from placer.model import Cluster, Fleet, Node
+from placer.model import Cluster, DeviceGroup, Fleet, Node
 
 __all__ = [
     "GRACE",
@@ -73,11 +77,13 @@ def gather_cluster(
     deadline: float | None = None,
     settings: ClientSettings | None = None,
     page_gate: AbstractContextManager[Any] | None = None,
+    accelerators: AcceleratorTable | None = None,
 ) -> Cluster:
     """Gather one cluster; never raises for cluster trouble (returns it unavailable).
 
     Args:
         source: the member cluster.
+        accelerators: how GPU fractions and DRA devices are counted (default: placer's).
         deadline: ``time.monotonic()`` by which gathering must be done (default: now +
             ``source.timeout``).
         settings: client settings (default: request timeout = the cluster's timeout).
@@ -86,6 +92,7 @@ def gather_cluster(
     """
     if deadline is None:
         deadline = time.monotonic() + source.timeout
+    table = accelerators or default_accelerators()
     if source.problem or source.kubeconfig is None:
         return unavailable(source, source.problem or "no kubeconfig")
     settings = settings or ClientSettings(
@@ -104,18 +111,44 @@ def gather_cluster(
             for page in client.iter_pages("v1", "Node", deadline=deadline):
                 nodes.extend(node_from_api(obj) for obj in page.get("items") or ())
                 del page  # NB: before the next page is fetched (see KubeClient.iter_pages)
-            tally = _tally_pods(client, deadline)
+            tally = _tally_pods(client, deadline, table)
+            devices = _devices(client, deadline, table)
     except KubeError as err:
         return unavailable(source, failure_reason(err))
     except PlacerError as err:  # the kubeconfig entry could not be turned into a client
         return unavailable(source, err.message)
-    return cluster_from_api(source.name, nodes, tally, labels=source.labels, taints=source.taints)
+    return cluster_from_api(
+        source.name, nodes, tally, labels=source.labels, taints=source.taints, devices=devices
+    )
 
 
-def _tally_pods(client: KubeClient, deadline: float) -> PodTally:
+def _devices(
+    client: KubeClient, deadline: float, table: AcceleratorTable
+) -> dict[str, tuple[DeviceGroup, ...]]:
+    """DRA devices per node: ResourceSlices and the ResourceClaims holding them (none when the
+    cluster does not serve ``resource.k8s.io/v1``)."""
+    try:
+        slices = [
+            item
+            for page in client.iter_pages(DRA_API_VERSION, "ResourceSlice", deadline=deadline)
+            for item in page.get("items") or ()
+        ]
+        if not slices:
+            return {}
+        claims = [
+            item
+            for page in client.iter_pages(DRA_API_VERSION, "ResourceClaim", deadline=deadline)
+            for item in page.get("items") or ()
+        ]
+    except NotFoundError:
+        return {}
+    return node_device_groups(slices, claims, table)
+
+
+def _tally_pods(client: KubeClient, deadline: float, table: AcceleratorTable) -> PodTally:
     """Tally every non-terminal pod; start over once if the continue token expires (410)."""
     for attempt in (1, 2):
-        tally = PodTally()
+        tally = PodTally(table)
         try:
             pages = client.iter_pages(
                 "v1", "Pod", field_selector=NON_TERMINAL_PODS, deadline=deadline
@@ -150,7 +183,7 @@ def gather_fleet(
     captured_at = datetime.now(UTC).strftime("%Y-%m-%dT%H:%M:%SZ")
     sources: Sequence[ClusterSource] = config.clusters
     if not sources:
-        return Fleet((), captured_at)
+        return Fleet((), captured_at, accelerators=dict(config.accelerators_data))
     start = time.monotonic()
     gate = threading.BoundedSemaphore(PAGES_AT_ONCE)
     pool = ThreadPoolExecutor(
@@ -165,6 +198,7 @@ def gather_fleet(
                 deadline=start + source.timeout,
                 settings=settings(source) if settings else None,
                 page_gate=gate,
+                accelerators=config.accelerators,
             )
         )
     clusters: list[Cluster] = []
@@ -178,7 +212,7 @@ def gather_fleet(
     finally:
         # NB: a thread past its deadline ends by itself: its socket timeouts are cut to it
         pool.shutdown(wait=False, cancel_futures=True)
-    return Fleet(tuple(clusters), captured_at)
+    return Fleet(tuple(clusters), captured_at, accelerators=dict(config.accelerators_data))
 
 
 def failure_reason(err: KubeError) -> str:

@@ -12,7 +12,12 @@ back exactly:
   (``requested["pods"]``), so that many Running pods are bound to the node and the sum is split
   between them (the first takes the remainder). A node with requests but a pod count of 0 gets
   one pod (its ``pods`` count then reads 1);
-* **pending pods**: ``pending.count`` unbound Pending pods sharing ``pending.requests``.
+* **pending pods**: ``pending.count`` unbound Pending pods sharing ``pending.requests``;
+* **DRA devices** (``Node.devices``): per node and driver a ResourceSlice (pool = the node,
+  devices ``<driver>-<n>`` with the group's attributes), a DeviceClass per driver, and for the
+  allocated devices a ResourceClaim in the usage namespace whose ``status.allocation`` holds
+  them. The node's allocatable and its usage pods leave those devices out, since gathering
+  adds them back from the slices and claims.
 
 Usage pods live in namespace :data:`USAGE_NAMESPACE`, carry label :data:`USAGE_LABEL` and
 tolerate every taint (they are already bound; tolerations only document that).
@@ -24,10 +29,18 @@ from collections.abc import Iterator, Mapping
 from typing import Any
 
 from placer.fleet.capacity import GPU_DEVICES_ANNOTATION
+from placer.fleet.devices import DRA_API_VERSION
 from placer.model import Cluster, Node
 from placer.quantity import PODS, format_quantity
 
-__all__ = ["USAGE_LABEL", "USAGE_NAMESPACE", "cluster_objects", "node_object", "split"]
+__all__ = [
+    "USAGE_LABEL",
+    "USAGE_NAMESPACE",
+    "cluster_objects",
+    "device_objects",
+    "node_object",
+    "split",
+]
 
 USAGE_NAMESPACE = "placer-usage"
 USAGE_LABEL = "placer.dev/usage"
@@ -50,9 +63,22 @@ def split(total: Mapping[str, int], parts: int) -> list[dict[str, int]]:
     return shares
 
 
+def _without_devices(amounts: Mapping[str, int], node: Node, *, allocated: bool) -> dict[str, int]:
+    """``amounts`` less the node's mapped DRA devices (all of them, or the allocated ones)."""
+    out = dict(amounts)
+    for group in node.devices:
+        if group.resource and group.resource in out:
+            left = out[group.resource] - (group.allocated if allocated else group.count)
+            if left > 0:
+                out[group.resource] = left
+            else:
+                del out[group.resource]
+    return out
+
+
 def node_object(node: Node) -> dict[str, Any]:
-    """The Node API object for ``node``."""
-    allocatable = _quantities(node.allocatable)
+    """The Node API object for ``node`` (its DRA devices are served as ResourceSlices)."""
+    allocatable = _quantities(_without_devices(node.allocatable, node, allocated=False))
     metadata: dict[str, Any] = {"name": node.name, "labels": dict(node.labels)}
     if node.gpu_devices is not None:
         devices = ",".join(str(d) for d in node.gpu_devices)
@@ -91,8 +117,10 @@ def cluster_objects(cluster: Cluster) -> Iterator[dict[str, Any]]:
     }
     for node in cluster.nodes:
         yield node_object(node)
+    yield from device_objects(cluster)
     for node in cluster.nodes:
-        requests = {k: v for k, v in node.requested.items() if k != PODS and v > 0}
+        requested = _without_devices(node.requested, node, allocated=True)
+        requests = {k: v for k, v in requested.items() if k != PODS and v > 0}
         count = node.requested.get(PODS, 0) or (1 if requests else 0)
         for index, share in enumerate(split(requests, count)):
             yield _pod(f"usage-{node.name}-{index}", share, node=node.name)
@@ -125,6 +153,81 @@ def _pod(name: str, requests: Mapping[str, int], *, node: str | None) -> dict[st
         },
         "spec": spec,
         "status": {"phase": "Running" if node else "Pending"},
+    }
+
+
+def device_objects(cluster: Cluster) -> Iterator[dict[str, Any]]:
+    """DeviceClasses, ResourceSlices and allocated ResourceClaims for the nodes' DRA devices."""
+    drivers = sorted({g.driver for n in cluster.nodes for g in n.devices})
+    for driver in drivers:
+        yield {
+            "apiVersion": DRA_API_VERSION,
+            "kind": "DeviceClass",
+            "metadata": {"name": driver},
+            "spec": {"selectors": [{"cel": {"expression": f'device.driver == "{driver}"'}}]},
+        }
+    for node in cluster.nodes:
+        for driver in sorted({g.driver for g in node.devices}):
+            devices: list[dict[str, Any]] = []
+            taken: list[str] = []
+            prefix = driver.split(".")[0]
+            for group in (g for g in node.devices if g.driver == driver):
+                for i in range(group.count):
+                    name = f"{prefix}-{len(devices)}"
+                    attributes = {k: {"string": v} for k, v in sorted(group.attributes.items())}
+                    devices.append({"name": name, "attributes": attributes})
+                    if i < group.allocated:
+                        taken.append(name)
+            slug = f"{node.name}-{driver}".replace(".", "-")
+            yield {
+                "apiVersion": DRA_API_VERSION,
+                "kind": "ResourceSlice",
+                "metadata": {"name": slug},
+                "spec": {
+                    "driver": driver,
+                    "nodeName": node.name,
+                    "pool": {"name": node.name, "generation": 1, "resourceSliceCount": 1},
+                    "devices": devices,
+                },
+            }
+            if taken:
+                yield _usage_claim(f"usage-{slug}", driver, node.name, taken)
+
+
+def _usage_claim(name: str, driver: str, node: str, devices: list[str]) -> dict[str, Any]:
+    return {
+        "apiVersion": DRA_API_VERSION,
+        "kind": "ResourceClaim",
+        "metadata": {"name": name, "namespace": USAGE_NAMESPACE, "labels": {USAGE_LABEL: "true"}},
+        "spec": {
+            "devices": {
+                "requests": [
+                    {
+                        "name": "devices",
+                        "exactly": {"deviceClassName": driver, "count": len(devices)},
+                    }
+                ]
+            }
+        },
+        "status": {
+            "allocation": {
+                "devices": {
+                    "results": [
+                        {"request": "devices", "driver": driver, "pool": node, "device": device}
+                        for device in devices
+                    ]
+                },
+                "nodeSelector": {
+                    "nodeSelectorTerms": [
+                        {
+                            "matchFields": [
+                                {"key": "metadata.name", "operator": "In", "values": [node]}
+                            ]
+                        }
+                    ]
+                },
+            }
+        },
     }
 
 

@@ -5,12 +5,18 @@ bytes, everything else counted)::
 
     {"clusters": [{"name", "reachable", "reason", "labels", "nodes",
                    "allocatable": {RESOURCE: NUMBER}, "free": {RESOURCE: NUMBER},
-                   "max_free_per_node": {RESOURCE: NUMBER}, "gpu_models": {MODEL: COUNT}}]}
+                   "max_free_per_node": {RESOURCE: NUMBER}, "gpu_models": {MODEL: COUNT},
+                   "devices": [{"node", "driver", "resource", "count", "allocated",
+                                "attributes"}]}]}
 
 ``free`` sums what is free on usable nodes (Ready and not cordoned); ``allocatable`` counts every
 node. ``max_free_per_node`` is, per resource, the most any single usable node has free — the
 largest block one pod can get (8 free GPUs spread over 8 nodes is ``1`` here). ``gpu_models``
-counts allocatable GPUs per model (node label ``nvidia.com/gpu.product`` or the like).
+counts allocatable GPUs per model (node label ``nvidia.com/gpu.product`` or the like, else the
+``productName`` of the node's DRA GPUs). ``devices`` lists every node's Dynamic Resource
+Allocation devices (from ResourceSlices): per driver and attributes, how many, how many are
+allocated, and the resource they count as (``""``: not mapped by the accelerator table, so not
+counted); ``--nodes`` shows them in a ``DRA DEVICES`` column.
 """
 
 from __future__ import annotations
@@ -18,7 +24,7 @@ from __future__ import annotations
 from typing import Any
 
 from placer.fleet.capacity import gpu_models, gpu_product
-from placer.model import Cluster, Fleet, Node
+from placer.model import Cluster, DeviceGroup, Fleet, Node
 from placer.quantity import CPU, GPU, MEMORY, to_base_map
 
 __all__ = ["cluster_rows", "cluster_summary", "fleet_summary", "max_free_per_node", "node_rows"]
@@ -47,6 +53,18 @@ def cluster_summary(cluster: Cluster) -> dict[str, Any]:
         "free": to_base_map(cluster.free()),
         "max_free_per_node": to_base_map(max_free_per_node(cluster)),
         "gpu_models": gpu_models(cluster.nodes),
+        "devices": [
+            {
+                "node": node.name,
+                "driver": g.driver,
+                "resource": g.resource,
+                "count": g.count,
+                "allocated": g.allocated,
+                "attributes": dict(g.attributes),
+            }
+            for node in cluster.nodes
+            for g in node.devices
+        ],
     }
 
 
@@ -94,22 +112,31 @@ def cluster_rows(fleet: Fleet) -> list[list[str]]:
 
 def node_rows(fleet: Fleet) -> list[list[str]]:
     """The per-node text table (``--nodes``): header, then one row per node."""
-    rows = [["CLUSTER", "NODE", "STATE", "GPU FREE/ALLOC", "CPU FREE/ALLOC", "MEMORY", "MODEL"]]
+    dra = any(node.devices for cluster in fleet.clusters for node in cluster.nodes)
+    header = ["CLUSTER", "NODE", "STATE", "GPU FREE/ALLOC", "CPU FREE/ALLOC", "MEMORY", "MODEL"]
+    rows = [header + (["DRA DEVICES"] if dra else [])]
     for cluster in fleet.clusters:
         for node in cluster.nodes:
             free = node.free
-            rows.append(
-                [
-                    cluster.name,
-                    node.name,
-                    _state(node),
-                    f"{free.get(GPU, 0)}/{node.allocatable.get(GPU, 0)}",
-                    f"{_cores(free.get(CPU, 0))}/{_cores(node.allocatable.get(CPU, 0))}",
-                    f"{_gib(free.get(MEMORY, 0))}/{_gib(node.allocatable.get(MEMORY, 0))}Gi",
-                    gpu_product(node) or "-",
-                ]
-            )
+            row = [
+                cluster.name,
+                node.name,
+                _state(node),
+                f"{free.get(GPU, 0)}/{node.allocatable.get(GPU, 0)}",
+                f"{_cores(free.get(CPU, 0))}/{_cores(node.allocatable.get(CPU, 0))}",
+                f"{_gib(free.get(MEMORY, 0))}/{_gib(node.allocatable.get(MEMORY, 0))}Gi",
+                gpu_product(node) or "-",
+            ]
+            if dra:
+                row.append(", ".join(_devices_text(g) for g in node.devices) or "-")
+            rows.append(row)
     return rows
+
+
+def _devices_text(group: DeviceGroup) -> str:
+    """``gpu.nvidia.com 1/4 free (nvidia.com/gpu)``; ``not counted`` when unmapped."""
+    counted = group.resource or "not counted"
+    return f"{group.driver} {group.free}/{group.count} free ({counted})"
 
 
 def _state(node: Node) -> str:

@@ -192,6 +192,23 @@ BUILTIN_RESOURCES: tuple[ResourceType, ...] = (
         status=False,
         short_names=("pc",),
     ),
+    # Dynamic Resource Allocation (Kubernetes 1.34 serves resource.k8s.io/v1)
+    _builtin(
+        "resource.k8s.io", "v1", "DeviceClass", "deviceclasses", namespaced=False, status=False
+    ),
+    _builtin("resource.k8s.io", "v1", "ResourceClaim", "resourceclaims"),
+    _builtin(
+        "resource.k8s.io", "v1", "ResourceClaimTemplate", "resourceclaimtemplates", status=False
+    ),
+    _builtin(
+        "resource.k8s.io",
+        "v1",
+        "ResourceSlice",
+        "resourceslices",
+        namespaced=False,
+        status=False,
+        field_labels=("spec.nodeName", "spec.driver"),
+    ),
     _builtin(
         "apiextensions.k8s.io",
         "v1",
