@@ -25,6 +25,7 @@ def test_demo_fleet_summary_shape_and_values() -> None:
         "free",
         "max_free_per_node",
         "gpu_models",
+        "devices",
     ]
     assert central["name"] == "central" and central["reachable"] is True
     assert central["nodes"] == 4
