@@ -1,0 +1,170 @@
+"""Builders for the accelerator tests: GPU nodes, pods, DRA objects, and a gathered loopback
+cluster (real HTTPS, a real kubeconfig file)."""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Iterable, Mapping
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from placer.fleet import fleet_from_kubeconfigs, gather_fleet
+from placer.model import Fleet
+from placer.testing import ApiServer
+
+DRA = "resource.k8s.io/v1"
+H100 = "NVIDIA H100 80GB HBM3"
+
+
+def gpu_node(name: str, gpus: int = 0) -> dict[str, Any]:
+    """A Ready node with 32 cores, 256Gi and ``gpus`` device-plugin GPUs."""
+    allocatable = {"cpu": "32", "memory": "256Gi", "pods": "110"}
+    if gpus:
+        allocatable["nvidia.com/gpu"] = str(gpus)
+    return {
+        "apiVersion": "v1",
+        "kind": "Node",
+        "metadata": {"name": name, "labels": {"kubernetes.io/hostname": name}},
+        "status": {
+            "allocatable": allocatable,
+            "capacity": allocatable,
+            "conditions": [{"type": "Ready", "status": "True"}],
+        },
+    }
+
+
+def pod(
+    name: str,
+    *,
+    node: str | None = None,
+    namespace: str = "team-a",
+    annotations: Mapping[str, str] | None = None,
+    labels: Mapping[str, str] | None = None,
+    requests: Mapping[str, str] | None = None,
+    claims: Iterable[Mapping[str, str]] = (),
+) -> dict[str, Any]:
+    """A Pod (bound to ``node`` and Running when given, else Pending)."""
+    spec: dict[str, Any] = {
+        "containers": [
+            {
+                "name": "main",
+                "image": "x",
+                "resources": {"requests": dict(requests or {"cpu": "1"})},
+            }
+        ]
+    }
+    if claims:
+        spec["resourceClaims"] = [dict(c) for c in claims]
+    if node:
+        spec["nodeName"] = node
+    metadata: dict[str, Any] = {"name": name, "namespace": namespace}
+    if annotations:
+        metadata["annotations"] = dict(annotations)
+    if labels:
+        metadata["labels"] = dict(labels)
+    return {
+        "apiVersion": "v1",
+        "kind": "Pod",
+        "metadata": metadata,
+        "spec": spec,
+        "status": {"phase": "Running" if node else "Pending"},
+    }
+
+
+def resource_slice(
+    node: str, gpus: int, *, driver: str = "gpu.nvidia.com", kind: str = "gpu", generation: int = 1
+) -> dict[str, Any]:
+    """The DRA driver's ResourceSlice for ``node``: devices ``<kind>-0..`` (v1 shape)."""
+    return {
+        "apiVersion": DRA,
+        "kind": "ResourceSlice",
+        "metadata": {"name": f"{node}-{driver}-{kind}-{generation}"},
+        "spec": {
+            "driver": driver,
+            "nodeName": node,
+            "pool": {"name": node, "generation": generation, "resourceSliceCount": 1},
+            "devices": [
+                {
+                    "name": f"{kind}-{i}",
+                    "attributes": {
+                        "productName": {"string": H100},
+                        "type": {"string": kind},
+                        "uuid": {"string": f"GPU-{node}-{i}"},
+                    },
+                }
+                for i in range(gpus)
+            ],
+        },
+    }
+
+
+def allocated_claim(
+    name: str, node: str, devices: Iterable[str], *, driver: str = "gpu.nvidia.com"
+) -> dict[str, Any]:
+    """A ResourceClaim that the scheduler allocated ``devices`` of ``node`` to."""
+    taken = list(devices)
+    return {
+        "apiVersion": DRA,
+        "kind": "ResourceClaim",
+        "metadata": {"name": name, "namespace": "team-a"},
+        "spec": {
+            "devices": {
+                "requests": [
+                    {"name": "gpus", "exactly": {"deviceClassName": driver, "count": len(taken)}}
+                ]
+            }
+        },
+        "status": {
+            "allocation": {
+                "devices": {
+                    "results": [
+                        {"request": "gpus", "driver": driver, "pool": node, "device": device}
+                        for device in taken
+                    ]
+                }
+            }
+        },
+    }
+
+
+def claim_template(
+    name: str, device_class: str = "gpu.nvidia.com", count: int = 1, namespace: str = "team-a"
+) -> dict[str, Any]:
+    """A ResourceClaimTemplate asking ``count`` devices of ``device_class`` (v1 ``exactly``)."""
+    return {
+        "apiVersion": DRA,
+        "kind": "ResourceClaimTemplate",
+        "metadata": {"name": name, "namespace": namespace},
+        "spec": {
+            "spec": {
+                "devices": {
+                    "requests": [
+                        {
+                            "name": "gpus",
+                            "exactly": {"deviceClassName": device_class, "count": count},
+                        }
+                    ]
+                }
+            }
+        },
+    }
+
+
+Gather = Callable[[list[dict[str, Any]]], tuple[Fleet, Path]]
+
+
+@pytest.fixture
+def gathered(
+    start_apiserver: Callable[..., ApiServer], kubeconfig_for: Callable[..., Path]
+) -> Gather:
+    """``gathered(objects)``: a loopback cluster ``gpu`` seeded with ``objects``, gathered over
+    HTTPS through a kubeconfig file; returns the fleet and the kubeconfig."""
+
+    def run(objects: list[dict[str, Any]]) -> tuple[Fleet, Path]:
+        server = start_apiserver("gpu")
+        server.store.seed(objects)
+        kubeconfig = kubeconfig_for(server)
+        return gather_fleet(fleet_from_kubeconfigs([kubeconfig])), kubeconfig
+
+    return run
