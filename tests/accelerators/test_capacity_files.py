@@ -74,7 +74,7 @@ def test_a_bad_device_group_or_table_is_a_clear_error() -> None:
         loads_snapshot(yaml.safe_dump(data), source="s.yaml")
     data = yaml.safe_load(dumps_snapshot(FLEET))
     data["accelerators"] = {"deviceClasess": []}
-    with pytest.raises(SnapshotError, match="unknown key.*deviceClasess"):
+    with pytest.raises(SnapshotError, match=r"unknown key.*deviceClasess"):
         loads_snapshot(yaml.safe_dump(data), source="s.yaml")
 
 
