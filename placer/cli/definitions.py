@@ -155,6 +155,9 @@ def describe_definition(definition: Definition) -> str:
             details.append(f"instances {component.instance_id_path.strip()}")
         if component.scale is not None and component.scale.replicas_path:
             details.append(f"replicas {' '.join(component.scale.replicas_path.split())}")
+        if component.spec is not None and component.spec.injected:
+            names = ", ".join(dict.fromkeys(i.name for i in component.spec.injected))
+            details.append(f"injects {names}")
         rows.append([f"  {indent}{glyph}{component.name}", kind, "; ".join(details)])
         children = definition.children_of(component.name)
         child_indent = indent + ("" if not glyph else ("    " if glyph == "`-- " else "|   "))

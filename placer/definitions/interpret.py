@@ -17,6 +17,11 @@ This is upstream's extraction (spec sections 4 and 5) with placer's improvements
   is synthesised from the fragments (containers + container; the custom resource's
   ``resources`` go to the main container when the containers request nothing, as upstream
   counts them).
+* **Injected containers** (placer's ``specDefinition.injectedContainers`` extension): the
+  containers a framework adds to every pod (Knative's queue-proxy, KServe's storage-initializer)
+  are added to the template where their ``whenPath`` (jq on the object, one output per instance
+  or one for all) is true, as containers, init containers or native sidecars; a container the
+  template already names is left as the user wrote it.
 * **Status** in upstream's fixed order, OR across matchers, AND within a matcher,
   ``byExpression`` on the first output of ``(expr) | tostring``; ``("Undefined",)`` when
   nothing matches.

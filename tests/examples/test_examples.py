@@ -70,5 +70,9 @@ def test_the_example_fleet_file_loads(tmp_path: Path) -> None:
     assert east.context == "east-admin" and east.timeout == 20
     assert central.labels["provider"] == "onprem"
     assert [t.key for t in central.taints] == ["placer.dev/reserved"]
+    # its accelerator section parses, and replaces only the keys it gives
+    assert config.accelerators.shared_resources[0].replicas == 4
+    assert config.accelerators.device_class("gpu.amd.com") is not None
+    assert config.accelerators.fractions  # not given: placer's defaults
     # The kubeconfigs it names do not ship: each cluster says so, naming the file.
     assert "kubeconfigs/east.yaml" in east.problem
