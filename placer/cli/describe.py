@@ -21,16 +21,17 @@ from __future__ import annotations
 
 import argparse
 import sys
+from collections.abc import Sequence
 
 from placer.cli._fleet import add_fleet_options, fleet_config_from_args
 from placer.cli._output import add_output_option, print_json
 from placer.cli.definitions import add_catalog_option, load_catalog
-from placer.definitions import Decomposition, Document, decompose
+from placer.definitions import Catalog, Decomposition, Document, decompose
 from placer.definitions.documents import partition_claims, read_input
 from placer.definitions.view import build_view, render_text, to_json
 from placer.errors import InputError, PlacerError, UsageError
 
-__all__ = ["read_manifests", "register", "run", "run_live"]
+__all__ = ["decompose_all", "read_manifests", "register", "run", "run_live"]
 
 
 def register(subparsers: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
@@ -64,6 +65,27 @@ def read_manifests(filename: str) -> list[Document]:
     return read_input(filename)
 
 
+def decompose_all(
+    documents: Sequence[Document], catalog: Catalog
+) -> tuple[list[tuple[Document, Decomposition]], list[PlacerError]]:
+    """Every workload of ``documents`` with its decomposition, the DRA claims among them counted
+    with the pods that name them; and the problems of the others, in order. Warnings (demand
+    that could not be counted) go to stderr as ``warning:`` lines."""
+    claims, workloads = partition_claims(documents)
+    results: list[tuple[Document, Decomposition]] = []
+    problems: list[PlacerError] = []
+    for document in workloads:
+        try:
+            result = decompose(document.data, catalog, source=document.source, claims=claims)
+        except PlacerError as exc:
+            problems.append(exc)
+            continue
+        for warning in result.warnings:
+            print(f"warning: {warning}", file=sys.stderr)
+        results.append((document, result))
+    return results, problems
+
+
 def run(args: argparse.Namespace) -> int:
     if not args.filename and not args.target:
         parser: argparse.ArgumentParser = args.describe_parser
@@ -76,23 +98,14 @@ def run(args: argparse.Namespace) -> int:
     documents = read_manifests(args.filename)
     if not documents:
         raise InputError("no objects found", source=args.filename)
-    claims, documents = partition_claims(documents)
-    if not documents:
-        raise InputError("no workloads found (only DRA claims)", source=args.filename)
-    results: list[Decomposition] = []
-    problems: list[PlacerError] = []
-    for document in documents:
-        try:
-            results.append(decompose(document.data, catalog, source=document.source, claims=claims))
-        except PlacerError as exc:
-            problems.append(exc)
+    found, problems = decompose_all(documents, catalog)
     if problems:
         for problem in problems:
             print(f"error: {problem}", file=sys.stderr)
         return problems[0].exit_code
-    for result in results:
-        for warning in result.warnings:
-            print(f"warning: {warning}", file=sys.stderr)
+    if not found:
+        raise InputError("no workloads found (only DRA claims)", source=args.filename)
+    results = [decomposition for _, decomposition in found]
     if args.output == "json":
         print_json([to_json(d) for d in results])
         return 0

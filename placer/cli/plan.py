@@ -27,10 +27,9 @@ from placer.cli._fleet import (
 )
 from placer.cli._output import add_output_option, print_json, print_table
 from placer.cli.definitions import add_catalog_option, load_catalog
-from placer.cli.describe import read_manifests
-from placer.definitions import Catalog, decompose
-from placer.definitions.documents import partition_claims
-from placer.errors import PlacerError, UsageError
+from placer.cli.describe import decompose_all, read_manifests
+from placer.definitions import Catalog
+from placer.errors import UsageError
 from placer.fleet import FleetConfig
 from placer.model import Fleet, Workload
 from placer.snapshot import load_snapshot
@@ -129,19 +128,9 @@ def live_fleet(config: FleetConfig) -> Fleet:
 
 def read_workloads(filenames: list[str], catalog: Catalog) -> list[Workload]:
     """Decompose every object of every file; all problems are reported together."""
-    workloads: list[Workload] = []
-    problems: list[PlacerError] = []
     documents = [document for filename in filenames for document in read_manifests(filename)]
-    claims, documents = partition_claims(documents)
-    for document in documents:
-        try:
-            result = decompose(document.data, catalog, source=document.source, claims=claims)
-        except PlacerError as exc:
-            problems.append(exc)
-            continue
-        for warning in result.warnings:
-            print(f"warning: {warning}", file=sys.stderr)
-        workloads.append(result.workload)
+    found, problems = decompose_all(documents, catalog)
+    workloads = [decomposition.workload for _, decomposition in found]
     if problems:
         for problem in problems[1:]:
             print(f"error: {problem}", file=sys.stderr)

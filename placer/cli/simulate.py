@@ -29,7 +29,7 @@ from typing import TYPE_CHECKING, Any, TextIO
 from placer.cli._decision import add_policy_option
 from placer.cli._output import add_output_option, print_json, print_table
 from placer.cli.definitions import add_catalog_option
-from placer.errors import InputError, PlacerError, UsageError
+from placer.errors import InputError, UsageError
 from placer.model import GPU_SHARE, Fleet
 from placer.policy import load_policies
 from placer.quantity import GPU, PODS
@@ -258,22 +258,12 @@ def load_workloads(
 
 
 def _manifests(source: str, catalog: Any, *, offset: int) -> list[Timed]:
-    from placer.definitions import decompose
-    from placer.definitions.documents import partition_claims, read_input
+    from placer.cli.describe import decompose_all
+    from placer.definitions.documents import read_input
     from simulations.workloads import TimedWorkload
 
-    workloads = []
-    problems: list[PlacerError] = []
-    claims, documents = partition_claims(read_input(source))
-    for manifest in documents:
-        try:
-            result = decompose(manifest.data, catalog, source=manifest.source, claims=claims)
-        except PlacerError as exc:
-            problems.append(exc)
-            continue
-        for warning in result.warnings:
-            print(f"warning: {warning}", file=sys.stderr)
-        workloads.append(result.workload)
+    found, problems = decompose_all(read_input(source), catalog)
+    workloads = [decomposition.workload for _, decomposition in found]
     if problems:
         for problem in problems[1:]:
             print(f"error: {problem}", file=sys.stderr)

@@ -33,7 +33,7 @@ from placer.cli._decision import add_decision_options, add_manifest_option, deci
 from placer.cli._fleet import add_fleet_options, fleet_config_from_args, report_unreachable
 from placer.cli._output import add_output_option, print_json, print_table
 from placer.cli.definitions import accelerators_for, add_catalog_option
-from placer.errors import PlacerError, UsageError
+from placer.errors import UsageError
 
 __all__ = ["parse_duration", "read_manifests", "register", "run"]
 
@@ -111,8 +111,8 @@ def read_manifests(
 ) -> list[Any]:
     """Every object of every file as a :class:`placer.dispatch.Manifest`; all problems are
     reported together (the first one raised). ``accelerators``: the fleet file's table."""
-    from placer.definitions import Catalog, decompose
-    from placer.definitions.documents import partition_claims
+    from placer.accelerators import is_claim_object
+    from placer.definitions import Catalog
     from placer.dispatch import Manifest
 
     describe = importlib.import_module("placer.cli.describe")
@@ -120,24 +120,17 @@ def read_manifests(
     if accelerators is not None:
         catalog = catalog.with_accelerators(accelerators)
     manifests: list[Manifest] = []
-    problems: list[PlacerError] = []
     seen: dict[Any, str] = {}
     documents = [d for filename in filenames for d in describe.read_manifests(filename)]
-    claims, documents = partition_claims(documents)
-    if len(claims):
+    claims = sum(1 for d in documents if is_claim_object(d.data))
+    if claims:
         print(
-            f"warning: {len(claims)} DRA claim object(s) in the input count toward their pods' "
+            f"warning: {claims} DRA claim object(s) in the input count toward their pods' "
             "devices but are not dispatched: create them on the chosen cluster",
             file=sys.stderr,
         )
-    for document in documents:
-        try:
-            decomposition = decompose(document.data, catalog, source=document.source, claims=claims)
-        except PlacerError as exc:
-            problems.append(exc)
-            continue
-        for warning in decomposition.warnings:
-            print(f"warning: {warning}", file=sys.stderr)
+    found, problems = describe.decompose_all(documents, catalog)
+    for document, decomposition in found:
         ref = decomposition.ref
         if ref in seen:
             problems.append(

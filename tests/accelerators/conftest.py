@@ -10,7 +10,9 @@ from typing import Any
 import pytest
 
 from placer.fleet import fleet_from_kubeconfigs, gather_fleet
-from placer.model import Fleet
+from placer.fleet.seeding import node_object
+from placer.model import Fleet, Node
+from placer.quantity import CPU, GPU, MEMORY, PODS
 from placer.testing import ApiServer
 
 DRA = "resource.k8s.io/v1"
@@ -18,20 +20,9 @@ H100 = "NVIDIA H100 80GB HBM3"
 
 
 def gpu_node(name: str, gpus: int = 0) -> dict[str, Any]:
-    """A Ready node with 32 cores, 256Gi and ``gpus`` device-plugin GPUs."""
-    allocatable = {"cpu": "32", "memory": "256Gi", "pods": "110"}
-    if gpus:
-        allocatable["nvidia.com/gpu"] = str(gpus)
-    return {
-        "apiVersion": "v1",
-        "kind": "Node",
-        "metadata": {"name": name, "labels": {"kubernetes.io/hostname": name}},
-        "status": {
-            "allocatable": allocatable,
-            "capacity": allocatable,
-            "conditions": [{"type": "Ready", "status": "True"}],
-        },
-    }
+    """The Node object of a Ready node with 32 cores, 256Gi and ``gpus`` device-plugin GPUs."""
+    allocatable = {CPU: 32_000, MEMORY: 256 * 2**30, PODS: 110} | ({GPU: gpus} if gpus else {})
+    return node_object(Node(name, allocatable, labels={"kubernetes.io/hostname": name}))
 
 
 def pod(
