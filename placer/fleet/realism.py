@@ -27,7 +27,9 @@ kube-scheduler and kubelet for every workload kind of the catalog:
   deletes its pods too, and resuming materialises them again.
 
 Not modelled: intermediate objects (a JobSet's Jobs, a Deployment's ReplicaSet: pods are owned
-by the workload directly), per-device GPU sharing on nodes that model devices, completion.
+by the workload directly), per-device GPU sharing on nodes that model devices, completion, and
+DRA allocation (pods naming ResourceClaimTemplates get no ResourceClaim: the devices they would
+hold stay free in the ResourceSlices' count).
 """
 
 from __future__ import annotations

@@ -123,13 +123,16 @@ class VirtualFleet:
     def write_fleet_file(
         self, path: str | os.PathLike[str], *, kubeconfig: str | os.PathLike[str]
     ) -> Path:
-        """Write a fleet file naming ``kubeconfig`` with the snapshot's labels and taints."""
+        """Write a fleet file naming ``kubeconfig`` with the snapshot's labels and taints (and its
+        accelerator table, when it has one)."""
         target = Path(path)
         data: dict[str, Any] = {
             "apiVersion": FLEET_API_VERSION,
             "kind": FLEET_KIND,
             "clusters": [_fleet_entry(c, Path(kubeconfig).resolve()) for c in self.fleet.clusters],
         }
+        if self.fleet.accelerators:
+            data["accelerators"] = dict(self.fleet.accelerators)
         target.parent.mkdir(parents=True, exist_ok=True)
         target.write_text(yaml.safe_dump(data, sort_keys=False), encoding="utf-8")
         return target

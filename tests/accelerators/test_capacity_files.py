@@ -61,10 +61,15 @@ def test_a_snapshot_keeps_dra_devices_and_the_table_through_text() -> None:
 def test_the_virtual_fleet_serves_dra_devices_that_gather_back_the_same(tmp_path: Path) -> None:
     with VirtualFleet(FLEET) as virtual:
         kubeconfig = virtual.write_kubeconfig(tmp_path / "kc")
+        fleet_file = virtual.write_fleet_file(tmp_path / "fleet.yaml", kubeconfig=kubeconfig)
         gathered = gather_fleet(fleet_from_kubeconfigs([kubeconfig]))
+        through_file = gather_fleet(load_fleet_file(fleet_file))
         slices = virtual.server("alpha").store.list("resourceslices")
     assert gathered.clusters[0].nodes == FLEET.clusters[0].nodes
     assert len(slices) == 2
+    # the fleet file carries the snapshot's table, and a snapshot taken through it too
+    assert through_file.accelerators == FLEET.accelerators
+    assert loads_snapshot(dumps_snapshot(through_file)).accelerators == FLEET.accelerators
 
 
 def test_a_bad_device_group_or_table_is_a_clear_error() -> None:
