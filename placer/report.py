@@ -189,6 +189,7 @@ def _markdown(doc: dict[str, Any], plots: Sequence[str]) -> str:
             "wait p50 s",
             "wait p99 s",
             "time-avg alloc %",
+            "GPU-time % of bound",
             "verifier problems",
         ],
         [
@@ -203,6 +204,7 @@ def _markdown(doc: dict[str, Any], plots: Sequence[str]) -> str:
                 r["wait_p50_s"],
                 r["wait_p99_s"],
                 r["time_avg_alloc_pct"],
+                r["gpu_time_of_bound_pct"],
                 r["verifier_problems"],
             ]
             for r in doc["comparison"]
@@ -222,8 +224,9 @@ def _run_markdown(run: dict[str, Any]) -> list[str]:
         f"## {run['solver']} ({run['mode']})",
         "",
         f"- placed {s['placed']} of {s['workloads']} workloads, {s['gpus_placed']:g} of "
-        f"{s['gpus_demand']:g} GPUs asked; {_cell(s['placed_of_bound_pct'])} % of the tightest "
-        f"bound ({s['gpus_bound']:g} GPUs); allocation {_cell(s['alloc_pct'])} % of "
+        f"{s['gpus_demand']:g} GPUs asked; {_cell(s['placed_of_bound_pct'])} % of the "
+        f"{'stream' if s.get('stream') else 'tightest'} bound ({s['gpus_bound']:g} GPUs); "
+        f"allocation {_cell(s['alloc_pct'])} % of "
         f"{s['gpus_capacity']:g} GPUs",
         f"- fragmentation: {frag['stranded_gpus']:g} GPUs stranded on {frag['stranded_nodes']} "
         f"nodes (vs {frag['against']} pods), {frag['whole_free_8gpu_nodes']} whole free 8-GPU "
@@ -240,7 +243,10 @@ def _run_markdown(run: dict[str, Any]) -> list[str]:
             f"- stream: wait p50 {_cell(stream['wait_p50_s'])} s, p99 "
             f"{_cell(stream['wait_p99_s'])} s; never started {stream['never_started']}; "
             f"time-averaged allocation {_cell(stream['time_avg_alloc_pct'])} % (offered load "
-            f"{_cell(stream['offered_load_pct'])} %); peak queue {stream['peak_queue']}"
+            f"{_cell(stream['offered_load_pct'])} %); peak queue {stream['peak_queue']}; "
+            f"GPU-time in the arrival window {stream['gpu_hours_in_window']:g} GPU-hours, "
+            f"{_cell(stream['gpu_time_of_bound_pct'])} % of the bound "
+            f"({stream['gpu_hours_bound']:g})"
         )
     lines += ["", "Gang admission by size:", ""]
     lines += _table(

@@ -360,6 +360,10 @@ def stream_run(items: Sequence[TimedWorkload], fleet: Fleet, settings: Settings)
         "never_started": stats.never_started,
         "time_avg_alloc_pct": round(stats.time_avg_alloc_pct, 2),
         "offered_load_pct": round(stats.offered_load_pct, 2),
+        "gpu_time_of_bound_pct": round(stats.gpu_time_of_bound_pct or 0.0, 2),
+        "gpu_hours_in_window": round(stats.gpu_time_milli_s / 3.6e6, 1),
+        "gpu_hours_bound": round(stats.gpu_time_bound_milli_s / 3.6e6, 1),
+        "placed_of_bound_pct": round(summary.placed_of_bound_pct or 0.0, 2),
         "peak_queue": stats.peak_queue,
         "makespan_s": _round(stats.makespan_s),
         "decisions": summary.time.decisions,
@@ -417,6 +421,8 @@ def stream_tables(rows: dict[str, dict[str, Any]], unit: str = "s") -> list[str]
         ("never started", lambda r: r["never_started"]),
         ("time-avg alloc %", lambda r: r["time_avg_alloc_pct"]),
         ("offered %", lambda r: r["offered_load_pct"]),
+        ("GPU-time % of bound", lambda r: r["gpu_time_of_bound_pct"]),
+        ("placed % of bound", lambda r: r["placed_of_bound_pct"]),
         ("peak queue", lambda r: r["peak_queue"]),
         (f"makespan {unit}", lambda r: show(r["makespan_s"])),
         ("decisions", lambda r: r["decisions"]),
@@ -442,6 +448,15 @@ def stream_tables(rows: dict[str, dict[str, Any]], unit: str = "s") -> list[str]
                 else None
             )
         by_size.append(cells)
+    bounds = {r["gpu_hours_bound"] for r in rows.values()}
+    lines += [
+        "",
+        "GPU-time % of bound: GPU-hours the gangs held inside the arrival window over the most "
+        f"any policy could hold there (the stream's fluid bound B_time, "
+        f"{', '.join(f'{b:,g}' for b in sorted(bounds))} GPU-hours); placed % of bound: GPUs "
+        "ever placed over B_placed, every gang that could run on the fleet alone counted once "
+        '(`simulations/README.md`, "How placements are scored").',
+    ]
     lines += [
         "",
         f"Wait by gang size: p50 / p99 in {unit} (never started / workloads):",

@@ -384,7 +384,7 @@ def _comparison_table(doc: dict[str, Any], out: TextIO) -> None:
         "P99",
     ]
     if stream:
-        header += ["WAIT P50", "WAIT P99", "TIME-AVG ALLOC"]
+        header += ["WAIT P50", "WAIT P99", "TIME-AVG ALLOC", "GPU-TIME % OF BOUND"]
     header.append("VERIFIER")
     rows: list[list[object]] = [header]
     for row in doc["comparison"]:
@@ -398,7 +398,12 @@ def _comparison_table(doc: dict[str, Any], out: TextIO) -> None:
             _s(row["decision_p99_s"]),
         ]
         if stream:
-            cells += [_s(row["wait_p50_s"]), _s(row["wait_p99_s"]), _p(row["time_avg_alloc_pct"])]
+            cells += [
+                _s(row["wait_p50_s"]),
+                _s(row["wait_p99_s"]),
+                _p(row["time_avg_alloc_pct"]),
+                _p(row["gpu_time_of_bound_pct"]),
+            ]
         problems = row["verifier_problems"]
         cells.append("ok" if not problems else f"{problems} PROBLEMS")
         rows.append(cells)
@@ -466,6 +471,16 @@ def _clusters(run: dict[str, Any], out: TextIO) -> None:
     print_table(rows, out)
 
 
+def _bound_text(s: dict[str, Any]) -> str:
+    pct, gpus = _p(s["placed_of_bound_pct"]), _n(s["gpus_bound"])
+    if s.get("stream"):
+        return (
+            f"{pct} of the stream's bound ({gpus} GPUs: the workloads that could run on the "
+            "fleet on their own, each counted once)"
+        )
+    return f"{pct} of the tightest bound ({gpus} GPUs)"
+
+
 def _summary(s: dict[str, Any], out: TextIO) -> None:
     lines = [
         (
@@ -473,10 +488,7 @@ def _summary(s: dict[str, Any], out: TextIO) -> None:
             f"{s['placed']} of {s['workloads']} workloads; {_n(s['gpus_placed'])} of "
             f"{_n(s['gpus_demand'])} GPUs asked",
         ),
-        (
-            "of bound",
-            f"{_p(s['placed_of_bound_pct'])} of the tightest bound ({_n(s['gpus_bound'])} GPUs)",
-        ),
+        ("of bound", _bound_text(s)),
         ("allocation", f"{_p(s['alloc_pct'])} of {_n(s['gpus_capacity'])} GPUs at the end"),
         ("statuses", ", ".join(f"{k} {v}" for k, v in s["statuses"].items()) or "-"),
     ]
@@ -511,6 +523,14 @@ def _summary(s: dict[str, Any], out: TextIO) -> None:
                 f"time-avg allocation {_p(stream['time_avg_alloc_pct'])} (offered "
                 f"{_p(stream['offered_load_pct'])}); peak queue {stream['peak_queue']}; "
                 f"makespan {_s(stream['makespan_s'])}",
+            )
+        )
+        lines.append(
+            (
+                "GPU-time",
+                f"{_n(stream['gpu_hours_in_window'])} GPU-hours held in the arrival window, "
+                f"{_p(stream['gpu_time_of_bound_pct'])} of the most any policy could "
+                f"({_n(stream['gpu_hours_bound'])}: the fluid bound, see simulations/README.md)",
             )
         )
     problems = s["verifier"]["problems"]

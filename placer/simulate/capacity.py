@@ -14,11 +14,12 @@ from __future__ import annotations
 from collections.abc import Mapping
 from dataclasses import dataclass, field
 
-from placer.model import GPU_SHARE, Fleet, Node, Workload
+from placer.model import GPU_SHARE, Fleet, Node, PodDemand, Workload
 from placer.quantity import CPU, GPU, MEMORY, PODS, format_quantity, to_base
 
 __all__ = [
     "FreeTotals",
+    "NodeRoom",
     "free_totals",
     "gpu_milli",
     "node_free_devices",
@@ -68,6 +69,33 @@ def whole_free_nodes(nodes: tuple[Node, ...], gpus: int = BIG_NODE_GPUS) -> int:
         if node.usable and total >= gpus and node_gpu_free_milli(node) == total * 1000:
             count += 1
     return count
+
+
+class NodeRoom:
+    """A node's free capacity, read once, for many "does this pod fit" questions."""
+
+    def __init__(self, node: Node) -> None:
+        self.node = node
+        self.free = node.free
+        self.slots = node.free_pods
+        self.devices = node_free_devices(node)
+        self.idle = sum(1 for d in self.devices if d >= 1000)
+        self.largest = max(self.devices, default=0)
+
+    def fits(self, pod: PodDemand) -> bool:
+        """Whether one pod fits by its requests (selectors and taints are not looked at)."""
+        if self.slots < 1:
+            return False
+        for name, amount in pod.requests.items():
+            if name == GPU:
+                if self.idle < amount:
+                    return False
+            elif name == GPU_SHARE:
+                if self.largest < amount:
+                    return False
+            elif self.free.get(name, 0) < amount:
+                return False
+        return True
 
 
 @dataclass

@@ -22,6 +22,7 @@ from placer.model import Fleet
 from placer.simulate.capacity import gpu_milli
 from placer.simulate.engine import Outcome, Run, Sample, Timed
 from placer.simulate.metrics import ClusterUsage, Summary, cluster_usage, summarize
+from placer.simulate.streambound import stream_bounds
 
 __all__ = ["TIMELINE_POINTS", "document", "gpus", "run_document"]
 
@@ -51,7 +52,12 @@ def document(
     drained: Sequence[str] = (),
 ) -> dict[str, Any]:
     """The whole simulation (several solvers on one input) as a JSON-ready dict."""
-    summaries = [summarize(run, items) for run in runs]
+    bounds = (
+        stream_bounds(items, runs[0].before)
+        if runs and all(r.settings.mode == "stream" and r.before is runs[0].before for r in runs)
+        else None
+    )
+    summaries = [summarize(run, items, bounds=bounds) for run in runs]
     return {
         "input": dict(inputs),
         "warnings": list(warnings),
@@ -78,6 +84,7 @@ def _comparison(summary: Summary) -> dict[str, Any]:
         "wait_p50_s": _sec(stream.wait_p50_s) if stream else None,
         "wait_p99_s": _sec(stream.wait_p99_s) if stream else None,
         "time_avg_alloc_pct": _pct(stream.time_avg_alloc_pct) if stream else None,
+        "gpu_time_of_bound_pct": _pct(stream.gpu_time_of_bound_pct) if stream else None,
         "verifier_problems": len(summary.problems),
         "seconds": _sec(summary.wall_s),
     }
@@ -192,6 +199,9 @@ def _summary(summary: Summary) -> dict[str, Any]:
             "peak_queue": stream.peak_queue,
             "window_s": _sec(stream.window_s),
             "makespan_s": _sec(stream.makespan_s),
+            "gpu_hours_in_window": round(stream.gpu_time_milli_s / 3.6e6, 3),
+            "gpu_hours_bound": round(stream.gpu_time_bound_milli_s / 3.6e6, 3),
+            "gpu_time_of_bound_pct": _pct(stream.gpu_time_of_bound_pct),
         }
     return data
 

@@ -3,8 +3,11 @@
 All metrics are computed from a :class:`~placer.simulate.engine.Run` and the input, never from
 the solver's internals (benchmark-design C.4):
 
-* **placed GPU % of bound** — GPU thousandths placed over the tightest bound each decision
-  proved (:func:`placer.simulate.engine.gpu_bound`), summed over decisions;
+* **placed GPU % of bound** — batch and online: GPU thousandths placed over the tightest
+  bound the decision proved (:func:`placer.simulate.engine.gpu_bound`); stream: GPU
+  thousandths ever placed over the stream's own bound ``B_placed``
+  (:mod:`placer.simulate.streambound`) — never a sum of per-decision bounds, which would count a
+  waiting workload once per retry;
 * **gang admission by size bucket** — workloads (and GPUs) admitted, by GPUs per workload:
   CPU only, up to 1 GPU, 2–8, 9–64, 65–512, more than 512 (large gangs are what greedy
   placement starves);
@@ -19,7 +22,9 @@ the solver's internals (benchmark-design C.4):
   a time, so only its total and the mean per workload exist);
 * **stream**: wait (start − arrival) p50/p99 of placed workloads, workloads never started,
   time-averaged GPU allocation over the arrival window next to the offered load (the mean
-  allocation over the same window had nothing waited), peak queue and makespan.
+  allocation over the same window had nothing waited), the GPU-time the workloads held inside
+  the arrival window as % of the bound ``B_time`` no policy can exceed
+  (:mod:`placer.simulate.streambound`), peak queue and makespan.
 
 Percentiles are nearest-rank. Pure functions, no I/O.
 """
@@ -30,16 +35,17 @@ import math
 from collections.abc import Callable, Hashable, Sequence
 from dataclasses import dataclass
 
-from placer.model import GPU_SHARE, Cluster, Fleet, Node, PodDemand
+from placer.model import Cluster, Fleet, Node, PodDemand
 from placer.podspec import node_mismatch
 from placer.quantity import CPU, GPU, MEMORY
 from placer.simulate.capacity import (
+    NodeRoom,
     gpu_milli,
-    node_free_devices,
     node_gpu_free_milli,
     whole_free_nodes,
 )
 from placer.simulate.engine import Run, Sample, Timed
+from placer.simulate.streambound import StreamBounds, placed_gpu_time, stream_bounds
 from placer.solver.state import constraint_key
 
 __all__ = [
@@ -158,6 +164,17 @@ class StreamStats:
     peak_queue: int
     window_s: float
     makespan_s: float
+    #: GPU thousandths × seconds the stream's workloads held inside the arrival window, and the
+    #: bound B_time on it (:mod:`placer.simulate.streambound`).
+    gpu_time_milli_s: float = 0.0
+    gpu_time_bound_milli_s: int = 0
+
+    @property
+    def gpu_time_of_bound_pct(self) -> float | None:
+        """GPU-time in the arrival window as % of B_time (``None`` without a window)."""
+        if not self.gpu_time_bound_milli_s:
+            return None
+        return 100.0 * self.gpu_time_milli_s / self.gpu_time_bound_milli_s
 
 
 @dataclass(frozen=True)
@@ -185,14 +202,25 @@ class Summary:
     wall_s: float
 
 
-def summarize(run: Run, items: Sequence[Timed]) -> Summary:
-    """The metrics of one run (see the module docstring)."""
+def summarize(run: Run, items: Sequence[Timed], *, bounds: StreamBounds | None = None) -> Summary:
+    """The metrics of one run (see the module docstring).
+
+    ``bounds``: the stream's bounds when already computed for these items and this run's
+    starting fleet (they do not depend on the solver); computed here otherwise.
+    """
     demand = [gpu_milli(item.workload.total_requests()) for item in items]
     placed = [i for i, o in enumerate(run.outcomes) if o.cluster is not None]
     capacity = sum(_gpus(c) for c in run.before.clusters if c.reachable)
     decisions = run.decisions
-    bound = sum(d.bound_gpu_milli for d in decisions)
-    placed_in_decisions = sum(d.placed_gpu_milli for d in decisions)
+    stream: StreamStats | None = None
+    if run.settings.mode == "stream":
+        bounds = bounds or stream_bounds(items, run.before)
+        stream = _stream(run, items, demand, capacity, bounds)
+        bound = bounds.placed_gpu_milli
+        placed_in_bound = sum(demand[i] for i in placed)
+    else:
+        bound = sum(d.bound_gpu_milli for d in decisions)
+        placed_in_bound = sum(d.placed_gpu_milli for d in decisions)
     statuses: dict[str, int] = {}
     for record in decisions:
         statuses[record.status] = statuses.get(record.status, 0) + 1
@@ -221,13 +249,13 @@ def summarize(run: Run, items: Sequence[Timed]) -> Summary:
         gpu_placed_milli=sum(demand[i] for i in placed),
         gpu_capacity_milli=capacity,
         bound_gpu_milli=bound,
-        placed_of_bound_pct=100.0 * placed_in_decisions / bound if bound else None,
+        placed_of_bound_pct=100.0 * placed_in_bound / bound if bound else None,
         alloc_pct=100.0 * allocated / capacity if capacity else 0.0,
         statuses=statuses,
         buckets=_buckets(run, demand),
         fragmentation=fragmentation(run.loaded, items, run.pending),
         time=time_stats,
-        stream=_stream(run, items, demand, capacity) if run.settings.mode == "stream" else None,
+        stream=stream,
         verified=len(decisions),
         problems=problems,
         wall_s=run.wall_s,
@@ -254,7 +282,13 @@ def _buckets(run: Run, demand: Sequence[int]) -> tuple[Bucket, ...]:
     return tuple(Bucket(label, *row) for label, row in counts.items() if row[0])
 
 
-def _stream(run: Run, items: Sequence[Timed], demand: Sequence[int], capacity: int) -> StreamStats:
+def _stream(
+    run: Run,
+    items: Sequence[Timed],
+    demand: Sequence[int],
+    capacity: int,
+    bounds: StreamBounds,
+) -> StreamStats:
     waits = [
         o.start_s - item.arrival_s
         for o, item in zip(run.outcomes, items, strict=True)
@@ -281,6 +315,8 @@ def _stream(run: Run, items: Sequence[Timed], demand: Sequence[int], capacity: i
         peak_queue=max((s.queued for s in timeline), default=0),
         window_s=window,
         makespan_s=makespan,
+        gpu_time_milli_s=placed_gpu_time(items, run.outcomes, first, last),
+        gpu_time_bound_milli_s=bounds.gpu_time_milli_s,
     )
 
 
@@ -352,7 +388,7 @@ def fragmentation(fleet: Fleet, items: Sequence[Timed], pending: Sequence[int]) 
         free = node_gpu_free_milli(node)
         if not free or not shapes:
             continue
-        room = _Room(node)
+        room = NodeRoom(node)
         if not any(room.fits(pod) for pod, _ in shapes):
             stranded += free
             stranded_nodes += 1
@@ -387,33 +423,6 @@ def _shapes(pods: Sequence[tuple[PodDemand, int]]) -> list[tuple[PodDemand, floa
     )
 
 
-class _Room:
-    """A node's free capacity, read once, for many "does this pod fit" questions."""
-
-    def __init__(self, node: Node) -> None:
-        self.node = node
-        self.free = node.free
-        self.slots = node.free_pods
-        self.devices = node_free_devices(node)
-        self.idle = sum(1 for d in self.devices if d >= 1000)
-        self.largest = max(self.devices, default=0)
-
-    def fits(self, pod: PodDemand) -> bool:
-        """Whether one pod fits by its requests (selectors and taints are not looked at)."""
-        if self.slots < 1:
-            return False
-        for name, amount in pod.requests.items():
-            if name == GPU:
-                if self.idle < amount:
-                    return False
-            elif name == GPU_SHARE:
-                if self.largest < amount:
-                    return False
-            elif self.free.get(name, 0) < amount:
-                return False
-        return True
-
-
 def _fgd(nodes: Sequence[Node], mix: Sequence[tuple[PodDemand, float]]) -> float:
     """FGD's fragmentation: Σ_n Σ_t w_t · frag_t(n), in GPU thousandths.
 
@@ -430,7 +439,7 @@ def _fgd(nodes: Sequence[Node], mix: Sequence[tuple[PodDemand, float]]) -> float
     for node in nodes:
         if not node_gpu_free_milli(node):
             continue
-        room = _Room(node)
+        room = NodeRoom(node)
         devices = room.devices
         free = sum(devices)
         for pod, weight in mix:

@@ -106,6 +106,10 @@ def test_stream_small() -> None:
     row = result["solvers"]["greedy"]
     assert row["verifier_problems"] == 0
     assert 0 < row["time_avg_alloc_pct"] <= 100.0
+    # no policy beats the stream's bounds; GPU-time held is within the bound's GPU-hours
+    assert 0 < row["gpu_time_of_bound_pct"] <= 100.0
+    assert 0 < row["gpu_hours_in_window"] <= row["gpu_hours_bound"]
+    assert 0 < row["placed_of_bound_pct"] <= 100.0
     assert row["wait_p50_s"] is not None and 0 <= row["wait_p50_s"] <= row["wait_p99_s"]
     assert "| greedy |" in bench_stream.markdown(result, META)
 
