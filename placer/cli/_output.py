@@ -1,4 +1,5 @@
-"""Output helpers shared by subcommands: the ``-o`` option, JSON printing, simple tables."""
+"""Output helpers shared by subcommands: the ``-o`` option, JSON and YAML printing, simple
+tables. Every command with ``-o json`` also has ``-o yaml``: the same document as YAML."""
 
 from __future__ import annotations
 
@@ -8,11 +9,13 @@ import sys
 from collections.abc import Sequence
 from typing import Any, TextIO
 
-__all__ = ["add_output_option", "print_json", "print_table"]
+import yaml
+
+__all__ = ["add_output_option", "print_data", "print_json", "print_table"]
 
 
 def add_output_option(
-    parser: argparse.ArgumentParser, choices: Sequence[str] = ("text", "json")
+    parser: argparse.ArgumentParser, choices: Sequence[str] = ("text", "json", "yaml")
 ) -> None:
     """Add ``-o/--output`` with ``choices`` (first one is the default)."""
     parser.add_argument(
@@ -29,6 +32,16 @@ def print_json(data: Any, out: TextIO | None = None) -> None:
     stream = out or sys.stdout
     json.dump(data, stream, indent=2, ensure_ascii=False)
     stream.write("\n")
+
+
+def print_data(data: Any, output: str, out: TextIO | None = None) -> None:
+    """``data`` as ``-o json`` (:func:`print_json`) or ``-o yaml`` (block style, keys in
+    insertion order, the same document)."""
+    if output == "yaml":
+        stream = out or sys.stdout
+        yaml.safe_dump(data, stream, sort_keys=False, allow_unicode=True, default_flow_style=False)
+        return
+    print_json(data, out)
 
 
 def print_table(

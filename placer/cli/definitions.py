@@ -16,7 +16,7 @@ import argparse
 from collections.abc import Sequence
 from typing import Any
 
-from placer.cli._output import add_output_option, print_json, print_table
+from placer.cli._output import add_output_option, print_data, print_table
 from placer.definitions import Catalog, Definition
 from placer.definitions.model import Component
 from placer.definitions.suspend import can_suspend
@@ -78,13 +78,13 @@ def run(args: argparse.Namespace) -> int:
     catalog = load_catalog(args)
     if args.name:
         definition = catalog.get(args.name)
-        if args.output == "json":
-            print_json(dict(definition.document))
+        if args.output != "text":
+            print_data(dict(definition.document), args.output)
         else:
             print(describe_definition(definition), end="")
         return 0
-    if args.output == "json":
-        print_json([summary(d) for d in catalog.definitions])
+    if args.output != "text":
+        print_data([summary(d) for d in catalog.definitions], args.output)
         return 0
     rows: list[Sequence[object]] = [["NAME", "KIND", "ORIGIN", "COMPONENTS"]]
     for definition in catalog.definitions:

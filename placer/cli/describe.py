@@ -24,7 +24,7 @@ import sys
 from collections.abc import Sequence
 
 from placer.cli._fleet import add_fleet_options, fleet_config_from_args
-from placer.cli._output import add_output_option, print_json
+from placer.cli._output import add_output_option, print_data
 from placer.cli.definitions import add_catalog_option, load_catalog
 from placer.definitions import Catalog, Decomposition, Document, decompose
 from placer.definitions.documents import partition_claims, read_input
@@ -106,8 +106,8 @@ def run(args: argparse.Namespace) -> int:
     if not found:
         raise InputError("no workloads found (only DRA claims)", source=args.filename)
     results = [decomposition for _, decomposition in found]
-    if args.output == "json":
-        print_json([to_json(d) for d in results])
+    if args.output != "text":
+        print_data([to_json(d) for d in results], args.output)
         return 0
     blocks = [render_text(build_view(d)) for d in results]
     sys.stdout.write("\n".join(blocks))
@@ -152,9 +152,9 @@ def run_live(args: argparse.Namespace) -> int:
     if len(views) > 1:
         where = ", ".join(v.workload.cluster for v in views)
         print(f"warning: {type_token}/{name} exists on several clusters: {where}", file=sys.stderr)
-    if args.output == "json":
+    if args.output != "text":
         data = [live_json(v) for v in views]
-        print_json(data[0] if len(data) == 1 else data)
+        print_data(data[0] if len(data) == 1 else data, args.output)
         return 0
     sys.stdout.write("\n".join(render_live(v) for v in views))
     return 0

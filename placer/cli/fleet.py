@@ -1,6 +1,6 @@
 """``placer fleet show`` and ``placer fleet up``.
 
-* ``fleet show SNAPSHOT | [fleet options] [-o text|json] [--nodes]``: one row per cluster
+* ``fleet show SNAPSHOT | [fleet options] [-o text|json|yaml] [--nodes]``: one row per cluster
   (reachable or why not, nodes, free/allocatable GPU, CPU, memory, the largest free GPU block
   on one node, pending pods, GPU models), or one row per node with ``--nodes``. JSON as
   :mod:`placer.fleet.summary` documents.
@@ -27,7 +27,7 @@ from placer.cli._fleet import (
     has_fleet_options,
     report_unreachable,
 )
-from placer.cli._output import add_output_option, print_json, print_table
+from placer.cli._output import add_output_option, print_data, print_table
 from placer.errors import UsageError
 from placer.fleet import gather_fleet
 from placer.fleet.summary import cluster_rows, fleet_summary, node_rows
@@ -113,8 +113,8 @@ def run_show(args: argparse.Namespace) -> int:
     else:
         fleet = gather_fleet(fleet_config_from_args(args))
         report_unreachable(fleet)
-    if args.output == "json":
-        print_json(fleet_summary(fleet))
+    if args.output != "text":
+        print_data(fleet_summary(fleet), args.output)
         return 0
     print_table(node_rows(fleet) if args.nodes else cluster_rows(fleet))
     for cluster in fleet.clusters:

@@ -1,6 +1,6 @@
 """``placer get``: the workloads of every catalog type on every member cluster.
 
-    placer get [TYPE] [-A | -n NAMESPACE] [fleet options] [--catalog DIR]... [-o text|json]
+    placer get [TYPE] [-A | -n NAMESPACE] [fleet options] [--catalog DIR]... [-o text|json|yaml]
 
 One row per top-level workload (:mod:`placer.inventory.listing`): CLUSTER, NAMESPACE, NAME,
 KIND, PHASE (the definition's status mapping), COMPONENTS (``leader(1), worker(2)``: desired
@@ -17,7 +17,7 @@ import argparse
 import sys
 
 from placer.cli._fleet import add_fleet_options, fleet_config_from_args
-from placer.cli._output import add_output_option, print_json, print_table
+from placer.cli._output import add_output_option, print_data, print_table
 from placer.cli.definitions import add_catalog_option, load_catalog
 from placer.errors import UsageError
 
@@ -63,9 +63,9 @@ def run(args: argparse.Namespace) -> int:
     missing = [s.name for s in config.clusters if s.name not in clients]
     warnings = [f"cluster {name}: no usable kubeconfig entry" for name in missing]
     warnings += list(inventory.warnings)
-    if args.output == "json":
+    if args.output != "text":
         items = [w.to_dict() for w in inventory.workloads]
-        print_json({"items": items, "count": len(items), "warnings": warnings})
+        print_data({"items": items, "count": len(items), "warnings": warnings}, args.output)
     elif inventory.workloads:
         rows = [["CLUSTER", "NAMESPACE", "NAME", "KIND", "PHASE", "COMPONENTS", "GPU", "AGE"]]
         for w in inventory.workloads:

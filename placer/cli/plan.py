@@ -1,7 +1,8 @@
 """``placer plan``: decide where workloads would go, and why not elsewhere — nothing dispatched.
 
     placer plan -f FILE... (--snapshot FLEET.yaml | fleet options) [--policy FILE]...
-                [--solver NAME] [--mode batch|online] [--time-limit S] [--seed N] [-o text|json]
+                [--solver NAME] [--mode batch|online] [--time-limit S] [--seed N]
+                [-o text|json|yaml]
 
 Reads the workload manifests (files, directories, YAML documents; ``-`` = stdin), breaks each
 into components with its Workload Map definition (:mod:`placer.definitions`), reads the fleet's
@@ -25,7 +26,7 @@ from placer.cli._fleet import (
     has_fleet_options,
     report_unreachable,
 )
-from placer.cli._output import add_output_option, print_json, print_table
+from placer.cli._output import add_output_option, print_data, print_table
 from placer.cli.definitions import add_catalog_option, load_catalog
 from placer.cli.describe import decompose_all, read_manifests
 from placer.definitions import Catalog
@@ -90,11 +91,11 @@ def run(args: argparse.Namespace) -> int:
     )
     chosen = {p.workload: p.cluster for p in decision.placements}
     refused = refusals(workloads, fleet, chosen, policies=policies)
-    if args.output == "json":
+    if args.output != "text":
         data = decision_to_dict(decision)
         for item, placement in zip(data["placements"], decision.placements, strict=True):
             item["refused"] = refused.get(placement.workload, {})
-        print_json(data)
+        print_data(data, args.output)
         return 0
     for block in render_text(decision):
         if isinstance(block, str):

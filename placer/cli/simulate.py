@@ -27,7 +27,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any, TextIO
 
 from placer.cli._decision import add_policy_option
-from placer.cli._output import add_output_option, print_json, print_table
+from placer.cli._output import add_output_option, print_data, print_table
 from placer.cli.definitions import add_catalog_option
 from placer.errors import InputError, UsageError
 from placer.model import GPU_SHARE, Fleet
@@ -161,8 +161,8 @@ def run(args: argparse.Namespace) -> int:
 
         written = write_report(doc, Path(args.report))
         print(f"report: {', '.join(str(p) for p in written)}", file=sys.stderr)
-    if args.output == "json":
-        print_json(doc)
+    if args.output != "text":
+        print_data(doc, args.output)
     else:
         render_text(doc, sys.stdout)
     return 0
@@ -472,13 +472,28 @@ def _clusters(run: dict[str, Any], out: TextIO) -> None:
 
 
 def _bound_text(s: dict[str, Any]) -> str:
+    from placer.solver.report import BOUND_NAMES, bound_gap_text
+
     pct, gpus = _p(s["placed_of_bound_pct"]), _n(s["gpus_bound"])
     if s.get("stream"):
         return (
             f"{pct} of the stream's bound ({gpus} GPUs: the workloads that could run on the "
             "fleet on their own, each counted once)"
         )
-    return f"{pct} of the tightest bound ({gpus} GPUs)"
+    text = f"{pct} of the tightest bound ({gpus} GPUs)"
+    (status,) = s["statuses"] or {"trivial": 1}
+    gap = (
+        bound_gap_text(
+            status=status,
+            placed_gpus=s["gpus_placed"],
+            bound_gpus=s["gpus_bound"],
+            demand_gpus=s["gpus_demand"],
+            bound_key=s["bound_basis"],
+        )
+        if len(s["statuses"]) <= 1 and s["bound_basis"] in BOUND_NAMES
+        else None
+    )
+    return f"{pct} of the tightest bound; {gap}" if gap else text
 
 
 def _summary(s: dict[str, Any], out: TextIO) -> None:

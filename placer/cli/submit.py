@@ -2,7 +2,7 @@
 
     placer submit -f FILE... [fleet options | --snapshot-free] [--policy FILE]... [--dry-run]
                   [--wait[=TIMEOUT]] [--no-create-namespace] [--in-flight-ttl S]
-                  [--solver NAME] [--time-limit S] [--seed N] [--catalog DIR]... [-o text|json]
+                  [--solver NAME] [--time-limit S] [--seed N] [--catalog DIR]... [-o text|json|yaml]
 
 Decomposes every object of the files with its Workload Map definition, gathers the fleet's
 node-level capacity (in-flight placements charged), decides all objects in one batch and
@@ -31,7 +31,7 @@ from typing import Any
 
 from placer.cli._decision import add_decision_options, add_manifest_option, decision_policies
 from placer.cli._fleet import add_fleet_options, fleet_config_from_args, report_unreachable
-from placer.cli._output import add_output_option, print_json, print_table
+from placer.cli._output import add_output_option, print_data, print_table
 from placer.cli.definitions import accelerators_for, add_catalog_option
 from placer.errors import UsageError
 
@@ -177,8 +177,8 @@ def run(args: argparse.Namespace) -> int:
             in_flight_ttl=ttl,
         )
         report_unreachable(report.fleet)
-        if args.output == "json":
-            print_json(report_to_dict(report))
+        if args.output != "text":
+            print_data(report_to_dict(report), args.output)
         else:
             render(report)
         for warning in report.warnings:

@@ -52,6 +52,7 @@ from placer.definitions import (
 )
 from placer.errors import PlacerError
 from placer.fleet.capacity import PodTally, cluster_from_api
+from placer.fleet.crds import crd_facts
 from placer.model import Cluster, Node, PodDemand
 from placer.podspec import node_mismatch
 from placer.quantity import PODS
@@ -75,7 +76,9 @@ def catalog_kinds(catalog: Catalog) -> list[tuple[str, str, str]]:
 
 
 def register_catalog_kinds(store: Store, catalog: Catalog) -> int:
-    """Serve every catalog root kind the store does not serve yet; returns how many were added."""
+    """Serve every catalog root kind the store does not serve yet, as its framework's CRD
+    declares it (:mod:`placer.fleet.crds`: short names, printer columns); returns how many
+    were added."""
     served = {(r.group, r.version, r.kind) for r in store.resources()}
     added = 0
     for group, version, kind in catalog_kinds(catalog):
@@ -83,7 +86,15 @@ def register_catalog_kinds(store: Store, catalog: Catalog) -> int:
             continue
         if not group:  # a core kind the loopback server does not know: cannot be a CRD
             continue
-        store.register_resource(group, version, kind)
+        facts = crd_facts(group, kind)
+        store.register_resource(
+            group,
+            version,
+            kind,
+            short_names=facts.short_names,
+            categories=facts.categories,
+            printer_columns=facts.printer_columns,
+        )
         added += 1
     return added
 

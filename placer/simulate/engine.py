@@ -19,7 +19,9 @@ is exactly the decision ``placer plan`` or the controller would take on the same
     otherwise: a queued workload did not fit at the end of the last decision and capacity has
     only shrunk since, so asking again cannot change the answer (this keeps long queues cheap).
     A queued workload whose demand exceeds every cluster's free totals (a necessary condition,
-    never a heuristic) also skips the solver, with that as its reason.
+    never a heuristic) also skips the solver, with that as its reason: "can never fit" when
+    it exceeds them even on the fleet the stream started from (the snapshot's own pods never
+    leave, so no cluster will ever have more free), "waiting in the queue" otherwise.
 
 Every decision is checked by the independent verifier (:func:`placer.solver.verify`) against
 the fleet it was taken on; problems are recorded, never hidden. Everything is deterministic for
@@ -312,6 +314,8 @@ class _Stream:
             if not c.reachable or not c.nodes
         }
         self.loaded_pending: tuple[int, ...] = ()
+        #: the most each cluster will ever have free: the stream's workloads all gone.
+        self.emptiest = free_totals(fleet)
 
     def run(self) -> Run:
         total = len(self.items)
@@ -402,7 +406,7 @@ class _Stream:
         totals = free_totals(self.fleet)
         chosen: list[int] = []
         for index in candidates:
-            reason = _cannot_fit(self.workloads[index], totals)
+            reason = _cannot_fit(self.workloads[index], totals, self.emptiest)
             if reason is None:
                 chosen.append(index)
             else:
@@ -433,12 +437,23 @@ class _Stream:
             self.queue = [i for i in self.queue if i not in placed]
 
 
-def _cannot_fit(workload: Workload, totals: Mapping[str, FreeTotals]) -> dict[str, str] | None:
-    """Reasons per cluster when the workload exceeds every cluster's free totals, else None."""
+def _cannot_fit(
+    workload: Workload, totals: Mapping[str, FreeTotals], emptiest: Mapping[str, FreeTotals]
+) -> dict[str, str] | None:
+    """Reasons per cluster when the workload exceeds every cluster's free totals, else None.
+
+    ``emptiest``: the clusters' free totals with none of the stream's workloads running; a
+    shortfall there means the cluster can never take the workload.
+    """
     reasons: dict[str, str] = {}
     for name, free in totals.items():
         missing = shortfall(workload, free)
         if missing is None:
             return None
-        reasons[name] = f"waiting in the queue: {missing}"
+        empty = emptiest.get(name)
+        never = shortfall(workload, empty) if empty is not None else None
+        if never is not None:
+            reasons[name] = f"can never fit, even with no other workload running: {never}"
+        else:
+            reasons[name] = f"waiting in the queue: {missing}"
     return reasons if reasons else None

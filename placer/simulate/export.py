@@ -150,6 +150,7 @@ def _summary(summary: Summary) -> dict[str, Any]:
         "gpus_capacity": gpus(summary.gpu_capacity_milli),
         "gpus_bound": gpus(summary.bound_gpu_milli),
         "placed_of_bound_pct": _pct(summary.placed_of_bound_pct),
+        "bound_basis": summary.bound_basis,
         "alloc_pct": _pct(summary.alloc_pct),
         "statuses": dict(summary.statuses),
         "admission": [

@@ -46,6 +46,7 @@ from placer.simulate.capacity import (
 )
 from placer.simulate.engine import Run, Sample, Timed
 from placer.simulate.streambound import StreamBounds, placed_gpu_time, stream_bounds
+from placer.solver.report import tightest_bound
 from placer.solver.state import constraint_key
 
 __all__ = [
@@ -189,6 +190,10 @@ class Summary:
     gpu_capacity_milli: int
     bound_gpu_milli: int
     placed_of_bound_pct: float | None
+    #: which bound ``bound_gpu_milli`` is: a key of :data:`placer.solver.report.BOUND_NAMES`
+    #: (batch and online: the tightest of the decision), ``stream`` (B_placed) or ``sum``
+    #: (several decisions outside a stream, their bounds added).
+    bound_basis: str
     #: GPUs in use at the end of the run (snapshot's own use included) as % of capacity:
     #: FGD's allocation ratio for batch/online (a stream ends drained, see ``stream``).
     alloc_pct: float
@@ -221,6 +226,11 @@ def summarize(run: Run, items: Sequence[Timed], *, bounds: StreamBounds | None =
     else:
         bound = sum(d.bound_gpu_milli for d in decisions)
         placed_in_bound = sum(d.placed_gpu_milli for d in decisions)
+    basis = "stream" if stream is not None else "sum"
+    if stream is None and len(decisions) == 1:
+        named = tightest_bound(decisions[0].solver_bounds)
+        exact = named is not None and math.ceil(round(named[1] * 1000, 3)) == bound
+        basis = named[0] if named is not None and exact else "capacity_gpu"
     statuses: dict[str, int] = {}
     for record in decisions:
         statuses[record.status] = statuses.get(record.status, 0) + 1
@@ -250,6 +260,7 @@ def summarize(run: Run, items: Sequence[Timed], *, bounds: StreamBounds | None =
         gpu_capacity_milli=capacity,
         bound_gpu_milli=bound,
         placed_of_bound_pct=100.0 * placed_in_bound / bound if bound else None,
+        bound_basis=basis,
         alloc_pct=100.0 * allocated / capacity if capacity else 0.0,
         statuses=statuses,
         buckets=_buckets(run, demand),

@@ -6,12 +6,16 @@ most specific to the least:
 1. no node accepts the pods of a component (selector, affinity, taints, cordon, NotReady),
    summarised over the nodes (``node selector gpu=h100 matches no node``);
 2. a resource no eligible node has at all (``no node has example.com/fpga``);
-3. no single node has enough of one resource for one pod (``no node with enough free
+3. no eligible node could ever hold one pod, even empty: the pod asks more of a resource
+   than any node's allocatable (``no node can ever hold a pod of component "worker": it needs
+   16 nvidia.com/gpu, the largest node has 8 allocatable``) — unlike the next reasons, waiting
+   does not help;
+4. no single node has enough of one resource for one pod (``no node with enough free
    nvidia.com/gpu for a pod of component "worker" (needs 8, largest free block 4)``), or of
    all of them together;
-4. the cluster total of a resource is below the unit's demand (``total free GPUs too low``);
-5. fewer replicas fit node by node than the component has;
-6. the packer could not place all pods together.
+5. the cluster total of a resource is below the unit's demand (``total free GPUs too low``);
+6. fewer replicas fit node by node than the component has;
+7. the packer could not place all pods together.
 
 ``None`` means the unit would fit now. The decision compares the answer on the capacity left
 at the end with the answer before the decision started, to tell "cannot fit here" from
@@ -172,17 +176,25 @@ def _no_node_with_room(state: ClusterState, run: PodRun) -> str | None:
         largest = int(most[k])
         if need <= 0 or largest >= need:
             continue
-        absent = not any(
+        allocatable = [
             n.allocatable.get(resource, 0) for n, ok in zip(state.nodes, mask, strict=True) if ok
-        )
-        return _too_small(
-            run, resource, _amount(resource, need), _amount(resource, largest), absent
-        )
+        ]
+        if not any(allocatable):
+            return _too_small(run, resource, _amount(resource, need), "0", True)
+        if max(allocatable) < need:
+            return _never(
+                run, resource, _amount(resource, need), _amount(resource, max(allocatable))
+            )
+        return _too_small(run, resource, _amount(resource, need), _amount(resource, largest), False)
     if shape.gpus:
         largest = int(state.full[mask].max())
         if largest < shape.gpus:
-            absent = not state.ndev[mask].any()
-            return _too_small(run, GPU, str(shape.gpus), str(largest), absent)
+            devices = int(state.ndev[mask].max())
+            if not devices:
+                return _too_small(run, GPU, str(shape.gpus), "0", True)
+            if devices < shape.gpus:
+                return _never(run, GPU, str(shape.gpus), str(devices))
+            return _too_small(run, GPU, str(shape.gpus), str(largest), False)
     if shape.share:
         largest = int(state.dev[mask].max())
         if largest < shape.share:
@@ -197,6 +209,13 @@ def _no_node_with_room(state: ClusterState, run: PodRun) -> str | None:
             "together (each resource alone fits somewhere)"
         )
     return None
+
+
+def _never(run: PodRun, resource: str, need: str, allocatable: str) -> str:
+    return (
+        f"no node can ever hold a pod of {_component(run)}: it needs {need} {resource}, the "
+        f"largest node has {allocatable} allocatable"
+    )
 
 
 def _too_small(run: PodRun, resource: str, need: str, largest: str, absent: bool) -> str:

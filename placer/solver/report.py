@@ -20,7 +20,16 @@ from typing import Any
 from placer.model import GPU_SHARE, Decision, WorkloadRef
 from placer.quantity import CPU, GPU, MEMORY, format_quantity, to_base_map
 
-__all__ = ["decision_to_dict", "render_text"]
+__all__ = ["BOUND_NAMES", "bound_gap_text", "decision_to_dict", "render_text", "tightest_bound"]
+
+#: what each GPU bound of ``summary.bound`` is, in words, weakest first as
+#: :data:`placer.solver.bounds.BOUND_KEYS` (not imported: that module loads OR-Tools).
+BOUND_NAMES = {
+    "capacity_gpu": "B0: the GPUs asked or the GPUs free, whichever is less",
+    "cluster_lp_gpu": "B2: the LP relaxation on cluster totals",
+    "node_lp_gpu": "B3: the node-aware LP relaxation",
+    "class_lp_gpu": "the node-class LP relaxation",
+}
 
 
 def _ref(ref: WorkloadRef) -> dict[str, str]:
@@ -70,6 +79,42 @@ def decision_to_dict(decision: Decision) -> dict[str, Any]:
     }
 
 
+def tightest_bound(bound: Mapping[str, float]) -> tuple[str, float] | None:
+    """``(key, GPUs)`` of the least GPU bound of a decision's ``summary.bound`` (on a tie, the
+    more refined one), or ``None`` when it has none."""
+    found = [(bound[k], -i, k) for i, k in enumerate(BOUND_NAMES) if k in bound]
+    if not found:
+        return None
+    value, _, key = min(found)
+    return key, value
+
+
+def bound_gap_text(
+    *, status: str, placed_gpus: float, bound_gpus: float, demand_gpus: float, bound_key: str
+) -> str | None:
+    """Why a decision placed less than its tightest bound, or ``None`` when it did not.
+
+    Names the bound; says when the demand exceeded what was placed; for an ``optimal``
+    decision, that nothing places more, so the gap is the bound's own slack (the bounds are
+    relaxations: they may split gangs and pods across nodes, which whole gangs cannot).
+    """
+    if placed_gpus >= bound_gpus - 1e-9:
+        return None
+    name = BOUND_NAMES.get(bound_key, bound_key)
+    parts = [f"the bound is {bound_gpus:g} GPUs ({name})"]
+    if demand_gpus > placed_gpus + 1e-9:
+        parts.append(f"{demand_gpus:g} GPUs were asked, more than fits all together")
+    if status == "optimal":
+        parts.append(
+            "the decision is optimal (proven best for the solver's objective: priorities, "
+            "then placed GPUs), so the gap is the bound's slack: a relaxation may split gangs "
+            "and pods across nodes, whole ones cannot reach it"
+        )
+    else:
+        parts.append("a better placement could add at most the gap")
+    return "; ".join(parts)
+
+
 def _gpus(requests: Mapping[str, int]) -> str:
     whole = requests.get(GPU, 0)
     share = requests.get(GPU_SHARE, 0)
@@ -102,13 +147,22 @@ def render_text(decision: Decision) -> list[list[list[str]] | str]:
         width = max((len(c) for c in unplaced.reasons), default=0)
         for cluster, text in unplaced.reasons.items():
             out.append(f"  {cluster.ljust(width)}  {text}")
-    bound = summary.bound
     placed_gpus = _gpus(summary.placed_requests)
-    tightest = bound.get("tightest_gpu")
-    of = f" of at most {tightest:g} (tightest bound)" if tightest is not None else ""
+    tightest = tightest_bound(summary.bound)
+    of = f" of at most {tightest[1]:g} (tightest bound)" if tightest is not None else ""
     out.append(
         f"\n{summary.placed} of {summary.workloads} workload(s) placed, "
         f"{placed_gpus} GPUs{of}; solver {summary.solver}, {summary.mode} mode, "
         f"{summary.status}, {summary.seconds:.3f} s"
     )
+    if tightest is not None:
+        gap = bound_gap_text(
+            status=summary.status,
+            placed_gpus=float(placed_gpus),
+            bound_gpus=tightest[1],
+            demand_gpus=float(_gpus(summary.demand)),
+            bound_key=tightest[0],
+        )
+        if gap:
+            out.append(f"Below the bound: {gap}.")
     return out

@@ -40,11 +40,20 @@ def guess_plural(kind: str) -> str:
 
 
 def version_document(
-    version: str, *, status: bool, scale: bool, selectable_fields: Iterable[str]
+    version: str,
+    *,
+    status: bool,
+    scale: bool,
+    selectable_fields: Iterable[str],
+    printer_columns: Iterable[JsonObj] = (),
 ) -> JsonObj:
     """One ``spec.versions[]`` entry, served and stored (``scale``: ``spec.replicas``,
-    ``status.replicas`` and ``status.selector``, the usual paths)."""
+    ``status.replicas`` and ``status.selector``, the usual paths; ``printer_columns``: the
+    ``additionalPrinterColumns`` that ``kubectl get`` shows)."""
     doc: JsonObj = {"name": version, "served": True, "storage": True}
+    columns = [dict(c) for c in printer_columns]
+    if columns:
+        doc["additionalPrinterColumns"] = columns
     subresources: JsonObj = {}
     if status:
         subresources["status"] = {}

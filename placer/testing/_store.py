@@ -384,6 +384,7 @@ class Store:
         singular: str | None = None,
         categories: Iterable[str] = (),
         selectable_fields: Iterable[str] = (),
+        printer_columns: Iterable[JsonObj] = (),
     ) -> ResourceType:
         """Serve a custom resource by creating (or extending) its CustomResourceDefinition.
 
@@ -402,13 +403,20 @@ class Store:
             categories: discovery categories (``all``).
             selectable_fields: extra field-selector labels (CRD ``selectableFields``, e.g.
                 ``spec.color``).
+            printer_columns: the version's ``additionalPrinterColumns`` (``name``, ``type``,
+                ``jsonPath``, optional ``description``, ``priority``, ``format``): the
+                columns of ``kubectl get`` (Table responses).
 
         Returns:
             The served type.
         """
         plural = plural or guess_plural(kind)
         version_doc = version_document(
-            version, status=status, scale=scale, selectable_fields=selectable_fields
+            version,
+            status=status,
+            scale=scale,
+            selectable_fields=selectable_fields,
+            printer_columns=printer_columns,
         )
         crd_rt = self.resource(f"customresourcedefinitions.{CRD_GROUP}")
         with self._op():

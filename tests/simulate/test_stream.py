@@ -155,4 +155,6 @@ def test_a_workload_that_never_fits_keeps_its_reason(kit: Any) -> None:
     assert huge.start_s is None and huge.cluster is None
     assert set(huge.reasons) == {"c0", "c1"}
     assert "needs 72 GPUs" in huge.reasons["c0"]
+    # 72 GPUs exceed what either cluster has even empty: not a wait, a refusal for good
+    assert huge.reasons["c0"].startswith("can never fit")
     assert ok.start_s == 1.0

@@ -26,7 +26,7 @@ def test_json_has_the_documented_shape(kit: Any, decide: Any) -> None:
         {"component", "instance", "index", "node", "devices"}
     ] * 2
     assert placement["requests"] == {"cpu": 4, "memory": 2 * 2**30, "nvidia.com/gpu": 8}
-    assert data["unplaced"][0]["reasons"]["b"].startswith("no node with enough free nvidia.com/gpu")
+    assert data["unplaced"][0]["reasons"]["b"].startswith("no node can ever hold a pod")
     summary = data["summary"]
     assert {"solver", "mode", "status", "seconds", "workloads", "placed", "demand"} <= set(summary)
     assert summary["placed_requests"]["nvidia.com/gpu"] == 8
@@ -46,3 +46,59 @@ def test_text_shows_placements_reasons_and_bound(kit: Any, decide: Any) -> None:
     text = "\n".join(b for b in blocks if isinstance(b, str))
     assert "JobSet/default/late: not placed" in text
     assert "1 of 2 workload(s) placed, 8 GPUs of at most 8 (tightest bound)" in text
+
+
+def test_a_pod_larger_than_every_node_is_refused_for_good(kit: Any, decide: Any) -> None:
+    the_fleet = kit.fleet(
+        kit.cluster("a", kit.node("a0", used=4), kit.node("a1", used=6)),
+        kit.cluster("b", kit.node("b0", gpus=4, cpu=32)),
+    )
+    jobs = [
+        kit.workload("huge", ("worker", 1, kit.pod(gpus=16))),
+        kit.workload("fat", ("worker", 1, kit.pod(gpus=1, cpu=100))),
+        kit.workload("later", ("worker", 1, kit.pod(gpus=6))),
+    ]
+    decision = decide(jobs, the_fleet)
+    huge = kit.reasons(decision, "huge")
+    # compared with what the nodes have allocatable, not what is free now: waiting never helps
+    assert huge["a"] == (
+        'no node can ever hold a pod of component "worker": it needs 16 nvidia.com/gpu, the '
+        "largest node has 8 allocatable"
+    )
+    assert huge["b"].endswith("it needs 16 nvidia.com/gpu, the largest node has 4 allocatable")
+    fat = kit.reasons(decision, "fat")
+    assert fat["a"].endswith("it needs 100 cpu, the largest node has 64 allocatable")
+    # 6 GPUs fit an 8-GPU node of a once its pods leave: a shortage of free room, for now
+    later = kit.reasons(decision, "later")
+    assert later["a"].startswith("no node with enough free nvidia.com/gpu")
+    assert later["b"].startswith("no node can ever hold a pod")
+
+
+def test_an_optimal_decision_below_its_bound_says_why(kit: Any, decide: Any) -> None:
+    # two gangs of 3 x 4 GPUs on two 8-GPU nodes: one gang fits (12 GPUs); the LP bounds let
+    # a gang split its pods fractionally and reach all 16 GPUs
+    the_fleet = kit.fleet(kit.cluster("a", kit.node("a0"), kit.node("a1")))
+    gang = ("worker", 3, kit.pod(gpus=4))
+    decision = decide([kit.workload("one", gang), kit.workload("two", gang)], the_fleet)
+    assert decision.summary.status == "optimal" and len(decision.placements) == 1
+    text = "\n".join(b for b in render_text(decision) if isinstance(b, str))
+    assert "12 GPUs of at most 16 (tightest bound)" in text
+    line = next(x for x in text.splitlines() if x.startswith("Below the bound:"))
+    assert "the bound is 16 GPUs (" in line and "LP relaxation" in line
+    assert "24 GPUs were asked, more than fits all together" in line
+    assert "the decision is optimal" in line and "the gap is the bound's slack" in line
+
+
+def test_a_decision_at_its_bound_says_nothing_more(kit: Any, decide: Any) -> None:
+    the_fleet = kit.fleet(kit.cluster("a", kit.node("a0")))
+    decision = decide([kit.workload("fits", ("worker", 2, kit.pod(gpus=4)))], the_fleet)
+    assert not any(
+        isinstance(b, str) and b.startswith("Below the bound") for b in render_text(decision)
+    )
+
+
+def test_the_bound_names_cover_every_bound_a_decision_reports() -> None:
+    from placer.solver.bounds import BOUND_KEYS
+    from placer.solver.report import BOUND_NAMES
+
+    assert tuple(BOUND_NAMES) == BOUND_KEYS

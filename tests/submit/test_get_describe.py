@@ -7,6 +7,7 @@ from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
+import yaml
 
 from placer.cli import main
 from placer.fleet.realism import realism_setup
@@ -16,6 +17,7 @@ from placer.snapshot import load_snapshot
 ROOT = Path(__file__).resolve().parents[2]
 SEED = ROOT / "examples" / "jobset-demo.yaml"
 DEPLOYMENT = ROOT / "tests" / "definitions" / "samples" / "deployment.yaml"
+LWS = ROOT / "examples" / "leaderworkerset-serving.yaml"
 
 
 @pytest.fixture(scope="module")
@@ -24,7 +26,12 @@ def fleet(tmp_path_factory: pytest.TempPathFactory) -> Iterator[tuple[VirtualFle
     with VirtualFleet(snapshot, setup=realism_setup()) as virtual:
         kubeconfig = str(virtual.write_kubeconfig(tmp_path_factory.mktemp("kc") / "kc"))
         assert (
-            main(["submit", "-f", str(SEED), "-f", str(DEPLOYMENT), "--kubeconfig", kubeconfig])
+            main(
+                [
+                    *("submit", "-f", str(SEED), "-f", str(DEPLOYMENT), "-f", str(LWS)),
+                    *("--kubeconfig", kubeconfig),
+                ]
+            )
             == 0
         )
         yield virtual, kubeconfig
@@ -57,7 +64,7 @@ def test_get_lists_every_type_across_the_fleet(
     demo = rows[("central", "default", "demo", "JobSet")]
     assert "Running   leader(1), worker(2)   12" in demo
     names = sorted(key[2] for key in rows)
-    assert names == ["demo", "embedder", "gateway"]  # no usage pods, no owned pods
+    assert names == ["demo", "embedder", "gateway", "llm-serving"]  # no usage, no owned pods
     embedder = next(line for key, line in rows.items() if key[2] == "embedder")
     assert embedder.split()[1] == "serving" and "deployment(3)" in embedder
 
@@ -96,6 +103,33 @@ def test_short_names_come_from_the_members_discovery(
         capsys, "describe", "deploy/embedder", "-n", "serving", "--kubeconfig", kubeconfig
     )
     assert code == 0 and out.startswith("Deployment/embedder   namespace: serving")
+
+
+def test_the_short_names_the_readme_uses(
+    fleet: tuple[VirtualFleet, str], capsys: pytest.CaptureFixture[str]
+) -> None:
+    """``lws`` is LeaderWorkerSet's short name in its CRD: the virtual fleet serves it so."""
+    _, kubeconfig = fleet
+    code, out, err = run(capsys, "get", "lws", "-A", "--kubeconfig", kubeconfig)
+    assert code == 0, err
+    [row] = out.splitlines()[1:]
+    assert row.split()[1:4] == ["team-b", "llm-serving", "LeaderWorkerSet"]
+    code, out, _ = run(
+        capsys, "describe", "lws/llm-serving", "-n", "team-b", "--kubeconfig", kubeconfig
+    )
+    assert code == 0 and out.startswith("LeaderWorkerSet/llm-serving   namespace: team-b")
+
+
+@pytest.mark.parametrize("args", [["get", "-A"], ["describe", "jobset/demo"]], ids=lambda a: a[0])
+def test_live_yaml_is_the_json_document(
+    fleet: tuple[VirtualFleet, str], capsys: pytest.CaptureFixture[str], args: list[str]
+) -> None:
+    _, kubeconfig = fleet
+    code, as_json, _ = run(capsys, *args, "--kubeconfig", kubeconfig, "-o", "json")
+    assert code == 0
+    code, as_yaml, _ = run(capsys, *args, "--kubeconfig", kubeconfig, "-o", "yaml")
+    assert code == 0
+    assert yaml.safe_load(as_yaml) == json.loads(as_json)
 
 
 def test_describe_live_shows_pods_nodes_cluster_and_record(
