@@ -21,6 +21,7 @@ The tree::
     ├── NoDefinitionError           no definition covers an object's kind (exit 4)
     ├── UnknownTypeError            a TYPE argument names no kind of the catalog (exit 4)
     ├── WorkloadNotFoundError       TYPE/NAME exists on no reachable member cluster (exit 3)
+    ├── FleetUnreachableError       no cluster of the fleet could be reached (exit 3)
     ├── InterpretationError         a manifest does not fit its definition (names the jq path)
     └── KubeError                   an API server answered with an error Status, or not at all
         ├── ClusterUnreachableError connection refused, TLS failure, timeout
@@ -40,6 +41,7 @@ from collections.abc import Mapping, Sequence
 from typing import Any
 
 __all__ = [
+    "EXIT_CODES",
     "EXIT_ERROR",
     "EXIT_NOT_FOUND",
     "EXIT_NO_DEFINITION",
@@ -50,6 +52,7 @@ __all__ = [
     "DefinitionError",
     "DefinitionInvalidError",
     "FleetConfigError",
+    "FleetUnreachableError",
     "ForbiddenError",
     "GoneError",
     "InputError",
@@ -76,6 +79,23 @@ EXIT_ERROR = 1
 EXIT_USAGE = 2
 EXIT_NOT_FOUND = 3
 EXIT_NO_DEFINITION = 4
+
+#: Every command's exit codes, the one table ``placer --help`` and the README show.
+EXIT_CODES: tuple[tuple[int, str], ...] = (
+    (EXIT_OK, "all done: every workload placed (submitted, settled), every object found"),
+    (
+        EXIT_ERROR,
+        "not all done: some workload not placed, failed to dispatch or failed while waited "
+        "for; an invalid definition; an error a cluster answered; a malformed file",
+    ),
+    (EXIT_USAGE, "usage: a wrong command line, or input that is not YAML"),
+    (
+        EXIT_NOT_FOUND,
+        "nothing reachable or not found: no cluster of the fleet answered, or TYPE/NAME is on "
+        "no reachable cluster",
+    ),
+    (EXIT_NO_DEFINITION, "no definition: no workload definition covers a kind, type or name"),
+)
 
 
 class PlacerError(Exception):
@@ -211,6 +231,12 @@ class UnknownTypeError(PlacerError):
 
 class WorkloadNotFoundError(PlacerError):
     """The named workload exists on no reachable member cluster (exit 3, as kubectl-karta)."""
+
+    exit_code = EXIT_NOT_FOUND
+
+
+class FleetUnreachableError(PlacerError):
+    """No cluster of the fleet could be reached, so nothing could be read or decided (exit 3)."""
 
     exit_code = EXIT_NOT_FOUND
 

@@ -7,7 +7,8 @@ Every subcommand lives in its own module of this package, named after the comman
 
 which adds its parser and sets ``func`` (``Callable[[argparse.Namespace], int]``) as a default.
 ``main`` discovers the modules, parses the command line and turns placer's errors into the
-documented exit codes: 0 ok, 1 error, 2 usage, 4 no definition covers a kind. Errors are printed
+exit codes of :data:`placer.errors.EXIT_CODES` (0 all done, 1 not all done, 2 usage, 3 nothing
+reachable or not found, 4 no definition), which every ``--help`` ends with. Errors are printed
 as ``error: <message>`` on stderr, never as a traceback.
 """
 
@@ -17,13 +18,14 @@ import argparse
 import importlib
 import pkgutil
 import sys
+import textwrap
 from collections.abc import Callable, Sequence
 from typing import NoReturn
 
 from placer import __version__
-from placer.errors import EXIT_ERROR, EXIT_USAGE, PlacerError
+from placer.errors import EXIT_CODES, EXIT_ERROR, EXIT_USAGE, PlacerError
 
-__all__ = ["build_parser", "main"]
+__all__ = ["build_parser", "exit_codes_text", "main"]
 
 Handler = Callable[[argparse.Namespace], int]
 
@@ -34,6 +36,20 @@ class _Parser(argparse.ArgumentParser):
     def error(self, message: str) -> NoReturn:
         self.print_usage(sys.stderr)
         self.exit(EXIT_USAGE, f"error: {message}\n")
+
+    def format_help(self) -> str:
+        """argparse's help, then the exit codes (kept as a table, not reflowed)."""
+        return super().format_help() + "\n" + exit_codes_text()
+
+
+def exit_codes_text(width: int = 100) -> str:
+    """The exit-code table of every command (:data:`placer.errors.EXIT_CODES`) as help text."""
+    lines = ["exit codes:"]
+    for code, meaning in EXIT_CODES:
+        wrapped = textwrap.wrap(meaning, width - 6)
+        lines.append(f"  {code}   {wrapped[0]}")
+        lines += [f"      {more}" for more in wrapped[1:]]
+    return "\n".join(lines) + "\n"
 
 
 def build_parser() -> argparse.ArgumentParser:

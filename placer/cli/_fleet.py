@@ -10,13 +10,20 @@ from __future__ import annotations
 
 import argparse
 import sys
+from collections.abc import Sequence
 
-from placer.errors import UsageError
+from placer.errors import FleetUnreachableError, UsageError
 from placer.fleet import FleetConfig, fleet_from_kubeconfigs, load_fleet_file
 from placer.fleet.config import DEFAULT_TIMEOUT
 from placer.model import Fleet
 
-__all__ = ["add_fleet_options", "fleet_config_from_args", "has_fleet_options", "report_unreachable"]
+__all__ = [
+    "add_fleet_options",
+    "fleet_config_from_args",
+    "has_fleet_options",
+    "report_unreachable",
+    "require_reachable",
+]
 
 
 def add_fleet_options(parser: argparse.ArgumentParser) -> None:
@@ -74,3 +81,16 @@ def report_unreachable(fleet: Fleet) -> None:
     for cluster in fleet.clusters:
         if not cluster.reachable:
             print(f"warning: cluster {cluster.name}: {cluster.reason}", file=sys.stderr)
+
+
+def require_reachable(names: Sequence[str], reached: Sequence[str], what: str) -> None:
+    """Raise :class:`FleetUnreachableError` (exit 3) when none of the clusters ``names`` was
+    reached; ``what`` says what could therefore not be done."""
+    if reached:
+        return
+    listed = ", ".join(names) if names else "no clusters configured"
+    raise FleetUnreachableError(
+        f"no cluster of the fleet could be reached ({listed}): {what}",
+        hint="check the kubeconfig contexts, the network and the clusters' API servers (each "
+        "cluster's reason is given above or, for a snapshot, in the file)",
+    )

@@ -20,6 +20,7 @@ from placer.cli._output import add_output_option, print_data, print_table
 from placer.definitions import Catalog, Definition
 from placer.definitions.model import Component
 from placer.definitions.suspend import can_suspend
+from placer.errors import DefinitionError, UnknownTypeError
 from placer.model import Fleet
 
 __all__ = ["accelerators_for", "add_catalog_option", "load_catalog", "register", "run"]
@@ -77,7 +78,10 @@ def register(subparsers: argparse._SubParsersAction[argparse.ArgumentParser]) ->
 def run(args: argparse.Namespace) -> int:
     catalog = load_catalog(args)
     if args.name:
-        definition = catalog.get(args.name)
+        try:
+            definition = catalog.get(args.name)
+        except DefinitionError as exc:  # no definition of that name: exit 4
+            raise UnknownTypeError(exc.message, hint=exc.hint) from None
         if args.output != "text":
             print_data(dict(definition.document), args.output)
         else:

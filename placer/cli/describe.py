@@ -23,7 +23,7 @@ import argparse
 import sys
 from collections.abc import Sequence
 
-from placer.cli._fleet import add_fleet_options, fleet_config_from_args
+from placer.cli._fleet import add_fleet_options, fleet_config_from_args, require_reachable
 from placer.cli._output import add_output_option, print_data
 from placer.cli.definitions import add_catalog_option, load_catalog
 from placer.definitions import Catalog, Decomposition, Document, decompose
@@ -144,6 +144,8 @@ def run_live(args: argparse.Namespace) -> int:
     for warning in found.warnings:
         print(f"warning: {warning}", file=sys.stderr)
     if not views:
+        reached = [n for n in clients if n not in found.unreachable]
+        require_reachable(config.names, reached, f"{type_token}/{name} could not be looked up")
         raise WorkloadNotFoundError(
             f"{type_token}/{name} not found in namespace {namespace} on any reachable cluster "
             f"({', '.join(config.names) or 'no clusters'})",

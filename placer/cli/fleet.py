@@ -26,6 +26,7 @@ from placer.cli._fleet import (
     fleet_config_from_args,
     has_fleet_options,
     report_unreachable,
+    require_reachable,
 )
 from placer.cli._output import add_output_option, print_data, print_table
 from placer.errors import UsageError
@@ -113,6 +114,9 @@ def run_show(args: argparse.Namespace) -> int:
     else:
         fleet = gather_fleet(fleet_config_from_args(args))
         report_unreachable(fleet)
+    if not args.snapshot:
+        reached = [c.name for c in fleet.clusters if c.reachable]
+        require_reachable(fleet.names, reached, "no capacity could be gathered")
     if args.output != "text":
         print_data(fleet_summary(fleet), args.output)
         return 0

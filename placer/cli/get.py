@@ -5,7 +5,8 @@
 One row per top-level workload (:mod:`placer.inventory.listing`): CLUSTER, NAMESPACE, NAME,
 KIND, PHASE (the definition's status mapping), COMPONENTS (``leader(1), worker(2)``: desired
 pods per component instance), GPU (desired GPUs), AGE. Without ``-A`` or ``-n`` the namespace
-is ``default``. TYPE is a kind, its plural, ``kind.group`` or a definition name (``jobset``,
+is ``default``. Exit 3 when no cluster could be reached (instead of "No workloads found").
+TYPE is a kind, its plural, ``kind.group`` or a definition name (``jobset``,
 ``jobsets``, ``JobSet.jobset.x-k8s.io``). Clusters that cannot be read are warnings on
 stderr; the others are shown. JSON: ``{"items": [...], "count": N}``, each item as
 :meth:`placer.inventory.LiveWorkload.to_dict`.
@@ -16,7 +17,7 @@ from __future__ import annotations
 import argparse
 import sys
 
-from placer.cli._fleet import add_fleet_options, fleet_config_from_args
+from placer.cli._fleet import add_fleet_options, fleet_config_from_args, require_reachable
 from placer.cli._output import add_output_option, print_data, print_table
 from placer.cli.definitions import add_catalog_option, load_catalog
 from placer.errors import UsageError
@@ -63,6 +64,11 @@ def run(args: argparse.Namespace) -> int:
     missing = [s.name for s in config.clusters if s.name not in clients]
     warnings = [f"cluster {name}: no usable kubeconfig entry" for name in missing]
     warnings += list(inventory.warnings)
+    reached = [name for name in clients if name not in inventory.unreachable]
+    if not reached:
+        for warning in warnings:
+            print(f"warning: {warning}", file=sys.stderr)
+        require_reachable(config.names, reached, "no workload could be listed")
     if args.output != "text":
         items = [w.to_dict() for w in inventory.workloads]
         print_data({"items": items, "count": len(items), "warnings": warnings}, args.output)

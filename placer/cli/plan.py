@@ -10,8 +10,8 @@ node-level capacity from a snapshot (``placer snapshot`` writes one; ``clusters/
 examples) or gathers it live from the members (charged with their in-flight ledgers, read
 only — exactly what ``placer submit`` would decide on) and the PlacementPolicies, and prints
 the solver's decision: per workload the cluster and the node of every pod, or per cluster the
-reason it was refused, and the bounds. Exit code 0 whenever a decision was made (even if some
-workloads stay unplaced).
+reason it was refused, and the bounds. Exit code 0 when every workload would be placed, 1 when
+some would not, 3 when no cluster of the fleet is reachable (see ``placer --help``).
 """
 
 from __future__ import annotations
@@ -25,14 +25,15 @@ from placer.cli._fleet import (
     fleet_config_from_args,
     has_fleet_options,
     report_unreachable,
+    require_reachable,
 )
 from placer.cli._output import add_output_option, print_data, print_table
 from placer.cli.definitions import add_catalog_option, load_catalog
 from placer.cli.describe import decompose_all, read_manifests
 from placer.definitions import Catalog
-from placer.errors import UsageError
+from placer.errors import EXIT_ERROR, EXIT_OK, UsageError
 from placer.fleet import FleetConfig
-from placer.model import Fleet, Workload
+from placer.model import Decision, Fleet, Workload
 from placer.snapshot import load_snapshot
 
 __all__ = ["register", "run"]
@@ -80,6 +81,9 @@ def run(args: argparse.Namespace) -> int:
             hint="write a snapshot with `placer snapshot -o FILE`, or try clusters/demo.yaml",
         )
     workloads = read_workloads(args.filename, load_catalog(args, fleet))
+    require_reachable(
+        fleet.names, [c.name for c in fleet.clusters if c.reachable], "nothing can be placed"
+    )
     decision = solve(
         workloads,
         fleet,
@@ -96,7 +100,7 @@ def run(args: argparse.Namespace) -> int:
         for item, placement in zip(data["placements"], decision.placements, strict=True):
             item["refused"] = refused.get(placement.workload, {})
         print_data(data, args.output)
-        return 0
+        return _exit_code(decision)
     for block in render_text(decision):
         if isinstance(block, str):
             sys.stdout.write(block + "\n")
@@ -109,7 +113,12 @@ def run(args: argparse.Namespace) -> int:
             lines = [f"  {c.ljust(width)}  refused: {text}" for c, text in reasons.items()]
             sys.stdout.write(f"\n{placement.workload} -> {placement.cluster}\n")
             sys.stdout.write("\n".join(lines) + "\n")
-    return 0
+    return _exit_code(decision)
+
+
+def _exit_code(decision: Decision) -> int:
+    """0 when every workload is placed, 1 otherwise."""
+    return EXIT_OK if not decision.unplaced else EXIT_ERROR
 
 
 def live_fleet(config: FleetConfig) -> Fleet:

@@ -29,7 +29,7 @@ from typing import TYPE_CHECKING, Any, TextIO
 from placer.cli._decision import add_policy_option
 from placer.cli._output import add_output_option, print_data, print_table
 from placer.cli.definitions import add_catalog_option
-from placer.errors import InputError, UsageError
+from placer.errors import EXIT_ERROR, EXIT_OK, InputError, UsageError
 from placer.model import GPU_SHARE, Fleet
 from placer.policy import load_policies
 from placer.quantity import GPU, PODS
@@ -165,7 +165,10 @@ def run(args: argparse.Namespace) -> int:
         print_data(doc, args.output)
     else:
         render_text(doc, sys.stdout)
-    return 0
+    # unplaced workloads are what a simulation finds out, not a failure; a decision the
+    # independent verifier rejects is one
+    problems = sum(row["verifier_problems"] for row in doc["comparison"])
+    return EXIT_ERROR if problems else EXIT_OK
 
 
 # --------------------------------------------------------------------------------------------

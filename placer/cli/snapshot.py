@@ -11,8 +11,12 @@ import sys
 from pathlib import Path
 from typing import Any
 
-from placer.cli._fleet import add_fleet_options, fleet_config_from_args, report_unreachable
-from placer.errors import PlacerError
+from placer.cli._fleet import (
+    add_fleet_options,
+    fleet_config_from_args,
+    report_unreachable,
+    require_reachable,
+)
 from placer.fleet import gather_fleet
 from placer.snapshot import dump_snapshot, dumps_snapshot
 
@@ -39,12 +43,9 @@ def run(args: argparse.Namespace) -> int:
     config = fleet_config_from_args(args)
     fleet = gather_fleet(config)
     report_unreachable(fleet)
-    reachable = sum(1 for c in fleet.clusters if c.reachable)
-    if not reachable:
-        raise PlacerError(
-            f"no cluster of the fleet ({config.source}) could be gathered; nothing written",
-            hint="see the warnings above",
-        )
+    reached = [c.name for c in fleet.clusters if c.reachable]
+    require_reachable(config.names, reached, f"nothing written ({config.source})")
+    reachable = len(reached)
     if args.output == "-":
         sys.stdout.write(dumps_snapshot(fleet))
     else:

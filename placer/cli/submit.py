@@ -33,7 +33,7 @@ from placer.cli._decision import add_decision_options, add_manifest_option, deci
 from placer.cli._fleet import add_fleet_options, fleet_config_from_args, report_unreachable
 from placer.cli._output import add_output_option, print_data, print_table
 from placer.cli.definitions import accelerators_for, add_catalog_option
-from placer.errors import UsageError
+from placer.errors import EXIT_ERROR, EXIT_NOT_FOUND, EXIT_OK, UsageError
 
 __all__ = ["parse_duration", "read_manifests", "register", "run"]
 
@@ -183,7 +183,9 @@ def run(args: argparse.Namespace) -> int:
             render(report)
         for warning in report.warnings:
             print(f"warning: {warning}", file=sys.stderr)
-        code = 0 if report.ok else 1
+        code = EXIT_OK if report.ok else EXIT_ERROR
+        if not any(c.reachable for c in report.fleet.clusters):
+            code = EXIT_NOT_FOUND  # nothing reachable: the decision above placed nothing
         if wait is not None:
             code = max(code, _wait(report, manifests, clients, wait))
     return code

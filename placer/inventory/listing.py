@@ -128,6 +128,8 @@ class Inventory:
 
     workloads: tuple[LiveWorkload, ...]
     warnings: tuple[str, ...] = field(default_factory=tuple)
+    #: the clusters that could not be reached at all (nothing was read from them).
+    unreachable: tuple[str, ...] = field(default_factory=tuple)
 
 
 def resolve_type(token: str, catalog: Catalog) -> list[Definition]:
@@ -226,6 +228,8 @@ def list_workloads(
     if not names:
         return Inventory(())
 
+    unreachable: list[str] = []
+
     def scan(name: str) -> tuple[list[LiveWorkload], list[str]]:
         client = clients[name]
         found: list[LiveWorkload] = []
@@ -241,6 +245,7 @@ def list_workloads(
                 continue
             except ClusterUnreachableError as err:
                 warnings.append(_strip(err, name))
+                unreachable.append(name)
                 break
             except KubeError as err:
                 warnings.append(f"cluster {name}: {target.kind}: {_strip(err, name)}")
@@ -260,7 +265,7 @@ def list_workloads(
     for found, problems in results:
         workloads += sorted(found, key=lambda w: (w.namespace, w.kind, w.name))
         warnings += problems
-    return Inventory(tuple(workloads), tuple(warnings))
+    return Inventory(tuple(workloads), tuple(warnings), tuple(n for n in names if n in unreachable))
 
 
 def find_workload(
@@ -272,6 +277,7 @@ def find_workload(
 ) -> Inventory:
     """The workload ``namespace/name`` of the given kinds, on every cluster that has it."""
     names = list(clients)
+    unreachable: list[str] = []
 
     def get(cluster: str) -> tuple[list[LiveWorkload], list[str]]:
         client = clients[cluster]
@@ -284,6 +290,8 @@ def find_workload(
             except NotFoundError:
                 continue
             except KubeError as err:
+                if isinstance(err, ClusterUnreachableError):
+                    unreachable.append(cluster)
                 return [], [_strip(err, cluster)]
             return [_live(cluster, obj, definition, catalog)], []
         return [], []
@@ -295,6 +303,7 @@ def find_workload(
     return Inventory(
         tuple(w for found, _ in results for w in found),
         tuple(p for _, problems in results for p in problems),
+        tuple(n for n in names if n in unreachable),
     )
 
 

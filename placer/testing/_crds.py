@@ -9,7 +9,7 @@ store calls them when a CRD is stored or deleted.
 
 from __future__ import annotations
 
-from collections.abc import Iterable
+from collections.abc import Iterable, Mapping
 from typing import Any
 
 from placer.testing._resources import ResourceType
@@ -45,7 +45,7 @@ def version_document(
     status: bool,
     scale: bool,
     selectable_fields: Iterable[str],
-    printer_columns: Iterable[JsonObj] = (),
+    printer_columns: Iterable[Mapping[str, Any]] = (),
 ) -> JsonObj:
     """One ``spec.versions[]`` entry, served and stored (``scale``: ``spec.replicas``,
     ``status.replicas`` and ``status.selector``, the usual paths; ``printer_columns``: the

@@ -384,7 +384,7 @@ class Store:
         singular: str | None = None,
         categories: Iterable[str] = (),
         selectable_fields: Iterable[str] = (),
-        printer_columns: Iterable[JsonObj] = (),
+        printer_columns: Iterable[Mapping[str, Any]] = (),
     ) -> ResourceType:
         """Serve a custom resource by creating (or extending) its CustomResourceDefinition.
 

@@ -198,7 +198,7 @@ def test_definitions_list_and_show(capsys: pytest.CaptureFixture[str]) -> None:
     code, out, _ = run(["definitions", "ray-io-rayjob-v1", "-o", "json"], capsys)
     assert json.loads(out)["kind"] == "Karta"
     code, _, err = run(["definitions", "nope"], capsys)
-    assert code == 1 and "no definition named 'nope'" in err
+    assert code == 4 and "no definition named 'nope'" in err
 
 
 def test_validate(repo: Path, tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:

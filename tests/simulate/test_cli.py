@@ -195,3 +195,18 @@ def test_a_manifest_no_definition_covers(capsys: Any, tmp_path: Path) -> None:
     code, out, err = simulate(capsys, "--snapshot", str(DEMO), "--workloads", str(manifest))
     assert code == 4
     assert "no workload definition covers v1 ConfigMap" in err and out == ""
+
+
+def test_below_the_bound_the_summary_says_which_bound_and_why(tmp_path: Path, capsys: Any) -> None:
+    """Two copies of the seed JobSet on the demo fleet: only one fits (only central has three
+    nodes with 4 GPUs free), the LP bound counts fractions of the other."""
+    seed = (ROOT / "examples" / "jobset-demo.yaml").read_text()
+    (tmp_path / "a.yaml").write_text(seed)
+    (tmp_path / "b.yaml").write_text(seed.replace("name: demo", "name: demo2"))
+    code, out, _ = simulate(capsys, "--snapshot", str(DEMO), "--workloads", str(tmp_path))
+    assert code == 0
+    line = next(x for x in out.splitlines() if x.strip().startswith("of bound"))
+    assert "% of the tightest bound; the bound is " in line
+    assert "LP relaxation" in line
+    assert "24 GPUs were asked, more than fits all together" in line
+    assert "the decision is optimal" in line

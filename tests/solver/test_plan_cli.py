@@ -43,7 +43,8 @@ def test_plan_places_the_demo_jobset_on_central(capsys: pytest.CaptureFixture[st
     assert main(["plan", "-f", DEMO, "--snapshot", FLEET]) == 0
     text = capsys.readouterr().out
     assert "JobSet/default/demo -> central\n  east  refused: total free GPUs too low" in text
-    assert main(["plan", "-f", DEMO, "--snapshot", FLEET, "--solver", "first-fit"]) == 0
+    # first-fit picks west by its totals and finds no node there: unplaced, exit 1
+    assert main(["plan", "-f", DEMO, "--snapshot", FLEET, "--solver", "first-fit"]) == 1
     out = capsys.readouterr().out
     assert "JobSet/default/demo: not placed" in out
     assert "first-fit chose this cluster on cluster totals, but" in out
