@@ -53,6 +53,7 @@ from placer.definitions import (
 from placer.errors import PlacerError
 from placer.fleet.capacity import PodTally, cluster_from_api
 from placer.fleet.crds import crd_facts
+from placer.fleet.seeding import running_pod_status
 from placer.model import Cluster, Node, PodDemand
 from placer.podspec import node_mismatch
 from placer.quantity import PODS
@@ -303,16 +304,7 @@ def _pod(
     now = datetime.now(UTC).strftime("%Y-%m-%dT%H:%M:%SZ")
     if node:
         spec["nodeName"] = node
-        status: dict[str, Any] = {
-            "phase": "Running",
-            "startTime": now,
-            "conditions": [
-                {"type": "PodScheduled", "status": "True"},
-                {"type": "Initialized", "status": "True"},
-                {"type": "ContainersReady", "status": "True"},
-                {"type": "Ready", "status": "True"},
-            ],
-        }
+        status = running_pod_status(spec, node=node, pod=metadata["name"], now=now)
     else:
         status = {
             "phase": "Pending",
@@ -333,13 +325,8 @@ def _bind_root_pod(store: Store, obj: Mapping[str, Any], node: str) -> None:
     spec = dict(pod.get("spec") or {})
     if node:
         spec["nodeName"] = node
-        pod["status"] = {
-            "phase": "Running",
-            "conditions": [
-                {"type": "PodScheduled", "status": "True"},
-                {"type": "Ready", "status": "True"},
-            ],
-        }
+        now = datetime.now(UTC).strftime("%Y-%m-%dT%H:%M:%SZ")
+        pod["status"] = running_pod_status(spec, node=node, pod=_name(pod), now=now)
     else:
         pod["status"] = {
             "phase": "Pending",

@@ -19,13 +19,21 @@ back exactly:
   them. The node's allocatable and its usage pods leave those devices out, since gathering
   adds them back from the slices and claims.
 
+What kubectl shows of them is what a kubelet would report: a node has an ``InternalIP`` and
+``nodeInfo`` (kubelet version, OS image ``placer virtual node``, kernel and runtime marked
+virtual); a Running pod (:func:`running_pod_status`, also used for the pods the virtual
+frameworks create) has a ``podIP``, its node's ``hostIP`` and every container started and
+ready. Addresses are private IPv4 addresses derived from the names (:func:`virtual_ip`).
+
 Usage pods live in namespace :data:`USAGE_NAMESPACE`, carry label :data:`USAGE_LABEL` and
 tolerate every taint (they are already bound; tolerations only document that).
 """
 
 from __future__ import annotations
 
+import zlib
 from collections.abc import Iterator, Mapping
+from datetime import UTC, datetime
 from typing import Any
 
 from placer.fleet.capacity import GPU_DEVICES_ANNOTATION
@@ -34,17 +42,59 @@ from placer.model import Cluster, Node
 from placer.quantity import PODS, format_quantity
 
 __all__ = [
+    "KUBELET_VERSION",
     "USAGE_LABEL",
     "USAGE_NAMESPACE",
     "cluster_objects",
     "device_objects",
     "node_object",
+    "running_pod_status",
     "split",
+    "virtual_ip",
 ]
 
 USAGE_NAMESPACE = "placer-usage"
 USAGE_LABEL = "placer.dev/usage"
 _IMAGE = "registry.k8s.io/pause:3.10"
+#: the kubelet version virtual nodes report (the loopback API server says 1.31).
+KUBELET_VERSION = "v1.31.0"
+
+
+def virtual_ip(name: str, prefix: str) -> str:
+    """A stable private IPv4 address under ``prefix`` (two octets, ``10.0`` for nodes,
+    ``10.244`` for pods) for a virtual node or pod, derived from its name."""
+    digest = zlib.crc32(name.encode())
+    return f"{prefix}.{(digest >> 8) & 0xFF}.{max(1, digest & 0xFF)}"
+
+
+def running_pod_status(spec: Mapping[str, Any], *, node: str, pod: str, now: str) -> dict[str, Any]:
+    """The status a kubelet reports for a started pod: Running, Ready, every container
+    running and ready, the pod's and its node's addresses."""
+    pod_ip = virtual_ip(pod, "10.244")
+    containers = [c for c in spec.get("containers") or () if isinstance(c, Mapping)]
+    return {
+        "phase": "Running",
+        "startTime": now,
+        "hostIP": virtual_ip(node, "10.0"),
+        "podIP": pod_ip,
+        "podIPs": [{"ip": pod_ip}],
+        "conditions": [
+            {"type": condition, "status": "True", "lastTransitionTime": now}
+            for condition in ("PodScheduled", "Initialized", "ContainersReady", "Ready")
+        ],
+        "containerStatuses": [
+            {
+                "name": str(c.get("name", "")),
+                "image": str(c.get("image", "")),
+                "imageID": "",
+                "ready": True,
+                "started": True,
+                "restartCount": 0,
+                "state": {"running": {"startedAt": now}},
+            }
+            for c in containers
+        ],
+    }
 
 
 def split(total: Mapping[str, int], parts: int) -> list[dict[str, int]]:
@@ -104,7 +154,24 @@ def node_object(node: Node) -> dict[str, Any]:
         "kind": "Node",
         "metadata": metadata,
         "spec": spec,
-        "status": {"capacity": allocatable, "allocatable": allocatable, "conditions": [ready]},
+        "status": {
+            "capacity": allocatable,
+            "allocatable": allocatable,
+            "conditions": [ready],
+            "addresses": [
+                {"type": "InternalIP", "address": virtual_ip(node.name, "10.0")},
+                {"type": "Hostname", "address": node.name},
+            ],
+            "nodeInfo": {
+                "kubeletVersion": KUBELET_VERSION,
+                "kubeProxyVersion": KUBELET_VERSION,
+                "osImage": "placer virtual node",
+                "kernelVersion": "virtual",
+                "containerRuntimeVersion": "virtual://placer",
+                "operatingSystem": "linux",
+                "architecture": "amd64",
+            },
+        },
     }
 
 
@@ -143,6 +210,9 @@ def _pod(name: str, requests: Mapping[str, int], *, node: str | None) -> dict[st
     }
     if node:
         spec["nodeName"] = node
+    status = (
+        running_pod_status(spec, node=node, pod=name, now=_now()) if node else {"phase": "Pending"}
+    )
     return {
         "apiVersion": "v1",
         "kind": "Pod",
@@ -152,7 +222,7 @@ def _pod(name: str, requests: Mapping[str, int], *, node: str | None) -> dict[st
             "labels": {USAGE_LABEL: "true"},
         },
         "spec": spec,
-        "status": {"phase": "Running" if node else "Pending"},
+        "status": status,
     }
 
 
@@ -229,6 +299,10 @@ def _usage_claim(name: str, driver: str, node: str, devices: list[str]) -> dict[
             }
         },
     }
+
+
+def _now() -> str:
+    return datetime.now(UTC).strftime("%Y-%m-%dT%H:%M:%SZ")
 
 
 def _quantities(resources: Mapping[str, int]) -> dict[str, str]:

@@ -13,9 +13,19 @@ web framework because the protocol details that matter are exactly the ones fram
   every watch and joins every thread, so nothing leaks into the next test.
 
 Discovery (``/version``, ``/api``, ``/apis``, ``/apis/<g>``, ``/apis/<g>/<v>``) is legacy
-JSON only; kubectl's requests for aggregated discovery, ``Table`` output or protobuf get plain
-JSON, which every client accepts as fallback. ``/openapi/*`` answers 404 (use kubectl with
-``--validate=false``).
+JSON only; kubectl's requests for aggregated discovery or protobuf objects get plain JSON,
+which every client accepts as fallback. What kubectl needs beyond that is served:
+
+* ``/openapi/v2`` (JSON, or gnostic protobuf when the ``Accept`` header asks for it, as
+  kubectl does) and ``/openapi/v3`` with one document per group/version
+  (:mod:`placer.testing._openapi`), so ``kubectl apply`` validates without
+  ``--validate=false`` and ``kubectl explain`` works; ``fieldValidation`` (``Ignore``,
+  ``Warn``, ``Strict``) is honoured for ``metadata``, the part of every object whose schema
+  the server knows;
+* ``Table`` responses to gets, lists and watches that ask for them (``Accept:
+  application/json;as=Table;v=v1;g=meta.k8s.io``): the real server's columns for built-in
+  kinds, a CRD's ``additionalPrinterColumns`` for custom resources
+  (:mod:`placer.testing._tables`).
 """
 
 from __future__ import annotations
@@ -35,10 +45,19 @@ from urllib.parse import parse_qs, unquote, urlsplit
 
 import yaml
 
+from placer.testing._crds import CRD_GROUP
 from placer.testing._faults import Faults, RequestLog, RequestRecord, Target
+from placer.testing._gnostic import PROTOBUF_MEDIA_TYPES, encode_document
+from placer.testing._openapi import (
+    OBJECT_META_FIELDS,
+    openapi_v2,
+    openapi_v3_document,
+    openapi_v3_root,
+)
 from placer.testing._resources import ResourceType
 from placer.testing._status import StatusError
 from placer.testing._store import PATCH_CONTENT_TYPES, ListQuery, PatchType, Store
+from placer.testing._tables import TABLE_MEDIA, table, wants_table
 
 __all__ = ["HttpFront", "ServerContext"]
 
@@ -70,6 +89,8 @@ class _Route:
     name: str | None = None
     subresource: str | None = None
     document: Callable[[], Any] | None = None
+    #: the document's media type when it is not JSON (its body is then ``bytes``).
+    media: str = "application/json"
 
 
 class _Handler(BaseHTTPRequestHandler):
@@ -135,6 +156,8 @@ class _Handler(BaseHTTPRequestHandler):
         content_type = self.headers.get("Content-Type", "")
         route = _Route("get")
         headers: dict[str, str] = {}
+        self._warnings: list[str] = []
+        self._table_sent = False
         try:
             body = self._read_body()
             if ctx.faults.latency > 0 and ctx.stopping.wait(ctx.faults.latency):
@@ -171,6 +194,10 @@ class _Handler(BaseHTTPRequestHandler):
                 )
             if route.document is not None:
                 code, payload = 200, route.document()
+                if route.media != "application/json":
+                    self._record(route, path, query, code, content_type)
+                    self._send(code, payload, route.media)
+                    return
             elif route.verb == "watch":
                 self._stream_watch(route, query)
                 return
@@ -188,7 +215,11 @@ class _Handler(BaseHTTPRequestHandler):
             internal = StatusError(500, f"Internal error occurred: {type(exc).__name__}: {exc}")
             code, payload = 500, internal.status
         self._record(route, path, query, code, content_type)
-        self._send_json(code, payload, headers)
+        if self._warnings:  # RFC 7234 warn-text: a quoted string, quotes escaped
+            quoted = (w.replace("\\", "\\\\").replace('"', '\\"') for w in self._warnings)
+            headers["Warning"] = ", ".join(f'299 - "{text}"' for text in quoted)
+        media = TABLE_MEDIA if code < 300 and self._table_sent else "application/json"
+        self._send_json(code, payload, headers, media)
 
     def _record(
         self, route: _Route, path: str, query: dict[str, str], code: int, content_type: str
@@ -217,15 +248,27 @@ class _Handler(BaseHTTPRequestHandler):
         ):
             raise StatusError(401, "Unauthorized")
 
-    def _send_json(self, code: int, payload: Any, headers: dict[str, str] | None = None) -> None:
+    def _send_json(
+        self,
+        code: int,
+        payload: Any,
+        headers: dict[str, str] | None = None,
+        media: str = "application/json",
+    ) -> None:
         """Answer ``payload`` as JSON (``bytes`` are sent as already-encoded JSON)."""
         data = (
             payload
             if isinstance(payload, bytes)
             else json.dumps(payload, separators=(",", ":")).encode()
         )
+        self._send(code, data, media, headers)
+
+    def _send(
+        self, code: int, data: bytes, media: str, headers: dict[str, str] | None = None
+    ) -> None:
+        """Answer ``data`` as it is, with its media type."""
         self.send_response(code)
-        self.send_header("Content-Type", "application/json")
+        self.send_header("Content-Type", media)
         self.send_header("Content-Length", str(len(data)))
         self.send_header("Cache-Control", "no-cache, private")
         for key, value in (headers or {}).items():
@@ -248,6 +291,8 @@ class _Handler(BaseHTTPRequestHandler):
             return _Route("get", document=lambda: dict(self.ctx.version))
         if parts and parts[0] in {"healthz", "livez", "readyz"}:
             return _Route("get", document=lambda: "ok")
+        if parts[:1] == ["openapi"]:
+            return self._openapi_route(parts[1:])
         if parts == ["api"]:
             return _Route(
                 "get",
@@ -283,6 +328,96 @@ class _Handler(BaseHTTPRequestHandler):
                 raise StatusError(404, _NOT_FOUND)
             return _Route("get", document=lambda: listing)
         return self._resource_route(group, version, rest, query)
+
+    def _openapi_route(self, parts: list[str]) -> _Route:
+        """``/openapi/v2`` (JSON or protobuf, as asked), ``/openapi/v3`` and its documents."""
+        store = self.ctx.store
+        version = self.ctx.version.get("gitVersion", "")
+        with store.lock:
+            types = list(store.registry)
+            schemas = self._crd_schemas()
+        if parts == ["v2"]:
+            doc = openapi_v2(types, version)
+            accept = self.headers.get("Accept", "")
+            if any(media in accept for media in PROTOBUF_MEDIA_TYPES):
+                media = PROTOBUF_MEDIA_TYPES[0]
+                return _Route("get", document=lambda: encode_document(doc), media=media)
+            return _Route("get", document=lambda: doc)
+        if parts == ["v3"]:
+            root = openapi_v3_root(types, version, schemas)
+            return _Route("get", document=lambda: root)
+        if parts[:1] == ["v3"] and len(parts) in (3, 4):
+            if parts[1] == "api" and len(parts) == 3:
+                group, api_version = "", parts[2]
+            elif parts[1] == "apis" and len(parts) == 4:
+                group, api_version = parts[2], parts[3]
+            else:
+                raise StatusError(404, _NOT_FOUND)
+            found = openapi_v3_document(types, group, api_version, version, schemas)
+            if found is not None:
+                return _Route("get", document=lambda: found)
+        raise StatusError(404, _NOT_FOUND)
+
+    def _crd_schemas(self) -> dict[tuple[str, str, str], dict[str, Any]]:
+        """``openAPIV3Schema`` of every stored CRD version that has one (call under the lock)."""
+        store = self.ctx.store
+        crd_rt = store.resource(f"customresourcedefinitions.{CRD_GROUP}")
+        schemas: dict[tuple[str, str, str], dict[str, Any]] = {}
+        for crd in store.list(crd_rt):
+            spec = crd.get("spec") or {}
+            kind = (spec.get("names") or {}).get("kind")
+            for version in spec.get("versions") or ():
+                schema = ((version or {}).get("schema") or {}).get("openAPIV3Schema")
+                if kind and isinstance(schema, dict):
+                    schemas[(str(spec.get("group")), str(version.get("name")), str(kind))] = schema
+        return schemas
+
+    def _crd_of(self, rt: ResourceType) -> dict[str, Any] | None:
+        """The CustomResourceDefinition that serves ``rt`` (``None`` for built-ins)."""
+        if rt.builtin:
+            return None
+        store = self.ctx.store
+        try:
+            return store.get(f"customresourcedefinitions.{CRD_GROUP}", f"{rt.plural}.{rt.group}")
+        except StatusError:
+            return None
+
+    def _as_table(self, rt: ResourceType, objects: list[dict[str, Any]], rv: str) -> Any:
+        self._table_sent = True
+        query = {
+            k: v[-1] for k, v in parse_qs(urlsplit(self.path).query, keep_blank_values=True).items()
+        }
+        return table(
+            rt,
+            objects,
+            crd=self._crd_of(rt),
+            include_object=query.get("includeObject") or "PartialObjectMetadata",
+            resource_version=rv,
+        )
+
+    def _check_fields(self, rt: ResourceType, payload: Any, query: dict[str, str]) -> None:
+        """``fieldValidation``: unknown ``metadata`` fields are an error (Strict), a warning
+        (Warn) or dropped silently (Ignore, the default for clients that do not ask)."""
+        directive = query.get("fieldValidation") or "Ignore"
+        if directive not in ("Ignore", "Warn", "Strict"):
+            raise StatusError(
+                400,
+                f'fieldValidation: Unsupported value: "{directive}": supported values: '
+                '"Ignore", "Strict", "Warn"',
+            )
+        meta = payload.get("metadata") if isinstance(payload, dict) else None
+        if directive == "Ignore" or not isinstance(meta, dict):
+            return
+        unknown = [f'unknown field "metadata.{k}"' for k in meta if k not in OBJECT_META_FIELDS]
+        if not unknown:
+            return
+        if directive == "Strict":
+            raise StatusError(
+                400,
+                f'{rt.kind} in version "{rt.version}" cannot be handled as a {rt.kind}: '
+                f"strict decoding error: {', '.join(unknown)}",
+            )
+        self._warnings.extend(unknown)
 
     def _resource_route(
         self, group: str, version: str, rest: list[str], query: dict[str, str]
@@ -401,10 +536,15 @@ class _Handler(BaseHTTPRequestHandler):
         verb = route.verb
         if sub == "scale":
             return 200, self._scale_call(route, query, body, content_type)
+        tabled = wants_table(self.headers.get("Accept", "")) and sub is None
         if verb == "get":
-            return 200, store.do_get(rt, ns, name or "")
+            obj = store.do_get(rt, ns, name or "")
+            if tabled:
+                rv = str((obj.get("metadata") or {}).get("resourceVersion", ""))
+                return 200, self._as_table(rt, [obj], rv)
+            return 200, obj
         if verb == "list":
-            return 200, store.do_list_json(
+            listing = store.do_list_json(
                 rt,
                 ns,
                 ListQuery(
@@ -416,6 +556,14 @@ class _Handler(BaseHTTPRequestHandler):
                     resource_version_match=query.get("resourceVersionMatch"),
                 ),
             )
+            if not tabled:
+                return 200, listing
+            data = json.loads(listing)
+            converted = self._as_table(
+                rt, data.get("items") or [], str(data["metadata"].get("resourceVersion", ""))
+            )
+            converted["metadata"] = data["metadata"]  # keeps continue / remainingItemCount
+            return 200, converted
         dry_run = self._dry_run(query)
         media = content_type.split(";")[0].strip().lower()
         if verb in {"create", "update"}:
@@ -428,6 +576,7 @@ class _Handler(BaseHTTPRequestHandler):
             payload = self._decode(body, content_type)
             if not isinstance(payload, dict):
                 raise StatusError(400, "the body of the request must be a JSON object")
+            self._check_fields(rt, payload, query)
             if verb == "create":
                 return 201, store.do_create(rt, ns, payload, dry_run=dry_run)
             return 200, store.do_update(
@@ -446,6 +595,7 @@ class _Handler(BaseHTTPRequestHandler):
             payload = self._decode(
                 body, "application/yaml" if patch_type == "apply" else content_type
             )
+            self._check_fields(rt, payload, query)
             obj, created = store.do_patch(
                 rt,
                 ns,
@@ -522,12 +672,22 @@ class _Handler(BaseHTTPRequestHandler):
         self._record(
             route, urlsplit(self.path).path, query, 200, self.headers.get("Content-Type", "")
         )
+        tabled = wants_table(self.headers.get("Accept", ""))
         self.send_response(200)
-        self.send_header("Content-Type", "application/json")
+        self.send_header("Content-Type", TABLE_MEDIA if tabled else "application/json")
         self.send_header("Transfer-Encoding", "chunked")
         self.send_header("Cache-Control", "no-cache, private")
         self.end_headers()
+        first = True
         for event in events:
+            if tabled and event.get("type") in ("ADDED", "MODIFIED", "DELETED"):
+                obj = event["object"]
+                rv = str((obj.get("metadata") or {}).get("resourceVersion", ""))
+                converted = self._as_table(rt, [obj], rv)
+                if not first:  # as the real server: the columns come with the first event only
+                    converted["columnDefinitions"] = []
+                event = {**event, "object": converted}
+                first = False
             data = json.dumps(event, separators=(",", ":")).encode() + b"\n"
             self.wfile.write(b"%x\r\n%s\r\n" % (len(data), data))
         if self.ctx.stopping.is_set():

@@ -1,8 +1,8 @@
 """kubectl against a loopback server: proof that the fake speaks what kubectl expects
-(discovery, Table fallback, server-side apply, merge/JSON/status patches, delete, wait).
+(discovery, Table output, server-side and client-side apply validated through the server's
+OpenAPI documents, merge/JSON/status patches, delete, wait).
 
-Skipped when kubectl is absent. Every call uses a fresh ``--cache-dir`` and ``--validate=false``
-(the server serves no OpenAPI documents).
+Skipped when kubectl is absent. Every call uses a fresh ``--cache-dir``.
 """
 
 from __future__ import annotations
@@ -71,7 +71,7 @@ def test_get_nodes_and_pods_with_selectors(apiserver: ApiServer, kubectl: Any) -
 
 
 def test_server_side_apply_patch_wait_delete(apiserver: ApiServer, kubectl: Any) -> None:
-    out = kubectl("apply", "--server-side", "--validate=false", "-f", "-", stdin=JOBSET).stdout
+    out = kubectl("apply", "--server-side", "-f", "-", stdin=JOBSET).stdout
     assert "serverside-applied" in out
     stored = apiserver.store.get("jobsets", "demo", "default")
     assert stored["metadata"]["managedFields"][0]["manager"] == "kubectl"
@@ -113,9 +113,7 @@ def test_built_in_create_apply_and_delete(apiserver: ApiServer, kubectl: Any) ->
         "apiVersion: v1\nkind: ConfigMap\nmetadata:\n  name: cfg\n  namespace: team\n"
         "data:\n  a: '2'\n"
     )
-    kubectl(
-        "apply", "--server-side", "--force-conflicts", "--validate=false", "-f", "-", stdin=manifest
-    )
+    kubectl("apply", "--server-side", "--force-conflicts", "-f", "-", stdin=manifest)
     assert apiserver.store.get("configmaps", "cfg", "team")["data"] == {"a": "2"}
     kubectl("delete", "namespace", "team", "--wait=true", "--timeout=10s")
     assert [n["metadata"]["name"] for n in apiserver.store.list("namespaces")] == [
@@ -140,10 +138,10 @@ spec:
       - {name: c, image: "nginx:1", env: [{name: A, value: "1"}, {name: B, value: "2"}]}
       - {name: side, image: envoy}
 """
-    kubectl("apply", "--validate=false", "-f", "-", stdin=deployment)
+    kubectl("apply", "-f", "-", stdin=deployment)
     changed = deployment.replace("nginx:1", "nginx:2").replace(', {name: B, value: "2"}', "")
     changed = changed.replace("      - {name: side, image: envoy}\n", "")
-    kubectl("apply", "--validate=false", "-f", "-", stdin=changed)  # strategic merge patch
+    kubectl("apply", "-f", "-", stdin=changed)  # strategic merge patch
     kubectl("scale", "deploy/web", "--replicas=3")
     stored = apiserver.store.get("deployments", "web")
     [container] = stored["spec"]["template"]["spec"]["containers"]
