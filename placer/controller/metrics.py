@@ -187,7 +187,8 @@ def _category(text: str) -> str:
         return "PolicyExcluded"
     if "pinned" in text:
         return "Pinned"
-    if any(w in text for w in ("free", "capacity", "room", "displaced", "fits, but", "pack")):
+    capacity = ("free", "capacity", "room", "displaced", "fits, but", "pack", "allocatable")
+    if any(w in text for w in capacity):
         return "InsufficientCapacity"
     if any(w in text for w in ("selector", "affinity", "taint", "no node", "cordon", "no nodes")):
         return "NoMatchingNode"

@@ -8,8 +8,8 @@ most specific to the least:
 2. a resource no eligible node has at all (``no node has example.com/fpga``);
 3. no eligible node could ever hold one pod, even empty: the pod asks more of a resource
    than any node's allocatable (``no node can ever hold a pod of component "worker": it needs
-   16 nvidia.com/gpu, the largest node has 8 allocatable``) — unlike the next reasons, waiting
-   does not help;
+   16 nvidia.com/gpu, the largest node has 8 allocatable (waiting will not help; a larger node
+   would)``) — unlike the next reasons, no pod leaving makes room, only a larger node does;
 4. no single node has enough of one resource for one pod (``no node with enough free
    nvidia.com/gpu for a pod of component "worker" (needs 8, largest free block 4)``), or of
    all of them together;
@@ -214,7 +214,7 @@ def _no_node_with_room(state: ClusterState, run: PodRun) -> str | None:
 def _never(run: PodRun, resource: str, need: str, allocatable: str) -> str:
     return (
         f"no node can ever hold a pod of {_component(run)}: it needs {need} {resource}, the "
-        f"largest node has {allocatable} allocatable"
+        f"largest node has {allocatable} allocatable (waiting will not help; a larger node would)"
     )
 
 

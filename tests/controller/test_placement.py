@@ -258,7 +258,7 @@ def test_unschedulable_waits_and_is_placed_when_capacity_appears(hubfleet: Any) 
 
     hubfleet.wait_for(lambda: reason() == "Unschedulable", what="refused")
     message = hubfleet.condition(hubfleet.hub.store.get("jobs", "big", hubfleet.NAMESPACE))
-    assert "needs 16, largest free block 8" in str(message)
+    assert "it needs 16 nvidia.com/gpu, the largest node has 8 allocatable" in str(message)
     # retried after the longest backoff (2 s here) though capacity did not change: the same
     # refusal again is one aggregated Event, not a new one per attempt
     hubfleet.wait_for(
