@@ -7,8 +7,6 @@ from __future__ import annotations
 
 import http.client
 import json
-import ssl
-from collections.abc import Iterator
 from datetime import UTC, datetime, timedelta
 from typing import Any
 
@@ -32,16 +30,6 @@ JOBSET_COLUMNS = [
     {"name": "Age", "type": "date", "jsonPath": ".metadata.creationTimestamp"},
     {"name": "Leader", "type": "string", "jsonPath": ".spec.leader", "priority": 1},
 ]
-
-
-@pytest.fixture
-def conn(apiserver: ApiServer) -> Iterator[http.client.HTTPSConnection]:
-    context = ssl.create_default_context(cadata=apiserver.ca_pem.decode())
-    connection = http.client.HTTPSConnection(
-        "127.0.0.1", apiserver.port, context=context, timeout=10
-    )
-    yield connection
-    connection.close()
 
 
 def call(

@@ -6,23 +6,11 @@ from __future__ import annotations
 
 import http.client
 import json
-import ssl
-from collections.abc import Iterator
 from typing import Any
 
 import pytest
 
 from placer.testing import ApiServer
-
-
-@pytest.fixture
-def conn(apiserver: ApiServer) -> Iterator[http.client.HTTPSConnection]:
-    context = ssl.create_default_context(cadata=apiserver.ca_pem.decode())
-    connection = http.client.HTTPSConnection(
-        "127.0.0.1", apiserver.port, context=context, timeout=10
-    )
-    yield connection
-    connection.close()
 
 
 def _call(
