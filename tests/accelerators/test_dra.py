@@ -109,7 +109,7 @@ def test_a_two_gpu_claim_fits_only_where_slices_show_two_free_devices(
     code, out, _ = run(
         ["plan", "-f", str(three), "--kubeconfig", str(kubeconfig), "-o", "json"], capsys
     )
-    assert code == 0 and json.loads(out)["placements"] == []
+    assert code == 1 and json.loads(out)["placements"] == []  # exit 1: a workload unplaced
     (unplaced,) = json.loads(out)["unplaced"]
     assert "nvidia.com/gpu" in unplaced["reasons"]["gpu"]
 
