@@ -124,16 +124,15 @@ def _exit_code(decision: Decision) -> int:
 def live_fleet(config: FleetConfig) -> Fleet:
     """The members' free capacity as a decision there would see it: gathered, and charged
     with the placements still in flight (ledgers read, nothing deleted)."""
-    from placer.dispatch.submit import sync_ledgers
-    from placer.fleet import gather_fleet, member_clients
+    from placer.dispatch.submit import gather_charged
+    from placer.fleet import member_clients
 
-    fleet = gather_fleet(config)
+    with member_clients(config) as clients:
+        fleet, _, warnings, _ = gather_charged(config, clients, delete=False)
     report_unreachable(fleet)
-    with member_clients(config, [c.name for c in fleet.clusters if c.reachable]) as clients:
-        ledger, warnings = sync_ledgers(clients, delete=False)
     for warning in warnings:
         print(f"warning: {warning}", file=sys.stderr)
-    return ledger.charge(fleet)
+    return fleet
 
 
 def read_workloads(filenames: list[str], catalog: Catalog) -> list[Workload]:

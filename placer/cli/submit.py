@@ -16,8 +16,13 @@ plan``, plus ``decision`` (id), per placement ``dispatched``, ``state``, ``error
 ``--wait[=TIMEOUT]`` (default 300 s; ``90s``, ``5m`` accepted) then follows each placed
 workload's phase (its definition's status mapping) until Running, Completed or Failed.
 
-Exit code: 0 when every workload is placed (dispatched now, already placed, or accepted by the
-dry run) and, with ``--wait``, settled without failing; 1 otherwise.
+A workload another ``placer`` process is dispatching at the same moment (a retried CI job) is
+not sent twice: this one waits for it (up to 35 s) and reports it ``unchanged`` where the other
+placed it, or ``in-flight`` if the other is still at it.
+
+Exit code: 0 when every workload is placed (dispatched now, already placed, accepted by the
+dry run, or in flight from another placer process) and, with ``--wait``, settled without
+failing; 1 otherwise.
 """
 
 from __future__ import annotations
@@ -268,7 +273,8 @@ def render(report: Any, out: Any = None) -> None:
             stream.write(f"\n{p.workload} -> {p.cluster}\n" + "\n".join(lines) + "\n")
     for unplaced in decision.unplaced:
         outcome = outcomes[unplaced.workload]
-        stream.write(f"\n{unplaced.workload}: not placed\n")
+        status = "in flight" if outcome.state == "in-flight" else "not placed"
+        stream.write(f"\n{unplaced.workload}: {status}\n")
         for attempt in outcome.attempts:
             stream.write(f"  {attempt.cluster}: dispatch failed: {attempt.error}\n")
         tried = {a.cluster for a in outcome.attempts}

@@ -66,7 +66,8 @@ from dataclasses import dataclass, field, replace
 from typing import Any
 
 from placer.definitions import Decomposition, can_suspend, resume
-from placer.dispatch.existing import ExistingCopies, find_existing
+from placer.dispatch.claims import CLAIM_TTL, Claim, Claims
+from placer.dispatch.existing import Existing, ExistingCopies, find_existing
 from placer.dispatch.ledger import (
     DEFAULT_TTL,
     InFlight,
@@ -115,6 +116,7 @@ __all__ = [
     "DISPATCHED",
     "DRY_RUN",
     "FAILED",
+    "IN_FLIGHT",
     "UNCHANGED",
     "UNPLACED",
     "Attempt",
@@ -123,6 +125,7 @@ __all__ = [
     "Dispatcher",
     "Manifest",
     "Outcome",
+    "OwnCopy",
     "Transform",
     "attempt_error",
     "placement_from_record",
@@ -135,6 +138,8 @@ log = logging.getLogger(__name__)
 Transform = Callable[[dict[str, Any], "Manifest"], Mapping[str, Any]]
 #: ``decide(workloads, fleet)``: a decision for re-deciding units after a failed dispatch.
 Decide = Callable[[Sequence[Workload], Fleet], Decision]
+#: ``own_copy(manifest, existing)``: whether a copy with placer's record is this workload.
+OwnCopy = Callable[["Manifest", Existing], bool]
 
 #: outcome states.
 #: how many times a dispatch reads a member's ledger back (re-planning in between) before
@@ -144,6 +149,7 @@ CONCURRENCY_CHECKS = 3
 DISPATCHED = "dispatched"
 DRY_RUN = "dry-run"
 UNCHANGED = "unchanged"
+IN_FLIGHT = "in-flight"
 FAILED = "failed"
 UNPLACED = "unplaced"
 
@@ -189,9 +195,10 @@ class Outcome:
     """What happened to one workload.
 
     ``state``: ``dispatched`` (applied now), ``dry-run`` (the server accepted the dry run),
-    ``unchanged`` (already placed by placer on ``cluster``; nothing was sent), ``failed``
-    (no cluster took it, or the clean-up after a failure did not finish: ``error`` says what)
-    or ``unplaced`` (the solver found no cluster).
+    ``unchanged`` (already placed by placer on ``cluster``; nothing was sent), ``in-flight``
+    (another placer process holds its claim and is dispatching it: nothing was sent here;
+    ``error`` names the decision), ``failed`` (no cluster took it, or the clean-up after a
+    failure did not finish: ``error`` says what) or ``unplaced`` (the solver found no cluster).
     """
 
     workload: WorkloadRef
@@ -254,11 +261,13 @@ def attempt_error(err: PlacerError) -> Attempt:
 class _DispatchError(Exception):
     """A unit could not be dispatched to a cluster (everything created was removed)."""
 
-    def __init__(self, attempt: Attempt, *, leftover: str = "") -> None:
+    def __init__(self, attempt: Attempt, *, leftover: str = "", taken: Claim | None = None) -> None:
         super().__init__(attempt.error)
         self.attempt = attempt
         #: what may be left on the cluster because the clean-up failed (empty: clean).
         self.leftover = leftover
+        #: another decider took the unit's claim over (it is not tried elsewhere).
+        self.taken = taken
 
 
 #: what dispatching one unit gives: its outcomes, or the failure.
@@ -270,6 +279,8 @@ class _ClusterRun:
     """Per-cluster state of one dispatch (used by one thread at a time)."""
 
     client: KubeClient
+    #: the cluster's name in the fleet.
+    name: str = ""
     known_namespaces: set[str] = field(default_factory=set)
     created_namespaces: set[str] = field(default_factory=set)
     #: namespaces holding workloads this dispatch placed successfully.
@@ -278,6 +289,24 @@ class _ClusterRun:
     ledger_problem: str = ""
     #: in-flight entries reserved on this cluster by this dispatch, by workload.
     reserved: dict[WorkloadRef, InFlight] = field(default_factory=dict)
+    #: the workload claims of this dispatch (``None``: not claiming).
+    claims: Claims | None = None
+
+
+@dataclass
+class _State:
+    """One dispatch's inputs and what it has found so far."""
+
+    by_ref: dict[WorkloadRef, Manifest]
+    runs: dict[str, _ClusterRun]
+    decision_id: str
+    placed_at: str
+    fleet: Fleet
+    done: dict[WorkloadRef, Outcome] = field(default_factory=dict)
+    extra_unplaced: dict[WorkloadRef, dict[str, str]] = field(default_factory=dict)
+    warnings: list[str] = field(default_factory=list)
+    #: placements to decide again before dispatching (group members found elsewhere).
+    again: list[Placement] = field(default_factory=list)
 
 
 @dataclass
@@ -308,11 +337,23 @@ class Dispatcher:
         transform: last change to each body before it is applied.
         solver, time_limit, seed: for re-decisions after a failed apply.
         decide: replaces the solver for re-decisions (e.g. snapshot-free decisions).
-        check_existing: before applying, look for copies of the placed workloads on every
-            member (:func:`~placer.dispatch.existing.find_existing`): one placed by placer
-            stays where it is (``unchanged``), someone else's blocks it (``failed``).
-            ``placer submit`` does this before deciding; a caller with its own source of
-            truth (the controller's hub records) can leave it off.
+        check_existing: look for copies of the placed workloads on every member before
+            applying (:func:`~placer.dispatch.existing.find_existing`): one placed by placer
+            stays where it is (``unchanged``), someone else's blocks it (``failed``). Always
+            done, after claiming, when ``claims`` is on; this asks for it without claims.
+        claims: claim each workload's identity on every member before anything is written
+            for it (:mod:`placer.dispatch.claims`), so that of two concurrent deciders exactly
+            one dispatches it; the other reports it ``in-flight``, or ``unchanged`` once it
+            finds the copy. Dry runs never claim.
+        claim_wait: seconds to wait for workloads another decider holds (their claims looked
+            at again every 0.2-1 s; a claim that expires meanwhile is taken over) before
+            reporting them ``in-flight``.
+        claim_ttl: seconds a claim lives without renewal.
+        holder: who claims, for people reading a claim (default: host and pid).
+        own_copy: ``own_copy(manifest, existing)``: whether a copy found with placer's record
+            is this workload as this caller places it (``unchanged``); a copy it rejects is
+            ``failed`` (the controller accepts only copies marked with its hub object's uid).
+            Default: every copy with placer's record.
         max_workers: threads (default: one per cluster with work, at most 16).
         field_manager: server-side apply field manager.
     """
@@ -334,6 +375,11 @@ class Dispatcher:
         seed: int = 0,
         decide: Decide | None = None,
         check_existing: bool = False,
+        claims: bool = True,
+        claim_wait: float = 0.0,
+        claim_ttl: float = CLAIM_TTL,
+        holder: str | None = None,
+        own_copy: OwnCopy | None = None,
         max_workers: int | None = None,
         field_manager: str = FIELD_MANAGER,
     ) -> None:
@@ -351,6 +397,11 @@ class Dispatcher:
         self.seed = seed
         self.decide = decide
         self.check_existing = check_existing
+        self.claims = claims
+        self.claim_wait = claim_wait
+        self.claim_ttl = claim_ttl
+        self.holder = holder
+        self.own_copy = own_copy
         self.max_workers = max_workers
         self.field_manager = field_manager
 
@@ -387,40 +438,173 @@ class Dispatcher:
                     source=manifest.source or str(placement.workload),
                     field="metadata.name",
                 )
-        runs = {name: _ClusterRun(client) for name, client in self.clients.items()}
+        runs = {name: _ClusterRun(client, name) for name, client in self.clients.items()}
         placed_at = rfc3339()
-        done: dict[WorkloadRef, Outcome] = {}
-        warnings: list[str] = []
-        if self.check_existing:
-            placed_refs = {p.workload for p in decision.placements}
-            existing = find_existing(self.clients, placed_refs)
-            _, settled = settle_existing([by_ref[r] for r in placed_refs], existing)
-            done.update(settled)
-            decision = replace(
-                decision,
-                placements=tuple(p for p in decision.placements if p.workload not in settled),
+        state = _State(by_ref, runs, decision_id, placed_at, fleet)
+        placements = list(decision.placements)
+        if not self.claims or self.dry_run or not placements:
+            if self.check_existing and placements:
+                placements = self._settle_copies(state, placements)
+            self._carry_out(state, placements)
+        else:
+            claims = Claims(
+                self.clients,
+                decision=decision_id,
+                holder=self.holder,
+                ttl=self.claim_ttl,
+                field_manager=self.field_manager,
             )
-            warnings += [
-                f"cluster {name}: could not check for existing copies ({reason})"
-                for name, reason in existing.unknown.items()
-            ]
-        units = _units(decision.placements, by_ref)
-        success: list[Placement] = []
-        extra_unplaced: dict[WorkloadRef, dict[str, str]] = {}
+            for run in runs.values():
+                run.claims = claims
+            unplaced = [u.workload for u in decision.unplaced if u.workload in by_ref]
+            with claims.renewing():
+                self._claimed_passes(state, claims, placements, unplaced)
+            for name, reason in sorted(claims.skipped.items()):
+                state.warnings.append(
+                    f"cluster {name}: workload claims not taken ({reason}); a placer process "
+                    "deciding at the same time and reaching only this cluster could place "
+                    "the same workloads"
+                )
+        for run_name, run in runs.items():
+            if run.ledger_problem:
+                state.warnings.append(
+                    f"cluster {run_name}: in-flight ledger not written ({run.ledger_problem}); "
+                    "back-to-back decisions by other processes may not see these placements"
+                )
+        return self._result(
+            manifests, decision, decision_id, state.done, state.extra_unplaced, state.warnings
+        )
 
-        round_units = units
+    def _claimed_passes(
+        self,
+        state: _State,
+        claims: Claims,
+        placements: Sequence[Placement],
+        unplaced: Sequence[WorkloadRef],
+    ) -> None:
+        """Claim, check for copies, dispatch, release; then, for the workloads another decider
+        held, wait and do it again until ``claim_wait`` is over (:mod:`~placer.dispatch.claims`).
+
+        The workloads won are dispatched before waiting for the others, so that two deciders
+        each holding some of the other's workloads never wait on each other. The workloads the
+        decision left ``unplaced`` are claimed and checked too: when a concurrent decider is
+        placing them (its in-flight entries are what left no room), they are reported
+        ``in-flight``, or ``unchanged`` once its copy is found.
+        """
+        deadline = time.monotonic() + self.claim_wait
+        pause = 0.2
+        todo = list(placements)
+        waiting = list(unplaced)
+        while todo or waiting:
+            won, lost = self._acquire_units(state, claims, todo)
+            acquired = claims.acquire(waiting)
+            lost.update(acquired.lost)
+            if won or acquired.won:
+                self._carry_out(state, self._settle_copies(state, won, acquired.won))
+                claims.release([*(p.workload for p in won), *acquired.won])
+            left = deadline - time.monotonic()
+            if not lost or left <= 0:
+                for ref, claim in lost.items():
+                    state.done[ref] = _in_flight(ref, claim)
+                return
+            time.sleep(min(pause, left))
+            pause = min(pause * 2, 1.0)
+            todo = [p for p in todo if p.workload in lost]
+            waiting = [ref for ref in waiting if ref in lost]
+
+    def _acquire_units(
+        self, state: _State, claims: Claims, placements: Sequence[Placement]
+    ) -> tuple[list[Placement], dict[WorkloadRef, Claim]]:
+        """Claim the placements' workloads: the placements of units won whole, and the
+        workloads of the other units with the claim that holds each (a unit is won whole or
+        not at all: its won part is released)."""
+        acquired = claims.acquire(p.workload for p in placements)
+        won: list[Placement] = []
+        lost: dict[WorkloadRef, Claim] = {}
+        for unit in _units(placements, state.by_ref):
+            holders = [acquired.lost[ref] for ref in unit.refs if ref in acquired.lost]
+            if not holders:
+                won += unit.placements
+                continue
+            claims.release(ref for ref in unit.refs if ref not in acquired.lost)
+            for ref in unit.refs:
+                lost[ref] = acquired.lost.get(ref, holders[0])
+        return won, lost
+
+    def _settle_copies(
+        self,
+        state: _State,
+        placements: Sequence[Placement],
+        unplaced: Sequence[WorkloadRef] = (),
+    ) -> list[Placement]:
+        """The placements still to dispatch once copies already on the members are settled
+        (:func:`settle_existing`; outcomes into ``state``; ``unplaced`` workloads are only
+        looked for). Members of a group found placed elsewhere are pinned to the group's
+        cluster and decided again when they are not planned there."""
+        refs = [p.workload for p in placements]
+        if not refs and not unplaced:
+            return []
+        refs += unplaced
+        existing = find_existing(self.clients, refs)
+        manifests = [state.by_ref[ref] for ref in refs]
+        todo, settled = settle_existing(manifests, existing, own=self.own_copy)
+        state.done.update(settled)
+        state.warnings.extend(
+            f"cluster {name}: could not check for existing copies ({reason})"
+            for name, reason in existing.unknown.items()
+        )
+        keep: list[Placement] = []
+        by_ref = {p.workload: p for p in placements}
+        for manifest in todo:
+            placement = by_ref.get(manifest.ref)
+            if placement is None:  # unplaced by the decision, and no copy anywhere
+                continue
+            pin = manifest.workload.pinned_cluster
+            if pin is not None and pin != state.by_ref[manifest.ref].workload.pinned_cluster:
+                state.by_ref[manifest.ref] = manifest  # pinned to its group's cluster
+                if placement.cluster != pin:
+                    state.again.append(placement)
+                    continue
+            keep.append(placement)
+        return keep
+
+    def _carry_out(self, state: _State, placements: Sequence[Placement]) -> None:
+        """Dispatch ``placements`` in rounds: apply, and decide again those that failed."""
+        by_ref = state.by_ref
+        success = [o.placement for o in state.done.values() if o.placement is not None and o.placed]
+        round_units: list[_Unit] = []
+        for unit in _units(state.again, by_ref):
+            again = self._redecided(state, unit, success)
+            if again is not None:
+                success += again.placements
+                round_units.append(again)
+        state.again.clear()
+        round_units += _units(placements, by_ref)
         while round_units:
             failed = self._round(
-                round_units, by_ref, runs, decision_id, placed_at, done, fleet, success
+                round_units,
+                by_ref,
+                state.runs,
+                state.decision_id,
+                state.placed_at,
+                state.done,
+                state.fleet,
+                success,
             )
-            success = [o.placement for o in done.values() if o.placement is not None and o.placed]
+            success = [
+                o.placement for o in state.done.values() if o.placement is not None and o.placed
+            ]
             round_units = []
             for unit, failure in failed:
                 cluster = unit.placements[0].cluster
+                if failure.taken is not None:  # another decider took the claim over
+                    for ref in unit.refs:
+                        state.done[ref] = _in_flight(ref, failure.taken)
+                    continue
                 unit.excluded[cluster] = failure.attempt
                 if failure.leftover:
                     for ref in unit.refs:
-                        done[ref] = Outcome(
+                        state.done[ref] = Outcome(
                             ref,
                             FAILED,
                             cluster=cluster,
@@ -428,30 +612,29 @@ class Dispatcher:
                             error=f"{failure.attempt.error}; {failure.leftover}",
                         )
                     continue
-                again = self._redecide(unit, by_ref, fleet, success)
-                if isinstance(again, Decision):
-                    for unplaced in again.unplaced:
-                        extra_unplaced[unplaced.workload] = dict(unplaced.reasons)
-                    for ref in unit.refs:
-                        reasons = extra_unplaced.get(ref, {})
-                        done[ref] = Outcome(
-                            ref,
-                            FAILED,
-                            attempts=tuple(unit.excluded.values()),
-                            error=_failure_text(unit),
-                        )
-                        extra_unplaced[ref] = reasons
-                    continue
-                # later re-decisions of this round must see the capacity it takes
-                success += again.placements
-                round_units.append(again)
-        for run_name, run in runs.items():
-            if run.ledger_problem:
-                warnings.append(
-                    f"cluster {run_name}: in-flight ledger not written ({run.ledger_problem}); "
-                    "back-to-back decisions by other processes may not see these placements"
-                )
-        return self._result(manifests, decision, decision_id, done, extra_unplaced, warnings)
+                again = self._redecided(state, unit, success)
+                if again is not None:
+                    # later re-decisions of this round must see the capacity it takes
+                    success += again.placements
+                    round_units.append(again)
+
+    def _redecided(self, state: _State, unit: _Unit, success: Sequence[Placement]) -> _Unit | None:
+        """The unit decided again (:meth:`_redecide`), or ``None`` with its outcomes failed."""
+        again = self._redecide(unit, state.by_ref, state.fleet, list(success))
+        if not isinstance(again, Decision):
+            return again
+        for unplaced in again.unplaced:
+            state.extra_unplaced[unplaced.workload] = dict(unplaced.reasons)
+        for ref in unit.refs:
+            reasons = state.extra_unplaced.get(ref, {})
+            state.done[ref] = Outcome(
+                ref,
+                FAILED,
+                attempts=tuple(unit.excluded.values()),
+                error=_failure_text(unit) if unit.excluded else _unplaced_text(reasons),
+            )
+            state.extra_unplaced[ref] = reasons
+        return None
 
     # ----------------------------------------------------------------------------------------
 
@@ -560,6 +743,7 @@ class Dispatcher:
                         )
                     )
                     continue
+                self._fence(run, unit, placement.workload, cluster, applied, created_here)
                 applied.append(placement.workload)
                 result = client.apply(
                     body, field_manager=self.field_manager, force=False, dry_run=self.dry_run
@@ -594,6 +778,27 @@ class Dispatcher:
             for ref in notes:
                 notes[ref].append("in-flight ledger not written on this cluster")
         return [replace(o, notes=tuple(notes[o.workload])) for o in outcomes]
+
+    def _fence(
+        self,
+        run: _ClusterRun,
+        unit: _Unit,
+        ref: WorkloadRef,
+        cluster: str,
+        applied: list[WorkloadRef],
+        created: list[str],
+    ) -> None:
+        """Before an apply: the workload's claim must still be this dispatch's (renewed when
+        half its lifetime is gone); if another decider took it over, the unit steps back."""
+        claims = run.claims
+        if claims is None or claims.holds(ref):
+            return
+        taken = claims.taken(ref)
+        text = f"its claim was taken over by {taken.describe()}" if taken else "its claim expired"
+        leftover = self._rollback(run, unit, applied, created)
+        attempt = Attempt(cluster, text, 409, "Conflict")
+        holder = taken or Claim("", "", "another decider", "", 0.0, 0.0, 0.0)
+        raise _DispatchError(attempt, leftover=leftover, taken=holder)
 
     def _body(self, manifest: Manifest, record: PlacementRecord) -> dict[str, Any]:
         body = dispatch_manifest(manifest.body, manifest.ref, record)
@@ -651,11 +856,18 @@ class Dispatcher:
         """
         if run.ledger_problem:
             return
+        claims = run.claims
         entries = [
-            InFlight.new(placement, decision_id, ttl=self.in_flight_ttl)
+            InFlight.new(
+                placement,
+                decision_id,
+                ttl=self.in_flight_ttl,
+                claimed=claims is not None and run.name in claims.members_of(ref),
+            )
             for unit in units
             for placement in unit.placements
             if any(pod.node for pod in placement.pods)  # snapshot-free: nothing to charge
+            for ref in (placement.workload,)
         ]
         if not entries:
             return
@@ -996,14 +1208,30 @@ def _sum_requests(placements: Sequence[Placement]) -> dict[str, int]:
     return total
 
 
+def _in_flight(ref: WorkloadRef, claim: Claim) -> Outcome:
+    """The outcome of a workload another decider holds the claim of."""
+    return Outcome(
+        ref,
+        IN_FLIGHT,
+        error=(
+            f"being placed by {claim.describe()} (it holds the workload's claim); nothing "
+            "was sent from here, so that it cannot run twice"
+        ),
+    )
+
+
 def settle_existing(
-    manifests: Sequence[Manifest], existing: ExistingCopies
+    manifests: Sequence[Manifest],
+    existing: ExistingCopies,
+    *,
+    own: OwnCopy | None = None,
 ) -> tuple[list[Manifest], dict[WorkloadRef, Outcome]]:
     """Workloads still to decide, and the outcomes of those that already exist somewhere.
 
-    A copy with placer's record: ``unchanged`` (it stays there; a new member of its
-    ``placer.dev/group`` is pinned to the same cluster). Copies without one (someone else's
-    object): ``failed``, placed nowhere, so that it cannot run twice.
+    A copy with placer's record (that ``own`` accepts, when given): ``unchanged`` (it stays
+    there; a new member of its ``placer.dev/group`` is pinned to the same cluster). Other
+    copies (someone else's object, or placer's placed by a caller ``own`` rejects):
+    ``failed``, placed nowhere, so that it cannot run twice.
     """
     settled: dict[WorkloadRef, Outcome] = {}
     group_cluster: dict[str, str] = {}
@@ -1011,7 +1239,7 @@ def settle_existing(
         copies = existing.of(manifest.ref)
         if not copies:
             continue
-        ours = [c for c in copies if c.record is not None]
+        ours = [c for c in copies if c.record is not None and (own is None or own(manifest, c))]
         if ours:
             copy = ours[0]
             record = copy.record
@@ -1031,6 +1259,19 @@ def settle_existing(
             )
             if manifest.workload.group:
                 group_cluster[manifest.workload.group] = copy.cluster
+        elif any(c.record is not None for c in copies):
+            placed = next(c for c in copies if c.record is not None)
+            assert placed.record is not None
+            settled[manifest.ref] = Outcome(
+                manifest.ref,
+                FAILED,
+                cluster=placed.cluster,
+                error=(
+                    f"already placed on cluster {placed.cluster} by another placer "
+                    f"(decision {placed.record.decision}), not by this one; not placed again, "
+                    "so that it cannot run twice: delete that copy to place it from here"
+                ),
+            )
         else:
             where = ", ".join(c.cluster for c in copies)
             settled[manifest.ref] = Outcome(

@@ -66,9 +66,9 @@ import threading
 import time
 from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass, field, replace
-from datetime import UTC, datetime
 from typing import Any
 
+from placer.dispatch.storage import NAMESPACE, create_configmap, micro_time, parse_micro_time
 from placer.errors import ConflictError, KubeError, NotFoundError
 from placer.inventory.owners import OwnerWalker
 from placer.kube import KubeClient
@@ -102,7 +102,7 @@ __all__ = [
 
 log = logging.getLogger(__name__)
 
-LEDGER_NAMESPACE = "placer-system"
+LEDGER_NAMESPACE = NAMESPACE
 LABEL_IN_FLIGHT = "placer.dev/in-flight"
 #: seconds an entry counts at most.
 DEFAULT_TTL = 600.0
@@ -111,21 +111,6 @@ APPLY_GRACE = 120.0
 #: entries per ledger ConfigMap, and bytes of entry data (ConfigMaps hold at most 1 MiB).
 ENTRIES_PER_CONFIGMAP = 250
 CONFIGMAP_BYTES = 512 * 1024
-
-
-def _ts(seconds: float) -> str:
-    return datetime.fromtimestamp(seconds, UTC).strftime("%Y-%m-%dT%H:%M:%S.%fZ")
-
-
-def _parse_ts(text: object) -> float | None:
-    if not isinstance(text, str):
-        return None
-    for fmt in ("%Y-%m-%dT%H:%M:%S.%fZ", "%Y-%m-%dT%H:%M:%SZ"):
-        try:
-            return datetime.strptime(text, fmt).replace(tzinfo=UTC).timestamp()
-        except ValueError:
-            continue
-    return None
 
 
 @dataclass(frozen=True)
@@ -139,6 +124,9 @@ class InFlight:
     expires: float
     #: the ledger ConfigMap holding it on its member (empty: not stored, or not known).
     store: str = field(default="", compare=False)
+    #: written while its decider held the workload's claim on this member
+    #: (:mod:`placer.dispatch.claims`): it is still to be applied only while that claim lives.
+    claimed: bool = False
 
     @property
     def cluster(self) -> str:
@@ -159,9 +147,10 @@ class InFlight:
         *,
         now: float | None = None,
         ttl: float = DEFAULT_TTL,
+        claimed: bool = False,
     ) -> InFlight:
         created = time.time() if now is None else now
-        return cls(placement, decision, created, created + ttl)
+        return cls(placement, decision, created, created + ttl, claimed=claimed)
 
 
 def entry_name(ref: WorkloadRef) -> str:
@@ -179,7 +168,7 @@ def encode_entry(entry: InFlight) -> str:
         [pod.component, pod.instance, pod.index, pod.node, dict(pod.requests), list(pod.devices)]
         for pod in p.pods
     ]
-    data = {
+    data: dict[str, Any] = {
         "workload": {
             "apiVersion": ref.api_version,
             "kind": ref.kind,
@@ -188,11 +177,13 @@ def encode_entry(entry: InFlight) -> str:
         },
         "cluster": p.cluster,
         "decision": entry.decision,
-        "created": _ts(entry.created),
-        "expires": _ts(entry.expires),
+        "created": micro_time(entry.created),
+        "expires": micro_time(entry.expires),
         "requests": dict(p.requests),
         "pods": pods,
     }
+    if entry.claimed:
+        data["claimed"] = True
     return json.dumps(data, separators=(",", ":"), sort_keys=True)
 
 
@@ -214,12 +205,14 @@ def decode_entry(text: str, *, store: str = "") -> InFlight | None:
             for c, i, x, n, r, devs in data["pods"]
         )
         requests = {str(k): int(v) for k, v in dict(data.get("requests") or {}).items()}
-        created = _parse_ts(data["created"])
-        expires = _parse_ts(data["expires"])
+        created = parse_micro_time(data["created"])
+        expires = parse_micro_time(data["expires"])
         if created is None or expires is None:
             return None
         placement = Placement(ref, str(data["cluster"]), pods, requests)
-        return InFlight(placement, str(data.get("decision", "")), created, expires, store)
+        decision = str(data.get("decision", ""))
+        claimed = data.get("claimed") is True
+        return InFlight(placement, decision, created, expires, store, claimed)
     except (ValueError, KeyError, TypeError):
         return None
 
@@ -395,19 +388,6 @@ def _any(pod: PodAssignment, node: str, requests: Mapping[str, int]) -> bool:
 # member-side storage
 
 
-def _create_configmap(client: KubeClient, body: Mapping[str, Any], field_manager: str) -> None:
-    """Create a ledger ConfigMap (and its namespace when missing).
-
-    Raises:
-        ConflictError: one of that name exists.
-    """
-    try:
-        client.create(body, field_manager=field_manager)
-    except NotFoundError:
-        client.ensure_namespace(LEDGER_NAMESPACE, labels={"placer.dev/placed-by": "placer"})
-        client.create(body, field_manager=field_manager)
-
-
 def write_entry(client: KubeClient, entry: InFlight, *, field_manager: str = "placer") -> InFlight:
     """Store ``entry`` alone in its own ConfigMap (named :func:`entry_name`); idempotent.
 
@@ -416,7 +396,7 @@ def write_entry(client: KubeClient, entry: InFlight, *, field_manager: str = "pl
     """
     body = entry_to_configmap(entry)
     try:
-        _create_configmap(client, body, field_manager)
+        create_configmap(client, body, field_manager)
     except ConflictError:  # written before (a retry): this entry replaces it
         client.apply(body, field_manager=field_manager, force=True)
     return replace(entry, store=body["metadata"]["name"])
@@ -449,7 +429,7 @@ def write_entries(
         for attempt in range(3):
             store = f"{name}-{secrets.token_hex(4)}"
             try:
-                _create_configmap(client, entries_configmap(store, chunk), field_manager)
+                create_configmap(client, entries_configmap(store, chunk), field_manager)
                 break
             except ConflictError:
                 if attempt == 2:

@@ -2,19 +2,22 @@
 
 :func:`submit` is what ``placer submit`` runs (and what the benchmark measures):
 
-1. gather the fleet's node-level capacity (:func:`placer.fleet.gather_fleet`) — or, with
-   ``snapshot_free``, only check which clusters answer (see below);
-2. sync the in-flight ledger from every reachable member (:func:`~placer.dispatch.ledger.
-   sync_cluster`: entries read, observed pods retired, expired and finished entries deleted)
-   and charge it to the fleet;
-3. find copies of the workloads already on the members (:func:`~placer.dispatch.existing.
+1. gather the fleet's node-level capacity (:func:`placer.fleet.gather_fleet`) and the in-flight
+   ledger of every member, each member's ledger read just before its capacity
+   (:func:`gather_charged`: entries read, observed pods retired, expired, finished and
+   abandoned entries deleted; see :func:`~placer.dispatch.ledger.sync_cluster`), and charge
+   the ledger to the fleet — or, with ``snapshot_free``, only check which clusters answer;
+2. find copies of the workloads already on the members (:func:`~placer.dispatch.existing.
    find_existing`): a workload placer already placed stays where it is (``unchanged``; a new
    member of its ``placer.dev/group`` is pinned to the same cluster); one that exists on a
    member *without* placer's record is not placed anywhere (it would run twice) and fails with
    an explanation;
-4. decide the rest in one batch (:func:`placer.solver.solve`) and dispatch the decision
-   (:class:`~placer.dispatch.dispatcher.Dispatcher`);
-5. explain, for every newly placed workload, why each other cluster was not chosen
+3. decide the rest in one batch (:func:`placer.solver.solve`) and dispatch the decision
+   (:class:`~placer.dispatch.dispatcher.Dispatcher`), which claims each workload on the
+   members first (:mod:`placer.dispatch.claims`): a workload another ``placer`` process is
+   dispatching at the same moment is waited for (up to :data:`CLAIM_WAIT` seconds) and then
+   reported ``unchanged`` where that process put it, or ``in-flight`` if it is still at it;
+4. explain, for every newly placed workload, why each other cluster was not chosen
    (:func:`placer.solver.refusals.refusals`).
 
 Snapshot-free mode (``--snapshot-free``): for users who may not list nodes and pods on the
@@ -34,7 +37,9 @@ from collections.abc import Mapping, Sequence
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, field, replace
 
+from placer.dispatch.claims import CLAIM_TTL
 from placer.dispatch.dispatcher import (
+    IN_FLIGHT,
     UNCHANGED,
     Dispatcher,
     Manifest,
@@ -44,8 +49,8 @@ from placer.dispatch.dispatcher import (
 from placer.dispatch.existing import find_existing
 from placer.dispatch.ledger import DEFAULT_TTL, Ledger, sync_cluster
 from placer.dispatch.record import new_decision_id
-from placer.errors import KubeError
-from placer.fleet import FleetConfig, gather_fleet
+from placer.errors import ClusterUnreachableError, KubeError
+from placer.fleet import ClusterSource, FleetConfig, gather_fleet
 from placer.fleet.gather import unavailable
 from placer.kube import KubeClient
 from placer.model import (
@@ -64,9 +69,13 @@ from placer.policy import PlacementPolicy, policy_for
 from placer.solver import solve
 from placer.solver.refusals import refusals
 
-__all__ = ["SubmitReport", "snapshot_free_decision", "submit", "sync_ledgers"]
+__all__ = ["CLAIM_WAIT", "SubmitReport", "gather_charged", "snapshot_free_decision", "submit"]
 
 log = logging.getLogger(__name__)
+
+#: seconds a submission waits for workloads another placer process is dispatching (longer
+#: than a claim lives: the claim of a process that died is taken over within the wait).
+CLAIM_WAIT = CLAIM_TTL + 5.0
 
 
 @dataclass(frozen=True)
@@ -83,12 +92,14 @@ class SubmitReport:
     #: the fleet the decision was made on (in-flight placements charged).
     fleet: Fleet
     warnings: tuple[str, ...] = ()
-    #: seconds per step: gather, ledger, existing, decide, dispatch, explain.
+    #: seconds per step: gather (the ledger read included), ledger (the slowest member's
+    #: ledger read), existing, decide, dispatch, explain.
     timings: Mapping[str, float] = field(default_factory=dict)
 
     @property
     def ok(self) -> bool:
-        return all(o.placed for o in self.outcomes)
+        """Every workload is placed, or being placed by a concurrent placer process."""
+        return all(o.placed or o.state == IN_FLIGHT for o in self.outcomes)
 
 
 def submit(
@@ -105,6 +116,7 @@ def submit(
     seed: int = 0,
     in_flight_ttl: float = DEFAULT_TTL,
     explain: bool = True,
+    claim_wait: float = CLAIM_WAIT,
 ) -> SubmitReport:
     """Place and dispatch ``manifests`` on the fleet of ``config`` (see the module docstring).
 
@@ -121,20 +133,18 @@ def submit(
         timings[step] = round(now - clock, 4)
         clock = now
 
+    ledger = Ledger()
     if snapshot_free:
         fleet = _probe_fleet(config, clients)
     else:
-        fleet = gather_fleet(config)
+        fleet, ledger, problems, slowest = gather_charged(config, clients, delete=not dry_run)
+        warnings += problems
     lap("gather")
+    if not snapshot_free:
+        timings["ledger"] = round(slowest, 4)
     reachable = {
         c.name: clients[c.name] for c in fleet.clusters if c.reachable and c.name in clients
     }
-    ledger = Ledger()
-    if not snapshot_free:
-        ledger, problems = sync_ledgers(reachable, delete=not dry_run)
-        warnings += problems
-        fleet = ledger.charge(fleet)
-    lap("ledger")
     existing = find_existing(reachable, [m.ref for m in manifests])
     for name, reason in existing.unknown.items():
         warnings.append(
@@ -168,6 +178,7 @@ def submit(
         time_limit=time_limit,
         seed=seed,
         decide=(lambda w, f: snapshot_free_decision(w, f, policies)) if snapshot_free else None,
+        claim_wait=claim_wait,
     )
     result = dispatcher.dispatch(todo, decision, fleet, decision_id=decision_id)
     lap("dispatch")
@@ -192,29 +203,42 @@ def submit(
 # --------------------------------------------------------------------------------------------
 
 
-def sync_ledgers(
-    clients: Mapping[str, KubeClient], *, delete: bool = True
-) -> tuple[Ledger, list[str]]:
-    """The in-flight ledger of every cluster of ``clients``, read concurrently (one sync per
-    cluster, :func:`~placer.dispatch.ledger.sync_cluster`), and a warning per cluster whose
-    ledger could not be read. ``delete=False`` leaves finished entries in place (read only).
+def gather_charged(
+    config: FleetConfig, clients: Mapping[str, KubeClient], *, delete: bool = True
+) -> tuple[Fleet, Ledger, list[str], float]:
+    """The fleet gathered and charged with the in-flight ledger, the ledger, warnings, and the
+    longest a member's ledger read took (seconds).
+
+    Each member's ledger is synced (:func:`~placer.dispatch.ledger.sync_cluster`) in that
+    member's gathering thread, *before* its nodes and pods are listed: an entry retired
+    because its pods were seen bound then finds those pods in the gathered capacity. The other
+    way round, pods bound between the two reads would be in neither, and a decision would
+    place onto their GPUs. A member whose ledger does not answer is reported unreachable;
+    one that refuses it (403) is gathered, with a warning. ``delete=False`` reads only.
     """
     ledger = Ledger()
-    if not clients:
-        return ledger, []
+    warnings: list[str] = []
+    slowest = 0.0
 
-    def one(name: str) -> str:
+    def read(source: ClusterSource) -> None:
+        nonlocal slowest
+        client = clients.get(source.name)
+        if client is None:
+            return
+        start = time.perf_counter()
         try:
-            ledger.replace_cluster(name, sync_cluster(clients[name], delete=delete))
+            ledger.replace_cluster(source.name, sync_cluster(client, delete=delete))
+        except ClusterUnreachableError:
+            raise
         except KubeError as err:
-            return (
-                f"cluster {name}: in-flight ledger not read ({err.message}); placements "
-                "dispatched there moments ago may not be accounted for"
+            warnings.append(
+                f"cluster {source.name}: in-flight ledger not read ({err.message}); "
+                "placements dispatched there moments ago may not be accounted for"
             )
-        return ""
+        slowest = max(slowest, time.perf_counter() - start)
 
-    with ThreadPoolExecutor(max_workers=min(16, len(clients)), thread_name_prefix="ledger") as pool:
-        return ledger, [w for w in pool.map(one, clients) if w]
+    fleet = gather_fleet(config, before=read)
+    return ledger.charge(fleet), ledger, sorted(warnings), slowest
 
 
 def _merge(

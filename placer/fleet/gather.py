@@ -169,6 +169,7 @@ def gather_fleet(
     *,
     settings: Callable[[ClusterSource], ClientSettings] | None = None,
     max_workers: int | None = None,
+    before: Callable[[ClusterSource], None] | None = None,
 ) -> Fleet:
     """Gather every member cluster concurrently (see module docstring).
 
@@ -176,6 +177,11 @@ def gather_fleet(
         config: the member clusters.
         settings: client settings per cluster (default: from each cluster's timeout).
         max_workers: threads (default: one per cluster, at most 64).
+        before: called in each cluster's thread before that cluster is gathered, within its
+            deadline — for what must be read before its pods (the in-flight ledger: an entry
+            retired because its pods were seen bound must find them in the gathered
+            capacity). A :class:`KubeError` it raises reports the cluster unavailable with
+            that reason, without gathering it.
 
     Returns:
         The fleet, clusters in configuration order, ``captured_at`` = start time (UTC).
@@ -193,8 +199,9 @@ def gather_fleet(
     for source in sources:
         futures.append(
             pool.submit(
-                gather_cluster,
+                _prepare_and_gather,
                 source,
+                before,
                 deadline=start + source.timeout,
                 settings=settings(source) if settings else None,
                 page_gate=gate,
@@ -213,6 +220,29 @@ def gather_fleet(
         # NB: a thread past its deadline ends by itself: its socket timeouts are cut to it
         pool.shutdown(wait=False, cancel_futures=True)
     return Fleet(tuple(clusters), captured_at, accelerators=dict(config.accelerators_data))
+
+
+def _prepare_and_gather(
+    source: ClusterSource,
+    before: Callable[[ClusterSource], None] | None,
+    *,
+    deadline: float,
+    settings: ClientSettings | None,
+    page_gate: AbstractContextManager[Any],
+    accelerators: AcceleratorTable,
+) -> Cluster:
+    if before is not None and not source.problem and source.kubeconfig is not None:
+        try:
+            before(source)
+        except KubeError as err:
+            return unavailable(source, failure_reason(err))
+    return gather_cluster(
+        source,
+        deadline=deadline,
+        settings=settings,
+        page_gate=page_gate,
+        accelerators=accelerators,
+    )
 
 
 def failure_reason(err: KubeError) -> str:

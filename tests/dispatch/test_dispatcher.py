@@ -19,7 +19,7 @@ import yaml
 from placer.definitions import Catalog, decompose
 from placer.dispatch import Dispatcher, Ledger, Manifest
 from placer.dispatch.dispatcher import DISPATCHED, DRY_RUN, FAILED
-from placer.dispatch.ledger import LEDGER_NAMESPACE, read_entries
+from placer.dispatch.ledger import LABEL_IN_FLIGHT, LEDGER_NAMESPACE, read_entries
 from placer.fleet import fleet_from_kubeconfigs, gather_fleet, open_clients
 from placer.fleet.realism import realism_setup
 from placer.fleet.virtual import VirtualFleet
@@ -33,6 +33,7 @@ ROOT = Path(__file__).resolve().parents[2]
 SEED = yaml.safe_load((ROOT / "examples" / "jobset-demo.yaml").read_text())
 CATALOG = Catalog.builtin()
 JOBSETS = "jobsets.jobset.x-k8s.io"
+IN_FLIGHT = f"{LABEL_IN_FLIGHT}=true"
 
 
 class Members:
@@ -105,7 +106,12 @@ def test_a_group_is_rolled_back_together_and_placed_together_elsewhere(
         assert "quota.example.com" in attempt.error and "over quota" in attempt.error
     # g-a had been applied on the refusing cluster: it was removed with its ledger entry
     assert members.jobsets(chosen) == []
-    assert members.virtual.server(chosen).store.list("configmaps", LEDGER_NAMESPACE) == []
+    assert (
+        members.virtual.server(chosen).store.list(
+            "configmaps", LEDGER_NAMESPACE, label_selector=IN_FLIGHT
+        )
+        == []
+    )
     assert sorted(members.jobsets(again)) == ["g-a", "g-b"]
 
 
@@ -200,8 +206,10 @@ def test_a_member_refusing_the_ledger_entry_still_gets_the_workload(members: Mem
     outcome = result.outcome(manifests[0].ref)
     assert outcome.dispatched and outcome.cluster == chosen
     assert "in-flight ledger not written on this cluster" in outcome.notes
-    [warning] = result.warnings
-    assert f"cluster {chosen}: in-flight ledger not written" in warning
+    # the same denial refuses the workload claims there (they live beside the ledger)
+    ledger, claims = sorted(result.warnings)
+    assert ledger.startswith(f"cluster {chosen}: in-flight ledger not written")
+    assert claims.startswith(f"cluster {chosen}: workload claims not taken")
 
 
 def test_check_existing_keeps_placed_workloads_and_refuses_foreign_copies(

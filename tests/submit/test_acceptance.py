@@ -17,7 +17,7 @@ import pytest
 import yaml
 
 from placer.cli import main
-from placer.dispatch.ledger import LEDGER_NAMESPACE
+from placer.dispatch.ledger import LABEL_IN_FLIGHT, LEDGER_NAMESPACE
 from placer.dispatch.record import LABEL_PLACED_BY, PlacementRecord
 from placer.fleet.realism import realism_setup
 from placer.fleet.virtual import VirtualFleet
@@ -39,7 +39,9 @@ class Fleet:
         return self.virtual.server(cluster).store.list("jobsets.jobset.x-k8s.io", namespace)
 
     def entries(self, cluster: str) -> list[dict[str, Any]]:
-        return self.virtual.server(cluster).store.list("configmaps", LEDGER_NAMESPACE)
+        return self.virtual.server(cluster).store.list(
+            "configmaps", LEDGER_NAMESPACE, label_selector=f"{LABEL_IN_FLIGHT}=true"
+        )
 
     def namespaces(self, cluster: str) -> set[str]:
         return {
