@@ -13,6 +13,7 @@ condition).
 from __future__ import annotations
 
 import logging
+import secrets
 import threading
 import time
 from collections import OrderedDict
@@ -39,6 +40,7 @@ from placer.controller.records import (
     LABEL_HUB,
     condition_of,
     finalizers_of,
+    hub_uid_of,
     is_deleting,
     placed_condition,
     record_of,
@@ -53,9 +55,11 @@ from placer.definitions import (
     phases_of,
 )
 from placer.dispatch import (
+    Existing,
     Ledger,
     Manifest,
 )
+from placer.dispatch.claims import Succession
 from placer.errors import (
     ConflictError,
     PlacerError,
@@ -114,6 +118,15 @@ class ControllerBase:
         self.members: tuple[str, ...] = fleet.names
         self.clients: dict[str, KubeClient] = {}
         self.ledger = Ledger()
+        #: elected through the hub's Lease: claims of the controllers before it protect nothing
+        self.succession = (
+            Succession(
+                f"{settings.hub}/{settings.lease.namespace}/{settings.lease.name}",
+                f"placer controller {settings.identity} ({secrets.token_hex(4)})",
+            )
+            if settings.leader_election
+            else None
+        )
         self.events = EventRecorder(hub, instance=settings.identity)
         self._lock = threading.RLock()
         self._wake = threading.Condition(self._lock)
@@ -346,6 +359,15 @@ class ControllerBase:
         meta["labels"] = labels
         meta["annotations"] = annotations
         return {**body, "metadata": meta}
+
+    def _own_copy(self, manifest: Manifest, existing: Existing) -> bool:
+        """Whether a copy found on a member is this hub's copy of the hub object (the marks
+        of :meth:`_mark`; ``Dispatcher`` own_copy): a copy placed by ``placer submit`` or by
+        another hub is not adopted by a dispatch."""
+        labels = (existing.object.get("metadata") or {}).get("labels") or {}
+        return labels.get(LABEL_HUB) == self.settings.hub and hub_uid_of(existing.object) == uid_of(
+            manifest.body
+        )
 
     def _phase_of(self, cluster: str, copy: Mapping[str, Any]) -> str:
         """The copy's phase through its definition, cached per copy (latest version only)."""

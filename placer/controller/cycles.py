@@ -45,6 +45,7 @@ from placer.definitions import (
     GroupVersionKind,
 )
 from placer.dispatch import (
+    IN_FLIGHT,
     Dispatcher,
     DispatchResult,
     Manifest,
@@ -53,12 +54,13 @@ from placer.dispatch import (
     sync_cluster,
 )
 from placer.errors import (
+    ClusterUnreachableError,
     KubeError,
     NoDefinitionError,
     NotFoundError,
     PlacerError,
 )
-from placer.fleet import FleetConfig, gather_fleet
+from placer.fleet import ClusterSource, FleetConfig, gather_fleet
 from placer.fleet.gather import failure_reason
 from placer.kube import KubeClient
 from placer.model import Decision, Fleet, WorkloadRef
@@ -141,23 +143,25 @@ class CyclesMixin(ControllerBase):
             ),
             self.config.source,
         )
-        gathered = gather_fleet(config)
         now = time.time()
         unreadable: dict[str, str] = {}
 
-        def sync(name: str) -> None:
-            client = self.clients.get(name)
+        def sync(source: ClusterSource) -> None:
+            """Each member's ledger is read before its pods (see ``gather_charged``)."""
+            client = self.clients.get(source.name)
             if client is None:
                 return
             try:
-                self.ledger.replace_cluster(name, sync_cluster(client, now=now))
+                entries = sync_cluster(client, now=now, succession=self.succession)
+            except ClusterUnreachableError:
+                raise
             except KubeError as err:
-                unreadable[name] = f"its in-flight ledger cannot be read: {failure_reason(err)}"
+                problem = failure_reason(err)
+                unreadable[source.name] = f"its in-flight ledger cannot be read: {problem}"
+                return
+            self.ledger.replace_cluster(source.name, entries)
 
-        reachable = [c.name for c in gathered.clusters if c.reachable]
-        if reachable:
-            with ThreadPoolExecutor(max_workers=min(16, len(reachable))) as pool:
-                list(pool.map(sync, reachable))
+        gathered = gather_fleet(config, before=sync)
         for cluster in gathered.clusters:
             self._set_health(cluster.name, cluster.reachable, cluster.reason)
         fleet = self._exclude(gathered, unreadable)
@@ -424,6 +428,8 @@ class CyclesMixin(ControllerBase):
                 transform=self._mark,
                 solver=self.settings.solver,
                 time_limit=self.settings.solve_time_limit,
+                succession=self.succession,
+                own_copy=self._own_copy,
             )
             return dispatcher.dispatch(
                 list(part.manifests), part.decision, part.fleet, decision_id=decision_id
@@ -527,15 +533,16 @@ class CyclesMixin(ControllerBase):
     ) -> None:
         ref = manifest.ref
         failed = outcome.state == "failed"
-        if reasons:
+        in_flight = outcome.state == IN_FLIGHT  # another placer process holds its claim
+        if reasons and not in_flight:
             detail = "; ".join(f"{c}: {t}" for c, t in reasons.items())
             text = f"no cluster can run it now: {detail}"
         else:
             text = outcome.error or "no cluster can run it now"
         if failed and outcome.error and outcome.error not in text:
             text = f"{outcome.error}; {text}"
-        reason = "DispatchFailed" if failed else "Unschedulable"
-        category = "DispatchFailed" if failed else unschedulable_reason(reasons)
+        reason = "InFlight" if in_flight else "DispatchFailed" if failed else "Unschedulable"
+        category = reason if in_flight or failed else unschedulable_reason(reasons)
         obj = dict(manifest.body)
         condition = placed_condition(
             False, reason, text, time.time(), generation=generation_of(obj)
@@ -543,15 +550,16 @@ class CyclesMixin(ControllerBase):
         with self._wake:
             if ref not in self._objects:
                 return  # deleted meanwhile
-            self._backoff.failed(ref, self._clock(), epoch)
+            self._backoff.failed(ref, self._clock(), epoch, room=not in_flight)
             self._pending.setdefault(ref, self._clock())
-        self.metrics.unschedulable.labels(category).inc()
+        if not in_flight:
+            self.metrics.unschedulable.labels(category).inc()
         try:
             current = self._objects.get(ref, obj)
             self._patch_status(ref, current, status_patch(current, condition))
         except NotFoundError:
             return
-        self.events.record(obj, "Warning", reason, text)
+        self.events.record(obj, "Normal" if in_flight else "Warning", reason, text)
         log.info(
             "%s not placed: %s",
             ref_text(ref),

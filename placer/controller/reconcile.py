@@ -386,7 +386,8 @@ def _duration(seconds: float) -> str:
 class _Attempt:
     failures: int
     last: float
-    epoch: int
+    #: capacity epoch of the attempt (``None``: it did not fail for want of room).
+    epoch: int | None
 
 
 @dataclass
@@ -396,18 +397,21 @@ class Backoff:
     A workload that did not fit is retried once its backoff (``initial · 2^(n-1)``, at most
     ``maximum``) has passed **and** capacity changed since the attempt (``epoch`` moved: more
     room gathered, a member back, a placed workload gone, a policy or definition changed) — or
-    after ``maximum`` anyway. A changed workload (new resourceVersion) starts over.
+    after ``maximum`` anyway. An attempt that did not fail for want of room (another placer
+    process held the workload's claim) waits for its backoff only. A changed workload (new
+    resourceVersion) starts over.
     """
 
     initial: float = 5.0
     maximum: float = 300.0
     _attempts: dict[Any, _Attempt] = field(default_factory=dict)
 
-    def failed(self, key: Any, now: float, epoch: int) -> float:
-        """Record a failed attempt; returns the earliest next attempt time."""
+    def failed(self, key: Any, now: float, epoch: int, *, room: bool = True) -> float:
+        """Record a failed attempt (``room=False``: not for want of room); returns the
+        earliest next attempt time."""
         previous = self._attempts.get(key)
         failures = previous.failures + 1 if previous else 1
-        self._attempts[key] = _Attempt(failures, now, epoch)
+        self._attempts[key] = _Attempt(failures, now, epoch if room else None)
         return now + self.delay(failures)
 
     def delay(self, failures: int) -> float:

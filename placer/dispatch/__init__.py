@@ -40,6 +40,7 @@ from placer._lazy import lazy_exports
 __all__ = [
     "DEFAULT_TTL",
     "FIELD_MANAGER",
+    "IN_FLIGHT",
     "LABEL_DECISION",
     "LABEL_PLACED_BY",
     "LABEL_PLACED_CLUSTER",
@@ -66,6 +67,7 @@ __all__ = [
 
 if TYPE_CHECKING:
     from placer.dispatch.dispatcher import (
+        IN_FLIGHT,
         Attempt,
         Dispatcher,
         DispatchResult,

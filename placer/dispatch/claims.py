@@ -123,6 +123,7 @@ __all__ = [
     "Acquired",
     "Claim",
     "Claims",
+    "Succession",
     "claim_key",
     "default_holder",
     "identity",
@@ -176,6 +177,8 @@ class Claim:
     acquired: float
     renewed: float
     ttl: float
+    #: the leader-election Lease its holder was elected through (``""``: none).
+    lease: str = ""
 
     @property
     def expires(self) -> float:
@@ -188,19 +191,18 @@ class Claim:
         return f"decision {self.decision} of {self.holder}"
 
     def encode(self) -> str:
-        return json.dumps(
-            {
-                "workload": self.workload,
-                "decision": self.decision,
-                "holder": self.holder,
-                "token": self.token,
-                "acquired": micro_time(self.acquired),
-                "renewed": micro_time(self.renewed),
-                "ttlSeconds": self.ttl,
-            },
-            separators=(",", ":"),
-            sort_keys=True,
-        )
+        data: dict[str, Any] = {
+            "workload": self.workload,
+            "decision": self.decision,
+            "holder": self.holder,
+            "token": self.token,
+            "acquired": micro_time(self.acquired),
+            "renewed": micro_time(self.renewed),
+            "ttlSeconds": self.ttl,
+        }
+        if self.lease:
+            data["lease"] = self.lease
+        return json.dumps(data, separators=(",", ":"), sort_keys=True)
 
     @classmethod
     def decode(cls, text: object) -> Claim | None:
@@ -219,9 +221,30 @@ class Claim:
                 acquired,
                 renewed,
                 float(data["ttlSeconds"]),
+                str(data.get("lease") or ""),
             )
         except (ValueError, KeyError, TypeError):
             return None
+
+
+@dataclass(frozen=True)
+class Succession:
+    """A decider elected through a leader-election Lease (the controller): ``lease`` names the
+    Lease, ``holder`` this process (unique per process start).
+
+    Leader election lets one holder act at a time — a leader that cannot renew steps down
+    before a successor may take over — so a claim taken under the same Lease by another
+    process is a predecessor's: it died or stepped down, and its claims protect nothing. The
+    successor takes them over at once and retires the in-flight entries written under them
+    whose workload never appeared, instead of waiting out their lifetime.
+    """
+
+    lease: str
+    holder: str
+
+    def succeeds(self, claim: Claim) -> bool:
+        """Whether ``claim`` was taken by a predecessor of this process."""
+        return bool(self.lease) and claim.lease == self.lease and claim.holder != self.holder
 
 
 def read_claims(client: KubeClient) -> dict[str, Claim]:
@@ -290,11 +313,13 @@ class Claims:
         shards: int = SHARDS,
         field_manager: str = "placer",
         clock: Callable[[], float] = time.time,
+        succession: Succession | None = None,
     ) -> None:
         self.clients = dict(clients)
         self.order = sorted(self.clients)
         self.decision = decision
-        self.holder = holder or default_holder()
+        self.succession = succession
+        self.holder = succession.holder if succession else holder or default_holder()
         self.ttl = ttl
         self.shards = shards
         self.field_manager = field_manager
@@ -455,8 +480,16 @@ class Claims:
 
     def _mine(self, ref: WorkloadRef, renewed: float, acquired: float | None = None) -> str:
         acquired = renewed if acquired is None else acquired
+        lease = self.succession.lease if self.succession else ""
         claim = Claim(
-            identity(ref), self.decision, self.holder, self.token, acquired, renewed, self.ttl
+            identity(ref),
+            self.decision,
+            self.holder,
+            self.token,
+            acquired,
+            renewed,
+            self.ttl,
+            lease,
         )
         return claim.encode()
 
@@ -466,7 +499,12 @@ class Claims:
             found: dict[WorkloadRef, Claim] = {}
             for key, ref in keyed.items():
                 current = Claim.decode(data[key]) if key in data else None
-                if current is not None and current.token != self.token and current.live(clock):
+                if (
+                    current is not None
+                    and current.token != self.token
+                    and current.live(clock)
+                    and not (self.succession and self.succession.succeeds(current))
+                ):
                     found[ref] = current
                     continue
                 if key in data and (current is None or current.token != self.token):

@@ -66,7 +66,7 @@ from dataclasses import dataclass, field, replace
 from typing import Any
 
 from placer.definitions import Decomposition, can_suspend, resume
-from placer.dispatch.claims import CLAIM_TTL, Claim, Claims
+from placer.dispatch.claims import CLAIM_TTL, Claim, Claims, Succession
 from placer.dispatch.existing import Existing, ExistingCopies, find_existing
 from placer.dispatch.ledger import (
     DEFAULT_TTL,
@@ -350,6 +350,9 @@ class Dispatcher:
             reporting them ``in-flight``.
         claim_ttl: seconds a claim lives without renewal.
         holder: who claims, for people reading a claim (default: host and pid).
+        succession: the caller is elected through a leader Lease (the controller): its
+            predecessors' claims are taken over at once (:class:`~placer.dispatch.claims.
+            Succession`).
         own_copy: ``own_copy(manifest, existing)``: whether a copy found with placer's record
             is this workload as this caller places it (``unchanged``); a copy it rejects is
             ``failed`` (the controller accepts only copies marked with its hub object's uid).
@@ -379,6 +382,7 @@ class Dispatcher:
         claim_wait: float = 0.0,
         claim_ttl: float = CLAIM_TTL,
         holder: str | None = None,
+        succession: Succession | None = None,
         own_copy: OwnCopy | None = None,
         max_workers: int | None = None,
         field_manager: str = FIELD_MANAGER,
@@ -401,6 +405,7 @@ class Dispatcher:
         self.claim_wait = claim_wait
         self.claim_ttl = claim_ttl
         self.holder = holder
+        self.succession = succession
         self.own_copy = own_copy
         self.max_workers = max_workers
         self.field_manager = field_manager
@@ -453,6 +458,7 @@ class Dispatcher:
                 holder=self.holder,
                 ttl=self.claim_ttl,
                 field_manager=self.field_manager,
+                succession=self.succession,
             )
             for run in runs.values():
                 run.claims = claims

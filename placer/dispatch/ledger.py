@@ -68,6 +68,8 @@ from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass, field, replace
 from typing import Any
 
+from placer.dispatch.claims import Claim, Succession, claim_key, live_claims
+from placer.dispatch.record import PlacementRecord
 from placer.dispatch.storage import NAMESPACE, create_configmap, micro_time, parse_micro_time
 from placer.errors import ConflictError, KubeError, NotFoundError
 from placer.inventory.owners import OwnerWalker
@@ -81,6 +83,7 @@ __all__ = [
     "DEFAULT_TTL",
     "LABEL_IN_FLIGHT",
     "LEDGER_NAMESPACE",
+    "OBSERVED_KEEP",
     "InFlight",
     "Ledger",
     "charge_known",
@@ -106,8 +109,12 @@ LEDGER_NAMESPACE = NAMESPACE
 LABEL_IN_FLIGHT = "placer.dev/in-flight"
 #: seconds an entry counts at most.
 DEFAULT_TTL = 600.0
-#: seconds an entry may exist before its workload does (reserve, then apply).
+#: seconds an entry may exist before its workload does (reserve, then apply), when it was not
+#: written under a claim (a member refusing claims, or an older placer).
 APPLY_GRACE = 120.0
+#: seconds a fully observed entry stays stored (charging nothing), so that the read-back of a
+#: concurrent decision made before its pods were bound still finds it.
+OBSERVED_KEEP = 120.0
 #: entries per ledger ConfigMap, and bytes of entry data (ConfigMaps hold at most 1 MiB).
 ENTRIES_PER_CONFIGMAP = 250
 CONFIGMAP_BYTES = 512 * 1024
@@ -493,14 +500,22 @@ def read_entries(client: KubeClient) -> list[InFlight]:
 
 
 def sync_cluster(
-    client: KubeClient, *, now: float | None = None, delete: bool = True
+    client: KubeClient,
+    *,
+    now: float | None = None,
+    delete: bool = True,
+    succession: Succession | None = None,
 ) -> list[InFlight]:
-    """The entries of ``client``'s cluster that still count, reconciled with what it shows.
+    """The entries of ``client``'s cluster, reconciled with what it shows (module docstring,
+    "When an entry stops counting"): the ones that still count, and fully observed ones kept
+    for :data:`OBSERVED_KEEP` (they charge nothing; they are *known*, for the read-back).
 
-    One list of entries, then per namespace holding entries one list of the workload kinds'
-    roots and one of pods (skipped when nothing is in flight). Expired entries, entries whose
-    workload is gone after :data:`APPLY_GRACE` and fully observed entries are deleted from
-    the cluster (``delete=False`` leaves them, e.g. for dry runs).
+    One list of entries; one of claims when an entry was written under a claim; then per
+    namespace holding entries one list of the workload kinds' roots and one of pods (skipped
+    when nothing is in flight) — in this order, so that a claim released after its apply is
+    never missed together with the object it was released for. Retired entries are deleted
+    from the cluster (``delete=False`` leaves them, e.g. for dry runs). ``succession``: the
+    caller is an elected controller; claims of its predecessors protect nothing.
     """
     when = time.time() if now is None else now
     entries = read_entries(client)
@@ -509,6 +524,12 @@ def sync_cluster(
     live: list[InFlight] = []
     for entry in entries:
         (done if entry.expired(when) else live).append(entry)
+    claims: Mapping[str, Claim] | None = None
+    if any(entry.claimed for entry in live):
+        try:
+            claims = live_claims(client, now=when)
+        except KubeError as err:  # the grace rule decides for them
+            log.info("cluster %s: claims not read: %s", client.name, err)
     roots: dict[tuple[str, str, str], dict[str, Mapping[str, Any]]] = {}
     pods_by_ns: dict[str, list[Mapping[str, Any]]] = {}
     owners = OwnerWalker(client)
@@ -518,12 +539,15 @@ def sync_cluster(
         if key not in roots:
             roots[key] = _list_by_name(client, *key)
         root = roots[key].get(ref.name)
-        if root is None:
-            if when - entry.created > APPLY_GRACE:
-                done.append(entry)
-            else:
+        record = PlacementRecord.from_object(root) if root is not None else None
+        if record is None or record.decision != entry.decision:
+            # not applied (yet), deleted, or superseded by another decision's placement
+            if _may_still_apply(entry, claims, succession, when):
                 keep.append(entry)
+            else:
+                done.append(entry)
             continue
+        assert root is not None
         if ref.namespace not in pods_by_ns:
             pods_by_ns[ref.namespace] = _list_pods(client, ref.namespace)
         uid = str((root.get("metadata") or {}).get("uid", ""))
@@ -533,7 +557,10 @@ def sync_cluster(
             if _counted(pod) and (_uid(pod) == uid or owners.owned_by(pod, uid))
         ]
         updated = observe(entry, seen) if seen else entry
-        (keep if updated.placement.pods else done).append(updated)
+        if updated.placement.pods or when - entry.created < OBSERVED_KEEP:
+            keep.append(updated)
+        else:
+            done.append(updated)
     if delete:
         by_store: dict[str, list[WorkloadRef]] = {}
         for entry in done:
@@ -544,6 +571,23 @@ def sync_cluster(
             except KubeError as err:  # someone else's cleanup, or no right to delete: harmless
                 log.info("cluster %s: in-flight entries not deleted: %s", client.name, err)
     return keep
+
+
+def _may_still_apply(
+    entry: InFlight,
+    claims: Mapping[str, Claim] | None,
+    succession: Succession | None,
+    now: float,
+) -> bool:
+    """Whether the decider of an entry whose workload is not (or no longer) there may still
+    apply it: it holds the workload's claim for that decision (entries written under a claim,
+    claims read); otherwise, the entry is younger than :data:`APPLY_GRACE`."""
+    if entry.claimed and claims is not None:
+        claim = claims.get(claim_key(entry.workload))
+        if claim is None or claim.decision != entry.decision:
+            return False
+        return succession is None or not succession.succeeds(claim)
+    return now - entry.created <= APPLY_GRACE
 
 
 def _uid(obj: Mapping[str, Any]) -> str:

@@ -11,6 +11,7 @@ import pytest
 from placer.dispatch.ledger import (
     APPLY_GRACE,
     LEDGER_NAMESPACE,
+    OBSERVED_KEEP,
     InFlight,
     Ledger,
     delete_entry,
@@ -23,6 +24,7 @@ from placer.dispatch.ledger import (
     write_entries,
     write_entry,
 )
+from placer.dispatch.record import PlacementRecord, dispatch_manifest
 from placer.kube import KubeClient, load_kubeconfigs, open_client
 from placer.model import Cluster, Fleet, Node, Placement, PodAssignment, WorkloadRef
 from placer.quantity import CPU, GPU, PODS
@@ -113,6 +115,17 @@ def owned(name: str, owner: dict[str, Any], **extra: Any) -> dict[str, Any]:
     return {"metadata": {"name": name, "namespace": "default", "ownerReferences": [ref]}, **extra}
 
 
+def placed_root(e: InFlight) -> dict[str, Any]:
+    """The object placer applies for entry ``e``: with its placement record."""
+    record = PlacementRecord.for_placement(e.placement, e.decision)
+    ref = e.workload
+    return dispatch_manifest(
+        {"apiVersion": ref.api_version, "kind": ref.kind, "metadata": {"name": ref.name}},
+        ref,
+        record,
+    )
+
+
 def test_sync_retires_pods_seen_through_the_owner_chain(
     member: tuple[ApiServer, KubeClient],
 ) -> None:
@@ -122,9 +135,7 @@ def test_sync_retires_pods_seen_through_the_owner_chain(
     write_entry(client, e)
     assert [x.workload for x in read_entries(client)] == [REF]
     store = server.store
-    root = store.create(
-        {"apiVersion": REF.api_version, "kind": "JobSet", "metadata": {"name": "train"}}
-    )
+    root = store.create(placed_root(e))
     job = store.put({"apiVersion": "batch/v1", "kind": "Job", **owned("train-leader", root)})
     container = {
         "name": "c",
@@ -151,8 +162,11 @@ def test_sync_retires_pods_seen_through_the_owner_chain(
     assert [p.node for p in left.placement.pods] == ["n2"]
     assert len(read_entries(client)) == 1  # partly observed: kept
     store.patch("pods", "train-worker-0", {"spec": {"nodeName": "n2"}}, namespace="default")
-    assert sync_cluster(client, now=now) == []
-    assert read_entries(client) == []  # fully observed: deleted
+    [observed] = sync_cluster(client, now=now)
+    assert observed.placement.pods == ()  # fully observed: charges nothing,
+    assert len(read_entries(client)) == 1  # but stays for a concurrent decision's read-back
+    assert sync_cluster(client, now=now + OBSERVED_KEEP) == []
+    assert read_entries(client) == []  # deleted once that is over
 
 
 def test_sync_drops_expired_entries_and_entries_whose_workload_never_came(

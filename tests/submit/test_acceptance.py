@@ -19,6 +19,8 @@ import yaml
 from placer.cli import main
 from placer.dispatch.ledger import LABEL_IN_FLIGHT, LEDGER_NAMESPACE
 from placer.dispatch.record import LABEL_PLACED_BY, PlacementRecord
+from placer.dispatch.submit import gather_charged
+from placer.fleet import fleet_from_kubeconfigs, member_clients
 from placer.fleet.realism import realism_setup
 from placer.fleet.virtual import VirtualFleet
 from placer.snapshot import load_snapshot
@@ -161,9 +163,16 @@ def test_with_pods_visible_the_second_goes_nowhere_and_the_entry_is_retired(
     ]
     code, second, _ = submit(capsys, fleet, renamed(tmp_path, "demo-2"))
     assert code == 1 and second["placements"] == []
-    # every pod observed bound: the entry no longer counts and was deleted (no double count)
-    assert fleet.entries("central") == []
+    # every pod observed bound: the entry no longer counts (no double count); it stays stored
+    # for a while, so that a concurrent decision reading the ledger back still finds it
     assert "largest free block 0" in second["unplaced"][0]["reasons"]["central"]
+    config = fleet_from_kubeconfigs([fleet.kubeconfig])
+    with member_clients(config) as clients:
+        charged, ledger, _, _ = gather_charged(config, clients)
+    assert charged.cluster("central").free()["nvidia.com/gpu"] == 0
+    [entry] = ledger.entries()
+    assert entry.workload.name == "demo" and entry.placement.pods == ()
+    assert len(fleet.entries("central")) == 1
 
 
 def test_chosen_cluster_failing_with_422_sends_it_to_the_next_with_nothing_left_behind(
