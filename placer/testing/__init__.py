@@ -27,14 +27,15 @@ rules; ``dryRun=All``; finalizers; owner-reference garbage collection; namespace
 ``_http`` say precisely what is and is not modelled.
 
 Hooks for tests: :attr:`ApiServer.store` (in-process API, fast ``seed``),
-:attr:`ApiServer.faults` (latency, slow requests, error Statuses, dropped connections),
+:attr:`ApiServer.faults` (latency, slow requests, error Statuses, dropped connections, requests
+held until the test lets them through),
 :meth:`ApiServer.stop`/:meth:`ApiServer.start` (unreachable cluster, same port), admission
 callbacks and reactors on the store, :attr:`ApiServer.requests` (what clients sent), and
 :class:`ApiServerProcess` for a server in its own process (benchmarks that must not share a GIL
 with the client).
 """
 
-from placer.testing._faults import FaultRule, Faults, RequestRecord
+from placer.testing._faults import FaultRule, Faults, Gate, RequestRecord
 from placer.testing._kubeconfig import Endpoint, kubeconfig_dict, write_kubeconfig
 from placer.testing._process import ApiServerProcess, load_objects
 from placer.testing._resources import BUILTIN_RESOURCES, ResourceType
@@ -51,6 +52,7 @@ __all__ = [
     "Endpoint",
     "FaultRule",
     "Faults",
+    "Gate",
     "RequestRecord",
     "ResourceType",
     "StatusError",

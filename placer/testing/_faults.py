@@ -3,7 +3,9 @@
 Tests of multi-cluster code need clusters that misbehave in controlled ways: a slow cluster
 (:attr:`Faults.latency`) or slow requests (:meth:`Faults.delay`), a cluster that answers the
 next N matching requests with an error Status (:meth:`Faults.fail`: 403, 429 with
-``Retry-After``, 500, ...), or drops the connection without answering (:meth:`Faults.drop`).
+``Retry-After``, 500, ...), drops the connection without answering (:meth:`Faults.drop`), or
+holds matching requests until the test lets them through or denies them (:meth:`Faults.hold`:
+a client caught between two requests, e.g. killed while its write waits).
 An unreachable cluster is a stopped server (:meth:`ApiServer.stop`; :meth:`ApiServer.start`
 brings it back on the same port). Denials that depend on the object written belong in
 admission callbacks (:meth:`Store.add_admission`).
@@ -20,7 +22,7 @@ from collections.abc import Mapping
 from dataclasses import dataclass, field
 from typing import Literal
 
-__all__ = ["FaultRule", "Faults", "RequestRecord"]
+__all__ = ["FaultRule", "Faults", "Gate", "RequestRecord"]
 
 
 @dataclass(frozen=True)
@@ -68,13 +70,39 @@ class Target:
     name: str | None = None
 
 
+class Gate:
+    """Requests held by :meth:`Faults.hold`: each waits (in its own handler thread, outside
+    every lock) until :meth:`release`, or ``timeout`` seconds, then goes on — or is answered
+    with an error Status when released with ``deny``, so a held write never lands."""
+
+    def __init__(self, timeout: float = 60.0) -> None:
+        self.timeout = timeout
+        #: set when the first request arrives.
+        self.arrived = threading.Event()
+        self._released = threading.Event()
+        self._denial: FaultRule | None = None
+
+    def release(self, *, deny: int | None = None, message: str | None = None) -> None:
+        """Let the held requests (and later ones) through, or answer them ``deny``."""
+        if deny is not None:
+            self._denial = FaultRule("fail", deny, message=message, remaining=None)
+        self._released.set()
+
+    def pass_through(self) -> FaultRule | None:
+        """Wait for :meth:`release` (called for each matching request); the denial, if any."""
+        self.arrived.set()
+        self._released.wait(self.timeout)
+        return self._denial
+
+
 @dataclass
 class FaultRule:
     """An injected fault: which requests it hits, how many times, and what they get.
 
     Attributes:
         action: ``fail`` (answer an error Status), ``drop`` (close the connection without an
-            answer) or ``delay`` (wait ``seconds``, then answer normally).
+            answer), ``delay`` (wait ``seconds``, then answer normally) or ``hold`` (wait for
+            ``gate``).
         code: HTTP code of a ``fail``.
         seconds: wait of a ``delay``.
         verb: only requests with this verb (``None``: any).
@@ -86,10 +114,11 @@ class FaultRule:
         reason: Status reason override of a ``fail``.
         message: Status message of a ``fail``.
         retry_after: ``Retry-After`` seconds of a ``fail``.
+        gate: what a ``hold`` waits for.
         hits: requests hit so far.
     """
 
-    action: Literal["fail", "drop", "delay"]
+    action: Literal["fail", "drop", "delay", "hold"]
     code: int = 500
     seconds: float = 0.0
     verb: str | None = None
@@ -100,6 +129,7 @@ class FaultRule:
     reason: str | None = None
     message: str | None = None
     retry_after: int | None = None
+    gate: Gate | None = None
     hits: int = field(default=0)
 
     def matches(self, target: Target) -> bool:
@@ -216,20 +246,43 @@ class Faults:
         discovery stays fast. Delays of several matching rules add up."""
         return self._add(FaultRule("delay", 0, seconds, verb, resource, namespace, name, times))
 
+    def hold(
+        self,
+        *,
+        times: int | None = None,
+        verb: str | None = None,
+        resource: str | None = None,
+        namespace: str | None = None,
+        name: str | None = None,
+        timeout: float = 60.0,
+    ) -> Gate:
+        """Hold matching requests (by default every one until :meth:`clear`) until the gate
+        returned is released (see :class:`Gate`); at most ``timeout`` seconds each."""
+        gate = Gate(timeout)
+        rule = FaultRule("hold", 0, 0.0, verb, resource, namespace, name, times, gate=gate)
+        self._add(rule)
+        return gate
+
     def clear(self) -> None:
-        """Remove every rule and the latency."""
+        """Remove every rule and the latency (held requests go on)."""
         with self._lock:
+            gates = [rule.gate for rule in self._rules if rule.gate is not None]
             self._rules.clear()
             self.latency = 0.0
+        for gate in gates:
+            gate.release()
 
     def take(self, target: Target) -> tuple[float, FaultRule | None]:
         """What hits this request: the total delay and the first ``fail``/``drop`` rule (or
-        ``None``); every rule applied counts the hit."""
+        ``None``); every rule applied counts the hit. Held requests wait here (outside the
+        lock) for their gates; a gate released with a denial is the hit."""
         delay = 0.0
         hit: FaultRule | None = None
+        gates: list[Gate] = []
         with self._lock:
             for rule in list(self._rules):
-                if (rule.action != "delay" and hit is not None) or not rule.matches(target):
+                waits = rule.action in ("delay", "hold")
+                if (not waits and hit is not None) or not rule.matches(target):
                     continue
                 rule.hits += 1
                 if rule.remaining is not None:
@@ -238,8 +291,15 @@ class Faults:
                         self._rules.remove(rule)
                 if rule.action == "delay":
                     delay += rule.seconds
+                elif rule.action == "hold":
+                    assert rule.gate is not None
+                    gates.append(rule.gate)
                 else:
                     hit = rule
+        for gate in gates:
+            denial = gate.pass_through()
+            if denial is not None and hit is None:
+                hit = denial
         return delay, hit
 
 

@@ -15,6 +15,9 @@ from typing import Any
 import httpx
 
 from placer.controller.leader import API_VERSION, KIND
+from placer.dispatch.ledger import LABEL_IN_FLIGHT
+
+IN_FLIGHT = f"{LABEL_IN_FLIGHT}=true"
 
 
 def _free_port() -> int:
@@ -70,6 +73,42 @@ def test_killed_mid_cycle_and_restarted_leaves_no_duplicates(hubfleet: Any) -> N
     # copies without a record at the kill were adopted where they were, not placed again
     assert copies_at_kill > recorded_at_kill
     assert '"event": "adopted"' in hubfleet.log("ctl-0")
+
+
+def test_restarted_it_does_not_wait_for_the_entries_its_predecessor_never_applied(
+    hubfleet: Any,
+) -> None:
+    """Issue 12, item 6: killed after reserving room on every member (three Jobs, each
+    filling a member) but before its applies landed. Its successor — the same Deployment
+    pod, a new process elected through the same Lease — retires those entries at start-up
+    and places the Jobs at once, instead of leaving them Unschedulable on free GPUs until the
+    entries expire (two minutes)."""
+    gates = [s.faults.hold(verb="patch", resource="jobs") for s in hubfleet.members.values()]
+    proc = hubfleet.process("ctl-0")
+    hubfleet.wait_for(lambda: _holder(hubfleet) == "ctl-0", timeout=30, what="ctl-0 leads")
+    for i in range(3):
+        hubfleet.hub.store.create(hubfleet.job(f"big{i}", gpus=hubfleet.GPUS, pods=hubfleet.NODES))
+    for gate in gates:
+        assert gate.arrived.wait(timeout=30), "an apply never arrived"
+    for server in hubfleet.members.values():  # every member's room is reserved
+        assert server.store.list("configmaps", "placer-system", label_selector=IN_FLIGHT)
+    proc.send_signal(signal.SIGKILL)
+    proc.wait(timeout=10)
+    for server, gate in zip(hubfleet.members.values(), gates, strict=True):
+        gate.release(deny=503, message="the client is gone")  # the held applies never land
+        server.faults.clear()
+    restarted = time.monotonic()
+    hubfleet.process("ctl-0")
+
+    def placed() -> bool:
+        return all(
+            (hubfleet.condition(j) or {}).get("status") == "True" for j in hubfleet.hub_jobs()
+        )
+
+    hubfleet.wait_for(placed, timeout=30, what="every Job placed after the restart")
+    assert time.monotonic() - restarted < 30
+    for job in hubfleet.hub_jobs():
+        assert list(hubfleet.copies(job["metadata"]["name"])) == [hubfleet.placed_cluster(job)]
 
 
 def test_two_controllers_only_the_leader_acts_standby_takes_over(hubfleet: Any) -> None:

@@ -2,14 +2,23 @@
 
 What the submit acceptance tests do not cover: co-grouped workloads rolled back together,
 dry runs that change nothing, namespaces placer may not create, resuming suspended objects,
-answers lost mid-apply (never run twice), and a member refusing the ledger entry.
+answers lost mid-apply (never run twice), a member refusing the ledger entry, two deciders
+dispatching the same workloads at once, and in-flight entries of deleted workloads and of
+processes killed before their apply.
 """
 
 from __future__ import annotations
 
 import copy
+import json
+import signal
+import subprocess
+import sys
+import threading
+import time
 from collections import Counter
 from collections.abc import Iterator
+from dataclasses import replace
 from pathlib import Path
 from typing import Any
 
@@ -18,8 +27,9 @@ import yaml
 
 from placer.definitions import Catalog, decompose
 from placer.dispatch import Dispatcher, Ledger, Manifest
+from placer.dispatch.claims import CLAIM_TTL
 from placer.dispatch.dispatcher import DISPATCHED, DRY_RUN, FAILED
-from placer.dispatch.ledger import LABEL_IN_FLIGHT, LEDGER_NAMESPACE, read_entries
+from placer.dispatch.ledger import LABEL_IN_FLIGHT, LEDGER_NAMESPACE, read_entries, sync_cluster
 from placer.fleet import fleet_from_kubeconfigs, gather_fleet, open_clients
 from placer.fleet.realism import realism_setup
 from placer.fleet.virtual import VirtualFleet
@@ -27,20 +37,29 @@ from placer.kube import KubeClient
 from placer.model import Fleet
 from placer.snapshot import load_snapshot
 from placer.solver import solve
-from placer.testing import AdmissionRequest, StatusError
+from placer.testing import AdmissionRequest, Gate, StatusError
 
 ROOT = Path(__file__).resolve().parents[2]
-SEED = yaml.safe_load((ROOT / "examples" / "jobset-demo.yaml").read_text())
+SEED_FILE = ROOT / "examples" / "jobset-demo.yaml"
+SEED = yaml.safe_load(SEED_FILE.read_text())
 CATALOG = Catalog.builtin()
 JOBSETS = "jobsets.jobset.x-k8s.io"
 IN_FLIGHT = f"{LABEL_IN_FLIGHT}=true"
+CLAIMS = "placer.dev/claims=true"
 
 
 class Members:
-    def __init__(self, virtual: VirtualFleet, clients: dict[str, KubeClient], config: Any):
+    def __init__(
+        self,
+        virtual: VirtualFleet,
+        clients: dict[str, KubeClient],
+        config: Any,
+        kubeconfig: Path,
+    ):
         self.virtual = virtual
         self.clients = clients
         self.config = config
+        self.kubeconfig = kubeconfig
 
     def fleet(self) -> Fleet:
         return gather_fleet(self.config)
@@ -57,9 +76,10 @@ class Members:
 def members(tmp_path: Path) -> Iterator[Members]:
     snapshot = load_snapshot(ROOT / "clusters" / "demo.yaml")
     with VirtualFleet(snapshot, setup=realism_setup(CATALOG, pods=False)) as virtual:
-        config = fleet_from_kubeconfigs([virtual.write_kubeconfig(tmp_path / "kc")])
+        kubeconfig = virtual.write_kubeconfig(tmp_path / "kc")
+        config = fleet_from_kubeconfigs([kubeconfig])
         clients = open_clients(config)
-        yield Members(virtual, clients, config)
+        yield Members(virtual, clients, config, kubeconfig)
         for client in clients.values():
             client.close()
 
@@ -284,3 +304,186 @@ def test_a_concurrent_placement_on_the_planned_nodes_means_other_nodes_of_the_cl
     entries = {e.workload.name: e for e in read_entries(members.clients["west"])}
     assert set(entries) == {"small-a", "small-b"}
     assert entries["small-a"].placement.pods == outcome.placement.pods
+
+
+# --------------------------------------------------------------------------------------------
+# two deciders dispatching the same workloads at once (issue 12, item 1)
+
+
+def race(
+    members: Members,
+    first: tuple[Dispatcher, Any, Fleet],
+    second: tuple[Dispatcher, Any, Fleet],
+    manifests: list[Manifest],
+    stagger: float,
+) -> list[Any]:
+    """Dispatch two decisions of the same workloads from two threads, the second ``stagger``
+    seconds after the first; the results in that order."""
+    results: list[Any] = [None, None]
+
+    def run(index: int, job: tuple[Dispatcher, Any, Fleet]) -> None:
+        if index:
+            time.sleep(stagger)
+        dispatcher, decision, fleet = job
+        results[index] = dispatcher.dispatch(manifests, decision, fleet)
+
+    threads = [threading.Thread(target=run, args=(i, job)) for i, job in enumerate((first, second))]
+    for thread in threads:
+        thread.start()
+    for thread in threads:
+        thread.join(timeout=60)
+    return results
+
+
+def copies(members: Members) -> dict[str, list[str]]:
+    where: dict[str, list[str]] = {}
+    for cluster in ("east", "west", "central"):
+        for name in members.jobsets(cluster):
+            where.setdefault(name, []).append(cluster)
+    return where
+
+
+@pytest.mark.parametrize("stagger", [0.0, 0.05, 0.15])
+def test_two_deciders_choosing_different_clusters_dispatch_each_workload_once(
+    members: Members, stagger: float
+) -> None:
+    """The second decision was made without the first's placements (it gathered before them)
+    and sends every workload elsewhere; applies take 100 ms. Each workload ends on exactly
+    one cluster, and the decider that did not dispatch it says unchanged or in-flight."""
+    manifests = [jobset(f"dup-{i}") for i in range(4)]
+    fleet = members.fleet()
+    decision_a = solve([m.workload for m in manifests], fleet)
+    used = {p.cluster for p in decision_a.placements}
+    elsewhere = replace(
+        fleet,
+        clusters=tuple(replace(c, reachable=c.name not in used) for c in fleet.clusters),
+    )
+    decision_b = solve([m.workload for m in manifests], elsewhere)
+    assert len(decision_b.placements) == 4
+    assert not used & {p.cluster for p in decision_b.placements}
+    for server in members.virtual.servers.values():
+        server.faults.delay(0.1, verb="patch", resource=JOBSETS)
+    results = race(
+        members,
+        (Dispatcher(members.clients, ledger=Ledger()), decision_a, fleet),
+        (Dispatcher(members.clients, ledger=Ledger()), decision_b, elsewhere),
+        manifests,
+        stagger,
+    )
+    assert {name: len(where) for name, where in copies(members).items()} == {
+        m.ref.name: 1 for m in manifests
+    }
+    for manifest in manifests:
+        states = sorted(r.outcome(manifest.ref).state for r in results)
+        assert states in (["dispatched", "unchanged"], ["dispatched", "in-flight"]), states
+        [winner] = [r.outcome(manifest.ref) for r in results if r.outcome(manifest.ref).dispatched]
+        assert copies(members)[manifest.ref.name] == [winner.cluster]
+    for result in results:
+        assert all(o.state != FAILED for o in result.outcomes)
+    # every claim was released: nothing holds these workloads any more
+    for server in members.virtual.servers.values():
+        shards = server.store.list("configmaps", LEDGER_NAMESPACE, label_selector=CLAIMS)
+        assert shards and all(not shard.get("data") for shard in shards)
+
+
+def test_a_decider_that_finds_the_workload_claimed_waits_and_reports_where_it_went(
+    members: Members,
+) -> None:
+    """With ``claim_wait`` (what ``placer submit`` uses) the later decider waits for the
+    earlier one to finish and reports the workload unchanged on its cluster."""
+    manifests = [jobset("waited")]
+    fleet = members.fleet()
+    decision_a = solve([m.workload for m in manifests], fleet)
+    [used] = {p.cluster for p in decision_a.placements}
+    elsewhere = replace(
+        fleet, clusters=tuple(replace(c, reachable=c.name != used) for c in fleet.clusters)
+    )
+    decision_b = solve([m.workload for m in manifests], elsewhere)
+    for server in members.virtual.servers.values():
+        server.faults.delay(0.3, verb="patch", resource=JOBSETS)
+    first, second = race(
+        members,
+        (Dispatcher(members.clients), decision_a, fleet),
+        (Dispatcher(members.clients, claim_wait=10.0), decision_b, elsewhere),
+        manifests,
+        0.1,
+    )
+    assert first.outcome(manifests[0].ref).state == DISPATCHED
+    late = second.outcome(manifests[0].ref)
+    assert late.state == "unchanged" and late.cluster == used
+    assert copies(members) == {"waited": [used]}
+
+
+# --------------------------------------------------------------------------------------------
+# in-flight entries that no longer stand for a placement (issue 12, item 6)
+
+
+def test_an_entry_whose_workload_was_deleted_is_retired_at_the_next_look(
+    members: Members,
+) -> None:
+    manifests = [jobset("gone", gpus=4)]  # 12 GPUs: only central has them
+    decision, fleet = decide(members, manifests)
+    result = Dispatcher(members.clients).dispatch(manifests, decision, fleet)
+    assert result.outcome(manifests[0].ref).cluster == "central"
+    central = members.clients["central"]
+    [entry] = sync_cluster(central)  # applied, pods not visible yet: it counts
+    assert entry.placement.pods
+    members.virtual.server("central").store.delete(JOBSETS, "gone", "default")
+    assert sync_cluster(central) == []  # deleted: free again now, not in two minutes
+    assert read_entries(central) == []
+
+
+def submit_seed(members: Members) -> tuple[subprocess.Popen[str], Gate, Any]:
+    """A ``placer submit`` process of the seed JobSet whose apply is held on ``central`` (the
+    gate), and the in-flight entry it wrote before."""
+    gate = members.virtual.server("central").faults.hold(verb="patch", resource=JOBSETS)
+    command = ["submit", "-f", str(SEED_FILE), "--kubeconfig", str(members.kubeconfig)]
+    process = subprocess.Popen(
+        [sys.executable, "-m", "placer", *command, "-o", "json"],
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+        text=True,
+    )
+    assert gate.arrived.wait(timeout=60), "the apply never arrived"
+    [entry] = read_entries(members.clients["central"])
+    assert entry.workload.name == "demo"
+    return process, gate, entry
+
+
+def test_an_entry_of_a_process_still_applying_is_kept_by_every_reader(members: Members) -> None:
+    process, gate, entry = submit_seed(members)
+    try:
+        assert entry.claimed  # written while its process held the workload's claim
+        # another submit reading the ledger meanwhile: the room stays charged, the entry stays
+        [kept] = sync_cluster(members.clients["central"])
+        assert kept.decision == entry.decision and kept.placement.pods
+        assert len(read_entries(members.clients["central"])) == 1
+        gate.release()
+        out, err = process.communicate(timeout=60)
+    finally:
+        if process.poll() is None:
+            process.kill()
+            process.communicate()
+    assert process.returncode == 0, err
+    [placement] = json.loads(out)["placements"]
+    assert placement["state"] == "dispatched" and placement["cluster"] == "central"
+    assert members.jobsets("central") == ["demo"]
+
+
+def test_an_entry_of_a_process_killed_before_its_apply_is_retired_once_its_claim_is_gone(
+    members: Members,
+) -> None:
+    process, gate, entry = submit_seed(members)
+    process.send_signal(signal.SIGKILL)
+    process.communicate(timeout=10)
+    gate.release(deny=403, message="the client is gone")  # its apply never lands
+    central = members.clients["central"]
+    # nobody can tell yet that it died rather than being slow: its claim still lives
+    assert [e.decision for e in sync_cluster(central)] == [entry.decision]
+    # once its claim expires (a dead process no longer renews it), the entry goes: about half
+    # a minute, not the two minutes an entry written without a claim is given
+    later = time.time() + CLAIM_TTL + 1
+    assert later - entry.created < 60
+    assert sync_cluster(central, now=later) == []
+    assert read_entries(central) == []
+    assert members.jobsets("central") == []

@@ -2,12 +2,15 @@
 
 from __future__ import annotations
 
+import time
 from collections.abc import Callable, Iterator
+from dataclasses import replace
 from pathlib import Path
 from typing import Any
 
 import pytest
 
+from placer.dispatch.claims import Claims, Succession
 from placer.dispatch.ledger import (
     APPLY_GRACE,
     LEDGER_NAMESPACE,
@@ -207,3 +210,55 @@ def test_batched_entries_share_configmaps_and_leave_one_by_one(
     delete_entry(client, refs[2])  # found by a list: its ConfigMap goes with its last entry
     assert len(server.store.list("configmaps", LEDGER_NAMESPACE)) == 1
     assert sorted(e.workload.name for e in read_entries(client)) == ["w3", "w4"]
+
+
+# --------------------------------------------------------------------------------------------
+# entries written under a claim: the claim says whether the decider may still apply
+
+
+def claimed_entry(client: KubeClient, claims: Claims) -> InFlight:
+    """Claim REF and reserve it, as a dispatch does before it applies (it never does here)."""
+    assert claims.acquire([REF]).won == (REF,)
+    e = replace(entry(pod("leader", 0, "n1"), created=time.time()), decision=claims.decision)
+    [stored] = write_entries(client, [replace(e, claimed=True)], name="inflight-test")
+    return stored
+
+
+def kept(client: KubeClient, **options: Any) -> list[str]:
+    """The decisions of the entries a sync keeps counting."""
+    return [e.decision for e in sync_cluster(client, **options)]
+
+
+LEASE = "hub/placer-system/placer-controller"
+
+
+def test_an_unapplied_entry_counts_while_its_decider_holds_the_claim(
+    member: tuple[ApiServer, KubeClient],
+) -> None:
+    _, client = member
+    submitter = Claims({"c1": client}, decision="d-submit")
+    e = claimed_entry(client, submitter)
+    assert kept(client) == [e.decision]
+    # an elected controller reading it: a submit's claim is not its predecessor's
+    assert kept(client, succession=Succession(LEASE, "ctl (b)")) == [e.decision]
+    submitter.release()  # the decider stepped back without applying
+    assert kept(client) == []
+    assert read_entries(client) == []
+
+
+def test_a_new_controller_retires_its_predecessors_unapplied_entries_at_once(
+    member: tuple[ApiServer, KubeClient],
+) -> None:
+    _, client = member
+    old = Claims({"c1": client}, decision="d-old", succession=Succession(LEASE, "ctl (a)"))
+    e = claimed_entry(client, old)
+    # the predecessor itself, and any other reader, keep it while its claim lives
+    assert kept(client, succession=Succession(LEASE, "ctl (a)")) == [e.decision]
+    assert kept(client) == [e.decision]
+    # its successor, elected through the same Lease (so the predecessor has stopped), does not
+    new = Succession(LEASE, "ctl (b)")
+    assert kept(client, succession=new) == []
+    # and takes the predecessor's claim over at once
+    assert Claims({"c1": client}, decision="d-new", succession=new).acquire([REF]).won == (REF,)
+    old.renew()
+    assert old.taken(REF) is not None and not old.holds(REF)
