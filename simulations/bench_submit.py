@@ -25,9 +25,15 @@ definitions — charged to the initial capacity leave no node with negative free
 overcommit). The in-flight TTL is set longer than the run (``--in-flight-ttl``), since pods
 never appear here. Per-step timings of the batch come from the command's JSON.
 
+Side by side (``--baseline DIR``): the batch mode run alternately with the code of another
+checkout (``DIR``, e.g. a ``git worktree`` of the commit before a change; its ``placer submit``
+runs with ``PYTHONPATH=DIR``) and with this one, ``--repeat`` times each on fresh fleets, so
+that both see the same machine load; the medians are compared. This is how the cost of the
+workload claims (issue 12) was measured.
+
 Run: ``python -m simulations.bench_submit`` (about 30 minutes on 2 busy cores;
-``--sequential N`` runs only N commands as processes and reports what it ran). Results in
-``simulations/results/bench_submit.{json,md}``.
+``--sequential N`` runs only N commands as processes and reports what it ran; ``--modes
+batch`` only the batch). Results in ``simulations/results/bench_submit.{json,md}``.
 """
 
 from __future__ import annotations
@@ -37,6 +43,7 @@ import json
 import os
 import platform
 import random
+import statistics
 import subprocess
 import sys
 import tempfile
@@ -151,10 +158,21 @@ def virtual_fleet(workdir: Path) -> Iterator[Path]:
         process.wait(timeout=30)
 
 
-def placer(*args: str) -> tuple[float, subprocess.CompletedProcess[str]]:
+def placer(
+    *args: str, source: Path | None = None
+) -> tuple[float, subprocess.CompletedProcess[str]]:
+    """Run ``placer ARGS`` (the code of checkout ``source`` when given); seconds and result."""
+    env = dict(os.environ)
+    if source is not None:
+        env["PYTHONPATH"] = str(source)
     start = time.perf_counter()
     result = subprocess.run(
-        [sys.executable, "-m", "placer", *args], capture_output=True, text=True, check=False
+        [sys.executable, "-m", "placer", *args],
+        capture_output=True,
+        text=True,
+        check=False,
+        env=env,
+        cwd=source,
     )
     return time.perf_counter() - start, result
 
@@ -265,12 +283,14 @@ def run_sequential_inprocess(docs: list[dict[str, Any]], workdir: Path) -> dict[
         return measured(time.perf_counter() - start, len(docs), kubeconfig, decided)
 
 
-def run_batch(docs: list[dict[str, Any]], workdir: Path) -> dict[str, Any]:
+def run_batch(
+    docs: list[dict[str, Any]], workdir: Path, source: Path | None = None
+) -> dict[str, Any]:
     path = workdir / "all.yaml"
     path.write_text(yaml.safe_dump_all(docs))
     with virtual_fleet(workdir) as kubeconfig:
         seconds, result = placer(
-            "submit", "-f", str(path), *COMMON, "--kubeconfig", str(kubeconfig)
+            "submit", "-f", str(path), *COMMON, "--kubeconfig", str(kubeconfig), source=source
         )
         if result.returncode not in (0, 1):
             raise SystemExit(result.stderr)
@@ -281,6 +301,36 @@ def run_batch(docs: list[dict[str, Any]], workdir: Path) -> dict[str, Any]:
         decided.update({u["workload"]["name"]: None for u in data["unplaced"]})
         result_row = measured(seconds, len(docs), kubeconfig, decided)
     return {**result_row, "timings": data["timings"], "solver_status": data["summary"]["status"]}
+
+
+def side_by_side(
+    docs: list[dict[str, Any]], workdir: Path, baseline: Path, repeat: int
+) -> dict[str, Any]:
+    """The batch mode alternately with the baseline checkout's code and this one's."""
+    runs: dict[str, list[dict[str, Any]]] = {"baseline": [], "current": []}
+    for i in range(repeat):
+        for name, source in (("baseline", baseline), ("current", None)):
+            row = run_batch(docs, workdir, source)
+            print(
+                f"{name} {i + 1}/{repeat}: {row['workloads_per_s']}/s {row['timings']}", flush=True
+            )
+            runs[name].append(row)
+    medians = {
+        name: statistics.median(r["workloads_per_s"] for r in rows) for name, rows in runs.items()
+    }
+    commit = subprocess.run(
+        ["git", "-C", str(baseline), "rev-parse", "--short", "HEAD"],
+        capture_output=True,
+        text=True,
+        check=False,
+    ).stdout.strip()
+    return {
+        "baseline": commit or str(baseline),
+        "repeat": repeat,
+        "runs": runs,
+        "median_workloads_per_s": medians,
+        "ratio": round(medians["current"] / medians["baseline"], 3),
+    }
 
 
 def machine() -> dict[str, Any]:
@@ -314,16 +364,32 @@ def markdown(report: dict[str, Any]) -> str:
             f"| {name} | {row['workloads']} | {row['seconds']} | {row['workloads_per_s']} | "
             f"{row['placed']} | {row['in_flight_entries']} | {row['overcommitted_nodes']} |"
         )
-    lines += [
-        "",
-        f"`placer --version` (interpreter and CLI start-up): {report['startup_s']} s.",
-        f"Batch steps (s): {report['modes']['batch']['timings']}; solver status "
-        f"{report['modes']['batch']['solver_status']}.",
-        f"Batch vs one command at a time (processes): "
-        f"{report['batch_speedup']}x; target >= 50 workloads/s in batch: "
-        f"{'met' if m['batch']['workloads_per_s'] >= 50 else 'NOT met'}.",
-        "",
-    ]
+    lines += ["", f"`placer --version` (interpreter and CLI start-up): {report['startup_s']} s."]
+    if "batch" in m:
+        lines.append(
+            f"Batch steps (s): {m['batch']['timings']}; solver status "
+            f"{m['batch']['solver_status']}; target >= 50 workloads/s in batch: "
+            f"{'met' if m['batch']['workloads_per_s'] >= 50 else 'NOT met'}."
+        )
+    if "batch_speedup" in report:
+        lines.append(f"Batch vs one command at a time (processes): {report['batch_speedup']}x.")
+    pair = report.get("side_by_side")
+    if pair:
+        lines += [
+            "",
+            f"## Side by side with {pair['baseline']} (batch, alternating, "
+            f"{pair['repeat']} runs each)",
+            "",
+            "| code | workloads/s per run | median | dispatch step (s) per run |",
+            "|---|---|---|---|",
+        ]
+        for name, rows in pair["runs"].items():
+            rates = ", ".join(str(r["workloads_per_s"]) for r in rows)
+            steps = ", ".join(str(r["timings"].get("dispatch")) for r in rows)
+            median = pair["median_workloads_per_s"][name]
+            lines.append(f"| {name} | {rates} | {median} | {steps} |")
+        lines += ["", f"Current / baseline (medians): {pair['ratio']}."]
+    lines.append("")
     return "\n".join(lines)
 
 
@@ -337,8 +403,21 @@ def main(argv: list[str] | None = None) -> int:
         default=None,
         help="workloads for the sequential process mode (default: all)",
     )
+    parser.add_argument(
+        "--modes",
+        default="batch,sequential-inprocess,sequential",
+        help="comma-separated modes to run (default: all three)",
+    )
+    parser.add_argument(
+        "--baseline",
+        type=Path,
+        default=None,
+        help="also run the batch side by side with the code of this checkout",
+    )
+    parser.add_argument("--repeat", type=int, default=3, help="side-by-side runs of each code")
     parser.add_argument("--no-write", action="store_true", help="do not write results")
     args = parser.parse_args(argv)
+    modes = {m.strip() for m in args.modes.split(",") if m.strip()}
     docs = workloads(args.workloads, args.seed)
     snapshot = load_snapshot(SNAPSHOT)
     report: dict[str, Any] = {
@@ -358,27 +437,34 @@ def main(argv: list[str] | None = None) -> int:
     report["startup_s"] = round(startup, 3)
     with tempfile.TemporaryDirectory(prefix="bench-submit-") as tmp:
         workdir = Path(tmp)
-        print("batch ...", flush=True)
-        report["modes"]["batch"] = {"workloads": len(docs), **run_batch(docs, workdir)}
-        print(report["modes"]["batch"], flush=True)
-        print("sequential, in process ...", flush=True)
-        report["modes"]["sequential-inprocess"] = {
-            "workloads": len(docs),
-            **run_sequential_inprocess(docs, workdir),
-        }
-        print(report["modes"]["sequential-inprocess"], flush=True)
-        subset = docs[: args.sequential] if args.sequential else docs
-        print(f"sequential, {len(subset)} processes ...", flush=True)
-        report["modes"]["sequential"] = {
-            "workloads": len(subset),
-            **run_sequential(subset, workdir),
-        }
-        print(report["modes"]["sequential"], flush=True)
-    report["batch_speedup"] = round(
-        report["modes"]["batch"]["workloads_per_s"]
-        / report["modes"]["sequential"]["workloads_per_s"],
-        1,
-    )
+        if args.baseline is not None:
+            print(f"side by side with {args.baseline} ...", flush=True)
+            report["side_by_side"] = side_by_side(docs, workdir, args.baseline, args.repeat)
+        if "batch" in modes:
+            print("batch ...", flush=True)
+            report["modes"]["batch"] = {"workloads": len(docs), **run_batch(docs, workdir)}
+            print(report["modes"]["batch"], flush=True)
+        if "sequential-inprocess" in modes:
+            print("sequential, in process ...", flush=True)
+            report["modes"]["sequential-inprocess"] = {
+                "workloads": len(docs),
+                **run_sequential_inprocess(docs, workdir),
+            }
+            print(report["modes"]["sequential-inprocess"], flush=True)
+        if "sequential" in modes:
+            subset = docs[: args.sequential] if args.sequential else docs
+            print(f"sequential, {len(subset)} processes ...", flush=True)
+            report["modes"]["sequential"] = {
+                "workloads": len(subset),
+                **run_sequential(subset, workdir),
+            }
+            print(report["modes"]["sequential"], flush=True)
+    if {"batch", "sequential"} <= set(report["modes"]):
+        report["batch_speedup"] = round(
+            report["modes"]["batch"]["workloads_per_s"]
+            / report["modes"]["sequential"]["workloads_per_s"],
+            1,
+        )
     report["machine"]["loadavg_end"] = os.getloadavg()
     text = markdown(report)
     print(text)

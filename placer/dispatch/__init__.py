@@ -9,18 +9,20 @@ Shared by ``placer submit`` and the placement controller. The pieces, by concept
 * :mod:`~placer.dispatch.ledger` — the in-flight ledger: placements not yet visible as bound
   pods, stored as one ConfigMap per placement in the member's ``placer-system`` namespace,
   charged to the fleet before every decision (:class:`Ledger`, :func:`sync_cluster`);
+* :mod:`~placer.dispatch.claims` — fleet-wide claims of workload identity, taken on the
+  members before anything is written for a workload, so that of concurrent deciders exactly
+  one dispatches it (:class:`~placer.dispatch.claims.Claims`);
 * :mod:`~placer.dispatch.existing` — copies of workloads already on the members
   (:func:`find_existing`), for idempotent re-submission;
-* :mod:`~placer.dispatch.dispatcher` — :class:`Dispatcher`: namespace, reservation,
-  server-side apply (field manager ``placer``), dry run, roll-back and re-decision on the next
-  best cluster when a cluster refuses.
+* :mod:`~placer.dispatch.dispatcher` — :class:`Dispatcher`: claim, copy check, namespace,
+  reservation, server-side apply (field manager ``placer``), dry run, roll-back and
+  re-decision on the next best cluster when a cluster refuses;
+* :mod:`~placer.dispatch.storage` — what the ledger and the claims share on a member
+  (namespace ``placer-system``, ConfigMap creation, timestamps).
 
 Typical use (what ``placer submit`` does)::
 
-    ledger = Ledger()
-    for name, client in clients.items():
-        ledger.replace_cluster(name, sync_cluster(client))
-    fleet = ledger.charge(gather_fleet(config))
+    fleet, ledger, warnings, _ = gather_charged(config, clients)  # placer.dispatch.submit
     decision = solve([m.workload for m in manifests], fleet, policies=policies)
     result = Dispatcher(clients, policies=policies, ledger=ledger).dispatch(
         manifests, decision, fleet

@@ -30,12 +30,12 @@ there knows no other live claim was there.
 The protocol (:class:`Claims`, used by :class:`placer.dispatch.Dispatcher`)
 ----------------------------------------------------------------------------
 1. **Acquire** after deciding, before anything is written for the workload (ledger entry,
-   namespace, object): on *every* member the decider reaches, one member after the other in
-   one fixed order (cluster names sorted), put the claim in — unless the key holds a live claim
-   of another decider, in which case the workload is **lost**: it stops there, its claims on
-   the members before are released, and the decider reports it ``in-flight`` (or waits for the
-   other to finish, then looks again: ``placer submit`` does, see step 2). A workload is
-   **won** when its claim is in on every member that answered.
+   namespace, object): put the claim in on *every* member the decider reaches, in one fixed
+   order — first the first member (cluster names sorted) that answers, alone; then all the
+   others at once. Where the key holds a live claim of another decider the workload is
+   **lost**: its claims are released wherever they were put, and the decider reports it
+   ``in-flight`` (or waits for the other to finish, then looks again: ``placer submit`` does).
+   A workload is **won** when its claim is in on every member that answered.
 2. **Check while holding**: list the workload's copies on every member (one list per kind and
    namespace per member). A copy with placer's record is the result of a decider that held the
    claim before and finished: ``unchanged``, nothing is sent.
@@ -53,14 +53,15 @@ Why exactly one of two concurrent deciders dispatches a workload:
   unless one released before the other acquired; but release comes after the apply, and the
   later decider checks for copies (step 2) after acquiring, so it sees the copy and sends
   nothing. Hence two copies need two deciders that reached *no member in common* (below).
-* *At least one* (two deciders never each win part and both step back). Both go through the
-  members in the same order, and each writes claims only on the members before the one where
-  it loses. If A lost at member ``m`` (B's claim there) and B lost at ``n`` (A's claim there),
-  A wrote at ``n``, so ``n`` comes before ``m``; and B wrote at ``m``, so ``m`` comes before
-  ``n`` — a contradiction. So one of them wins (ordered lock acquisition, as two-phase
-  locking orders its locks). A stale claim of a dead decider, a third decider, or a different
-  order (another fleet file naming the clusters differently) can make both step back: the
-  controller retries after its backoff, a submit waits and looks again.
+* *At least one* (two deciders never each win part and both step back). Two deciders that
+  reach the same first member both go there first and alone: one of them puts its claim in,
+  the other finds it, steps back, and has written nothing anywhere else — so the first goes
+  on to the other members unopposed (ordered lock acquisition: a common first lock is enough
+  to order them). Deciders whose first answering members differ (one of them cannot reach the
+  other's first), a stale claim of a dead decider, or a third decider can make both step
+  back; the controller retries after its backoff, a submit waits and looks again. Taking every
+  member one after the other would also order deciders with different first members, at one
+  round trip per member instead of two in all.
 
 Expiry and takeover
 -------------------
@@ -77,7 +78,8 @@ Members that do not answer
 --------------------------
 The rule: a decider claims on every member it reaches; a member that does not answer, or
 refuses the claim (403: an older member RBAC without ``update`` on ConfigMaps in
-``placer-system``), is skipped with a warning, and the workload is won on the others. The
+``placer-system``), is skipped with a warning, and the workload is won on the others (the
+first member that answers is the one taken alone). The
 guarantee above holds between deciders that reach at least one member in common. Two deciders
 on the two sides of a partition (each reaching only members the other cannot) can both
 dispatch: requiring a majority of the members instead would stop all placement while half the
@@ -86,11 +88,13 @@ a copy placed during a partition is found by the copy check once the members are
 again (``unchanged`` for the first found, a note names the duplicate). The order is the sorted
 cluster names of each decider's fleet: deciders whose fleet files name the members differently
 stay safe (the argument for "at most one" does not use the order) but may both step back.
+Claims live on the members, not on a hub, because the members are what every decider shares:
+``placer submit`` has no hub.
 
 Cost: per member and per shard holding the workloads, two requests to acquire and two to
-release (a dispatch of 500 workloads to 8 members: at most 8 x 4 x 4 = 128 requests), members
-one after the other for acquiring, all at once for releasing; renewing only in dispatches
-longer than 10 s. ``simulations/bench_submit.py`` measures it.
+release (a dispatch of 500 workloads to 8 members: at most 8 x 4 x 4 = 128 requests, shards
+at once), two round trips in a row to acquire and one to release; renewing only in
+dispatches longer than 10 s. ``simulations/bench_submit.py`` measures it.
 """
 
 from __future__ import annotations
@@ -371,10 +375,11 @@ class Claims:
     # acquire, renew, release
 
     def acquire(self, refs: Iterable[WorkloadRef]) -> Acquired:
-        """Claim ``refs`` on every member, members in name order (module docstring, step 1).
+        """Claim ``refs`` on every member (module docstring, step 1): the first member in name
+        order that answers alone, then all the others at once.
 
-        A ref lost on some member is released on the members before; the result says who
-        holds it. Never raises for cluster trouble: members that fail are ``skipped``.
+        A ref lost on some member is released where it was claimed; the result says who holds
+        it. Never raises for cluster trouble: members that fail are ``skipped``.
         """
         todo = list(dict.fromkeys(refs))
         lost: dict[WorkloadRef, Claim] = {}
@@ -383,19 +388,28 @@ class Claims:
             for ref in todo:
                 self._held.setdefault(ref, {})
                 self._taken.pop(ref, None)
-        for member in self.order:
-            if not todo:
-                break
+
+        def step(member: str, refs: Sequence[WorkloadRef]) -> None:
             now = self.clock()
-            results = self._each_shard(member, todo, partial(self._take, now=now))
+            results = self._each_shard(member, refs, partial(self._take, now=now))
             with self._lock:
                 for ref in results.done:
                     self._held[ref][member] = now
                 for ref in results.failed:
                     self._maybe.setdefault(ref, set()).add(member)
-            if results.problems:
-                skipped[member] = results.problems[0]
-            lost.update(results.found)
+                if results.problems:
+                    skipped[member] = results.problems[0]
+                lost.update(results.found)
+
+        members = list(self.order)
+        while members and todo:  # the arbiter: the first member that answers
+            member = members.pop(0)
+            step(member, todo)
+            todo = [ref for ref in todo if ref not in lost]
+            if member not in skipped:
+                break
+        if todo:
+            self._on_members(members, partial(step, refs=todo))
             todo = [ref for ref in todo if ref not in lost]
         if lost:
             self.release(lost)

@@ -2,7 +2,13 @@
 
 :class:`Dispatcher` takes the decided :class:`~placer.model.Decision`, the workloads' manifests
 (:class:`Manifest`: the object as written plus its decomposition), the fleet the decision was
-made on and one :class:`~placer.kube.KubeClient` per member cluster, and for every placement:
+made on and one :class:`~placer.kube.KubeClient` per member cluster. First it claims every
+workload of the decision on the members (:mod:`placer.dispatch.claims`; the ones left
+unplaced too) and, holding the claims, looks for copies already there (``unchanged`` /
+``failed`` as :func:`settle_existing` says); a workload another decider holds is ``in-flight``
+— or, with ``claim_wait``, waited for and looked at again once the claims it won are
+dispatched. The claims are renewed while it works and released at the end. Then for every
+placement it:
 
 1. reserves the capacity in the member's in-flight ledger (:mod:`placer.dispatch.ledger`)
    *before* applying, so that no concurrent decision sees the workload without its charge
@@ -15,7 +21,9 @@ made on and one :class:`~placer.kube.KubeClient` per member cluster, and for eve
    namespace is a failure of that cluster);
 4. server-side applies the manifest (field manager ``placer``) with the placement record
    (:mod:`placer.dispatch.record`), after the optional ``resume``/``transform`` step (the
-   controller dispatches suspended hub objects unsuspended).
+   controller dispatches suspended hub objects unsuspended) — only while the workload's claim
+   is still this dispatch's (the fence; a unit whose claim was taken over steps back,
+   ``in-flight``).
 
 Units: workloads sharing a ``placer.dev/group`` are dispatched together, all or nothing.
 
@@ -29,8 +37,10 @@ releases its entries and is planned again on that cluster's remaining nodes (ent
 rewritten, ledger read back again, at most :data:`CONCURRENCY_CHECKS` times), or, when it no
 longer fits there, fails on that cluster with ``409 Conflict`` and is decided again elsewhere
 like any other failure. Of two dispatches that overlap, the later one to read back always
-sees the earlier one's entry (each writes before it reads), so contested room is never taken
-twice: one of them re-plans or steps back. The check needs the ``ledger`` the decision was
+sees the earlier one's entry (each writes before it reads, and readers keep even a fully
+observed entry stored for :data:`~placer.dispatch.ledger.OBSERVED_KEEP`; an entry unknown
+when deciding is charged whole, whether or not its pods were gathered: conservative), so
+contested room is never taken twice: one of them re-plans or steps back. The check needs the ``ledger`` the decision was
 charged with; without one it is skipped.
 
 Failure handling: when any step fails for a unit (unreachable, 403, 404 for a kind the
@@ -48,8 +58,8 @@ landed), the unit is **not** placed elsewhere — a workload must never run twic
 outcome says what may be left where.
 
 Dry run (``dry_run=True``): the same path with ``dryRun=All`` on every write; nothing is
-changed anywhere (no namespace, no ledger entry), failures still move on to the next cluster,
-so the output shows exactly what a real run would do.
+changed anywhere (no claim, no namespace, no ledger entry), failures still move on to the next
+cluster, so the output shows exactly what a real run would do.
 
 Clusters are dispatched concurrently (one thread per cluster; units of one cluster in order);
 re-decisions run one unit at a time after each round.

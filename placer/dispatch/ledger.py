@@ -23,8 +23,14 @@ goes when its last entry does.
 * It is written **before** the workloads are applied (reserve, then apply) and the entry is
   removed again if an apply fails, so no reader ever sees a placed workload without its
   reservation.
-* It needs only namespaced rights in ``placer-system`` (create/list/patch/delete ConfigMaps),
-  not cluster-wide ones; a process that cannot write it still dispatches and says so.
+* It is read, on each member, **before** that member's nodes and pods are listed (in the
+  gathering thread: :func:`placer.dispatch.submit.gather_charged`, the controller's gather).
+  An entry is retired when its pods are seen bound; read after the capacity, pods bound
+  between the two reads would be in neither and a decision would place onto their GPUs (two
+  concurrent submissions put 51 GPUs on a 48-GPU cluster that way).
+* It needs only namespaced rights in ``placer-system`` (get/list/create/update/patch/delete
+  ConfigMaps, the claims of :mod:`placer.dispatch.claims` included), not cluster-wide ones; a
+  process that cannot write it still dispatches and says so.
 * A local state file was rejected: it would protect one user's back-to-back commands only,
   not the platform team's many submitters, and would outlive clusters it no longer matches.
 
@@ -40,20 +46,40 @@ reaches the root object (spec section 7.2: any owner reference with the root's u
 controller reference followed up to 6 levels); a workload that is a bare Pod is its own pod.
 Each observed pod retires one planned pod of the entry — the one on the same node with the
 same requests if there is one, else one with the same requests, else one on the same node,
-else any — so the charge shrinks exactly as the pods appear and nothing is counted twice; an
-entry with nothing left is deleted. Unbound
-(Pending) pods retire nothing: the gathered capacity does not include them yet.
+else any — so the charge shrinks exactly as the pods appear and nothing is counted twice. An
+entry with nothing left charges nothing, and stays stored until it is :data:`OBSERVED_KEEP`
+old: the read-back of a concurrent decision that gathered before those pods were bound (see
+:mod:`placer.dispatch.dispatcher`) must still find it — deleted at once by some third reader,
+it would be in neither the capacity that decision gathered nor the ledger it reads back.
+Unbound (Pending) pods retire nothing: the gathered capacity does not include them yet.
+
+*Not there*: an entry whose workload is not on its member — never applied (its decider died
+or stepped back between reserving and applying, or its rollback was cut short), deleted
+since, or placed there by another decision (another record) — stops counting, and is deleted,
+at the next look, **unless its decider may still be about to apply it**. A dispatch takes the
+workload's claim (:mod:`placer.dispatch.claims`) before it reserves and releases it only after
+the apply, so an entry written under a claim (``claimed``) may still be applied exactly while
+its decision holds a live claim for the workload on that member. A reader therefore reads the
+entries, then the claims, then the workloads: a claim released before it was read means the
+apply came earlier still and the workload read afterwards would show it. So an entry of a live
+decider in the middle of its apply is kept, and one of a decider that died is retired once its
+claim has expired (:data:`~placer.dispatch.claims.CLAIM_TTL`, 30 s, after its last renewal) —
+or at once by a controller elected through the same Lease as the one that wrote it
+(:class:`~placer.dispatch.claims.Succession`: leader election stops a predecessor before its
+successor starts), which is what lets a restarted controller place at start-up instead of
+waiting on its predecessor's reservations. An entry written without a claim (a member that
+refused claims, an older placer) keeps the grace rule: dropped once older than
+:data:`APPLY_GRACE`.
 
 *Expired*: an entry older than its TTL (:data:`DEFAULT_TTL`, 10 minutes) no longer counts and
 is deleted by the next reader — pods that never appeared after that long (no framework
-controller on the member, a quota, a crash between reserve and apply) must not block the
-capacity forever. An entry whose workload no longer exists on the member (deleted, or its
-apply failed and the rollback was interrupted) is dropped once it is older than
-:data:`APPLY_GRACE` (the time an apply may take after its reservation).
+controller on the member, a quota) must not block the capacity forever.
 
-Known limit: two processes that gather at the same instant and both choose the same free
-GPUs before either has written its reservation can still collide; the window is the time
-between gathering and reserving (milliseconds to a second), not the minutes until pods appear.
+Known limits: two processes that gather at the same instant and both choose the same free
+GPUs before either has written its reservation decide without seeing each other; the
+dispatcher's read-back after reserving settles that. A decision dispatched more than
+:data:`OBSERVED_KEEP` after it read the ledger could miss a placement observed and deleted
+meanwhile (``placer submit`` and the controller dispatch within seconds of reading).
 """
 
 from __future__ import annotations

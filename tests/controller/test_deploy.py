@@ -84,6 +84,17 @@ def test_rbac_covers_every_catalog_kind() -> None:
     assert verbs == {"get", "create", "update"}
 
 
+def test_member_role_covers_the_ledger_and_the_workload_claims() -> None:
+    """The in-flight ledger creates, lists, patches and deletes ConfigMaps in placer-system;
+    the claims are compare-and-swap writes there (get, then update)."""
+    (role,) = [d for d in _documents("member/rbac.yaml") if d["kind"] == "Role"]
+    assert role["metadata"]["namespace"] == "placer-system"
+    verbs = {
+        v for rule in role["rules"] if "configmaps" in rule["resources"] for v in rule["verbs"]
+    }
+    assert {"get", "list", "create", "update", "patch", "delete"} <= verbs
+
+
 def test_deployment_arguments_are_placer_controller_options(tmp_path: Path) -> None:
     (deployment,) = [d for d in _documents("deployment.yaml") if d["kind"] == "Deployment"]
     container = deployment["spec"]["template"]["spec"]["containers"][0]
