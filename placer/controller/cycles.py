@@ -430,6 +430,7 @@ class CyclesMixin(ControllerBase):
                 time_limit=self.settings.solve_time_limit,
                 succession=self.succession,
                 own_copy=self._own_copy,
+                copy_selector=f"{LABEL_HUB}!={self.settings.hub}",
             )
             return dispatcher.dispatch(
                 list(part.manifests), part.decision, part.fleet, decision_id=decision_id

@@ -133,6 +133,7 @@ __all__ = [
     "identity",
     "live_claims",
     "read_claims",
+    "shard_of",
 ]
 
 log = logging.getLogger(__name__)
@@ -158,6 +159,7 @@ def claim_key(ref: WorkloadRef) -> str:
 
 
 def shard_of(key: str, shards: int = SHARDS) -> int:
+    """The shard (of ``shards``) holding claim ``key``."""
     return int(key[-8:], 16) % shards
 
 

@@ -40,8 +40,8 @@ like any other failure. Of two dispatches that overlap, the later one to read ba
 sees the earlier one's entry (each writes before it reads, and readers keep even a fully
 observed entry stored for :data:`~placer.dispatch.ledger.OBSERVED_KEEP`; an entry unknown
 when deciding is charged whole, whether or not its pods were gathered: conservative), so
-contested room is never taken twice: one of them re-plans or steps back. The check needs the ``ledger`` the decision was
-charged with; without one it is skipped.
+contested room is never taken twice: one of them re-plans or steps back. The check needs the
+``ledger`` the decision was charged with; without one it is skipped.
 
 Failure handling: when any step fails for a unit (unreachable, 403, 404 for a kind the
 cluster does not serve, 422, an admission webhook's denial...), everything created for the
@@ -367,6 +367,8 @@ class Dispatcher:
             is this workload as this caller places it (``unchanged``); a copy it rejects is
             ``failed`` (the controller accepts only copies marked with its hub object's uid).
             Default: every copy with placer's record.
+        copy_selector: label selector for the lists of the copy check (the controller leaves
+            out its own hub's copies, which its informers track and its reconcile adopts).
         max_workers: threads (default: one per cluster with work, at most 16).
         field_manager: server-side apply field manager.
     """
@@ -394,6 +396,7 @@ class Dispatcher:
         holder: str | None = None,
         succession: Succession | None = None,
         own_copy: OwnCopy | None = None,
+        copy_selector: str | None = None,
         max_workers: int | None = None,
         field_manager: str = FIELD_MANAGER,
     ) -> None:
@@ -417,6 +420,7 @@ class Dispatcher:
         self.holder = holder
         self.succession = succession
         self.own_copy = own_copy
+        self.copy_selector = copy_selector
         self.max_workers = max_workers
         self.field_manager = field_manager
 
@@ -472,7 +476,13 @@ class Dispatcher:
             )
             for run in runs.values():
                 run.claims = claims
-            unplaced = [u.workload for u in decision.unplaced if u.workload in by_ref]
+            # a decider that waits (a submit, reporting to a user) also looks after the
+            # workloads it left unplaced: a concurrent decider may be placing them
+            unplaced = (
+                [u.workload for u in decision.unplaced if u.workload in by_ref]
+                if self.claim_wait > 0
+                else []
+            )
             with claims.renewing():
                 self._claimed_passes(state, claims, placements, unplaced)
             for name, reason in sorted(claims.skipped.items()):
@@ -503,9 +513,9 @@ class Dispatcher:
 
         The workloads won are dispatched before waiting for the others, so that two deciders
         each holding some of the other's workloads never wait on each other. The workloads the
-        decision left ``unplaced`` are claimed and checked too: when a concurrent decider is
-        placing them (its in-flight entries are what left no room), they are reported
-        ``in-flight``, or ``unchanged`` once its copy is found.
+        decision left ``unplaced`` (given when waiting) are claimed and checked too: when a
+        concurrent decider is placing them (its in-flight entries are what left no room),
+        they are reported ``in-flight``, or ``unchanged`` once its copy is found.
         """
         deadline = time.monotonic() + self.claim_wait
         pause = 0.2
@@ -561,7 +571,7 @@ class Dispatcher:
         if not refs and not unplaced:
             return []
         refs += unplaced
-        existing = find_existing(self.clients, refs)
+        existing = find_existing(self.clients, refs, label_selector=self.copy_selector)
         manifests = [state.by_ref[ref] for ref in refs]
         todo, settled = settle_existing(manifests, existing, own=self.own_copy)
         state.done.update(settled)

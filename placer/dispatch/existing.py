@@ -1,10 +1,13 @@
 """Where workloads already are: placer's own copies on the members, found by their record.
 
-Re-submitting a workload must not create a second copy elsewhere. Before deciding,
-:func:`find_existing` lists, per member cluster and per (kind, namespace) of the workloads at
-hand, the objects that exist — one list call each, concurrently per cluster — and returns
-every copy of each workload with its placement record (``None`` when something of that name
-exists there that placer did not place: a user's own object, which placer must not take over).
+Re-submitting a workload must not create a second copy elsewhere. Before deciding (and again
+while holding the workloads' claims, :mod:`placer.dispatch.claims`), :func:`find_existing`
+looks, per member cluster and per (kind, namespace) of the workloads at hand, for the objects
+that exist — one list call each, or one get per workload when there are at most
+:data:`GETS_INSTEAD_OF_LIST` of them (a controller cycle placing a few workloads into a
+namespace holding thousands), concurrently per cluster — and returns every copy of each
+workload with its placement record (``None`` when something of that name exists there that
+placer did not place: a user's own object, which placer must not take over).
 
 A cluster that cannot be listed (unreachable, forbidden) is reported in ``unknown``: a copy
 there cannot be ruled out. A kind the cluster does not serve simply has no copy there.
@@ -12,7 +15,7 @@ there cannot be ruled out. A kind the cluster does not serve simply has no copy 
 
 from __future__ import annotations
 
-from collections.abc import Iterable, Mapping
+from collections.abc import Iterable, Mapping, Sequence
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, field
 from typing import Any
@@ -22,7 +25,10 @@ from placer.errors import KubeError, NotFoundError
 from placer.kube import KubeClient
 from placer.model import WorkloadRef
 
-__all__ = ["Existing", "ExistingCopies", "find_existing"]
+__all__ = ["GETS_INSTEAD_OF_LIST", "Existing", "ExistingCopies", "find_existing"]
+
+#: workloads of one kind and namespace up to which they are read one by one, not listed.
+GETS_INSTEAD_OF_LIST = 8
 
 
 @dataclass(frozen=True)
@@ -51,19 +57,30 @@ class ExistingCopies:
         return self.copies.get(ref, ())
 
 
-def find_existing(clients: Mapping[str, KubeClient], refs: Iterable[WorkloadRef]) -> ExistingCopies:
-    """Every copy of ``refs`` on the clusters of ``clients`` (see the module docstring)."""
+def find_existing(
+    clients: Mapping[str, KubeClient],
+    refs: Iterable[WorkloadRef],
+    *,
+    label_selector: str | None = None,
+) -> ExistingCopies:
+    """Every copy of ``refs`` on the clusters of ``clients`` (see the module docstring).
+
+    ``label_selector`` narrows the lists (a controller leaves out its own copies, which its
+    informers track); objects read one by one are returned whatever their labels.
+    """
     wanted = set(refs)
-    groups = sorted({(r.api_version, r.kind, r.namespace) for r in wanted})
+    groups: dict[tuple[str, str, str], list[WorkloadRef]] = {}
+    for ref in sorted(wanted, key=lambda r: (r.api_version, r.kind, r.namespace, r.name)):
+        groups.setdefault((ref.api_version, ref.kind, ref.namespace), []).append(ref)
     if not groups or not clients:
         return ExistingCopies()
 
     def scan(name: str, client: KubeClient) -> tuple[str, list[tuple[WorkloadRef, Existing]] | str]:
         found: list[tuple[WorkloadRef, Existing]] = []
-        for api_version, kind, namespace in groups:
+        for (api_version, kind, namespace), members in groups.items():
             try:
-                items = client.list(api_version, kind, namespace=namespace).items
-            except NotFoundError:
+                items = _read(client, api_version, kind, namespace, members, label_selector)
+            except NotFoundError:  # the kind is not served there
                 continue
             except KubeError as err:
                 prefix = f"cluster {name}: "
@@ -87,3 +104,30 @@ def find_existing(clients: Mapping[str, KubeClient], refs: Iterable[WorkloadRef]
         for ref, existing in result:
             copies.setdefault(ref, []).append(existing)
     return ExistingCopies({k: tuple(v) for k, v in copies.items()}, unknown)
+
+
+def _read(
+    client: KubeClient,
+    api_version: str,
+    kind: str,
+    namespace: str,
+    refs: list[WorkloadRef],
+    label_selector: str | None,
+) -> Sequence[Mapping[str, Any]]:
+    """The objects of ``refs`` (one kind and namespace) that exist: read one by one when they
+    are few, else listed.
+
+    Raises:
+        NotFoundError: the kind is not served.
+    """
+    if len(refs) > GETS_INSTEAD_OF_LIST:
+        listed = client.list(api_version, kind, namespace=namespace, label_selector=label_selector)
+        return listed.items
+    client.resource(api_version, kind)  # NotFoundError when the kind is not served
+    items: list[Mapping[str, Any]] = []
+    for ref in refs:
+        try:
+            items.append(client.get(api_version, kind, ref.name, namespace=namespace))
+        except NotFoundError:
+            continue
+    return items
