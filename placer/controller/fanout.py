@@ -37,7 +37,11 @@ from placer.kube import KubeClient
 from placer.model import Decision, Fleet, Placement, WorkloadRef
 from placer.solver import charge
 
-__all__ = ["Part", "ensure_namespaces", "split_decision"]
+__all__ = ["UNITS_PER_PART", "Part", "ensure_namespaces", "split_decision"]
+
+#: units a part gets at least: each part pays its own claims and copy check on every member,
+#: which only a big decision's concurrency repays.
+UNITS_PER_PART = 64
 
 log = logging.getLogger(__name__)
 
@@ -54,7 +58,8 @@ class Part:
 def split_decision(
     decision: Decision, manifests: Sequence[Manifest], fleet: Fleet, parts: int
 ) -> list[Part]:
-    """``decision`` as at most ``parts`` independent sub-decisions (see the module docstring).
+    """``decision`` as at most ``parts`` independent sub-decisions of at least
+    :data:`UNITS_PER_PART` units each (see the module docstring).
 
     The first part also carries the unplaced workloads (so their outcomes are reported once).
     """
@@ -69,7 +74,7 @@ def split_decision(
             units[key] = []
             order.append(key)
         units[key].append(placement)
-    count = max(1, min(parts, len(order)))
+    count = max(1, min(parts, len(order) // UNITS_PER_PART))
     buckets: list[list[Placement]] = [[] for _ in range(count)]
     for key in order:
         first = units[key][0].workload

@@ -4,8 +4,9 @@ Re-submitting a workload must not create a second copy elsewhere. Before decidin
 while holding the workloads' claims, :mod:`placer.dispatch.claims`), :func:`find_existing`
 looks, per member cluster and per (kind, namespace) of the workloads at hand, for the objects
 that exist — one list call each, or one get per workload when there are at most
-:data:`GETS_INSTEAD_OF_LIST` of them (a controller cycle placing a few workloads into a
-namespace holding thousands), concurrently per cluster — and returns every copy of each
+:data:`GETS_INSTEAD_OF_LIST` of them (a few workloads submitted into a namespace holding
+thousands; a caller narrowing the lists with a label selector always lists), concurrently per
+cluster — and returns every copy of each
 workload with its placement record (``None`` when something of that name exists there that
 placer did not place: a user's own object, which placer must not take over).
 
@@ -66,7 +67,7 @@ def find_existing(
     """Every copy of ``refs`` on the clusters of ``clients`` (see the module docstring).
 
     ``label_selector`` narrows the lists (a controller leaves out its own copies, which its
-    informers track); objects read one by one are returned whatever their labels.
+    informers track); with it, every (kind, namespace) is listed.
     """
     wanted = set(refs)
     groups: dict[tuple[str, str, str], list[WorkloadRef]] = {}
@@ -120,7 +121,7 @@ def _read(
     Raises:
         NotFoundError: the kind is not served.
     """
-    if len(refs) > GETS_INSTEAD_OF_LIST:
+    if label_selector is not None or len(refs) > GETS_INSTEAD_OF_LIST:
         listed = client.list(api_version, kind, namespace=namespace, label_selector=label_selector)
         return listed.items
     client.resource(api_version, kind)  # NotFoundError when the kind is not served

@@ -6,6 +6,7 @@ from typing import Any
 
 import pytest
 
+from placer.controller.fanout import UNITS_PER_PART, split_decision
 from placer.controller.hubconfig import definitions_from_hub, policies_from_hub
 from placer.controller.leader import LeaseView, next_lease
 from placer.controller.metrics import unschedulable_reason
@@ -36,7 +37,10 @@ from placer.controller.records import (
     status_patch,
 )
 from placer.controller.settings import ControllerSettings, LeaseSettings, hub_id
-from placer.definitions import Catalog
+from placer.definitions import Catalog, decompose
+from placer.dispatch import Manifest
+from placer.dispatch.claims import claim_key, shard_of
+from placer.model import Cluster, Decision, DecisionSummary, Fleet, Placement
 
 MEMBERS = ("a", "b", "c")
 UP = {c: Health(True, 0.0, True) for c in MEMBERS}
@@ -203,6 +207,44 @@ def test_backoff_waits_for_capacity_and_time() -> None:
     assert backoff.next_time("w", epoch=3) == 15.0
     backoff.forget("w")
     assert backoff.ready("w", 5.0, epoch=2) and "w" not in backoff
+
+
+def test_backoff_of_an_attempt_not_failed_for_room_waits_for_time_only() -> None:
+    """Another placer process held the workload's claim: capacity is not what it waits for."""
+    backoff = Backoff(initial=5.0, maximum=60.0)
+    backoff.failed("w", 0.0, epoch=1, room=False)
+    assert not backoff.ready("w", 4.0, epoch=1)
+    assert backoff.ready("w", 5.0, epoch=1)  # the same capacity epoch: ready anyway
+    assert backoff.next_time("w", epoch=1) == 5.0
+
+
+def test_dispatch_parts_are_dealt_by_claim_shard_and_only_for_big_decisions() -> None:
+    catalog = Catalog.builtin()
+
+    def manifest(i: int) -> Manifest:
+        body = {
+            "apiVersion": "batch/v1",
+            "kind": "Job",
+            "metadata": {"name": f"j{i}", "namespace": "team-a"},
+            "spec": {"template": {"spec": {"containers": [{"name": "c", "image": "i"}]}}},
+        }
+        return Manifest(body, decompose(body, catalog))
+
+    def decision(manifests: list[Manifest]) -> Decision:
+        placements = tuple(Placement(m.ref, "abc"[i % 3], (), {}) for i, m in enumerate(manifests))
+        summary = DecisionSummary("x", "batch", "feasible", 0.0, len(manifests), len(placements))
+        return Decision(placements, (), summary)
+
+    fleet = Fleet((Cluster("a"), Cluster("b"), Cluster("c")))
+    few = [manifest(i) for i in range(UNITS_PER_PART)]
+    assert len(split_decision(decision(few), few, fleet, 4)) == 1  # not worth the parts' cost
+    many = [manifest(i) for i in range(4 * UNITS_PER_PART + 10)]
+    parts = split_decision(decision(many), many, fleet, 4)
+    assert len(parts) == 4
+    dealt = [p.workload.name for part in parts for p in part.decision.placements]
+    assert sorted(dealt) == sorted(m.ref.name for m in many)
+    for index, part in enumerate(parts):  # each part's claims live in its own shard
+        assert {shard_of(claim_key(p.workload), 4) for p in part.decision.placements} == {index}
 
 
 def test_record_round_trip_and_patches() -> None:
