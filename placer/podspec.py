@@ -16,6 +16,13 @@ Effective request (kube-scheduler's ``PodRequests``, with native sidecars), per 
 
 A container (or the pod level) with a limit but no request for a resource requests its limit,
 as the API server defaults it.
+
+Requests and limits follow the API server's validation (a pod breaking them is never created,
+so a workload asking for it must not be placed): amounts are not negative, extended resources
+(``nvidia.com/gpu``) are whole numbers and, when both are given, a limit equal to the request;
+other requests do not exceed their limits. (A request without a limit is accepted for extended
+resources too: operators of custom resources fill the limit in when they create the pods.) A breach raises ``ValueError`` naming the field
+(``containers[0].resources.limits[nvidia.com/gpu]: '-8' must be greater than or equal to 0``).
 """
 
 from __future__ import annotations
@@ -31,7 +38,7 @@ from placer.model import (
     Taint,
     Toleration,
 )
-from placer.quantity import parse_resources
+from placer.quantity import overcommit_allowed, resource_amount, to_canonical
 
 __all__ = [
     "container_requests",
@@ -47,25 +54,74 @@ __all__ = [
 _POD_LEVEL = ("cpu", "memory")
 
 
-def container_requests(resources: Mapping[str, Any] | None) -> dict[str, int]:
-    """A container's requests: ``requests``, completed by ``limits`` where a request is absent."""
+def container_requests(
+    resources: Mapping[str, Any] | None, where: str = "", *, strict: bool = True
+) -> dict[str, int]:
+    """A container's requests: ``requests``, completed by ``limits`` where a request is absent.
+
+    Raises ``ValueError`` (naming ``where`` + the field) when they break Kubernetes' rules;
+    ``strict=False`` (pods read from a cluster, which the API server validated) checks only that
+    they are quantities.
+    """
     if not resources:
         return {}
-    requests = parse_resources(_mapping(resources.get("requests")))
-    for name, amount in parse_resources(_mapping(resources.get("limits"))).items():
+    field = f"{where}resources"
+    raw_requests = _mapping(resources.get("requests"))
+    raw_limits = _mapping(resources.get("limits"))
+    requests = _amounts(raw_requests, f"{field}.requests", strict)
+    limits = _amounts(raw_limits, f"{field}.limits", strict)
+    for name, request in requests.items() if strict else ():
+        limit = limits.get(name)
+        at = f"{field}.requests[{name}]"
+        if limit is None:
+            # Kubernetes wants a limit for extended resources in a pod; the templates of custom
+            # resources often leave it to their operator, so a request alone is read as both
+            continue
+        if not overcommit_allowed(name) and request != limit:
+            raise ValueError(
+                f"{at}: {raw_requests[name]!r} must be equal to the {name} limit of "
+                f"{raw_limits[name]!r}"
+            )
+        elif request > limit:
+            raise ValueError(
+                f"{at}: {raw_requests[name]!r} must be less than or equal to the {name} limit "
+                f"of {raw_limits[name]!r}"
+            )
+    for name, amount in limits.items():
         requests.setdefault(name, amount)
     return requests
 
 
-def pod_requests(spec: Mapping[str, Any]) -> dict[str, int]:
-    """The pod's effective request (see module docstring), canonical units, zeros dropped."""
+def _amounts(values: Mapping[str, Any], field: str, strict: bool = True) -> dict[str, int]:
+    result: dict[str, int] = {}
+    read = resource_amount if strict else to_canonical
+    for name, value in values.items():
+        try:
+            result[str(name)] = read(str(name), value)
+        except ValueError as exc:
+            raise ValueError(f"{field}[{name}]: {exc}") from None
+    return result
+
+
+def pod_requests(spec: Mapping[str, Any], *, strict: bool = True) -> dict[str, int]:
+    """The pod's effective request (see module docstring), canonical units, zeros dropped.
+
+    ``strict=False`` for pods read from a cluster: only the quantities are checked.
+    """
     running: dict[str, int] = {}
-    for container in _list(spec.get("containers")):
-        _add(running, container_requests(_mapping(container.get("resources"))))
+    for index, container in enumerate(_list(spec.get("containers"))):
+        _add(
+            running,
+            container_requests(
+                _mapping(container.get("resources")), f"containers[{index}].", strict=strict
+            ),
+        )
     init_peak: dict[str, int] = {}
     sidecars: dict[str, int] = {}
-    for container in _list(spec.get("initContainers")):
-        own = container_requests(_mapping(container.get("resources")))
+    for index, container in enumerate(_list(spec.get("initContainers"))):
+        own = container_requests(
+            _mapping(container.get("resources")), f"initContainers[{index}].", strict=strict
+        )
         if container.get("restartPolicy") == "Always":
             _add(running, own)
             _add(sidecars, own)
@@ -78,11 +134,11 @@ def pod_requests(spec: Mapping[str, Any]) -> dict[str, int]:
     total = dict(running)
     for name, amount in init_peak.items():
         total[name] = max(total.get(name, 0), amount)
-    pod_level = container_requests(_mapping(spec.get("resources")))
+    pod_level = container_requests(_mapping(spec.get("resources")), strict=strict)
     for name in _POD_LEVEL:
         if name in pod_level:
             total[name] = pod_level[name]
-    _add(total, parse_resources(_mapping(spec.get("overhead"))))
+    _add(total, _amounts(_mapping(spec.get("overhead")), "overhead", strict))
     return {name: amount for name, amount in total.items() if amount}
 
 
@@ -116,11 +172,11 @@ def parse_affinity(affinity: object) -> tuple[NodeSelectorTerm, ...]:
     return tuple(terms)
 
 
-def pod_demand(spec: Mapping[str, Any]) -> PodDemand:
-    """Everything placement needs from a PodSpec."""
+def pod_demand(spec: Mapping[str, Any], *, strict: bool = True) -> PodDemand:
+    """Everything placement needs from a PodSpec (``strict``: see :func:`pod_requests`)."""
     selector = _mapping(spec.get("nodeSelector"))
     return PodDemand(
-        requests=pod_requests(spec),
+        requests=pod_requests(spec, strict=strict),
         node_selector={str(k): str(v) for k, v in selector.items()},
         affinity=parse_affinity(spec.get("affinity")),
         tolerations=parse_tolerations(spec.get("tolerations")),

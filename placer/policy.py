@@ -51,10 +51,9 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-import yaml
-
 from placer.errors import PolicyError
 from placer.model import Cluster, Workload
+from placer.yamlload import parse_yaml, read_text
 
 __all__ = [
     "API_VERSION",
@@ -195,23 +194,16 @@ def policy_for(workload: Workload, policies: Sequence[PlacementPolicy]) -> Place
 def load_policies(path: str | Path) -> list[PlacementPolicy]:
     """Every PlacementPolicy in a YAML file (several documents allowed)."""
     source = str(path)
-    try:
-        text = Path(path).read_text(encoding="utf-8")
-    except FileNotFoundError:
-        raise PolicyError("no such file", source=source, hint="check the --policy path") from None
-    except OSError as exc:
-        raise PolicyError(f"cannot read: {exc.strerror}", source=source) from None
-    return policies_from_yaml(text, source=source)
+    if not Path(path).exists():
+        raise PolicyError("no such file", source=source, hint="check the --policy path")
+    return policies_from_yaml(read_text(path, PolicyError), source=source)
 
 
 def policies_from_yaml(text: str, *, source: str = "<policy>") -> list[PlacementPolicy]:
     """Parse YAML text holding one or more PlacementPolicy documents (empty documents skipped)."""
-    try:
-        documents = [d for d in yaml.safe_load_all(text) if d is not None]
-    except yaml.YAMLError as exc:
-        mark = getattr(exc, "problem_mark", None)
-        where = f" at line {mark.line + 1}, column {mark.column + 1}" if mark else ""
-        raise PolicyError(f"not valid YAML{where}", source=source) from None
+    documents = [
+        d for d in parse_yaml(text, source, PolicyError, all_documents=True) if d is not None
+    ]
     if not documents:
         raise PolicyError(
             "holds no PlacementPolicy",

@@ -24,6 +24,7 @@ from functools import lru_cache
 __all__ = [
     "CPU",
     "GPU",
+    "MAX_AMOUNT",
     "MEMORY",
     "PODS",
     "Resources",
@@ -31,8 +32,11 @@ __all__ = [
     "fits",
     "format_quantity",
     "format_resources",
+    "is_extended_resource",
+    "overcommit_allowed",
     "parse_quantity",
     "parse_resources",
+    "resource_amount",
     "scale",
     "subtract",
     "to_base",
@@ -67,10 +71,21 @@ _QUANTITY = re.compile(
 )
 
 
+#: Largest amount placer accepts, in canonical units (2^48: 256 TiB of memory, 2.8·10^11 cores,
+#: 2.8·10^14 GPUs): far above any node, and sums over tens of thousands of nodes stay within
+#: the 64-bit integers the solver counts in.
+MAX_AMOUNT = 2**48
+#: Longest quantity text and largest exponent accepted (``1e999999999`` would take hours to
+#: expand, a million-digit number seconds): anything beyond is out of range anyway.
+_MAX_TEXT = 64
+_MAX_EXPONENT = 30
+
+
 def parse_quantity(value: object) -> Fraction:
     """Parse a Kubernetes quantity (``"500m"``, ``"16Gi"``, ``"1e3"``, ``4``, ``0.5``).
 
-    Raises ``ValueError`` with the offending text when it is not a quantity.
+    Raises ``ValueError`` with the offending text when it is not a quantity (or is so long or
+    its exponent so large that it could not be a real amount).
     """
     if isinstance(value, bool):
         raise ValueError(f"not a quantity: {value!r}")
@@ -83,6 +98,8 @@ def parse_quantity(value: object) -> Fraction:
     if not isinstance(value, str):
         raise ValueError(f"not a quantity: {value!r}")
     text = value.strip()
+    if len(text) > _MAX_TEXT:
+        raise ValueError(f"not a quantity: {value[:_MAX_TEXT]!r}... ({len(value)} characters)")
     match = _QUANTITY.match(text)
     if not match:
         raise ValueError(f"not a quantity: {value!r}")
@@ -90,27 +107,68 @@ def parse_quantity(value: object) -> Fraction:
     if match["bin"]:
         number *= _BINARY[match["bin"]]
     elif match["exp"]:
-        number *= Fraction(10) ** int(match["exp"][1:])
+        exponent = int(match["exp"][1:])
+        if abs(exponent) > _MAX_EXPONENT:
+            raise ValueError(f"{value!r} is out of range (exponent beyond ±{_MAX_EXPONENT})")
+        number *= Fraction(10) ** exponent
     else:
         number *= _DECIMAL[match["dec"] or ""]
     return -number if match["sign"] == "-" else number
 
 
 def to_canonical(resource: str, value: object) -> int:
-    """A quantity in placer's canonical unit for ``resource`` (cpu: millicores; else base units)."""
+    """A quantity in placer's canonical unit for ``resource`` (cpu: millicores; else base units).
+
+    Raises ``ValueError`` when it is not a quantity or beyond ±:data:`MAX_AMOUNT`.
+    """
     if isinstance(value, str):
         # the same few quantity strings ("1", "500m", "16Gi") recur across manifests and pods
         return _canonical_text(resource == CPU, value)
-    quantity = parse_quantity(value)
-    if resource == CPU:
-        quantity *= 1000
-    return math.ceil(quantity)
+    return _in_range(parse_quantity(value), resource == CPU, value)
 
 
 @lru_cache(maxsize=4096)
 def _canonical_text(millis: bool, text: str) -> int:
-    quantity = parse_quantity(text)
-    return math.ceil(quantity * 1000 if millis else quantity)
+    return _in_range(parse_quantity(text), millis, text)
+
+
+def _in_range(quantity: Fraction, millis: bool, value: object) -> int:
+    amount = math.ceil(quantity * 1000 if millis else quantity)
+    if abs(amount) > MAX_AMOUNT:
+        raise ValueError(
+            f"{value!r} is too large (placer accepts at most {MAX_AMOUNT} "
+            f"{'millicores' if millis else 'units'})"
+        )
+    return amount
+
+
+def is_extended_resource(resource: str) -> bool:
+    """Kubernetes' extended resources (``nvidia.com/gpu``, ``rdma/ib``): a domain other than
+    ``kubernetes.io``; whole numbers only, never overcommitted."""
+    return (
+        "/" in resource
+        and "kubernetes.io/" not in resource
+        and not resource.startswith("requests.")
+    )
+
+
+def overcommit_allowed(resource: str) -> bool:
+    """Whether a request may be below its limit (native resources except hugepages)."""
+    return not is_extended_resource(resource) and not resource.startswith("hugepages-")
+
+
+def resource_amount(resource: str, value: object) -> int:
+    """An amount of ``resource`` as Kubernetes accepts it in a pod or a node: a quantity, not
+    negative, a whole number for extended resources; in canonical units.
+
+    Raises ``ValueError`` saying which rule ``value`` breaks (Kubernetes' own wording).
+    """
+    amount = to_canonical(resource, value)
+    if amount < 0:
+        raise ValueError(f"{value!r} must be greater than or equal to 0")
+    if is_extended_resource(resource) and parse_quantity(value).denominator != 1:
+        raise ValueError(f"{value!r} must be an integer ({resource} is an extended resource)")
+    return amount
 
 
 def parse_resources(values: Mapping[str, object] | None) -> dict[str, int]:

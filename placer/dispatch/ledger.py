@@ -578,7 +578,7 @@ def sync_cluster(
             pods_by_ns[ref.namespace] = _list_pods(client, ref.namespace)
         uid = str((root.get("metadata") or {}).get("uid", ""))
         seen = [
-            (str(pod["spec"].get("nodeName", "")), pod_demand(pod["spec"]).requests)
+            (str(pod["spec"].get("nodeName", "")), pod_demand(pod["spec"], strict=False).requests)
             for pod in pods_by_ns[ref.namespace]
             if _counted(pod) and (_uid(pod) == uid or owners.owned_by(pod, uid))
         ]

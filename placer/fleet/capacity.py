@@ -115,7 +115,7 @@ class PodTally:
         deleting = bool(metadata.get("deletionTimestamp"))
         if not node and deleting:
             return
-        requests = pod_requests(spec)
+        requests = pod_requests(spec, strict=False)  # validated by the API server
         share = self._share(metadata, requests)
         if metadata.get("namespace") in self.table.reservation_namespaces:
             requests.pop(GPU, None)  # holds a shared device: its fractional pods count it

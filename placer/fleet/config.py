@@ -36,13 +36,12 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 
-import yaml
-
 from placer.accelerators import AcceleratorTable, accelerators_from_dict, default_accelerators
 from placer.errors import FleetConfigError, InputError
 from placer.kube import KubeconfigSet, load_kubeconfigs
 from placer.model import Taint
 from placer.snapshot import parse_labels, parse_taints
+from placer.yamlload import read_yaml_file
 
 __all__ = [
     "DEFAULT_TIMEOUT",
@@ -150,18 +149,9 @@ def load_fleet_file(
         FleetConfigError: the file is missing or malformed (naming the field).
     """
     source = str(path)
-    try:
-        text = Path(path).read_text(encoding="utf-8")
-    except FileNotFoundError:
-        raise FleetConfigError("no such fleet file", source=source) from None
-    except OSError as exc:
-        raise FleetConfigError(f"cannot read: {exc.strerror}", source=source) from None
-    try:
-        data = yaml.safe_load(text)
-    except yaml.YAMLError as exc:
-        mark = getattr(exc, "problem_mark", None)
-        where = f" at line {mark.line + 1}, column {mark.column + 1}" if mark else ""
-        raise FleetConfigError(f"not valid YAML{where}", source=source) from None
+    if not Path(path).exists():
+        raise FleetConfigError("no such fleet file", source=source)
+    data = read_yaml_file(path, FleetConfigError)
     return fleet_from_data(data, source=source, timeout=timeout, environ=environ)
 
 

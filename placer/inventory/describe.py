@@ -74,7 +74,7 @@ def _align(rows: Sequence[Sequence[str]], padding: int = 3) -> list[str]:
 
 
 def _pod_gpus(pod: Pod) -> float:
-    requests = pod_demand(pod.get("spec") or {}).requests
+    requests = pod_demand(pod.get("spec") or {}, strict=False).requests
     return requests.get(GPU, 0) + requests.get(GPU_SHARE, 0) / 1000
 
 

@@ -31,9 +31,8 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-import yaml
-
 from placer.errors import FleetConfigError
+from placer.yamlload import read_yaml_file
 
 __all__ = ["ContextInfo", "KubeconfigSet", "load_kubeconfigs"]
 
@@ -313,16 +312,7 @@ def load_kubeconfigs(
 
 
 def _read_yaml(file: Path) -> Mapping[str, Any]:
-    try:
-        text = file.read_text(encoding="utf-8")
-    except OSError as exc:
-        raise FleetConfigError(f"cannot read: {exc.strerror}", source=str(file)) from None
-    try:
-        data = yaml.safe_load(text)
-    except yaml.YAMLError as exc:
-        mark = getattr(exc, "problem_mark", None)
-        where = f" at line {mark.line + 1}, column {mark.column + 1}" if mark else ""
-        raise FleetConfigError(f"not valid YAML{where}", source=str(file)) from None
+    data = read_yaml_file(file, FleetConfigError)
     if data is None:
         raise FleetConfigError("the kubeconfig file is empty", source=str(file))
     if not isinstance(data, Mapping):

@@ -82,7 +82,7 @@ def test_fleet_file(tmp_path: Path) -> None:
 @pytest.mark.parametrize(
     ("text", "fragment"),
     [
-        ("clusters: [", "not valid YAML at line"),
+        ("clusters: [", "not valid YAML: line"),
         ("- a", "must be a mapping with a clusters list"),
         ("clusters: []", "clusters: must be a non-empty list"),
         ("kind: Snapshot\nclusters: [{name: a}]", "kind: is 'Snapshot'"),

@@ -80,7 +80,7 @@ def test_relative_certificate_paths_resolve_against_their_file(tmp_path: Path) -
     ("content", "fragment"),
     [
         ("", "empty"),
-        ("clusters: [1, 2", "not valid YAML at line"),
+        ("clusters: [1, 2", "not valid YAML: line"),
         ("[1, 2]", "must be a mapping"),
         ("clusters: {a: 1}", "clusters: must be a list"),
         ("clusters: [{cluster: {server: 'https://x'}}]", "clusters[0].name"),
