@@ -21,8 +21,9 @@ Requests and limits follow the API server's validation (a pod breaking them is n
 so a workload asking for it must not be placed): amounts are not negative, extended resources
 (``nvidia.com/gpu``) are whole numbers and, when both are given, a limit equal to the request;
 other requests do not exceed their limits. (A request without a limit is accepted for extended
-resources too: operators of custom resources fill the limit in when they create the pods.) A breach raises ``ValueError`` naming the field
-(``containers[0].resources.limits[nvidia.com/gpu]: '-8' must be greater than or equal to 0``).
+resources too: operators of custom resources fill the limit in when they create the pods.)
+A breach raises ``ValueError`` naming the field:
+``containers[0].resources.limits[nvidia.com/gpu]: '-8' must be greater than or equal to 0``.
 """
 
 from __future__ import annotations

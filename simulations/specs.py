@@ -56,6 +56,12 @@ __all__ = [
 
 DEFAULT_SEED = 42
 _INF = float("inf")
+#: Bounds of the parameters (beyond them a spec would generate for hours or fill memory).
+MAX_SEED = 2**31 - 1
+MAX_COUNT = 100_000
+MAX_LOAD = 10.0
+MAX_TIME_SCALE = 1e6
+MAX_GANG_GPUS = 100_000
 _PREFIXES = ("trace:", "synthetic:")
 #: every source with its parameters.
 SOURCES: Mapping[str, tuple[str, ...]] = {
@@ -96,10 +102,12 @@ class WorkloadSpec:
     def _parse(self, key: str, kind: type[int] | type[float]) -> float:
         raw = self.params[key]
         try:
+            if len(raw) > 40:
+                raise ValueError(raw)
             return kind(raw)
         except ValueError:
             what = "a whole number" if kind is int else "a number"
-            raise self.error(f"{raw!r} is not {what}", key) from None
+            raise self.error(f"{raw[:40]!r} is not {what}", key) from None
 
     def integer(
         self, key: str, default: int, *, minimum: int = 0, maximum: int | None = None
@@ -222,18 +230,21 @@ def _openb(spec: WorkloadSpec, fleet: Fleet | None, seed: int) -> tuple[TimedWor
             raise spec.error("only applies with load= (FGD's replay)", "seed")
         return trace_replay(
             tasks,
-            time_scale=spec.number("time_scale", 1.0),
+            time_scale=spec.number("time_scale", 1.0, maximum=MAX_TIME_SCALE),
             departures=spec.boolean("departures", True),
         )
     for key in ("time_scale", "departures"):
         if key in spec.params:
             raise spec.error("does not apply with load= (FGD's replay has no departures)", key)
-    load = spec.number("load", 1.3)
+    load = spec.number("load", 1.3, maximum=MAX_LOAD)
     capacity = fleet_gpu_milli(spec.needs_fleet(fleet, "load"))
     if not capacity:
         raise spec.error("the fleet has no GPUs to load", "load")
     return fgd_replay(
-        tasks, capacity_gpu_milli=capacity, load=load, seed=spec.integer("seed", seed)
+        tasks,
+        capacity_gpu_milli=capacity,
+        load=load,
+        seed=spec.integer("seed", seed, maximum=MAX_SEED),
     )
 
 
@@ -241,7 +252,7 @@ def _kalos(spec: WorkloadSpec, fleet: Fleet | None) -> tuple[TimedWorkload, ...]
     fit = spec.choice("shape", "trace", ("trace", "fit")) == "fit"
     return kalos_replay(
         read_kalos_jobs(),
-        time_scale=spec.number("time_scale", 1.0),
+        time_scale=spec.number("time_scale", 1.0, maximum=MAX_TIME_SCALE),
         fit=spec.needs_fleet(fleet, "shape") if fit else None,
     )
 
@@ -251,7 +262,7 @@ def _gangs(spec: WorkloadSpec, fleet: Fleet | None, seed: int) -> tuple[TimedWor
         if one in spec.params and other in spec.params:
             raise spec.error(f"give {one}= or {other}=, not both", other)
     if "max_gpus" in spec.params:
-        max_gpus = spec.integer("max_gpus", 0, minimum=1)
+        max_gpus = spec.integer("max_gpus", 0, minimum=1, maximum=MAX_GANG_GPUS)
     else:
         cap = spec.number("cap", 0.15, maximum=1.0)
         largest = largest_cluster_gpu_milli(spec.needs_fleet(fleet, "cap"))
@@ -261,14 +272,14 @@ def _gangs(spec: WorkloadSpec, fleet: Fleet | None, seed: int) -> tuple[TimedWor
         small=spec.number("small", 0.7, zero=True, maximum=1.0),
         max_components=spec.integer("components", 3, minimum=1, maximum=3),
         fractional=spec.boolean("fractional", True),
-        time_scale=spec.number("time_scale", 1.0),
+        time_scale=spec.number("time_scale", 1.0, maximum=MAX_TIME_SCALE),
     )
     tasks = read_openb_tasks(spec.choice("source", "default", VARIANTS))
     tail = kalos_tail(read_kalos_jobs())
-    gang_seed = spec.integer("seed", seed)
+    gang_seed = spec.integer("seed", seed, maximum=MAX_SEED)
     if "load" in spec.params:
-        load = spec.number("load", 1.0)
+        load = spec.number("load", 1.0, maximum=MAX_LOAD)
         target = round(load * fleet_gpu_milli(spec.needs_fleet(fleet, "load")))
         return synthetic_gangs(tasks, tail, mix, seed=gang_seed, target_gpu_milli=target)
-    count = spec.integer("count", 200, minimum=1)
+    count = spec.integer("count", 200, minimum=1, maximum=MAX_COUNT)
     return synthetic_gangs(tasks, tail, mix, seed=gang_seed, count=count)

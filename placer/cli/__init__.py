@@ -72,7 +72,10 @@ def build_parser() -> argparse.ArgumentParser:
 def main(argv: Sequence[str] | None = None) -> int:
     """Entry point of the ``placer`` console script."""
     parser = build_parser()
-    args = parser.parse_args(argv)
+    try:
+        args = parser.parse_args(argv)
+    except SystemExit as done:  # --help, --version, or a usage error already printed
+        return done.code if isinstance(done.code, int) else EXIT_USAGE
     handler: Handler | None = getattr(args, "func", None)
     if handler is None:
         parser.print_help(sys.stderr)

@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import argparse
 
+from placer.cli._types import SEED, seconds
 from placer.errors import UsageError
 from placer.policy import PlacementPolicy, load_policies
 from placer.solver import MODES, SOLVERS
@@ -47,12 +48,12 @@ def add_decision_options(parser: argparse.ArgumentParser, *, with_mode: bool = F
         parser.add_argument("--mode", choices=MODES, default="batch", help="default batch")
     parser.add_argument(
         "--time-limit",
-        type=float,
+        type=seconds,
         default=1.0,
         metavar="S",
         help="seconds for the decision, CPU time of this process (default 1)",
     )
-    parser.add_argument("--seed", type=int, default=0, help="solver seed (default 0)")
+    parser.add_argument("--seed", type=SEED, default=0, help="solver seed (default 0)")
 
 
 def decision_policies(args: argparse.Namespace) -> list[PlacementPolicy]:

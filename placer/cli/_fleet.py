@@ -12,6 +12,7 @@ import argparse
 import sys
 from collections.abc import Sequence
 
+from placer.cli._types import seconds
 from placer.errors import FleetUnreachableError, UsageError
 from placer.fleet import FleetConfig, fleet_from_kubeconfigs, load_fleet_file
 from placer.fleet.config import DEFAULT_TIMEOUT
@@ -50,7 +51,7 @@ def add_fleet_options(parser: argparse.ArgumentParser) -> None:
     )
     group.add_argument(
         "--timeout",
-        type=float,
+        type=seconds,
         default=DEFAULT_TIMEOUT,
         metavar="SECONDS",
         help=f"per-cluster gathering timeout (default {DEFAULT_TIMEOUT:g})",

@@ -25,7 +25,8 @@ from typing import Any
 
 from placer.cli._decision import add_policy_option
 from placer.cli._fleet import add_fleet_options, fleet_config_from_args
-from placer.errors import UsageError
+from placer.cli._types import address, count, port, seconds, seconds_or_zero
+from placer.errors import PlacerError, UsageError
 from placer.fleet import FleetConfig
 from placer.fleet.config import DEFAULT_TIMEOUT
 from placer.policy import PlacementPolicy, load_policies
@@ -73,21 +74,21 @@ def register(subparsers: Any) -> None:
     )
     placing.add_argument(
         "--batch-window",
-        type=float,
+        type=seconds,
         default=1.0,
         metavar="S",
         help="seconds pending workloads are collected before a cycle decides them (default 1)",
     )
     placing.add_argument(
         "--grace-period",
-        type=float,
+        type=seconds_or_zero,
         default=300.0,
         metavar="S",
         help="seconds a member may be unreachable before its workloads move (default 300)",
     )
     placing.add_argument(
         "--resync-interval",
-        type=float,
+        type=seconds,
         default=30.0,
         metavar="S",
         help="seconds between capacity and health checks while idle (default 30)",
@@ -95,17 +96,21 @@ def register(subparsers: Any) -> None:
     placing.add_argument("--solver", choices=SOLVERS, default="cpsat", help="default cpsat")
     placing.add_argument(
         "--time-limit",
-        type=float,
+        type=seconds,
         default=1.0,
         metavar="S",
         help="solver seconds per cycle (default 1)",
     )
     placing.add_argument(
-        "--max-batch", type=int, default=2000, metavar="N", help="workloads per cycle at most"
+        "--max-batch",
+        type=count(1, 1_000_000),
+        default=2000,
+        metavar="N",
+        help="workloads per cycle at most",
     )
     placing.add_argument(
         "--ledger-ttl",
-        type=float,
+        type=seconds,
         default=600.0,
         metavar="S",
         help="seconds an in-flight placement is charged at most (default 600)",
@@ -116,25 +121,31 @@ def register(subparsers: Any) -> None:
         help="never create a workload's namespace on a member (a missing one fails there)",
     )
     placing.add_argument(
-        "--workers", type=int, default=8, metavar="N", help="threads writing records (default 8)"
+        "--workers",
+        type=count(1, 256),
+        default=8,
+        metavar="N",
+        help="threads writing records (default 8)",
     )
     ops = parser.add_argument_group("operations")
     ops.add_argument(
         "--metrics-port",
-        type=int,
+        type=port,
         default=8080,
         metavar="N",
         help="port of /metrics, /healthz, /readyz and /v1/* (default 8080; 0 = any free port)",
     )
-    ops.add_argument("--bind", default="0.0.0.0", metavar="ADDRESS", help="default 0.0.0.0")
+    ops.add_argument(
+        "--bind", type=address, default="0.0.0.0", metavar="ADDRESS", help="default 0.0.0.0"
+    )
     ops.add_argument(
         "--identity", metavar="NAME", help="name in the Lease (default: $POD_NAME or host-pid)"
     )
     ops.add_argument("--lease-namespace", default="placer-system", metavar="NS")
     ops.add_argument("--lease-name", default="placer-controller", metavar="NAME")
-    ops.add_argument("--lease-duration", type=float, default=15.0, metavar="S")
-    ops.add_argument("--renew-deadline", type=float, default=10.0, metavar="S")
-    ops.add_argument("--retry-period", type=float, default=2.0, metavar="S")
+    ops.add_argument("--lease-duration", type=seconds, default=15.0, metavar="S")
+    ops.add_argument("--renew-deadline", type=seconds, default=10.0, metavar="S")
+    ops.add_argument("--retry-period", type=seconds, default=2.0, metavar="S")
     ops.add_argument(
         "--no-leader-election",
         action="store_true",
@@ -204,17 +215,25 @@ def run(args: argparse.Namespace) -> int:
     controller = Controller(
         hub, fleet, settings, catalog=catalog, policies=policies, metrics=metrics
     )
-    server = HttpServer(
-        Endpoints(
-            healthy=controller.healthy,
-            ready=controller.ready,
-            metrics=metrics.exposition,
-            fleet=controller.fleet_document,
-            placements=controller.placements_document,
-        ),
-        host=args.bind,
-        port=args.metrics_port,
-    ).start()
+    try:
+        server = HttpServer(
+            Endpoints(
+                healthy=controller.healthy,
+                ready=controller.ready,
+                metrics=metrics.exposition,
+                fleet=controller.fleet_document,
+                placements=controller.placements_document,
+            ),
+            host=args.bind,
+            port=args.metrics_port,
+        ).start()
+    except OSError as exc:  # the port is taken, the address is not this host's...
+        hub.close()
+        raise PlacerError(
+            f"cannot serve /metrics on {args.bind}:{args.metrics_port}: {exc.strerror or exc}",
+            hint="choose a free port with --metrics-port (0 = any free port) or an address of "
+            "this host with --bind",
+        ) from None
     stop = threading.Event()
     previous = {
         sig: signal.signal(sig, lambda *_: stop.set()) for sig in (signal.SIGINT, signal.SIGTERM)

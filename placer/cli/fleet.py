@@ -29,7 +29,8 @@ from placer.cli._fleet import (
     require_reachable,
 )
 from placer.cli._output import add_output_option, print_data, print_table
-from placer.errors import UsageError
+from placer.cli._types import output_file
+from placer.errors import InputError, UsageError
 from placer.fleet import gather_fleet
 from placer.fleet.summary import cluster_rows, fleet_summary, node_rows
 from placer.model import Fleet
@@ -76,10 +77,15 @@ def register(subparsers: Any) -> None:
     )
     up.add_argument("snapshot", metavar="SNAPSHOT", help="snapshot file")
     up.add_argument(
-        "--kubeconfig-out", required=True, metavar="PATH", help="kubeconfig file to write"
+        "--kubeconfig-out",
+        type=output_file,
+        required=True,
+        metavar="PATH",
+        help="kubeconfig file to write",
     )
     up.add_argument(
         "--fleet-out",
+        type=output_file,
         metavar="PATH",
         help="also write a fleet file (kubeconfig, context, labels, taints per cluster)",
     )
@@ -138,9 +144,16 @@ def run_up(args: argparse.Namespace) -> int:
     }
     try:
         with VirtualFleet(fleet, setup=realism_setup(pods=args.pods)) as virtual:
-            path = virtual.write_kubeconfig(Path(args.kubeconfig_out))
-            if args.fleet_out:
-                virtual.write_fleet_file(Path(args.fleet_out), kubeconfig=path)
+            try:
+                path = virtual.write_kubeconfig(Path(args.kubeconfig_out))
+                if args.fleet_out:
+                    virtual.write_fleet_file(Path(args.fleet_out), kubeconfig=path)
+            except OSError as exc:
+                raise InputError(
+                    f"cannot write: {exc.strerror or exc}",
+                    source=str(exc.filename or args.kubeconfig_out),
+                    hint="choose a path in a folder you can write",
+                ) from None
             for name, url in virtual.urls.items():
                 cluster = virtual.fleet.cluster(name)
                 state = "" if cluster.reachable else " (stopped: unreachable in the snapshot)"

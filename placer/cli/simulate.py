@@ -28,6 +28,7 @@ from typing import TYPE_CHECKING, Any, TextIO
 
 from placer.cli._decision import add_policy_option
 from placer.cli._output import add_output_option, print_data, print_table
+from placer.cli._types import SEED, seconds, seconds_or_zero
 from placer.cli.definitions import add_catalog_option
 from placer.errors import EXIT_ERROR, EXIT_OK, InputError, UsageError
 from placer.model import GPU_SHARE, Fleet
@@ -83,20 +84,20 @@ def register(subparsers: argparse._SubParsersAction[argparse.ArgumentParser]) ->
     )
     parser.add_argument(
         "--seed",
-        type=int,
+        type=SEED,
         default=None,
         help="solver seed, and the seed of trace/generator specs that have none (default 42)",
     )
     parser.add_argument(
         "--time-limit",
-        type=float,
+        type=seconds,
         default=1.0,
         metavar="S",
         help="seconds per decision (default 1)",
     )
     parser.add_argument(
         "--interval",
-        type=float,
+        type=seconds_or_zero,
         default=0.0,
         metavar="S",
         help="stream: decide every S seconds of simulated time (default: at every event)",

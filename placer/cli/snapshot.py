@@ -17,6 +17,7 @@ from placer.cli._fleet import (
     report_unreachable,
     require_reachable,
 )
+from placer.cli._types import output_file
 from placer.fleet import gather_fleet
 from placer.snapshot import dump_snapshot, dumps_snapshot
 
@@ -34,7 +35,12 @@ def register(subparsers: Any) -> None:
     )
     add_fleet_options(parser)
     parser.add_argument(
-        "-o", "--output", metavar="FILE", required=True, help="snapshot file to write (- = stdout)"
+        "-o",
+        "--output",
+        type=output_file,
+        metavar="FILE",
+        required=True,
+        help="snapshot file to write (- = stdout)",
     )
     parser.set_defaults(func=run)
 

@@ -37,6 +37,7 @@ from typing import Any
 from placer.cli._decision import add_decision_options, add_manifest_option, decision_policies
 from placer.cli._fleet import add_fleet_options, fleet_config_from_args, report_unreachable
 from placer.cli._output import add_output_option, print_data, print_table
+from placer.cli._types import seconds
 from placer.cli.definitions import accelerators_for, add_catalog_option
 from placer.errors import EXIT_ERROR, EXIT_NOT_FOUND, EXIT_OK, UsageError
 
@@ -88,7 +89,7 @@ def register(subparsers: argparse._SubParsersAction[argparse.ArgumentParser]) ->
     )
     parser.add_argument(
         "--in-flight-ttl",
-        type=float,
+        type=seconds,
         default=None,
         metavar="SECONDS",
         help="how long this submission's in-flight entries count at most while its pods do "

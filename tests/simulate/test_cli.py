@@ -113,7 +113,7 @@ def test_report_writes_json_markdown_and_plots(capsys: Any, tmp_path: Path) -> N
         (["--workloads", "trace:alibaba"], 1, "unknown workload source 'trace:alibaba'"),
         (["--workloads", SPEC, "--drain", "mars"], 1, "--drain mars: no such cluster"),
         (["--workloads", SPEC, "--solver", "magic"], 2, "unknown solver magic"),
-        (["--workloads", SPEC, "--time-limit", "0"], 2, "--time-limit must be positive"),
+        (["--workloads", SPEC, "--time-limit", "0"], 2, "--time-limit: must be a positive number"),
         (["--workloads", "missing-dir/"], 1, "missing-dir: no such file or directory"),
     ],
 )

@@ -66,7 +66,7 @@ def test_kalos_and_synthetic(fleet: Fleet) -> None:
         ("trace:kalos?shape=huge", "shape: 'huge' is not one of trace, fit"),
         ("trace:kalos?speed=2", "speed: unknown parameter for trace:kalos"),
         ("synthetic:gangs?count=3&load=1", "give count= or load=, not both"),
-        ("synthetic:gangs?max_gpus=8&count=0", "count: 0 is not >= 1"),
+        ("synthetic:gangs?max_gpus=8&count=0", "count: 0 is not between 1 and 100000"),
         ("synthetic:gangs?max_gpus=8&components=4", "components: 4 is not between 1 and 3"),
         ("synthetic:gangs?max_gpus=8&fractional=maybe", "'maybe' is not true or false"),
         ("synthetic:gangs?max_gpus=8&source=nope", "source: 'nope' is not one of default"),
