@@ -304,10 +304,16 @@ def _device_groups(value: object, source: str, where: str) -> tuple[DeviceGroup,
     return tuple(groups)
 
 
+#: Largest count a snapshot may give (nodes of a group, pending pods): far above any cluster.
+MAX_COUNT = 100_000
+
+
 def _int(value: object, source: str, where: str) -> int:
-    if isinstance(value, bool) or not isinstance(value, int) or value < 0:
+    if isinstance(value, bool) or not isinstance(value, int) or not 0 <= value <= MAX_COUNT:
         raise SnapshotError(
-            f"must be a whole number >= 0, got {value!r}", source=source, field=where
+            f"must be a whole number from 0 to {MAX_COUNT:,}, got {value!r}",
+            source=source,
+            field=where,
         )
     return value
 

@@ -139,7 +139,17 @@ def read_workloads(filenames: list[str], catalog: Catalog) -> list[Workload]:
     """Decompose every object of every file; all problems are reported together."""
     documents = [document for filename in filenames for document in read_manifests(filename)]
     found, problems = decompose_all(documents, catalog)
-    workloads = [decomposition.workload for _, decomposition in found]
+    workloads: list[Workload] = []
+    seen: dict[object, str] = {}
+    for document, decomposition in found:
+        ref = decomposition.workload.ref
+        if ref in seen:  # one object, two decisions: the plan would count it twice
+            problems.append(
+                UsageError(f"{document.source}: {ref} is given twice (also in {seen[ref]})")
+            )
+            continue
+        seen[ref] = document.source
+        workloads.append(decomposition.workload)
     if problems:
         for problem in problems[1:]:
             print(f"error: {problem}", file=sys.stderr)

@@ -37,7 +37,7 @@ from typing import Any
 from placer.cli._decision import add_decision_options, add_manifest_option, decision_policies
 from placer.cli._fleet import add_fleet_options, fleet_config_from_args, report_unreachable
 from placer.cli._output import add_output_option, print_data, print_table
-from placer.cli._types import seconds
+from placer.cli._types import MAX_SECONDS, seconds
 from placer.cli.definitions import accelerators_for, add_catalog_option
 from placer.errors import EXIT_ERROR, EXIT_NOT_FOUND, EXIT_OK, UsageError
 
@@ -107,8 +107,8 @@ def parse_duration(text: str) -> float:
     if not match:
         raise UsageError(f"--wait: {text!r} is not a duration (e.g. 90, 90s, 5m)")
     value = float(match.group(1)) * {"s": 1, "m": 60, "h": 3600, None: 1}[match.group(2)]
-    if value <= 0:
-        raise UsageError("--wait: the timeout must be positive")
+    if not 0 < value <= MAX_SECONDS:
+        raise UsageError(f"--wait: the timeout must be positive and at most {MAX_SECONDS:g} s")
     return value
 
 
