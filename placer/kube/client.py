@@ -666,6 +666,9 @@ def open_client(
 
     settings = settings or ClientSettings()
     info: ContextInfo = kubeconfigs.context(context)
+    missing = kubeconfigs.exec_plugin_problem(context)
+    if missing is not None:
+        raise missing
     configuration = Configuration()
     configuration.retries = _Retry(
         total=settings.connect_retries + 1,

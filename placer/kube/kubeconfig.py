@@ -26,6 +26,7 @@ errors here never quote user entries.
 from __future__ import annotations
 
 import os
+import shutil
 from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
@@ -172,6 +173,57 @@ class KubeconfigSet:
             data["users"].append({"name": info.user, "user": _absolute(body, user, _USER_FILES)})
         return data
 
+    def exec_plugin_problem(self, name: str) -> FleetConfigError | None:
+        """Why context ``name`` cannot log in: its user's exec credential plugin is not installed
+        (the official loader would only log it and go on without credentials); else ``None``.
+        """
+        info = self.context(name)
+        if not info.user:
+            return None
+        entry = self._users[info.user]
+        body = entry.body.get("user")
+        exec_ = body.get("exec") if isinstance(body, Mapping) else None
+        if not isinstance(exec_, Mapping):
+            return None
+        command = exec_.get("command")
+        field = f"users[name={info.user}].user.exec.command"
+        if not isinstance(command, str) or not command.strip():
+            return FleetConfigError(
+                f"context {name!r}: user {info.user!r} has an exec credential plugin without a "
+                "command",
+                source=entry.source,
+                field=field,
+            )
+        if os.sep in command:  # kubectl: a path with a slash is relative to the kubeconfig
+            path = Path(command).expanduser()
+            if not path.is_absolute():
+                path = Path(entry.source).resolve().parent / path
+            found = path.is_file() and os.access(path, os.X_OK)
+        else:
+            found = shutil.which(command) is not None
+        if found:
+            return None
+        install = exec_.get("installHint")
+        what_to_do = (
+            self.redact(" ".join(install.split()))[:300]
+            if isinstance(install, str) and install.strip()
+            else f"install {command!r}"
+        )
+        return FleetConfigError(
+            f"context {name!r}: user {info.user!r} logs in with the exec credential plugin "
+            f"{command!r}, which is not installed here "
+            f"({'no such executable file' if os.sep in command else 'not found on PATH'}); "
+            f"the plugin's own advice: {what_to_do}"
+            if isinstance(install, str) and install.strip()
+            else f"context {name!r}: user {info.user!r} logs in with the exec credential plugin "
+            f"{command!r}, which is not installed here "
+            f"({'no such executable file' if os.sep in command else 'not found on PATH'})",
+            source=entry.source,
+            field=field,
+            hint=f"{what_to_do}, or add its folder to PATH, or use a kubeconfig user that logs in "
+            "another way (token, client certificate)",
+        )
+
     def describe_sources(self) -> str:
         """The files of the set, for messages (``a.yaml, b.yaml``)."""
         return ", ".join(self.files) if self.files else "<no kubeconfig>"
@@ -282,6 +334,12 @@ def load_kubeconfigs(
     if paths:
         for path in paths:
             file = Path(path).expanduser()
+            if file.exists() and not file.is_file():
+                raise FleetConfigError(
+                    "not a regular file (a kubeconfig is a YAML file)",
+                    source=str(path),
+                    hint="check the --kubeconfig path",
+                )
             if not file.is_file():
                 raise FleetConfigError(
                     "no such kubeconfig file",
