@@ -170,6 +170,8 @@ def _input(obj: Mapping[str, Any], where: str) -> str:
         return to_json_text(normalize(obj))
     except (TypeError, ValueError) as exc:
         raise InterpretationError(f"{where}: the object is not plain JSON data: {exc}") from None
+    except RecursionError:  # an object from the API nested thousands of levels deep
+        raise InterpretationError(f"{where}: the object is nested too deeply to read") from None
 
 
 def phases_of(

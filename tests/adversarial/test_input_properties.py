@@ -338,3 +338,19 @@ def test_placer_errors_are_the_only_failures_of_main(capsys: pytest.CaptureFixtu
     assert main(["--version"]) == 0
     capsys.readouterr()
     assert issubclass(SnapshotError, PlacerError)
+
+
+def test_an_object_nested_thousands_deep_is_an_interpretation_error() -> None:
+    """Hub objects come as JSON (no YAML bound): a deep one is refused, not a RecursionError."""
+    from placer.definitions import Catalog, decompose
+    from placer.errors import InterpretationError
+
+    deep: dict[str, Any] = {}
+    cursor = deep
+    for _ in range(5000):
+        cursor["a"] = {}
+        cursor = cursor["a"]
+    job = _job("deep", {}, 1, {})
+    job["x"] = deep
+    with pytest.raises(InterpretationError, match="nested too deeply"):
+        decompose(job, Catalog.builtin())
