@@ -291,42 +291,34 @@ def hub_kubeconfig(
     return kubeconfig_for({"hub": hub, "m1": member})
 
 
-def test_a_busy_metrics_port_is_an_error_line(hub_kubeconfig: Path) -> None:
-    with socket.socket() as busy:
-        busy.bind(("127.0.0.1", 0))
-        busy.listen()
-        port = busy.getsockname()[1]
-        code, err = placer(
-            "controller",
-            "--hub-context",
-            "hub",
-            "--kubeconfig",
-            str(hub_kubeconfig),
-            "--bind",
-            "127.0.0.1",
-            "--metrics-port",
-            str(port),
-            "--no-leader-election",
-            timeout=60,
-        )
-    assert code == 1
-    assert f"error: cannot serve /metrics on 127.0.0.1:{port}" in err, err
-
-
-def test_an_address_of_another_host_is_an_error_line(hub_kubeconfig: Path) -> None:
-    code, err = placer(
+def _controller(hub_kubeconfig: Path, bind: str, port: int) -> tuple[int, str]:
+    return placer(
         "controller",
         "--hub-context",
         "hub",
         "--kubeconfig",
         str(hub_kubeconfig),
         "--bind",
-        "192.0.2.1",  # TEST-NET-1: never this host's
+        bind,
         "--metrics-port",
-        "0",
+        str(port),
         "--no-leader-election",
         timeout=60,
     )
+
+
+def test_a_busy_metrics_port_is_an_error_line(hub_kubeconfig: Path) -> None:
+    with socket.socket() as busy:
+        busy.bind(("127.0.0.1", 0))
+        busy.listen()
+        port = busy.getsockname()[1]
+        code, err = _controller(hub_kubeconfig, "127.0.0.1", port)
+    assert code == 1
+    assert f"error: cannot serve /metrics on 127.0.0.1:{port}" in err, err
+
+
+def test_an_address_of_another_host_is_an_error_line(hub_kubeconfig: Path) -> None:
+    code, err = _controller(hub_kubeconfig, "192.0.2.1", 0)  # TEST-NET-1: never this host's
     assert code == 1 and "error: cannot serve /metrics on 192.0.2.1:0" in err, err
 
 
