@@ -293,6 +293,13 @@ class ControllerBase:
             self._objects.pop(ref, None)
             if uid:
                 self._by_uid.pop(uid, None)
+                # its copies are stale now (one listed meanwhile was not judged as such)
+                for (cluster, api_version, kind), informer in self._member_informers.items():
+                    if (api_version, kind) != (ref.api_version, ref.kind):
+                        continue
+                    copy = informer.get(ref.namespace, ref.name)
+                    if copy is not None and hub_uid_of(copy) == uid:
+                        self._gc.add((cluster, api_version, kind, ref.namespace, ref.name))
                 self._touched.pop(uid, None)
                 self._inherited.discard(uid)
                 self._decomposed.pop(uid, None)

@@ -7,9 +7,10 @@ do as small action values. The I/O (patches, applies, deletes, Events) happens i
 
 Rules for a hub object (:func:`reconcile`):
 
-1. **Deleting** (``deletionTimestamp`` set): delete every copy on a reachable member, then
-   remove placer's finalizer (nothing more once it is gone: another finalizer may keep the
-   object a while). Copies on unreachable members are left to the stale-copy rule.
+1. **Deleting** (``deletionTimestamp`` set): once every reachable member's copies are listed,
+   delete every copy on a reachable member, then remove placer's finalizer (nothing more once
+   it is gone: another finalizer may keep the object a while). Copies on members that cannot
+   be listed are left to the stale-copy rule.
 2. **No record**: nothing happens while a copy may be on a member whose copies are not
    listed (:func:`blocking_members`): on any such member for an object listed when this leader
    started (an earlier one may have dispatched it and died before recording it), only on the
@@ -209,7 +210,11 @@ def reconcile(
         actions: list[Action] = [DeleteCopy(c) for c in members if c in copies and c in reachable]
         if actions:
             return actions
-        return [Finalize()] if has_finalizer(obj) else []
+        if not has_finalizer(obj):
+            return []
+        states = {c: health.get(c, Health()) for c in reachable}
+        listing = [c for c, h in states.items() if not h.synced and not h.problem]
+        return [] if listing else [Finalize()]
     record = record_of(obj)
     if record is None:
         blocked = blocking_members(health, members, suspects, now, grace_period)

@@ -174,3 +174,48 @@ def test_an_object_kept_by_another_finalizer_does_not_spin(
     hubfleet.wait_for(lambda: not hubfleet.hub_jobs(), what="object gone")
     assert_idle(hubfleet, controller, log_events, window=1.0)
     assert_forgotten(controller)
+
+
+def test_objects_deleted_while_no_controller_ran_lose_their_copies_first(hubfleet: Any) -> None:
+    """A controller starting on objects being deleted deletes their copies before it lets the
+    objects go (the finalizer's promise), even while a member's copies are still being listed:
+    letting them go first leaves copies that only a later stale-copy sweep may find."""
+    first = hubfleet.controller()
+    names = [f"d{i}" for i in range(6)]
+    for name in names:
+        hubfleet.hub.store.create(hubfleet.job(name, gpus=2))
+    hubfleet.wait_for(
+        lambda: (
+            all(hubfleet.placed_cluster(j) for j in hubfleet.hub_jobs())
+            and len(hubfleet.hub_jobs()) == len(names)
+        ),
+        what="placed",
+    )
+    first.halt()
+    for name in names:  # deleted while no controller runs: the finalizer keeps them
+        hubfleet.hub.store.delete("jobs", name, hubfleet.NAMESPACE)
+    assert len(hubfleet.hub_jobs()) == len(names)
+
+    order: list[tuple[str, str]] = []
+    lock = threading.Lock()
+
+    def note(where: str) -> Any:
+        def reactor(event: WriteEvent) -> None:
+            if event.type == "DELETED" and event.resource.kind == "Job":
+                with lock:
+                    order.append((where, event.object["metadata"]["name"]))
+
+        return reactor
+
+    hubfleet.hub.store.add_reactor(note("hub"))
+    for server in hubfleet.members.values():
+        server.store.add_reactor(note("member"))
+        server.faults.delay(1.5, times=2, verb="list", resource="jobs.batch")  # listed slowly
+    hubfleet.controller(identity="second")
+    hubfleet.wait_for(lambda: not hubfleet.hub_jobs(), timeout=30, what="objects finalized")
+    hubfleet.wait_for(
+        lambda: not any(hubfleet.copies(n) for n in names), timeout=30, what="copies deleted"
+    )
+    for name in names:
+        events = [where for where, n in order if n == name]
+        assert events == ["member", "hub"], f"{name}: {events}"

@@ -184,6 +184,13 @@ def test_deleting_deletes_reachable_copies_then_finalizes() -> None:
     deleting["metadata"]["finalizers"] = ["example.com/keep"]
     assert run(deleting, health=down) == []
     assert run(obj(deleting=True)) == []  # never placed
+    # a reachable member's copies not listed yet (a restart): a copy may be there, wait
+    deleting["metadata"]["finalizers"] = [FINALIZER]
+    listing = {**UP, "c": Health(True, 0.0, False)}
+    assert run(deleting, health=listing) == []
+    # a member that cannot list them (403): left to the stale-copy rule
+    forbidden = {**UP, "c": Health(True, 0.0, False, "list jobs: 403 Forbidden", 0.0)}
+    assert run(deleting, health=forbidden) == [Finalize()]
 
 
 def test_is_stale() -> None:
