@@ -27,7 +27,7 @@ from placer.controller.base import (
     more_room,
     ref_text,
 )
-from placer.controller.fanout import Part, ensure_namespaces, split_decision
+from placer.controller.fanout import Part, Redecisions, ensure_namespaces, split_decision
 from placer.controller.metrics import exclusion_reason, unschedulable_reason
 from placer.controller.reconcile import group_clusters
 from placer.controller.records import (
@@ -416,8 +416,13 @@ class CyclesMixin(ControllerBase):
         parts = split_decision(decision, manifests, fleet, self.settings.dispatch_parts)
         if self.settings.create_namespaces and len(parts) > 1:
             ensure_namespaces(clients, decision.placements)
+        redecisions = Redecisions(
+            policies=policies,
+            solver=self.settings.solver,
+            time_limit=self.settings.solve_time_limit,
+        )
 
-        def run(part: Part) -> DispatchResult:
+        def run(index: int, part: Part) -> DispatchResult:
             dispatcher = Dispatcher(
                 clients,
                 policies=policies,
@@ -431,16 +436,17 @@ class CyclesMixin(ControllerBase):
                 succession=self.succession,
                 own_copy=self._own_copy,
                 copy_selector=f"{LABEL_HUB}!={self.settings.hub}",
+                decide=redecisions.for_part(index) if len(parts) > 1 else None,
             )
             return dispatcher.dispatch(
                 list(part.manifests), part.decision, part.fleet, decision_id=decision_id
             )
 
         if len(parts) == 1:
-            results = [run(parts[0])]
+            results = [run(0, parts[0])]
         else:
             with ThreadPoolExecutor(len(parts), thread_name_prefix="placer-part") as pool:
-                results = list(pool.map(run, parts))
+                results = list(pool.map(run, range(len(parts)), parts))
         outcomes = [o for r in results for o in r.outcomes]
         unplaced = {u.workload: dict(u.reasons) for r in results for u in r.decision.unplaced}
         return outcomes, unplaced

@@ -14,7 +14,10 @@ without the failed cluster. What the split must add:
 
 * **capacity**: each part gets the fleet charged with the *other* parts' placements, so a
   re-decision after a failed apply can never take capacity another part is using (the
-  placements of the other parts are charged even if some of them fail: conservative);
+  placements of the other parts are charged even if some of them fail: conservative); and
+  the parts' re-decisions are made one at a time by :class:`Redecisions`, each on the fleet
+  charged with what the other parts' re-decisions took — parts deciding again at once (a
+  cluster refusing a whole decision) would otherwise all pick the same free nodes;
 * **namespaces**: a Dispatcher removes a namespace it created when the unit that needed it
   fails — which would delete what another part just applied there. So the namespaces a
   decision needs are created beforehand (:func:`ensure_namespaces`, labelled like the
@@ -26,18 +29,22 @@ without the failed cluster. What the split must add:
 from __future__ import annotations
 
 import logging
+import threading
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, replace
 
 from placer.dispatch import LABEL_PLACED_BY, Manifest
 from placer.dispatch.claims import claim_key, shard_of
+from placer.dispatch.dispatcher import Decide
+from placer.dispatch.ledger import charge_known
 from placer.dispatch.record import PLACED_BY
 from placer.errors import ConflictError, ForbiddenError, KubeError, NotFoundError
 from placer.kube import KubeClient
-from placer.model import Decision, Fleet, Placement, WorkloadRef
-from placer.solver import charge
+from placer.model import Decision, Fleet, Placement, Workload, WorkloadRef
+from placer.policy import PlacementPolicy
+from placer.solver import charge, solve
 
-__all__ = ["UNITS_PER_PART", "Part", "ensure_namespaces", "split_decision"]
+__all__ = ["UNITS_PER_PART", "Part", "Redecisions", "ensure_namespaces", "split_decision"]
 
 #: units a part gets at least: each part pays its own claims and copy check on every member,
 #: which only a big decision's concurrency repays.
@@ -98,6 +105,42 @@ def split_decision(
             )
         )
     return result
+
+
+class Redecisions:
+    """The re-decisions of one decision's parts, one at a time (see the module docstring).
+
+    Each part's :class:`placer.dispatch.Dispatcher` gets :meth:`for_part` as its ``decide``:
+    the fleet it passes (charged with that part's own placements) is charged with the
+    placements the other parts' re-decisions took, then solved under a lock.
+    """
+
+    def __init__(
+        self, *, policies: Sequence[PlacementPolicy], solver: str, time_limit: float
+    ) -> None:
+        self.policies = tuple(policies)
+        self.solver = solver
+        self.time_limit = time_limit
+        self._lock = threading.Lock()
+        self._taken: list[tuple[int, Placement]] = []
+
+    def for_part(self, index: int) -> Decide:
+        """The ``decide`` hook of part ``index``."""
+
+        def decide(workloads: Sequence[Workload], fleet: Fleet) -> Decision:
+            with self._lock:
+                others = [p for part, p in self._taken if part != index]
+                decision = solve(
+                    workloads,
+                    charge_known(fleet, others),
+                    policies=self.policies,
+                    solver=self.solver,
+                    time_limit=self.time_limit,
+                )
+                self._taken.extend((index, p) for p in decision.placements)
+            return decision
+
+        return decide
 
 
 def ensure_namespaces(
