@@ -136,6 +136,22 @@ def workloads(count: int, seed: int, *, queue: bool = True, namespace: str = "")
     return out
 
 
+def controller_command(hub_kubeconfig: Path, *options: str) -> list[str]:
+    """``placer controller`` for the hub of ``hub_kubeconfig`` (context ``hub``), with
+    ``options``."""
+    return [
+        sys.executable,
+        "-m",
+        "placer",
+        "controller",
+        "--hub-context",
+        "hub",
+        "--hub-kubeconfig",
+        str(hub_kubeconfig),
+        *options,
+    ]
+
+
 def cpu_seconds(pid: int) -> float:
     """CPU time (user + system) a process has used so far, from ``/proc`` (0 if unknown)."""
     try:
@@ -280,15 +296,8 @@ def run(args: argparse.Namespace, workdir: Path) -> dict[str, Any]:
         port = _free_port()
         log = open(workdir / "controller.log", "wb")
         controller = subprocess.Popen(
-            [
-                sys.executable,
-                "-m",
-                "placer",
-                "controller",
-                "--hub-context",
-                "hub",
-                "--hub-kubeconfig",
-                str(hub_kubeconfig),
+            controller_command(
+                hub_kubeconfig,
                 "--kubeconfig",
                 str(members_kubeconfig),
                 "--metrics-port",
@@ -297,7 +306,7 @@ def run(args: argparse.Namespace, workdir: Path) -> dict[str, Any]:
                 "127.0.0.1",
                 "--log-level",
                 "info",
-            ],
+            ),
             stdout=log,
             stderr=log,
         )
