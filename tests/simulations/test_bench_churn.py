@@ -56,16 +56,6 @@ def test_no_submitted_workload_on_two_members(report: dict[str, Any]) -> None:
     assert census["submitted_workloads_on_two_members"] == 0, census["submitted_examples"]
 
 
-@pytest.mark.xfail(
-    strict=False,
-    reason=(
-        "issue 12 item 1 (concurrent deciders): a `placer submit` racing the controller can "
-        "plan a node the controller just filled: the controller's in-flight entry is retired "
-        "as observed between the racer's gather and its ledger read-back, so the racer sees "
-        "neither the pods nor the entry (the controller's own copies never overcommit: see "
-        "test_the_controller_overcommits_no_node)"
-    ),
-)
 def test_no_node_overcommitted(report: dict[str, Any]) -> None:
     census = report["census"]
     assert census["overcommitted_nodes"] == 0, census["overcommitted_examples"]
