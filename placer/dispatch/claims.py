@@ -340,6 +340,9 @@ class Claims:
         self._taken: dict[WorkloadRef, Claim] = {}
         #: member -> why it was skipped (cumulative).
         self.skipped: dict[str, str] = {}
+        #: (member, shard) -> the shard as this decider last wrote it (renewing and releasing
+        #: write on it directly; a conflict means a fresh read).
+        self._written: dict[tuple[str, int], Mapping[str, Any]] = {}
 
     # ----------------------------------------------------------------------------------------
     # what this decider holds
@@ -430,7 +433,9 @@ class Claims:
 
         def one(member: str) -> None:
             now = self.clock()
-            results = self._each_shard(member, by_member[member], partial(self._refresh, now=now))
+            results = self._each_shard(
+                member, by_member[member], partial(self._refresh, now=now), reuse=True
+            )
             with self._lock:
                 for ref in results.done:
                     if member in self._held.get(ref, {}):
@@ -459,7 +464,7 @@ class Claims:
                 self._taken.pop(ref, None)
 
         def one(member: str) -> None:
-            results = self._each_shard(member, by_member[member], self._drop)
+            results = self._each_shard(member, by_member[member], self._drop, reuse=True)
             if results.problems:
                 log.info(
                     "cluster %s: claims not released (they expire): %s", member, results.problems[0]
@@ -571,9 +576,11 @@ class Claims:
         member: str,
         refs: Sequence[WorkloadRef],
         build: Callable[[Mapping[str, WorkloadRef]], _Mutation],
+        *,
+        reuse: bool = False,
     ) -> _ShardResults:
         """Run the mutation ``build(keyed)`` on every shard of ``member`` holding ``refs``
-        (concurrently), and gather what they did and found."""
+        (concurrently), and gather what they did and found (``reuse``: see :meth:`_cas`)."""
         client = self.clients[member]
         by_shard: dict[int, dict[str, WorkloadRef]] = {}
         for ref in refs:
@@ -584,7 +591,7 @@ class Claims:
         def one(shard: int) -> None:
             keyed = by_shard[shard]
             try:
-                done, found = self._cas(client, shard, build(keyed))
+                done, found = self._cas(client, member, shard, build(keyed), reuse=reuse)
             except KubeError as err:
                 text = err.message
                 prefix = f"cluster {member}: "
@@ -600,25 +607,39 @@ class Claims:
         return results
 
     def _cas(
-        self, client: KubeClient, shard: int, mutate: _Mutation
+        self,
+        client: KubeClient,
+        member: str,
+        shard: int,
+        mutate: _Mutation,
+        *,
+        reuse: bool = False,
     ) -> tuple[list[WorkloadRef], dict[WorkloadRef, Claim]]:
         """Compare-and-swap one shard: read, mutate, write conditionally; again on a conflict.
+
+        ``reuse`` (renewing, releasing: changes to this decider's own claims): first try the
+        shard as this decider last wrote it, without reading it; only a write that succeeds
+        counts — a conflict, or no change to make, means a fresh read.
 
         Raises:
             KubeError: the member refused or did not answer, or the shard changed under every
                 attempt.
         """
         name = shard_name(shard)
+        cached = self._written.pop((member, shard), None) if reuse else None
         for attempt in range(CAS_ATTEMPTS):
-            try:
-                current: Mapping[str, Any] | None = client.get(
-                    "v1", "ConfigMap", name, namespace=NAMESPACE
-                )
-            except NotFoundError:
-                current = None
+            current = cached
+            if current is None:
+                try:
+                    current = client.get("v1", "ConfigMap", name, namespace=NAMESPACE)
+                except NotFoundError:
+                    current = None
             data = {str(k): str(v) for k, v in ((current or {}).get("data") or {}).items()}
             new, done, found = mutate(data, self.clock())
             if new is None:
+                if cached is not None:  # judged on what this decider wrote: look again
+                    cached = None
+                    continue
                 return done, found
             body: dict[str, Any] = {
                 "apiVersion": "v1",
@@ -632,14 +653,21 @@ class Claims:
             }
             try:
                 if current is None:
-                    create_configmap(client, body, self.field_manager)
+                    written = create_configmap(client, body, self.field_manager)
                 else:
                     version = (current.get("metadata") or {}).get("resourceVersion")
                     body["metadata"]["resourceVersion"] = version
-                    client.replace(body, field_manager=self.field_manager)
+                    written = client.replace(body, field_manager=self.field_manager)
             except ConflictError:  # written meanwhile by another decider: read again
-                time.sleep(random.uniform(0.0, 0.005 * (attempt + 1)))
+                if cached is None:
+                    time.sleep(random.uniform(0.0, 0.005 * (attempt + 1)))
+                cached = None
                 continue
+            except NotFoundError:  # the shard was deleted meanwhile (by hand): read again
+                cached = None
+                continue
+            with self._lock:
+                self._written[(member, shard)] = written
             return done, found
         raise ConflictError(
             f"cluster {client.name}: ConfigMap {NAMESPACE}/{name} changed under each of "

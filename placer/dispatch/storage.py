@@ -38,15 +38,18 @@ def parse_micro_time(text: object) -> float | None:
     return None
 
 
-def create_configmap(client: KubeClient, body: Mapping[str, Any], field_manager: str) -> None:
-    """Create a ConfigMap in :data:`NAMESPACE` (and the namespace when it is missing).
+def create_configmap(
+    client: KubeClient, body: Mapping[str, Any], field_manager: str
+) -> dict[str, Any]:
+    """Create a ConfigMap in :data:`NAMESPACE` (and the namespace when it is missing); the
+    object created.
 
     Raises:
         ConflictError: one of that name exists (reason ``AlreadyExists``).
         KubeError: the cluster refused or did not answer.
     """
     try:
-        client.create(body, field_manager=field_manager)
+        return client.create(body, field_manager=field_manager)
     except NotFoundError:
         client.ensure_namespace(NAMESPACE, labels={"placer.dev/placed-by": "placer"})
-        client.create(body, field_manager=field_manager)
+        return client.create(body, field_manager=field_manager)
