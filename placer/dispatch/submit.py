@@ -187,7 +187,11 @@ def submit(
     by_ref.update(settled)
     outcomes = tuple(by_ref[m.ref] for m in manifests)
     refused: dict[WorkloadRef, dict[str, str]] = {}
-    new = {o.workload: o.cluster for o in result.outcomes if o.placed and o.cluster}
+    new = {
+        o.workload: o.cluster
+        for o in result.outcomes
+        if o.placed and o.cluster and o.state != UNCHANGED  # not placed by another process
+    }
     if explain and new and not snapshot_free:
         refused = refusals(
             [m.workload for m in todo if m.ref in new],
