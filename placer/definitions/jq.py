@@ -242,7 +242,22 @@ def compile_jq(text: str) -> JqProgram:
             expression=text,
             hint="rewrite it with simpler syntax, or report it as a placer bug",
         ) from None
-    return JqProgram(text, tree, termination_risk(tree), guard_repetition(text, tree))
+    except RecursionError:
+        raise _too_deep(text) from None
+    try:
+        return JqProgram(text, tree, termination_risk(tree), guard_repetition(text, tree))
+    except RecursionError:
+        raise _too_deep(text) from None
+
+
+def _too_deep(text: str) -> JqError:
+    """A hostile expression nested thousands of levels deep (the analysis is recursive)."""
+    return JqError(
+        "nested too deeply for placer to analyse (parentheses, brackets or pipes thousands "
+        "of levels deep)",
+        expression=text[:200] + ("..." if len(text) > 200 else ""),
+        hint="write the expression with less nesting",
+    )
 
 
 def compile_problems(texts: Sequence[str]) -> dict[str, str]:

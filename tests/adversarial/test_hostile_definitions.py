@@ -212,3 +212,20 @@ def test_data_in_messages_is_cut(karta_with: Callable[..., dict[str, Any]]) -> N
     with pytest.raises(JqError) as raised:
         program.run(to_json_text({"spec": {"token": token}}))
     assert token not in str(raised.value)
+
+
+@pytest.mark.parametrize(
+    "expression",
+    ["(" * 3000 + "." + ")" * 3000, "[" * 3000 + "." + "]" * 3000, " | ".join([".a"] * 20000)],
+    ids=["parentheses", "brackets", "pipes"],
+)
+def test_deeply_nested_expressions_are_problems_not_crashes(
+    karta_with: Callable[..., dict[str, Any]], expression: str
+) -> None:
+    """The analysis is recursive: a hostile nesting is a validation problem (hub Kartas too)."""
+    from placer.controller.hubconfig import definitions_from_hub
+
+    problems = _problems(karta_with, expression)
+    assert any("nested too deeply" in p for p in problems), problems
+    hub = definitions_from_hub(Catalog.builtin(), [karta_with(expression, name="deep")])
+    assert "deep" in hub.problems and "nested too deeply" in hub.problems["deep"]
