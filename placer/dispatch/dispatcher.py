@@ -119,7 +119,7 @@ from placer.model import (
 from placer.policy import PlacementPolicy
 from placer.quantity import GPU
 from placer.solver import solve, verify
-from placer.solver.ledger import whole_devices
+from placer.solver.charging import whole_devices
 from placer.solver.state import node_devices
 
 __all__ = [

@@ -135,12 +135,12 @@ MODES = ("batch", "online")
 __all__ = ["MODES", "SOLVERS", "charge", "release", "solve", "verify"]
 
 if TYPE_CHECKING:
+    from placer.solver.charging import charge, release
     from placer.solver.decide import solve
-    from placer.solver.ledger import charge, release
     from placer.solver.verifier import verify
 else:
     __getattr__ = lazy_exports(
         __name__,
         __all__,
-        ("placer.solver.decide", "placer.solver.ledger", "placer.solver.verifier"),
+        ("placer.solver.decide", "placer.solver.charging", "placer.solver.verifier"),
     )

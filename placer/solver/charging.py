@@ -1,4 +1,4 @@
-"""Charge placements to a fleet's nodes, or release them: the arithmetic of an in-flight ledger.
+"""Charging placements to a fleet's nodes, and releasing them again (pure arithmetic).
 
 ``charge(fleet, placements)`` returns the fleet as it will be once the placed pods are bound:
 each pod's requests are added to its node's ``requested`` (and one ``pods`` slot), and its GPU
@@ -6,6 +6,9 @@ devices lose what the pod uses (whole devices drop to 0 — the recorded ones wh
 idle ones when a placement decided apart already took them — and a shared pod's device loses
 its thousandths). ``release`` undoes exactly that. Both are pure: the input fleet is not changed,
 untouched clusters and nodes are the same objects in the result.
+
+The in-flight ledger (:mod:`placer.dispatch.ledger`, the book of placements not yet visible
+as pods) charges its entries through :func:`charge`; the simulator binds and frees with both.
 
 They need per-pod ``requests`` (and ``devices`` for GPU pods on device-modelled nodes) in the
 :class:`~placer.model.PodAssignment` — the solver always fills them in.
