@@ -98,8 +98,7 @@ from placer.dispatch.claims import Claim, Succession, claim_key, live_claims
 from placer.dispatch.record import PlacementRecord
 from placer.dispatch.storage import NAMESPACE, create_configmap, micro_time, parse_micro_time
 from placer.errors import ConflictError, KubeError, NotFoundError
-from placer.inventory.owners import OwnerWalker
-from placer.kube import KubeClient
+from placer.kube import KubeClient, OwnerWalker
 from placer.model import Fleet, Placement, PodAssignment, WorkloadRef
 from placer.podspec import pod_demand
 from placer.solver import charge as charge_fleet

@@ -1,9 +1,8 @@
 """What runs where across the fleet: listing and describing workloads live on the members.
 
 Read-only, through :mod:`placer.kube`; used by ``placer get`` and ``placer describe TYPE/NAME``
-(and by the in-flight ledger for owner scoping).
+(owner scoping, spec 7.2, is :class:`placer.kube.OwnerWalker`).
 
-* :mod:`~placer.inventory.owners` — owner scoping (spec 7.2): :class:`OwnerWalker`;
 * :mod:`~placer.inventory.pods` — pods to components (spec 7.1, 7.3): :func:`attribute_pods`;
 * :mod:`~placer.inventory.listing` — every workload of the catalog's kinds on every cluster
   (:func:`list_workloads`, :func:`find_workload`);
@@ -23,14 +22,12 @@ from placer.inventory.listing import (
     resolve_type,
     resolve_type_on,
 )
-from placer.inventory.owners import OwnerWalker
 from placer.inventory.pods import attribute_pods
 
 __all__ = [
     "Inventory",
     "LiveView",
     "LiveWorkload",
-    "OwnerWalker",
     "UnknownTypeError",
     "WorkloadNotFoundError",
     "age",

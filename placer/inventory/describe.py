@@ -17,7 +17,7 @@ follows the Workload Map CLI (spec section 11.2)::
     Placement: placed by placer on central, decision ..., at ...
 
 Pods are read once per describe (one list in the workload's namespace), scoped to the workload
-by owner references (:mod:`placer.inventory.owners`).
+by owner references (:mod:`placer.kube.owners`).
 """
 
 from __future__ import annotations
@@ -28,9 +28,8 @@ from typing import Any
 
 from placer.definitions.view import ViewRow, build_view, resource_rows
 from placer.inventory.listing import LiveWorkload, age
-from placer.inventory.owners import OwnerWalker
 from placer.inventory.pods import attribute_pods
-from placer.kube import KubeClient
+from placer.kube import KubeClient, OwnerWalker
 from placer.model import GPU_SHARE
 from placer.podspec import pod_demand
 from placer.quantity import GPU

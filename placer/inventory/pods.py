@@ -1,6 +1,6 @@
 """Which component (and instance) each pod of a workload plays (spec sections 7.1 and 7.3).
 
-Pods already scoped to the workload (:mod:`placer.inventory.owners`) are attributed to the
+Pods already scoped to the workload (:mod:`placer.kube.owners`) are attributed to the
 definition's pod-bearing components as the Workload Map CLI does:
 
 * a component with a ``componentTypeSelector`` claims the pods it matches: every

@@ -11,12 +11,15 @@ the placement controller). Layout, by concept:
 * :mod:`~placer.kube.resources` — :class:`ResourceRef` and discovery parsing;
 * :mod:`~placer.kube.translate` — API answers and transport failures to
   :class:`placer.errors.KubeError` subclasses;
+* :mod:`~placer.kube.owners` — owner scoping (Workload Map spec 7.2): whether an object
+  belongs to a workload, by its owner chain (:class:`OwnerWalker`);
 * :mod:`~placer.kube.watching` — the list → watch → re-list loop (:class:`Watcher`);
 * :mod:`~placer.kube.settings` — :class:`ClientSettings`, :class:`WatchSettings`.
 """
 
 from placer.kube.client import KubeClient, ObjectList, open_client
 from placer.kube.kubeconfig import ContextInfo, KubeconfigSet, load_kubeconfigs
+from placer.kube.owners import OwnerWalker
 from placer.kube.requests import PatchType, Request
 from placer.kube.resources import ResourceRef, split_api_version
 from placer.kube.settings import ClientSettings, WatchSettings
@@ -30,6 +33,7 @@ __all__ = [
     "KubeconfigSet",
     "Listed",
     "ObjectList",
+    "OwnerWalker",
     "PatchType",
     "Request",
     "ResourceRef",

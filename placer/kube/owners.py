@@ -13,7 +13,7 @@ from collections.abc import Mapping
 from typing import Any
 
 from placer.errors import KubeError
-from placer.kube import KubeClient
+from placer.kube.client import KubeClient
 
 __all__ = ["MAX_OWNER_DEPTH", "OwnerWalker"]
 
