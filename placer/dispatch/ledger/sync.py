@@ -1,0 +1,199 @@
+"""Reconciling a member's entries with what it shows: observation and retirement.
+
+:func:`observe` (pure) retires an entry's planned pods as its pods are seen bound;
+:func:`sync_cluster` reads a member's entries, claims, workloads and pods, in that order, and
+keeps the entries that still count (the rules are in the package docstring,
+:mod:`placer.dispatch.ledger`, "When an entry stops counting").
+"""
+
+from __future__ import annotations
+
+import logging
+import time
+from collections.abc import Mapping, Sequence
+from dataclasses import replace
+from typing import Any
+
+from placer.dispatch.claims import Claim, Succession, claim_key, live_claims
+from placer.dispatch.ledger.entry import InFlight
+from placer.dispatch.ledger.store import read_entries, remove_entries
+from placer.dispatch.record import PlacementRecord
+from placer.errors import KubeError, NotFoundError
+from placer.kube import KubeClient, OwnerWalker
+from placer.model import PodAssignment, WorkloadRef
+from placer.podspec import pod_demand
+
+__all__ = ["APPLY_GRACE", "OBSERVED_KEEP", "observe", "sync_cluster"]
+
+log = logging.getLogger(__name__)
+
+#: seconds an entry may exist before its workload does (reserve, then apply), when it was not
+#: written under a claim (a member refusing claims, or an older placer).
+APPLY_GRACE = 120.0
+#: seconds a fully observed entry stays stored (charging nothing), so that the read-back of a
+#: concurrent decision made before its pods were bound still finds it.
+OBSERVED_KEEP = 120.0
+
+
+def observe(entry: InFlight, observed: Sequence[tuple[str, Mapping[str, int]]]) -> InFlight:
+    """``entry`` with one planned pod retired per observed pod ``(node, requests)``.
+
+    Matching order per observed pod: same node and requests, same requests, same node, any
+    (see the module docstring). The placement's total ``requests`` shrink with the pods.
+    """
+    left = list(entry.placement.pods)
+    retired: list[PodAssignment] = []
+    pending = list(observed)
+    for match in (_same_node_and_requests, _same_requests, _same_node, _any):
+        still = []
+        for node, requests in pending:
+            index = next((i for i, pod in enumerate(left) if match(pod, node, requests)), None)
+            if index is None:
+                still.append((node, requests))
+            else:
+                retired.append(left.pop(index))
+        pending = still
+        if not pending or not left:
+            break
+    if not retired:
+        return entry
+    total = dict(entry.placement.requests)
+    for pod in retired:
+        for name, amount in pod.requests.items():
+            total[name] = max(0, total.get(name, 0) - amount)
+    placement = replace(entry.placement, pods=tuple(left), requests=total)
+    return replace(entry, placement=placement)
+
+
+def _same_node_and_requests(pod: PodAssignment, node: str, requests: Mapping[str, int]) -> bool:
+    return pod.node == node and dict(pod.requests) == dict(requests)
+
+
+def _same_requests(pod: PodAssignment, node: str, requests: Mapping[str, int]) -> bool:
+    return dict(pod.requests) == dict(requests)
+
+
+def _same_node(pod: PodAssignment, node: str, requests: Mapping[str, int]) -> bool:
+    return pod.node == node
+
+
+def _any(pod: PodAssignment, node: str, requests: Mapping[str, int]) -> bool:
+    return True
+
+
+def sync_cluster(
+    client: KubeClient,
+    *,
+    now: float | None = None,
+    delete: bool = True,
+    succession: Succession | None = None,
+) -> list[InFlight]:
+    """The entries of ``client``'s cluster, reconciled with what it shows (module docstring,
+    "When an entry stops counting"): the ones that still count, and fully observed ones kept
+    for :data:`OBSERVED_KEEP` (they charge nothing; they are *known*, for the read-back).
+
+    One list of entries; one of claims when an entry was written under a claim; then per
+    namespace holding entries one list of the workload kinds' roots and one of pods (skipped
+    when nothing is in flight) — in this order, so that a claim released after its apply is
+    never missed together with the object it was released for. Retired entries are deleted
+    from the cluster (``delete=False`` leaves them, e.g. for dry runs). ``succession``: the
+    caller is an elected controller; claims of its predecessors protect nothing.
+    """
+    when = time.time() if now is None else now
+    entries = read_entries(client)
+    keep: list[InFlight] = []
+    done: list[InFlight] = []
+    live: list[InFlight] = []
+    for entry in entries:
+        (done if entry.expired(when) else live).append(entry)
+    claims: Mapping[str, Claim] | None = None
+    if any(entry.claimed for entry in live):
+        try:
+            claims = live_claims(client, now=when)
+        except KubeError as err:  # the grace rule decides for them
+            log.info("cluster %s: claims not read: %s", client.name, err)
+    roots: dict[tuple[str, str, str], dict[str, Mapping[str, Any]]] = {}
+    pods_by_ns: dict[str, list[Mapping[str, Any]]] = {}
+    owners = OwnerWalker(client)
+    for entry in live:
+        ref = entry.workload
+        key = (ref.api_version, ref.kind, ref.namespace)
+        if key not in roots:
+            roots[key] = _list_by_name(client, *key)
+        root = roots[key].get(ref.name)
+        record = PlacementRecord.from_object(root) if root is not None else None
+        if record is None or record.decision != entry.decision:
+            # not applied (yet), deleted, or superseded by another decision's placement
+            if _may_still_apply(entry, claims, succession, when):
+                keep.append(entry)
+            else:
+                done.append(entry)
+            continue
+        assert root is not None
+        if ref.namespace not in pods_by_ns:
+            pods_by_ns[ref.namespace] = _list_pods(client, ref.namespace)
+        uid = str((root.get("metadata") or {}).get("uid", ""))
+        seen = [
+            (str(pod["spec"].get("nodeName", "")), pod_demand(pod["spec"], strict=False).requests)
+            for pod in pods_by_ns[ref.namespace]
+            if _counted(pod) and (_uid(pod) == uid or owners.owned_by(pod, uid))
+        ]
+        updated = observe(entry, seen) if seen else entry
+        if updated.placement.pods or when - entry.created < OBSERVED_KEEP:
+            keep.append(updated)
+        else:
+            done.append(updated)
+    if delete:
+        by_store: dict[str, list[WorkloadRef]] = {}
+        for entry in done:
+            by_store.setdefault(entry.store, []).append(entry.workload)
+        for store, refs in by_store.items():
+            try:
+                remove_entries(client, store, refs)
+            except KubeError as err:  # someone else's cleanup, or no right to delete: harmless
+                log.info("cluster %s: in-flight entries not deleted: %s", client.name, err)
+    return keep
+
+
+def _may_still_apply(
+    entry: InFlight,
+    claims: Mapping[str, Claim] | None,
+    succession: Succession | None,
+    now: float,
+) -> bool:
+    """Whether the decider of an entry whose workload is not (or no longer) there may still
+    apply it: it holds the workload's claim for that decision (entries written under a claim,
+    claims read); otherwise, the entry is younger than :data:`APPLY_GRACE`."""
+    if entry.claimed and claims is not None:
+        claim = claims.get(claim_key(entry.workload))
+        if claim is None or claim.decision != entry.decision:
+            return False
+        return succession is None or not succession.succeeds(claim)
+    return now - entry.created <= APPLY_GRACE
+
+
+def _uid(obj: Mapping[str, Any]) -> str:
+    return str((obj.get("metadata") or {}).get("uid", ""))
+
+
+def _counted(pod: Mapping[str, Any]) -> bool:
+    """A pod gathering already accounts for: bound to a node, or finished."""
+    spec = pod.get("spec")
+    if not isinstance(spec, Mapping):
+        return False
+    phase = (pod.get("status") or {}).get("phase")
+    return bool(spec.get("nodeName")) or phase in ("Succeeded", "Failed")
+
+
+def _list_by_name(
+    client: KubeClient, api_version: str, kind: str, namespace: str
+) -> dict[str, Mapping[str, Any]]:
+    try:
+        items = client.list(api_version, kind, namespace=namespace).items
+    except NotFoundError:  # the kind is not served (any more): nothing of it exists
+        return {}
+    return {str((o.get("metadata") or {}).get("name")): o for o in items}
+
+
+def _list_pods(client: KubeClient, namespace: str) -> list[Mapping[str, Any]]:
+    return list(client.list("v1", "Pod", namespace=namespace).items)
