@@ -84,7 +84,7 @@ import yaml
 from placer.controller.records import record_of
 from placer.definitions import Catalog, decompose
 from placer.dispatch import Manifest
-from placer.dispatch.dispatcher import placement_from_record
+from placer.dispatch.existing import placement_from_record
 from placer.dispatch.ledger import read_entries, sync_cluster
 from placer.dispatch.record import PlacementRecord
 from placer.errors import KubeError, NotFoundError

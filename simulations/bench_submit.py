@@ -59,7 +59,7 @@ import yaml
 
 from placer.definitions import Catalog, decompose
 from placer.dispatch import Manifest
-from placer.dispatch.dispatcher import placement_from_record
+from placer.dispatch.existing import placement_from_record
 from placer.dispatch.ledger import read_entries
 from placer.dispatch.record import PlacementRecord
 from placer.dispatch.submit import submit

@@ -57,7 +57,7 @@ from placer.dispatch import (
     PlacementRecord,
     dispatch_manifest,
 )
-from placer.dispatch.dispatcher import placement_from_record
+from placer.dispatch.existing import placement_from_record
 from placer.dispatch.ledger import delete_entry
 from placer.errors import (
     KubeError,

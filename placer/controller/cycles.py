@@ -47,6 +47,7 @@ from placer.definitions import (
 from placer.dispatch import (
     IN_FLIGHT,
     Dispatcher,
+    DispatchOptions,
     DispatchResult,
     Manifest,
     Outcome,
@@ -423,11 +424,9 @@ class CyclesMixin(ControllerBase):
         )
 
         def run(index: int, part: Part) -> DispatchResult:
-            dispatcher = Dispatcher(
-                clients,
-                policies=policies,
+            options = DispatchOptions(
+                policies=tuple(policies),
                 create_namespaces=self.settings.create_namespaces,
-                ledger=self.ledger,
                 in_flight_ttl=self.settings.ledger_ttl,
                 resume=True,
                 transform=self._mark,
@@ -438,6 +437,7 @@ class CyclesMixin(ControllerBase):
                 copy_selector=f"{LABEL_HUB}!={self.settings.hub}",
                 decide=redecisions.for_part(index) if len(parts) > 1 else None,
             )
+            dispatcher = Dispatcher(clients, options, ledger=self.ledger)
             return dispatcher.dispatch(
                 list(part.manifests), part.decision, part.fleet, decision_id=decision_id
             )

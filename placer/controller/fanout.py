@@ -35,8 +35,8 @@ from dataclasses import dataclass, replace
 
 from placer.dispatch import LABEL_PLACED_BY, Manifest
 from placer.dispatch.claims import claim_key, shard_of
-from placer.dispatch.dispatcher import Decide
 from placer.dispatch.ledger import charge_known
+from placer.dispatch.options import Decide
 from placer.dispatch.record import PLACED_BY
 from placer.errors import ConflictError, ForbiddenError, KubeError, NotFoundError
 from placer.kube import KubeClient

@@ -12,21 +12,35 @@ placer did not place: a user's own object, which placer must not take over).
 
 A cluster that cannot be listed (unreachable, forbidden) is reported in ``unknown``: a copy
 there cannot be ruled out. A kind the cluster does not serve simply has no copy there.
+
+The rules for what is found (:func:`settle_existing`): a copy with placer's record stays where
+it is (``unchanged``; a new member of its ``placer.dev/group`` is pinned to the same cluster);
+someone else's object of that name, or a copy another placer placed, blocks the workload
+(``failed``), so that it never runs twice.
 """
 
 from __future__ import annotations
 
-from collections.abc import Iterable, Mapping, Sequence
+from collections.abc import Callable, Iterable, Mapping, Sequence
 from concurrent.futures import ThreadPoolExecutor
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from typing import Any
 
+from placer.dispatch.outcomes import FAILED, UNCHANGED, Manifest, Outcome
 from placer.dispatch.record import PlacementRecord
 from placer.errors import KubeError, NotFoundError
 from placer.kube import KubeClient
-from placer.model import WorkloadRef
+from placer.model import Placement, PodAssignment, WorkloadRef
 
-__all__ = ["GETS_INSTEAD_OF_LIST", "Existing", "ExistingCopies", "find_existing"]
+__all__ = [
+    "GETS_INSTEAD_OF_LIST",
+    "Existing",
+    "ExistingCopies",
+    "OwnCopy",
+    "find_existing",
+    "placement_from_record",
+    "settle_existing",
+]
 
 #: workloads of one kind and namespace up to which they are read one by one, not listed.
 GETS_INSTEAD_OF_LIST = 8
@@ -44,6 +58,10 @@ class Existing:
     @property
     def uid(self) -> str:
         return str((self.object.get("metadata") or {}).get("uid", ""))
+
+
+#: ``own_copy(manifest, existing)``: whether a copy with placer's record is this workload.
+OwnCopy = Callable[[Manifest, Existing], bool]
 
 
 @dataclass(frozen=True)
@@ -132,3 +150,97 @@ def _read(
         except NotFoundError:
             continue
     return items
+
+
+def settle_existing(
+    manifests: Sequence[Manifest],
+    existing: ExistingCopies,
+    *,
+    own: OwnCopy | None = None,
+) -> tuple[list[Manifest], dict[WorkloadRef, Outcome]]:
+    """Workloads still to decide, and the outcomes of those that already exist somewhere.
+
+    A copy with placer's record (that ``own`` accepts, when given): ``unchanged`` (it stays
+    there; a new member of its ``placer.dev/group`` is pinned to the same cluster). Other
+    copies (someone else's object, or placer's placed by a caller ``own`` rejects):
+    ``failed``, placed nowhere, so that it cannot run twice.
+    """
+    settled: dict[WorkloadRef, Outcome] = {}
+    group_cluster: dict[str, str] = {}
+    for manifest in manifests:
+        copies = existing.of(manifest.ref)
+        if not copies:
+            continue
+        ours = [c for c in copies if c.record is not None and (own is None or own(manifest, c))]
+        if ours:
+            copy = ours[0]
+            record = copy.record
+            assert record is not None
+            note: tuple[str, ...] = ()
+            if len(copies) > 1:
+                others = ", ".join(c.cluster for c in copies if c is not copy)
+                note = (f"also found on {others}: check for a duplicate",)
+            settled[manifest.ref] = Outcome(
+                manifest.ref,
+                UNCHANGED,
+                cluster=copy.cluster,
+                placement=placement_from_record(manifest, copy.cluster, record),
+                record=record,
+                uid=copy.uid,
+                notes=note,
+            )
+            if manifest.workload.group:
+                group_cluster[manifest.workload.group] = copy.cluster
+        elif any(c.record is not None for c in copies):
+            placed = next(c for c in copies if c.record is not None)
+            assert placed.record is not None
+            settled[manifest.ref] = Outcome(
+                manifest.ref,
+                FAILED,
+                cluster=placed.cluster,
+                error=(
+                    f"already placed on cluster {placed.cluster} by another placer "
+                    f"(decision {placed.record.decision}), not by this one; not placed again, "
+                    "so that it cannot run twice: delete that copy to place it from here"
+                ),
+            )
+        else:
+            where = ", ".join(c.cluster for c in copies)
+            settled[manifest.ref] = Outcome(
+                manifest.ref,
+                FAILED,
+                cluster=copies[0].cluster,
+                error=(
+                    f"already exists on cluster {where} without placer's placement record "
+                    "(created by someone else); not placed anywhere, so that it cannot run "
+                    "twice: delete it there, or rename the workload"
+                ),
+            )
+    todo: list[Manifest] = []
+    for manifest in manifests:
+        if manifest.ref in settled:
+            continue
+        group = manifest.workload.group
+        if group and group in group_cluster:
+            workload = replace(manifest.workload, pinned_cluster=group_cluster[group])
+            decomposition = replace(manifest.decomposition, workload=workload)
+            manifest = replace(manifest, decomposition=decomposition)
+        todo.append(manifest)
+    return todo, settled
+
+
+def placement_from_record(manifest: Manifest, cluster: str, record: PlacementRecord) -> Placement:
+    """The placement ``record`` describes for ``manifest`` on ``cluster``: every pod on the node
+    the record's plan names for it (``""`` where the plan names none)."""
+    workload = manifest.workload
+    pods = []
+    for component in workload.components:
+        planned = record.plan.get(component.label, ())
+        for index in range(component.replicas):
+            node = planned[index] if index < len(planned) else ""
+            pods.append(
+                PodAssignment(
+                    component.name, component.instance, index, node, dict(component.pod.requests)
+                )
+            )
+    return Placement(workload.ref, cluster, tuple(pods), workload.total_requests())

@@ -38,16 +38,11 @@ from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, field, replace
 
 from placer.dispatch.claims import CLAIM_TTL
-from placer.dispatch.dispatcher import (
-    IN_FLIGHT,
-    UNCHANGED,
-    Dispatcher,
-    Manifest,
-    Outcome,
-    settle_existing,
-)
-from placer.dispatch.existing import find_existing
+from placer.dispatch.dispatcher import Dispatcher
+from placer.dispatch.existing import find_existing, settle_existing
 from placer.dispatch.ledger import DEFAULT_TTL, Ledger, sync_cluster
+from placer.dispatch.options import DispatchOptions
+from placer.dispatch.outcomes import IN_FLIGHT, UNCHANGED, Manifest, Outcome
 from placer.dispatch.record import new_decision_id
 from placer.errors import ClusterUnreachableError, KubeError
 from placer.fleet import ClusterSource, FleetConfig, gather_fleet
@@ -166,12 +161,10 @@ def submit(
             seed=seed,
         )
     lap("decide")
-    dispatcher = Dispatcher(
-        reachable,
-        policies=policies,
+    options = DispatchOptions(
+        policies=tuple(policies),
         create_namespaces=create_namespaces,
         dry_run=dry_run,
-        ledger=ledger,
         member_ledger=not snapshot_free,
         in_flight_ttl=in_flight_ttl,
         solver=solver,
@@ -180,6 +173,7 @@ def submit(
         decide=(lambda w, f: snapshot_free_decision(w, f, policies)) if snapshot_free else None,
         claim_wait=claim_wait,
     )
+    dispatcher = Dispatcher(reachable, options, ledger=ledger)
     result = dispatcher.dispatch(todo, decision, fleet, decision_id=decision_id)
     lap("dispatch")
     warnings += result.warnings

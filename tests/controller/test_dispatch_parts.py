@@ -16,7 +16,7 @@ import pytest
 from placer.controller import fanout
 from placer.definitions import Catalog, decompose
 from placer.dispatch import Manifest, PlacementRecord
-from placer.dispatch.dispatcher import placement_from_record
+from placer.dispatch.existing import placement_from_record
 from placer.fleet import fleet_from_kubeconfigs, gather_fleet
 from placer.solver import charge
 

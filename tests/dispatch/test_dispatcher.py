@@ -26,10 +26,10 @@ import pytest
 import yaml
 
 from placer.definitions import Catalog, decompose
-from placer.dispatch import Dispatcher, Ledger, Manifest
+from placer.dispatch import Dispatcher, DispatchOptions, Ledger, Manifest
 from placer.dispatch.claims import CLAIM_TTL
-from placer.dispatch.dispatcher import DISPATCHED, DRY_RUN, FAILED
 from placer.dispatch.ledger import LABEL_IN_FLIGHT, LEDGER_NAMESPACE, read_entries, sync_cluster
+from placer.dispatch.outcomes import DISPATCHED, DRY_RUN, FAILED
 from placer.fleet import fleet_from_kubeconfigs, gather_fleet, open_clients
 from placer.fleet.realism import realism_setup
 from placer.fleet.virtual import VirtualFleet
@@ -139,7 +139,8 @@ def test_dry_run_changes_nothing_and_says_what_would_be_created(members: Members
     manifests = [jobset("dry", namespace="team-b"), jobset("dry2")]
     decision, fleet = decide(members, manifests)
     before = members.versions()
-    result = Dispatcher(members.clients, dry_run=True).dispatch(manifests, decision, fleet)
+    dispatcher = Dispatcher(members.clients, DispatchOptions(dry_run=True))
+    result = dispatcher.dispatch(manifests, decision, fleet)
     assert members.versions() == before
     first, second = (result.outcome(m.ref) for m in manifests)
     assert first.state == DRY_RUN and first.namespace_created
@@ -150,7 +151,7 @@ def test_dry_run_changes_nothing_and_says_what_would_be_created(members: Members
 def test_a_missing_namespace_fails_everywhere_when_creation_is_off(members: Members) -> None:
     manifests = [jobset("nons", namespace="team-c")]
     decision, fleet = decide(members, manifests)
-    result = Dispatcher(members.clients, create_namespaces=False).dispatch(
+    result = Dispatcher(members.clients, DispatchOptions(create_namespaces=False)).dispatch(
         manifests, decision, fleet
     )
     outcome = result.outcome(manifests[0].ref)
@@ -169,7 +170,7 @@ def test_resume_on_dispatch_and_the_in_process_ledger(members: Members) -> None:
     manifest = Manifest(manifest.body, decompose(manifest.body, CATALOG))
     decision, fleet = decide(members, [manifest])
     ledger = Ledger()
-    result = Dispatcher(members.clients, resume=True, ledger=ledger).dispatch(
+    result = Dispatcher(members.clients, DispatchOptions(resume=True), ledger=ledger).dispatch(
         [manifest], decision, fleet, decision_id="d-held"
     )
     outcome = result.outcome(manifest.ref)
@@ -243,7 +244,7 @@ def test_check_existing_keeps_placed_workloads_and_refuses_foreign_copies(
     members.virtual.server(elsewhere).store.create(dict(foreign.body))  # a user's own copy
     # a decision that would put both somewhere else entirely
     decision, fleet = decide(members, [placed, foreign])
-    result = Dispatcher(members.clients, check_existing=True).dispatch(
+    result = Dispatcher(members.clients, DispatchOptions(check_existing=True)).dispatch(
         [placed, foreign], decision, fleet
     )
     kept, refused = result.outcome(placed.ref), result.outcome(foreign.ref)
@@ -404,7 +405,7 @@ def test_a_decider_that_finds_the_workload_claimed_waits_and_reports_where_it_we
     first, second = race(
         members,
         (Dispatcher(members.clients), decision_a, fleet),
-        (Dispatcher(members.clients, claim_wait=10.0), decision_b, elsewhere),
+        (Dispatcher(members.clients, DispatchOptions(claim_wait=10.0)), decision_b, elsewhere),
         manifests,
         0.1,
     )

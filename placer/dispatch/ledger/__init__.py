@@ -55,7 +55,7 @@ same requests if there is one, else one with the same requests, else one on the 
 else any — so the charge shrinks exactly as the pods appear and nothing is counted twice. An
 entry with nothing left charges nothing, and stays stored until it is :data:`OBSERVED_KEEP`
 old: the read-back of a concurrent decision that gathered before those pods were bound (see
-:mod:`placer.dispatch.dispatcher`) must still find it — deleted at once by some third reader,
+:mod:`placer.dispatch.readback`) must still find it — deleted at once by some third reader,
 it would be in neither the capacity that decision gathered nor the ledger it reads back.
 Unbound (Pending) pods retire nothing: the gathered capacity does not include them yet.
 
