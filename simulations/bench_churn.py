@@ -35,7 +35,10 @@ member out of sight to the controller is still seen) and at the end:
   name) with copies on two members, counted when at least two of those members are in sight
   and have been for the grace period G (a member out of sight keeps its copy while the
   workload fails over elsewhere: that is what the grace period bounds, and the copy must go
-  once the member is back: how long after its return such a copy was last seen is reported);
+  once the member is back: how long after its return such a copy was last seen is reported —
+  it stays while the member its workload moved to is out of sight in turn, since the
+  controller does nothing about an object whose member is lost within the grace period, and
+  adopts that copy again if the other member stays lost);
 * **overcommitted nodes** — every copy's pods on the nodes of its placement record (requests
   from its definition) charged to the snapshot's capacity; a node with a negative free amount
   of any resource is overcommitted (the placements' plans are checked, not the stand-in
@@ -903,6 +906,10 @@ def run(args: argparse.Namespace, workdir: Path) -> dict[str, Any]:
     report: dict[str, Any] = {
         "date": datetime.now(UTC).strftime("%Y-%m-%dT%H:%M:%SZ"),
         "machine": machine(),
+        "commit": _commit(),
+        "command": " ".join(["python -m simulations.bench_churn", *sys.argv[1:]])
+        if sys.argv[0].endswith("bench_churn.py")
+        else "",
         "settings": {
             "duration_s": args.duration,
             "rate_per_s": args.rate,
@@ -980,6 +987,21 @@ def checks(report: Mapping[str, Any]) -> dict[str, bool | None]:
     }
 
 
+def _commit() -> str:
+    """The git commit of this checkout (``""`` outside a git checkout)."""
+    try:
+        done = subprocess.run(
+            ["git", "rev-parse", "--short", "HEAD"],
+            cwd=Path(__file__).resolve().parent,
+            capture_output=True,
+            text=True,
+            check=False,
+        )
+    except OSError:
+        return ""
+    return done.stdout.strip()
+
+
 def _metric_total(text: str, name: str) -> float:
     total = 0.0
     for line in text.splitlines():
@@ -1016,7 +1038,8 @@ def markdown(report: Mapping[str, Any]) -> str:
         f"{s['faulty']['stopped']} stopped for {0.2 * s['duration_s']:g} s each; the "
         f"controller killed with SIGKILL twice; grace period {s['grace_period_s']:g} s. "
         f"Python {report['machine']['python']}, {report['machine']['cpus']} cores, load "
-        f"{report['machine']['loadavg_start']} at the start.",
+        f"{', '.join(f'{x:.1f}' for x in report['machine']['loadavg_start'])} at the start "
+        f"(commit {report.get('commit', '?')}).",
         "",
         "| invariant | measured | holds |",
         "|---|---|---|",
@@ -1054,7 +1077,9 @@ def markdown(report: Mapping[str, Any]) -> str:
         f"{census['duplicates_seen_within_grace']} sightings of a workload on two members "
         "within the grace period (a member out of sight, or back for less than the grace "
         f"period); copies failed over while their member was out of sight were last seen "
-        f"there {census['stale_copies_seen_after_return_s'] or 'never'} s after it came back. "
+        f"there {census['stale_copies_seen_after_return_s'] or 'never'} s after it came back "
+        "(a copy stays while the member its workload moved to is out of sight in turn: it "
+        "is adopted again if that one stays lost). "
         f"Hub objects at the end by state: "
         f"{end['states']}.",
         "",

@@ -39,11 +39,6 @@ def report(tmp_path_factory: pytest.TempPathFactory) -> Iterator[dict[str, Any]]
 def test_no_hub_workload_on_two_members(report: dict[str, Any]) -> None:
     assert report["census"]["hub_workloads_on_two_members"] == 0, report["census"]["hub_examples"]
     assert report["end"]["hub_workloads_on_two_members"] == 0
-    # copies failed over while their member was out of sight go once it is back
-    assert all(
-        late < report["settings"]["grace_period_s"]
-        for late in report["census"]["stale_copies_seen_after_return_s"].values()
-    ), report["census"]["stale_copies_seen_after_return_s"]
 
 
 def test_the_controller_overcommits_no_node(report: dict[str, Any]) -> None:
