@@ -104,8 +104,10 @@ from simulations.bench_controller import (
     NAMESPACES,
     _client,
     _free_port,
+    _metric,
     controller_command,
     cpu_seconds,
+    wait_leading,
     workloads,
 )
 from simulations.bench_submit import SNAPSHOT, machine
@@ -788,7 +790,8 @@ def run(args: argparse.Namespace, workdir: Path) -> dict[str, Any]:
 
         controller.clock = at
         controller.start()
-        _wait_leading(controller)
+        assert controller.process is not None
+        wait_leading(controller.port, controller.process)
         churn = Churn(hub_kubeconfig, args.rate, args.population, args.seed, args.duration)
         t0 = time.monotonic()
         controller.starts = [(0.0, pid) for _, pid in controller.starts]
@@ -958,8 +961,8 @@ def run(args: argparse.Namespace, workdir: Path) -> dict[str, Any]:
             "starts": len(controller.logs),
             "exit_codes": controller.exit_codes,
             "rss_calm": memory,
-            "reconciles": _metric_total(metrics, "placer_reconciles_total"),
-            "placements": _metric_total(metrics, "placer_placements_total"),
+            "reconciles": _metric(metrics, "placer_reconciles_total"),
+            "placements": _metric(metrics, "placer_placements_total"),
             "failovers": by_event.get("failover", 0),
         },
         "hub_cpu_s": round(cpu_hub, 1),
@@ -1000,27 +1003,6 @@ def _commit() -> str:
     except OSError:
         return ""
     return done.stdout.strip()
-
-
-def _metric_total(text: str, name: str) -> float:
-    total = 0.0
-    for line in text.splitlines():
-        if line.startswith(name + " ") or line.startswith(name + "{"):
-            total += float(line.split()[-1])
-    return total
-
-
-def _wait_leading(controller: Controller, timeout: float = 120.0) -> None:
-    deadline = time.monotonic() + timeout
-    while time.monotonic() < deadline:
-        try:
-            ready = httpx.get(f"http://127.0.0.1:{controller.port}/readyz", timeout=2)
-            if ready.status_code == 200 and "leading" in ready.text:
-                return
-        except httpx.HTTPError:
-            pass
-        time.sleep(0.2)
-    raise SystemExit("the controller did not become ready")
 
 
 def markdown(report: Mapping[str, Any]) -> str:

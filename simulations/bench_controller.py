@@ -152,6 +152,21 @@ def controller_command(hub_kubeconfig: Path, *options: str) -> list[str]:
     ]
 
 
+def wait_leading(port: int, process: subprocess.Popen[bytes], timeout: float = 120.0) -> None:
+    """Until the controller serving ``/readyz`` on ``port`` leads (it exits: the run fails)."""
+    deadline = time.monotonic() + timeout
+    while True:
+        try:
+            ready = httpx.get(f"http://127.0.0.1:{port}/readyz", timeout=2)
+            if ready.status_code == 200 and "leading" in ready.text:
+                return
+        except httpx.HTTPError:
+            pass
+        if time.monotonic() > deadline or process.poll() is not None:
+            raise SystemExit("the controller did not become ready")
+        time.sleep(0.2)
+
+
 def cpu_seconds(pid: int) -> float:
     """CPU time (user + system) a process has used so far, from ``/proc`` (0 if unknown)."""
     try:
@@ -311,17 +326,7 @@ def run(args: argparse.Namespace, workdir: Path) -> dict[str, Any]:
             stderr=log,
         )
         try:
-            deadline = time.monotonic() + 120
-            while True:
-                try:
-                    ready = httpx.get(f"http://127.0.0.1:{port}/readyz", timeout=2)
-                    if ready.status_code == 200 and "leading" in ready.text:
-                        break
-                except httpx.HTTPError:
-                    pass
-                if time.monotonic() > deadline or controller.poll() is not None:
-                    raise SystemExit("the controller did not become ready")
-                time.sleep(0.2)
+            wait_leading(port, controller)
             config = fleet_from_kubeconfigs([members_kubeconfig])
             member_clients = {name: _client(members_kubeconfig, name) for name in config.names}
             member_watches = [
