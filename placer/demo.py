@@ -20,9 +20,9 @@ import time
 from pathlib import Path
 
 from placer.cli import main as cli_main
-from placer.fleet.realism import realism_setup
-from placer.fleet.virtual import VirtualFleet
 from placer.snapshot import load_snapshot
+from placer.virtual.fleet import VirtualFleet
+from placer.virtual.realism import realism_setup
 
 ROOT = Path(__file__).resolve().parent.parent
 

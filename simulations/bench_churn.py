@@ -3,7 +3,7 @@
 Setup, on this machine:
 
 * **members**: the 8 clusters of ``clusters/openb-8.yaml`` (about 1,200 nodes and 6,200 GPUs)
-  served in this process by a :class:`placer.fleet.virtual.VirtualFleet` with realism, as
+  served in this process by a :class:`placer.virtual.fleet.VirtualFleet` with realism, as
   ``placer fleet up`` serves them: workloads applied there get pods bound to nodes, so capacity
   is really used and in-flight entries are seen running and retired. Faults are injected here:
   member ``A`` answers 401 to every request for a while (a stale token), member ``B`` is stopped
@@ -91,13 +91,13 @@ from placer.dispatch.existing import placement_from_record
 from placer.dispatch.ledger import read_entries, sync_cluster
 from placer.dispatch.record import PlacementRecord
 from placer.errors import KubeError, NotFoundError
-from placer.fleet.realism import realism_setup
-from placer.fleet.virtual import VirtualFleet
 from placer.kube import KubeClient
 from placer.model import Placement
 from placer.snapshot import load_snapshot
 from placer.solver import charge
 from placer.testing import ApiServer, ApiServerProcess, write_kubeconfig
+from placer.virtual.fleet import VirtualFleet
+from placer.virtual.realism import realism_setup
 from simulations.bench_controller import (
     JOBSET,
     JOBSET_CRD,

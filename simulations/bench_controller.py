@@ -65,10 +65,10 @@ from typing import Any
 import httpx
 
 from placer.fleet import fleet_from_kubeconfigs
-from placer.fleet.seeding import cluster_objects
 from placer.kube import ClientSettings, KubeClient, Listed, load_kubeconfigs, open_client
 from placer.snapshot import load_snapshot
 from placer.testing import ApiServerProcess, write_kubeconfig
+from placer.virtual.seeding import cluster_objects
 from simulations.bench_submit import SNAPSHOT, machine, virtual_fleet
 from simulations.bench_submit import check as check_placements
 

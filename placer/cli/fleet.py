@@ -8,7 +8,7 @@
   loopback HTTPS API server per cluster of the snapshot, seeded so that gathering from it gives
   the snapshot's capacity back; one kubeconfig context per cluster. Every catalog kind is
   served, and applied workloads get pods bound to nodes and a Running status
-  (:mod:`placer.fleet.realism`; ``--no-pods`` turns that off). Runs until SIGINT/SIGTERM,
+  (:mod:`placer.virtual.realism`; ``--no-pods`` turns that off). Runs until SIGINT/SIGTERM,
   then stops the servers and removes nothing the user asked for.
 """
 
@@ -134,8 +134,8 @@ def run_show(args: argparse.Namespace) -> int:
 
 
 def run_up(args: argparse.Namespace) -> int:
-    from placer.fleet.realism import realism_setup
-    from placer.fleet.virtual import VirtualFleet
+    from placer.virtual.fleet import VirtualFleet
+    from placer.virtual.realism import realism_setup
 
     fleet = load_snapshot(args.snapshot)
     stop = threading.Event()

@@ -6,11 +6,10 @@
   (free = allocatable − requests of bound non-terminal pods, for every resource);
 * :mod:`~placer.fleet.gather` — concurrent, paginated gathering with per-cluster timeouts
   (:func:`gather_fleet`);
-* :mod:`~placer.fleet.summary` — what ``placer fleet show`` reports per cluster;
-* :mod:`~placer.fleet.virtual` — a virtual fleet: one loopback API server per cluster of a
-  snapshot (:class:`VirtualFleet`).
+* :mod:`~placer.fleet.summary` — what ``placer fleet show`` reports per cluster.
 
-Kubernetes I/O goes through :mod:`placer.kube` only.
+Kubernetes I/O goes through :mod:`placer.kube` only. The virtual fleet (``placer fleet up``:
+a snapshot served by loopback API servers) is :mod:`placer.virtual`.
 """
 
 from placer.fleet.capacity import PodTally, cluster_from_api, complete_labels, node_from_api

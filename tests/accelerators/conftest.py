@@ -10,10 +10,10 @@ from typing import Any
 import pytest
 
 from placer.fleet import fleet_from_kubeconfigs, gather_fleet
-from placer.fleet.seeding import node_object
 from placer.model import Fleet, Node
 from placer.quantity import CPU, GPU, MEMORY, PODS
 from placer.testing import ApiServer
+from placer.virtual.seeding import node_object
 
 DRA = "resource.k8s.io/v1"
 H100 = "NVIDIA H100 80GB HBM3"

@@ -13,10 +13,10 @@ import yaml
 from placer.cli import main
 from placer.errors import FleetConfigError, SnapshotError
 from placer.fleet import fleet_from_kubeconfigs, gather_fleet, load_fleet_file
-from placer.fleet.virtual import VirtualFleet
 from placer.model import Cluster, DeviceGroup, Fleet, Node
 from placer.quantity import CPU, GPU, MEMORY, PODS
 from placer.snapshot import dumps_snapshot, loads_snapshot
+from placer.virtual.fleet import VirtualFleet
 from tests.accelerators.conftest import H100, claim_template
 
 GI = 2**30

@@ -18,9 +18,9 @@ from typing import Any
 import pytest
 import yaml
 
-from placer.fleet.virtual import VirtualFleet
 from placer.snapshot import load_snapshot
 from placer.testing import ApiServer
+from placer.virtual.fleet import VirtualFleet
 from placer.yamlload import MAX_ALIAS_VALUES
 
 REPO = Path(__file__).resolve().parents[2]

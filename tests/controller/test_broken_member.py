@@ -20,7 +20,7 @@ import pytest
 
 from placer.controller import Endpoints, HttpServer
 from placer.definitions import Catalog
-from placer.fleet.realism import register_catalog_kinds
+from placer.virtual.realism import register_catalog_kinds
 
 
 def job_state(hubfleet: Any, name: str, plural: str = "jobs") -> tuple[str | None, dict[str, Any]]:

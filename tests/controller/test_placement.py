@@ -193,8 +193,8 @@ def test_status_mirrored_and_delete_cleans_member(hubfleet: Any) -> None:
 
 
 def test_with_virtual_fleet_realism_the_hub_shows_running(hubfleet: Any) -> None:
-    """Members that play the frameworks (placer.fleet.realism): pods appear, status flows back."""
-    from placer.fleet.realism import Realism, register_catalog_kinds
+    """Members that play the frameworks (placer.virtual.realism): pods appear, status flows back."""
+    from placer.virtual.realism import Realism, register_catalog_kinds
 
     catalog = Catalog.builtin()
     for name, server in hubfleet.members.items():

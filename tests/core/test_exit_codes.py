@@ -14,9 +14,9 @@ import pytest
 
 from placer.cli import build_parser, main
 from placer.errors import EXIT_CODES
-from placer.fleet.realism import realism_setup
-from placer.fleet.virtual import VirtualFleet
 from placer.snapshot import load_snapshot
+from placer.virtual.fleet import VirtualFleet
+from placer.virtual.realism import realism_setup
 
 ROOT = Path(__file__).resolve().parents[2]
 DEMO = str(ROOT / "clusters" / "demo.yaml")

@@ -31,13 +31,13 @@ from placer.dispatch.claims import CLAIM_TTL
 from placer.dispatch.ledger import LABEL_IN_FLIGHT, LEDGER_NAMESPACE, read_entries, sync_cluster
 from placer.dispatch.outcomes import DISPATCHED, DRY_RUN, FAILED
 from placer.fleet import fleet_from_kubeconfigs, gather_fleet, open_clients
-from placer.fleet.realism import realism_setup
-from placer.fleet.virtual import VirtualFleet
 from placer.kube import KubeClient
 from placer.model import Fleet
 from placer.snapshot import load_snapshot
 from placer.solver import solve
 from placer.testing import AdmissionRequest, Gate, StatusError
+from placer.virtual.fleet import VirtualFleet
+from placer.virtual.realism import realism_setup
 
 ROOT = Path(__file__).resolve().parents[2]
 SEED_FILE = ROOT / "examples" / "jobset-demo.yaml"

@@ -11,11 +11,11 @@ import yaml
 
 from placer.definitions import Catalog, phases_of
 from placer.dispatch.record import ANNOTATION_PLAN
-from placer.fleet.realism import catalog_kinds, realism_setup
-from placer.fleet.virtual import VirtualFleet
 from placer.model import Cluster, Fleet, Node
 from placer.quantity import CPU, GPU, MEMORY, PODS
 from placer.testing import Store
+from placer.virtual.fleet import VirtualFleet
+from placer.virtual.realism import catalog_kinds, realism_setup
 
 ROOT = Path(__file__).resolve().parents[2]
 SEED = yaml.safe_load((ROOT / "examples" / "jobset-demo.yaml").read_text())

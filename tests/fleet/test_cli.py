@@ -15,8 +15,8 @@ from pathlib import Path
 import pytest
 
 from placer.cli import main
-from placer.fleet.virtual import VirtualFleet
 from placer.snapshot import load_snapshot
+from placer.virtual.fleet import VirtualFleet
 
 ROOT = Path(__file__).resolve().parents[2]
 DEMO = ROOT / "clusters" / "demo.yaml"

@@ -16,9 +16,9 @@ from typing import Any
 
 import pytest
 
-from placer.fleet.realism import realism_setup
-from placer.fleet.virtual import VirtualFleet
 from placer.snapshot import load_snapshot
+from placer.virtual.fleet import VirtualFleet
+from placer.virtual.realism import realism_setup
 
 KUBECTL = shutil.which("kubectl")
 ROOT = Path(__file__).resolve().parents[2]

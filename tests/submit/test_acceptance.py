@@ -21,10 +21,10 @@ from placer.dispatch.ledger import LABEL_IN_FLIGHT, LEDGER_NAMESPACE
 from placer.dispatch.record import LABEL_PLACED_BY, PlacementRecord
 from placer.dispatch.submit import gather_charged
 from placer.fleet import fleet_from_kubeconfigs, member_clients
-from placer.fleet.realism import realism_setup
-from placer.fleet.virtual import VirtualFleet
 from placer.snapshot import load_snapshot
 from placer.testing import AdmissionRequest, StatusError
+from placer.virtual.fleet import VirtualFleet
+from placer.virtual.realism import realism_setup
 
 ROOT = Path(__file__).resolve().parents[2]
 SEED = ROOT / "examples" / "jobset-demo.yaml"

@@ -14,10 +14,10 @@ import yaml
 from placer.cli import main
 from placer.definitions import Catalog, decompose, phases_of
 from placer.dispatch.record import PlacementRecord
-from placer.fleet.realism import realism_setup
-from placer.fleet.virtual import VirtualFleet
 from placer.model import Cluster, Fleet, Node
 from placer.quantity import CPU, GPU, MEMORY, PODS
+from placer.virtual.fleet import VirtualFleet
+from placer.virtual.realism import realism_setup
 
 ROOT = Path(__file__).resolve().parents[2]
 SAMPLES = ROOT / "tests" / "definitions" / "samples"

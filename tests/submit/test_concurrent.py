@@ -25,12 +25,12 @@ from placer.dispatch.ledger import InFlight, read_entries, write_entry
 from placer.dispatch.record import PlacementRecord, dispatch_manifest
 from placer.dispatch.submit import submit as submit_in_process
 from placer.fleet import fleet_from_kubeconfigs, member_clients
-from placer.fleet.realism import realism_setup
-from placer.fleet.virtual import VirtualFleet
 from placer.model import Cluster, Fleet, Node, Placement, PodAssignment, WorkloadRef
 from placer.snapshot import load_snapshot
 from placer.testing import ApiServer
 from placer.testing._faults import Target
+from placer.virtual.fleet import VirtualFleet
+from placer.virtual.realism import realism_setup
 
 ROOT = Path(__file__).resolve().parents[2]
 SEED = ROOT / "examples" / "jobset-demo.yaml"

@@ -10,9 +10,9 @@ import pytest
 import yaml
 
 from placer.cli import main
-from placer.fleet.realism import realism_setup
-from placer.fleet.virtual import VirtualFleet
 from placer.snapshot import load_snapshot
+from placer.virtual.fleet import VirtualFleet
+from placer.virtual.realism import realism_setup
 
 ROOT = Path(__file__).resolve().parents[2]
 SEED = ROOT / "examples" / "jobset-demo.yaml"

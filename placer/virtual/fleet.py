@@ -3,7 +3,7 @@
 ``placer fleet up``, ``make demo`` and integration tests need clusters to talk to without a
 real Kubernetes. :class:`VirtualFleet` starts one :class:`placer.testing.ApiServer` (HTTPS,
 throwaway CA, bearer token; in this process) per cluster of a snapshot, seeds it with the
-objects of :mod:`placer.fleet.seeding` — so gathering from it reproduces the snapshot's
+objects of :mod:`placer.virtual.seeding` — so gathering from it reproduces the snapshot's
 capacity — and writes a kubeconfig with one context per cluster, named after it (and, if asked,
 a fleet file with the snapshot's cluster labels and taints, so that a snapshot taken through it
 keeps them too).
@@ -29,9 +29,9 @@ import trustme
 import yaml
 
 from placer.fleet.config import FLEET_API_VERSION, FLEET_KIND
-from placer.fleet.seeding import cluster_objects
 from placer.model import Cluster, Fleet
 from placer.testing import ApiServer, write_kubeconfig
+from placer.virtual.seeding import cluster_objects
 
 __all__ = ["Setup", "VirtualFleet"]
 

@@ -8,10 +8,10 @@ from pathlib import Path
 import yaml
 
 from placer.fleet import fleet_from_kubeconfigs, gather_fleet, load_fleet_file
-from placer.fleet.virtual import VirtualFleet
 from placer.model import Cluster, Taint
 from placer.snapshot import load_snapshot
 from placer.testing import ApiServer
+from placer.virtual.fleet import VirtualFleet
 
 ROOT = Path(__file__).resolve().parents[2]
 

@@ -1,6 +1,6 @@
 """What the frameworks' own CustomResourceDefinitions declare beyond group, version and kind.
 
-A virtual fleet (``placer fleet up``, :mod:`placer.fleet.realism`) serves every catalog kind as
+A virtual fleet (``placer fleet up``, :mod:`placer.virtual.realism`) serves every catalog kind as
 a CRD. The catalog's definitions name the kind only; what kubectl shows of a kind — short names
 (``kubectl get lws``), the columns of ``kubectl get`` (a version's
 ``additionalPrinterColumns``) and the subresources — comes from the framework's CRD. These are

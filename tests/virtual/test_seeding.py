@@ -5,10 +5,10 @@ from __future__ import annotations
 from pathlib import Path
 
 from placer.fleet import PodTally, cluster_from_api
-from placer.fleet.seeding import cluster_objects, split
 from placer.model import GPU_SHARE, Cluster, Node, PendingPods, Taint
 from placer.quantity import GPU
 from placer.snapshot import load_snapshot
+from placer.virtual.seeding import cluster_objects, split
 
 ROOT = Path(__file__).resolve().parents[2]
 

@@ -52,12 +52,12 @@ from placer.definitions import (
 )
 from placer.errors import PlacerError
 from placer.fleet.capacity import PodTally, cluster_from_api
-from placer.fleet.crds import crd_facts
-from placer.fleet.seeding import running_pod_status
 from placer.model import Cluster, Node, PodDemand
 from placer.podspec import node_mismatch
 from placer.quantity import PODS
 from placer.testing import ApiServer, StatusError, Store, WriteEvent
+from placer.virtual.crds import crd_facts
+from placer.virtual.seeding import running_pod_status
 
 __all__ = ["Realism", "catalog_kinds", "realism_setup", "register_catalog_kinds", "running_status"]
 
@@ -78,7 +78,7 @@ def catalog_kinds(catalog: Catalog) -> list[tuple[str, str, str]]:
 
 def register_catalog_kinds(store: Store, catalog: Catalog) -> int:
     """Serve every catalog root kind the store does not serve yet, as its framework's CRD
-    declares it (:mod:`placer.fleet.crds`: short names, printer columns); returns how many
+    declares it (:mod:`placer.virtual.crds`: short names, printer columns); returns how many
     were added."""
     served = {(r.group, r.version, r.kind) for r in store.resources()}
     added = 0
@@ -103,7 +103,7 @@ def register_catalog_kinds(store: Store, catalog: Catalog) -> int:
 def realism_setup(
     catalog: Catalog | None = None, *, pods: bool = True
 ) -> Callable[[Cluster, ApiServer], None]:
-    """A :class:`placer.fleet.virtual.VirtualFleet` ``setup`` hook: register the catalog's kinds
+    """A :class:`placer.virtual.fleet.VirtualFleet` ``setup`` hook: register the catalog's kinds
     on every cluster and (``pods=True``) add the :class:`Realism` reactor."""
     chosen = catalog or Catalog.builtin()
 
