@@ -6,7 +6,7 @@ identical input in ``batch``, ``online`` or ``stream`` mode (:mod:`placer.simula
 prints per workload the cluster or the reasons, per cluster the utilisation before and after,
 and a summary (placed GPU against the tightest bound, gang admission by size, fragmentation,
 decision time, stream waits). ``-o json`` prints the same document the text is rendered from;
-``--report DIR`` writes it with a Markdown summary and PNG plots (:mod:`placer.report`).
+``--report DIR`` writes it with a Markdown summary and PNG plots (:mod:`placer.simulate.report`).
 
 Checks before simulating, each a clear message rather than a silent zero: the snapshot loads;
 ``--drain`` names clusters of it; the workload set is not empty; and resources requested by
@@ -158,7 +158,7 @@ def run(args: argparse.Namespace) -> int:
         drained=args.drain,
     )
     if args.report:
-        from placer.report import write_report
+        from placer.simulate.report import write_report
 
         written = write_report(doc, Path(args.report))
         print(f"report: {', '.join(str(p) for p in written)}", file=sys.stderr)

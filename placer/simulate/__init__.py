@@ -6,7 +6,7 @@
 the metrics of :mod:`placer.simulate.metrics` (placed GPU against the tightest bound, gang
 admission by size, fragmentation, decision time, stream waits and allocation over time).
 :mod:`placer.simulate.export` turns runs into the JSON document the CLI prints and the report
-(:mod:`placer.report`) draws from, so text, JSON and report always say the same thing.
+(:mod:`placer.simulate.report`) draws from, so text, JSON and report always say the same thing.
 
 Why a simulator of its own rather than a replay of events through the controller: the
 questions are what-ifs ("cluster B drained", "is CP-SAT worth it over first-fit") and
@@ -15,7 +15,9 @@ side by side, deterministically, without clusters and in seconds. Every decision
 through the same ``solve``, the independent verifier and the same ``charge``/``release``
 bookkeeping a live ledger uses.
 
-Pure: no I/O, no globals; progress is reported through an optional callback.
+Pure: no I/O, no globals; progress is reported through an optional callback. The one
+exception is :mod:`placer.simulate.report`, which writes the ``--report`` files (and imports
+matplotlib only when asked).
 """
 
 from typing import TYPE_CHECKING
