@@ -1,1 +1,2 @@
-"""placer's benchmarks, trace readers and workload generators (see simulations/README.md)."""
+"""placer's benchmarks and the example fleet builders (see simulations/README.md); the trace
+readers and workload generators they use are :mod:`placer.traces`."""

@@ -5,7 +5,7 @@ Command (about 10 minutes on 2 cores)::
     python -m simulations.bench_fgd        # default, gpuspec33, multigpu20; seeds 42-51
     python -m simulations.bench_fgd --variants default --seeds 42-44 --workers 1
 
-Protocol (FGD, Weng et al., ATC '23, as :func:`simulations.openb.fgd_replay` reads it from their
+Protocol (FGD, Weng et al., ATC '23, as :func:`placer.traces.openb.fgd_replay` reads it from their
 simulator): the single 1,213-node openb cluster (6,212 GPUs, GPU sharing per device), the task
 list shuffled and tuned to 130 % of GPU capacity with each seed of 42–51, tasks placed one at a
 time in that order, nothing departs, a task that does not fit stays unplaced. placer runs
@@ -30,10 +30,10 @@ from typing import Any
 from placer.model import Fleet
 from placer.simulate import Settings, simulate, summarize
 from placer.simulate.capacity import gpu_milli
+from placer.traces.openb import fgd_replay, read_fgd_results, read_openb_nodes, read_openb_tasks
+from placer.traces.workloads import TimedWorkload, fleet_gpu_milli
 from simulations.benchmarking import heading, mean, measure, pyplot, save, stdev, stopwatch, table
 from simulations.fleets import OPENB_SITE, make_fleet, openb_fleet
-from simulations.openb import fgd_replay, read_fgd_results, read_openb_nodes, read_openb_tasks
-from simulations.workloads import TimedWorkload, fleet_gpu_milli
 
 __all__ = [
     "ARRIVED",

@@ -32,6 +32,9 @@ from placer.model import Fleet
 from placer.simulate import Settings, simulate, summarize
 from placer.simulate.capacity import gpu_milli
 from placer.simulate.metrics import bucket_rank
+from placer.traces.kalos import kalos_replay, read_kalos_jobs
+from placer.traces.openb import read_openb_nodes
+from placer.traces.workloads import TimedWorkload, fleet_gpu_milli
 from simulations.benchmarking import (
     BATCH_ENTRIES,
     STREAM_ENTRIES,
@@ -46,9 +49,6 @@ from simulations.benchmarking import (
     table,
 )
 from simulations.fleets import make_fleet, split_nodes
-from simulations.kalos import kalos_replay, read_kalos_jobs
-from simulations.openb import read_openb_nodes
-from simulations.workloads import TimedWorkload, fleet_gpu_milli
 
 __all__ = ["Config", "eight_gpu_fleet", "kalos_gangs", "main", "run"]
 

@@ -28,6 +28,7 @@ from typing import Any
 from placer.model import Fleet
 from placer.simulate import Settings, simulate, summarize
 from placer.simulate.capacity import gpu_milli
+from placer.traces.specs import resolve_workloads
 from simulations.benchmarking import (
     BATCH_ENTRIES,
     Entry,
@@ -39,7 +40,6 @@ from simulations.benchmarking import (
     save,
     table,
 )
-from simulations.specs import resolve_workloads
 
 __all__ = ["ENTRIES", "Config", "main", "run", "run_instance"]
 

@@ -32,10 +32,10 @@ from typing import Any
 from placer.model import Fleet
 from placer.simulate import Settings, simulate, summarize
 from placer.simulate.metrics import percentile
+from placer.traces.specs import resolve_workloads
+from placer.traces.workloads import TimedWorkload
 from simulations.benchmarking import heading, measure, pyplot, save, table
 from simulations.fleets import openb_fleet
-from simulations.specs import resolve_workloads
-from simulations.workloads import TimedWorkload
 
 __all__ = ["Config", "batch_point", "main", "online_latency", "run"]
 

@@ -5,7 +5,7 @@ Run ``python -m simulations.bench_solver`` (``--quick`` for a smaller run); resu
 in ``simulations/results/bench_solver.md``.
 
 Inputs are the project's trace fleets and generators (:mod:`simulations.fleets`,
-:mod:`simulations.specs`): Alibaba's openb GPU nodes (1,213 nodes, 6,212 GPUs, GPU sharing
+:mod:`placer.traces.specs`): Alibaba's openb GPU nodes (1,213 nodes, 6,212 GPUs, GPU sharing
 modelled per device), and synthetic gangs (openb pod shapes, Acme/Kalos gang-size tail, a
 workload capped at 15 % of the largest cluster's GPUs).
 
@@ -45,11 +45,11 @@ from typing import Any
 from placer.model import GPU_SHARE, Decision, Fleet, PodDemand, Workload
 from placer.quantity import GPU
 from placer.solver import SOLVERS, charge, solve, verify
+from placer.traces.openb import fgd_replay, read_openb_nodes, read_openb_tasks
+from placer.traces.specs import resolve_workloads
+from placer.traces.workloads import fleet_gpu_milli
 from simulations.exact import node_level
 from simulations.fleets import make_fleet, openb_fleet, split_nodes
-from simulations.openb import fgd_replay, read_openb_nodes, read_openb_tasks
-from simulations.specs import resolve_workloads
-from simulations.workloads import fleet_gpu_milli
 
 ROOT = Path(__file__).resolve().parent.parent
 RESULTS = ROOT / "simulations" / "results"

@@ -30,6 +30,8 @@ from typing import Any
 
 from placer.model import Fleet
 from placer.simulate import Settings
+from placer.traces.specs import resolve_workloads
+from placer.traces.workloads import TimedWorkload, fleet_gpu_milli
 from simulations.benchmarking import (
     STREAM_ENTRIES,
     Entry,
@@ -43,8 +45,6 @@ from simulations.benchmarking import (
     stream_run,
     stream_tables,
 )
-from simulations.specs import resolve_workloads
-from simulations.workloads import TimedWorkload, fleet_gpu_milli
 
 __all__ = ["Config", "main", "run", "workloads"]
 

@@ -30,7 +30,7 @@ from placer.simulate import Run, Settings, simulate, summarize
 from placer.simulate.capacity import gpu_milli
 from placer.simulate.metrics import bucket_of, bucket_rank, percentile
 from placer.snapshot import load_snapshot
-from simulations.workloads import TimedWorkload
+from placer.traces.workloads import TimedWorkload
 
 __all__ = [
     "BATCH_ENTRIES",

@@ -37,8 +37,8 @@ from pathlib import Path
 from placer.errors import InputError
 from placer.model import Cluster, Fleet, Node
 from placer.quantity import CPU, GPU, MEMORY
-from simulations.datasets import HELIOS_DIR, PAI_DIR, read_csv
-from simulations.nodes import (
+from placer.traces.datasets import read_csv
+from placer.traces.nodes import (
     DEFAULT_MAX_PODS,
     REGION_LABEL,
     ZONE_LABEL,
@@ -46,7 +46,8 @@ from simulations.nodes import (
     trace_node,
     with_labels,
 )
-from simulations.openb import read_openb_nodes
+from placer.traces.openb import read_openb_nodes
+from simulations.datasets import HELIOS_DIR, PAI_DIR
 
 __all__ = [
     "CAPTURED_AT",

@@ -9,11 +9,15 @@
   context named after it.
 * ``kube_client``: factory ``kube_client(server, **kubeconfig options) -> kubernetes ApiClient``
   built from a real kubeconfig file; closed at teardown.
+* ``built_wheel`` (session): placer's wheel, built with pip from a copy of the sources.
 """
 
 from __future__ import annotations
 
 import itertools
+import shutil
+import subprocess
+import sys
 import threading
 from collections.abc import Callable, Iterator, Mapping
 from pathlib import Path
@@ -25,6 +29,8 @@ from kubernetes import client as k8s_client
 from kubernetes import config as k8s_config
 
 from placer.testing import ApiServer, write_kubeconfig
+
+REPO = Path(__file__).resolve().parents[1]
 
 
 @pytest.fixture(scope="session")
@@ -87,3 +93,37 @@ def kube_client(
     yield make
     for api in clients:
         api.close()
+
+
+@pytest.fixture(scope="session")
+def built_wheel(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    """placer's wheel, built with ``pip wheel`` from a copy of the sources (as a user's pip
+    would build it: symlinks resolved, package data by pyproject.toml alone)."""
+    tmp_path = tmp_path_factory.mktemp("wheel")
+    source = tmp_path / "src"
+    source.mkdir()
+    for name in ("pyproject.toml", "README.md"):
+        shutil.copy(REPO / name, source / name)
+    ignore = shutil.ignore_patterns("__pycache__", "*.pyc")
+    for name in ("placer", "simulations", "catalog"):
+        shutil.copytree(REPO / name, source / name, symlinks=True, ignore=ignore)
+    built = subprocess.run(
+        [
+            sys.executable,
+            "-m",
+            "pip",
+            "wheel",
+            "-q",
+            "--no-deps",
+            "-w",
+            str(tmp_path / "dist"),
+            ".",
+        ],
+        cwd=source,
+        capture_output=True,
+        text=True,
+        timeout=600,
+    )
+    assert built.returncode == 0, built.stderr[-2000:]
+    (wheel,) = (tmp_path / "dist").glob("placer-*.whl")
+    return wheel

@@ -1,7 +1,7 @@
 """``placer simulate``: where would these workloads go — offline, on a capacity snapshot.
 
 Reads a fleet snapshot and workloads (manifests, or a trace / generator spec such as
-``trace:openb:default?load=1.3`` — :mod:`simulations.specs`), runs one or more solvers on the
+``trace:openb:default?load=1.3`` — :mod:`placer.traces.specs`), runs one or more solvers on the
 identical input in ``batch``, ``online`` or ``stream`` mode (:mod:`placer.simulate`), and
 prints per workload the cluster or the reasons, per cluster the utilisation before and after,
 and a summary (placed GPU against the tightest bound, gang admission by size, fragmentation,
@@ -224,7 +224,7 @@ def load_workloads(
         PlacerError: a manifest no definition covers or that does not fit its definition (the
             first; the others are printed on stderr first, as ``placer plan`` does).
     """
-    from simulations.specs import is_workload_spec, resolve_workloads
+    from placer.traces.specs import is_workload_spec, resolve_workloads
 
     items: list[Timed] = []
     catalog: Any = None
@@ -264,7 +264,7 @@ def load_workloads(
 def _manifests(source: str, catalog: Any, *, offset: int) -> list[Timed]:
     from placer.cli.describe import decompose_all
     from placer.definitions.documents import read_input
-    from simulations.workloads import TimedWorkload
+    from placer.traces.workloads import TimedWorkload
 
     found, problems = decompose_all(read_input(source), catalog)
     workloads = [decomposition.workload for _, decomposition in found]

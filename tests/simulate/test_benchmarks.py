@@ -9,10 +9,10 @@ from __future__ import annotations
 
 import pytest
 
+from placer.traces.openb import read_openb_nodes
 from simulations import bench_fgd, bench_kalos, bench_multicluster, bench_scaling, bench_stream
 from simulations.benchmarking import Entry, compress_arrivals, machine, offered_load
 from simulations.fleets import make_fleet, split_nodes
-from simulations.openb import read_openb_nodes
 
 META = {**machine(), "wall_s": 1.0}
 

@@ -11,10 +11,10 @@ from placer.errors import InputError
 from placer.model import Node
 from placer.quantity import GPU
 from placer.snapshot import load_snapshot
+from placer.traces.nodes import GPU_PRODUCT_LABEL, REGION_LABEL, gpu_model
+from placer.traces.openb import read_openb_nodes
 from simulations.build_fleets import EXAMPLE_FLEETS, ExampleFleet, build, main, render
 from simulations.fleets import SPLITS, helios_vc_gpus, make_fleet, read_pai_nodes, split_nodes
-from simulations.nodes import GPU_PRODUCT_LABEL, REGION_LABEL, gpu_model
-from simulations.openb import read_openb_nodes
 
 ROOT = Path(__file__).resolve().parents[2]
 

@@ -18,9 +18,9 @@ from placer.solver.packer import Packed, pack
 from placer.solver.portfolio import value_of
 from placer.solver.problem import build_problem
 from placer.solver.recreate import ruin_and_recreate
+from placer.traces.openb import read_openb_nodes
+from placer.traces.specs import resolve_workloads
 from simulations.fleets import make_fleet, split_nodes
-from simulations.openb import read_openb_nodes
-from simulations.specs import resolve_workloads
 
 
 def _value(decision: Decision, workloads: list[Workload], the_fleet: Any) -> int:

@@ -6,8 +6,8 @@ from collections import Counter
 
 from placer.model import Cluster, Fleet
 from placer.quantity import CPU, GPU, MEMORY
-from simulations.kalos import JOB_TYPE_LABEL, kalos_replay, pod_limits, read_kalos_jobs
-from simulations.nodes import trace_node
+from placer.traces.kalos import JOB_TYPE_LABEL, kalos_replay, pod_limits, read_kalos_jobs
+from placer.traces.nodes import trace_node
 
 GB = 10**9
 GIB = 2**30

@@ -2,7 +2,7 @@
 
 openb (ATC '23, the FGD paper) is one GPU-sharing cluster: 1,213 GPU nodes (6,212 GPUs of seven
 models) and task lists of single pods asking CPU, memory and either whole GPUs or a share of one
-GPU. Columns and units are documented in ``simulations/data/alibaba-openb-gpu-2023/README.md``.
+GPU. Columns and units are documented in ``placer/traces/data/alibaba-openb-gpu-2023/README.md``.
 
 How a task becomes a :class:`placer.model.Workload` (a ``v1/Pod`` with one pod, the same shape
 the ``core-pod-v1`` definition gives a real Pod):
@@ -56,9 +56,9 @@ from placer.model import (
     WorkloadRef,
 )
 from placer.quantity import CPU, GPU, MEMORY
-from simulations.datasets import OPENB_DIR, CsvRow, read_csv
-from simulations.nodes import DEFAULT_MAX_PODS, GPU_PRODUCT_LABEL, trace_node
-from simulations.workloads import TimedWorkload
+from placer.traces.datasets import OPENB_DIR, CsvRow, read_csv
+from placer.traces.nodes import DEFAULT_MAX_PODS, GPU_PRODUCT_LABEL, trace_node
+from placer.traces.workloads import TimedWorkload
 
 __all__ = [
     "FGD_RESULTS_FILE",
@@ -123,7 +123,7 @@ def read_openb_nodes(
         max_pods: ``pods`` allocatable of every node.
 
     Returns:
-        Nodes in file order, all free (see :mod:`simulations.nodes` for labels and units).
+        Nodes in file order, all free (see :mod:`placer.traces.nodes` for labels and units).
     """
     if isinstance(source, str) and source in NODE_LISTS:
         path: Path = OPENB_DIR / NODE_LISTS[source]
@@ -320,7 +320,7 @@ def fgd_replay(
     Args:
         tasks: the task list (from :func:`read_openb_tasks`).
         capacity_gpu_milli: the fleet's GPU capacity in thousandths
-            (:func:`simulations.workloads.fleet_gpu_milli`; 6,212,000 for openb's GPU nodes).
+            (:func:`placer.traces.workloads.fleet_gpu_milli`; 6,212,000 for openb's GPU nodes).
         load: target total GPU request as a share of capacity (FGD: 1.3).
         seed: FGD uses 42–51.
 

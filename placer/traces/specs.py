@@ -11,7 +11,7 @@ A spec names a source and, after ``?``, ``key=value`` parameters joined by ``&``
 Sources and their parameters (defaults in brackets):
 
 ``trace:openb:<variant>`` — openb tasks as one-pod workloads; ``<variant>`` is one of
-:data:`simulations.openb.VARIANTS` (``default``, ``cpu050`` … ``multigpu50``).
+:data:`placer.traces.openb.VARIANTS` (``default``, ``cpu050`` … ``multigpu50``).
     ``load`` [none] — FGD's replay protocol: shuffle, then tune the list's GPU request to
     ``load`` × the fleet's GPU capacity; one-second spacing, nothing departs (needs a fleet).
     ``seed`` [``--seed``, else 42] — seed of the shuffle and tuning (FGD uses 42–51).
@@ -21,7 +21,7 @@ Sources and their parameters (defaults in brackets):
     ``time_scale`` [1]; ``shape`` [trace] — ``trace`` keeps CPU/memory per pod as in the trace
     (sized for 2-TB A100 servers), ``fit`` lowers them to what the fleet's nodes hold (needs a
     fleet).
-``synthetic:gangs`` — gangs of openb pods with the Kalos size tail (:mod:`simulations.synthetic`).
+``synthetic:gangs`` — gangs of openb pods with the Kalos size tail (:mod:`placer.traces.synthetic`).
     ``seed`` [``--seed``, else 42]; ``count`` [200] or ``load`` (draw until the GPU demand
     reaches ``load`` × the fleet's GPUs; needs a fleet); ``cap`` [0.15] — a workload's GPUs at
     most this share of the largest cluster (needs a fleet), or ``max_gpus`` — that cap in GPUs;
@@ -40,10 +40,10 @@ from dataclasses import dataclass
 
 from placer.errors import InputError
 from placer.model import Fleet
-from simulations.kalos import kalos_replay, read_kalos_jobs
-from simulations.openb import VARIANTS, fgd_replay, read_openb_tasks, trace_replay
-from simulations.synthetic import GangMix, kalos_tail, synthetic_gangs
-from simulations.workloads import TimedWorkload, fleet_gpu_milli, largest_cluster_gpu_milli
+from placer.traces.kalos import kalos_replay, read_kalos_jobs
+from placer.traces.openb import VARIANTS, fgd_replay, read_openb_tasks, trace_replay
+from placer.traces.synthetic import GangMix, kalos_tail, synthetic_gangs
+from placer.traces.workloads import TimedWorkload, fleet_gpu_milli, largest_cluster_gpu_milli
 
 __all__ = [
     "DEFAULT_SEED",

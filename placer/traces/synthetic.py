@@ -15,7 +15,7 @@ combines them:
 * sizes are scaled to the fleet in GPUs: a Kalos job of ``k`` nodes is ``8k`` GPUs; scaled by
   ``max_gang_gpus / 1024`` (1024 GPUs is Kalos' largest gang) it becomes the component's GPU
   size, and ``r = max(2, round(size / GPUs per pod))``. The workload's GPUs are then capped at
-  ``max_gang_gpus`` (≈ 15 % of the largest cluster by default, see :mod:`simulations.specs`).
+  ``max_gang_gpus`` (≈ 15 % of the largest cluster by default, see :mod:`placer.traces.specs`).
   So the largest Kalos gang maps to the cap whatever the pod size, and the gang-size histogram
   (in GPUs) keeps its shape;
 * arrival and duration come from the openb task of the first component (creation time and
@@ -34,9 +34,9 @@ from collections.abc import Sequence
 from dataclasses import dataclass, replace
 
 from placer.model import ComponentDemand, Gang, Workload, WorkloadRef
-from simulations.kalos import KalosJob
-from simulations.openb import OpenbTask
-from simulations.workloads import TimedWorkload, gpu_milli
+from placer.traces.kalos import KalosJob
+from placer.traces.openb import OpenbTask
+from placer.traces.workloads import TimedWorkload, gpu_milli
 
 __all__ = [
     "COMPONENT_WEIGHTS",

@@ -7,10 +7,10 @@ from collections import Counter
 import pytest
 
 from placer.model import GPU_SHARE
-from simulations.kalos import read_kalos_jobs
-from simulations.openb import OpenbTask, read_openb_tasks
-from simulations.synthetic import GangMix, kalos_tail, synthetic_gangs
-from simulations.workloads import gpu_milli, total_gpu_milli
+from placer.traces.kalos import read_kalos_jobs
+from placer.traces.openb import OpenbTask, read_openb_tasks
+from placer.traces.synthetic import GangMix, kalos_tail, synthetic_gangs
+from placer.traces.workloads import gpu_milli, total_gpu_milli
 
 
 @pytest.fixture(scope="module")

@@ -9,15 +9,15 @@ import pytest
 from placer.errors import InputError
 from placer.model import GPU_SHARE, NodeSelectorRequirement
 from placer.quantity import CPU, GPU, MEMORY, PODS
-from simulations.nodes import GPU_COUNT_LABEL, GPU_PRODUCT_LABEL
-from simulations.openb import (
+from placer.traces.nodes import GPU_COUNT_LABEL, GPU_PRODUCT_LABEL
+from placer.traces.openb import (
     VARIANTS,
     read_fgd_results,
     read_openb_nodes,
     read_openb_tasks,
     trace_replay,
 )
-from simulations.workloads import gpu_milli
+from placer.traces.workloads import gpu_milli
 
 GIB = 2**30
 

@@ -7,9 +7,9 @@ import pytest
 from placer.errors import InputError
 from placer.model import Fleet
 from placer.quantity import CPU
+from placer.traces.specs import is_workload_spec, resolve_workloads
+from placer.traces.workloads import fleet_gpu_milli, gpu_milli, total_gpu_milli
 from simulations.build_fleets import EXAMPLE_FLEETS, build
-from simulations.specs import is_workload_spec, resolve_workloads
-from simulations.workloads import fleet_gpu_milli, gpu_milli, total_gpu_milli
 
 
 @pytest.fixture(scope="module")

@@ -6,8 +6,8 @@ from collections import Counter
 
 import pytest
 
-from simulations.openb import OpenbTask, fgd_replay, read_openb_tasks
-from simulations.workloads import gpu_milli, total_gpu_milli
+from placer.traces.openb import OpenbTask, fgd_replay, read_openb_tasks
+from placer.traces.workloads import gpu_milli, total_gpu_milli
 
 CAPACITY = 6_212_000  # openb's 6,212 GPUs, in thousandths
 LARGEST_TASK = 8000  # an 8-GPU task

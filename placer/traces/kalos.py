@@ -4,7 +4,7 @@ Each job is ``gpu_workers`` identical pods of ``gpu_per_worker`` GPUs that must 
 the shape of a distributed training job. placer models one as a JobSet with a single
 replicated job ``worker`` of that many pods and one gang over all of them (all or nothing, in one
 cluster), the shape the ``jobset`` definition gives a real JobSet. Columns and their inverse
-mapping are in ``simulations/data/acme-kalos-gangs-derived/README.md``:
+mapping are in ``placer/traces/data/acme-kalos-gangs-derived/README.md``:
 duration = ``num_iteration`` × 0.5 s, CPU per pod = ``cpu_per_gpu_worker`` × GPUs per pod,
 memory per pod = ``tensorsizes`` × 100 GB.
 
@@ -25,8 +25,8 @@ from pathlib import Path
 
 from placer.model import ComponentDemand, Fleet, Gang, PodDemand, Workload, WorkloadRef
 from placer.quantity import CPU, GPU, MEMORY
-from simulations.datasets import KALOS_DIR, read_csv
-from simulations.workloads import TimedWorkload, fleet_nodes
+from placer.traces.datasets import KALOS_DIR, read_csv
+from placer.traces.workloads import TimedWorkload, fleet_nodes
 
 __all__ = [
     "JOB_TYPE_LABEL",
