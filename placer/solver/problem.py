@@ -67,7 +67,7 @@ class Unit:
     #: node scoring of the packer for this unit (``bestfit``, ``fgd`` or ``spread``).
     scoring: str = "bestfit"
 
-    @property
+    @cached_property
     def pods(self) -> int:
         return sum(r.count for r in self.runs)
 
@@ -145,12 +145,17 @@ def build_problem(
     pods = [c.pod for w in workloads for c in w.components] + [p for p, _ in mix]
     names = resource_names(pods)
     shapes: dict[int, PodShape] = {}
+    # one shape object per distinct demand and eligibility: every per-shape memo (eligible
+    # nodes, fit tests, fragmentation scores) is then shared by all pods alike
+    interned: dict[tuple[object, ...], PodShape] = {}
 
     def shape_of(pod: PodDemand) -> PodShape:
         key = id(pod)
-        if key not in shapes:
-            shapes[key] = PodShape.of(pod, names)
-        return shapes[key]
+        known = shapes.get(key)
+        if known is None:
+            fresh = PodShape.of(pod, names)
+            known = shapes[key] = interned.setdefault(fresh.ident, fresh)
+        return known
 
     units = _units(workloads, policies, shape_of)
     signatures = Signatures()

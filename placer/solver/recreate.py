@@ -50,7 +50,7 @@ from placer.solver.heuristics import Placed, apply_placed, choose_and_pack, ffd_
 from placer.solver.packer import Packed
 from placer.solver.portfolio import density_key, value_of
 from placer.solver.problem import Unit
-from placer.solver.state import ClusterState
+from placer.solver.state import BoolArray, ClusterState, IntArray, PodShape
 
 __all__ = [
     "EXTRA_VICTIMS",
@@ -76,6 +76,9 @@ RANDOM_VICTIMS = 8
 #: a gain on the benchmark's 200-700 units).
 STALL_PER_UNIT = 20
 MIN_STALL = 200
+#: after this many waiting units in a row were refused by the ruined cluster, which of the
+#: rest may still fit is tested again (in one vectorised step).
+RECHECK = 2
 
 
 def ruin_and_recreate(
@@ -99,7 +102,12 @@ def ruin_and_recreate(
     apply_placed(states, best)
     where: dict[int, tuple[str, Packed]] = {u.index: (c, p) for u, c, p in best}
     by_index = {u.index: u for u in units}
-    unplaced = {u.index for u in units} - set(where)
+    # each cluster's units in the order of ``where`` (the order ruins draw them in)
+    members: dict[str, dict[int, None]] = {name: {} for name in states}
+    for index, (cluster, _) in where.items():
+        members[cluster][index] = None
+    table = _UnitTable(units, states)
+    unplaced = table.unplaced(where)
     dense = density_key(units, states)
     names = list(states)
     current = value_of(best)
@@ -111,24 +119,30 @@ def ruin_and_recreate(
         stall += 1
         name = rng.choices(names, [(states[n].totals()[1] + 1) ** 2 for n in names])[0]
         state = states[name]
-        here = [i for i, (c, _) in where.items() if c == name]
+        here = list(members[name])
         if not here:
             continue
-        waiting = [by_index[i] for i in sorted(unplaced) if name in by_index[i].rank]
+        waiting = table.waiting(unplaced, name)
         victims, first = _ruin(rng, state, here, where, waiting, by_index)
         if not victims:
             continue
         mark = {n: s.mark() for n, s in states.items()}
         before = dict(where)
+        saved = {name: dict(members[name])}
         value, preference = current
         trial = milli
+        replays = []
         for index in victims:
             cluster, packed = where.pop(index)
-            state.apply([packed.replay], sign=-1)
+            del members[cluster][index]
+            replays.append(packed.replay)
             value -= by_index[index].value
             trial -= by_index[index].milli
             preference += by_index[index].rank[cluster]
+        state.apply(replays, sign=-1)
         removed = set(victims)
+        # unplaced units that cannot fit the cluster's free totals now never will in this
+        # recreate (it only takes capacity): they are left out, as choose_and_pack would
         candidates = [by_index[i] for i in victims] + waiting
         draw = rng.random()
         if draw < 0.4:
@@ -138,39 +152,170 @@ def ruin_and_recreate(
         else:
             factor = {u.index: rng.uniform(0.5, 1.5) for u in candidates}
             candidates.sort(key=lambda u: (-u.value * factor[u.index], u.index))
-        if first is not None:
+        possible = table.fitting(name, waiting)
+        candidates = [u for u in candidates if u.index in removed or u.index in possible]
+        if first is not None and first.index in possible:
             candidates.remove(first)
             candidates.insert(0, first)
-        # a unit that cannot fit is refused cheaply by choose_and_pack: free totals first,
-        # then the packer's failure memo for identical units on the same capacity
         placed_now: set[int] = set()
-        for unit in candidates:
+        misses = 0  # waiting units refused since ``possible`` was computed
+        for position, unit in enumerate(candidates):
             if unit.index in removed:
-                order = sorted(unit.allowed(), key=lambda c: (c != name, unit.rank[c], c))
+                # back where it was first, then its other clusters by preference
+                order = [name, *(c for c in unit.allowed() if c != name)]
             else:
+                if unit.index not in possible:
+                    continue
                 order = [name]
             choice = choose_and_pack("greedy", unit, states, order, mix=mix, explain=False)
             if choice.packed is not None and choice.cluster is not None:
                 where[unit.index] = (choice.cluster, choice.packed)
+                if choice.cluster not in saved:
+                    saved[choice.cluster] = dict(members[choice.cluster])
+                members[choice.cluster][unit.index] = None
                 placed_now.add(unit.index)
                 value += unit.value
                 trial += unit.milli
                 preference -= unit.rank[choice.cluster]
+                misses = 0
+            elif unit.index in possible:
+                misses += 1
+                if misses >= RECHECK:
+                    # the cluster has filled up: which waiting units may still fit
+                    later = [u for u in candidates[position + 1 :] if u.index in possible]
+                    possible = table.fitting(name, later)
+                    misses = 0
         if (value, preference) >= current:
             if (value, preference) > current:
                 gains += 1
                 stall = 0
             current, milli = (value, preference), trial
             full = gpu_bound is not None and milli >= gpu_bound - 1e-6
-            unplaced = (unplaced | removed) - placed_now
+            table.mark(unplaced, removed, True)
+            table.mark(unplaced, placed_now, False)
         else:
             for n, s in states.items():
                 s.undo(mark[n])
             where = before
+            members.update(saved)
     placed = [(by_index[i], c, p) for i, (c, p) in where.items()]
     for name, state in states.items():
         state.undo(marks[name])
     return placed, gains
+
+
+class _UnitTable:
+    """The units of a search as arrays, by position in index order: which clusters each may
+    use, its totals (scalar demand, GPU thousandths, idle devices its whole-GPU pods need) and
+    its pod shapes, for vectorised tests over many unplaced units at once."""
+
+    def __init__(self, units: Sequence[Unit], states: dict[str, ClusterState]) -> None:
+        self.units = sorted(units, key=lambda u: u.index)
+        self.position = {u.index: k for k, u in enumerate(self.units)}
+        count = len(self.units)
+        width = len(self.units[0].demand) if self.units else 0
+        self.allowed = {
+            name: np.array([name in u.rank for u in self.units], dtype=bool) for name in states
+        }
+        self.demand = (
+            np.stack([u.demand for u in self.units]) if count else np.zeros((0, width), np.int64)
+        )
+        self.milli = np.array([u.milli for u in self.units], dtype=np.int64)
+        self.whole = np.array(
+            [sum(r.shape.gpus * r.count for r in u.runs) for u in self.units], dtype=np.int64
+        )
+        ids: dict[int, int] = {}
+        self.shapes: list[PodShape] = []
+        #: the distinct shape ids of each unit's pods, by unit index.
+        self.shape_ids: dict[int, list[int]] = {}
+        for unit in self.units:
+            mine = []
+            for run in unit.runs:
+                sid = ids.get(id(run.shape))
+                if sid is None:
+                    sid = ids[id(run.shape)] = len(self.shapes)
+                    self.shapes.append(run.shape)
+                mine.append(sid)
+            self.shape_ids[unit.index] = sorted(set(mine))
+        # [units, most shapes of a unit]: shape ids, padded with an id that always fits
+        depth = max((len(v) for v in self.shape_ids.values()), default=0)
+        self.unit_shapes = np.full((count, max(depth, 1)), len(self.shapes), dtype=np.int64)
+        for unit in self.units:
+            sids = self.shape_ids[unit.index]
+            self.unit_shapes[self.position[unit.index], : len(sids)] = sids
+        self.req = (
+            np.stack([s.req for s in self.shapes])
+            if self.shapes
+            else np.zeros((0, width), np.int64)
+        )
+        self.gpus = np.array([s.gpus for s in self.shapes], dtype=np.int64)
+        self.share = np.array([s.share for s in self.shapes], dtype=np.int64)
+        self.states = states
+        self._eligible: dict[str, BoolArray] = {}
+
+    def unplaced(self, where: dict[int, tuple[str, Packed]]) -> BoolArray:
+        mask = np.ones(len(self.units), dtype=bool)
+        mask[[self.position[i] for i in where]] = False
+        return mask
+
+    def mark(self, mask: BoolArray, indices: set[int], value: bool) -> None:
+        if indices:
+            mask[[self.position[i] for i in indices]] = value
+
+    def waiting(self, unplaced: BoolArray, name: str) -> list[Unit]:
+        """The unplaced units allowed in ``name``, in index order."""
+        return [self.units[k] for k in np.flatnonzero(unplaced & self.allowed[name]).tolist()]
+
+    def fitting(self, name: str, waiting: Sequence[Unit]) -> set[int]:
+        """The units of ``waiting`` that may fit cluster ``name`` now: their totals fit its
+        free totals, and each of their pods fits on some node. Both only get harder as the
+        state fills, so a unit left out here would not pack later in the same recreate."""
+        if not waiting:
+            return set()
+        state = self.states[name]
+        rows = np.array([self.position[u.index] for u in waiting], dtype=np.int64)
+        free, gpu, idle = state.totals()
+        ok = (
+            (self.milli[rows] <= gpu)
+            & (self.whole[rows] <= idle)
+            & (self.demand[rows] <= free).all(axis=1)
+        )
+        rows = rows[ok]
+        if not rows.size:
+            return set()
+        shapes = self.unit_shapes[rows]
+        sids = np.unique(shapes)
+        sids = sids[sids < len(self.shapes)]
+        fits = np.ones(len(self.shapes) + 1, dtype=bool)
+        fits[sids] = self._fit_somewhere(name, sids)
+        keep = rows[fits[shapes].all(axis=1)]
+        return {self.units[k].index for k in keep.tolist()}
+
+    def _fit_somewhere(self, name: str, sids: IntArray) -> BoolArray:
+        """For each shape id: whether one more pod of it fits on some node of ``name`` now
+        (the test of :meth:`ClusterState.fits_anywhere`, for many shapes in one step)."""
+        state = self.states[name]
+        eligible = self._eligible.get(name)
+        if eligible is None:
+            eligible = self._eligible[name] = (
+                np.stack([state.eligible(s) for s in self.shapes], axis=1)
+                if self.shapes
+                else np.zeros((len(state), 0), dtype=bool)
+            )
+        pick = sids
+        gpus, share = self.gpus[pick], self.share[pick]
+        least = int((1000 * gpus + share).min())
+        # a pod fits only on a usable node with at least its GPU thousandths free
+        nodes = np.flatnonzero(state.usable & (state.devfree >= least))
+        if not nodes.size:
+            return np.zeros(len(sids), dtype=bool)
+        ok = (state.free[nodes][:, None, :] >= self.req[pick][None, :, :]).all(axis=2)
+        ok &= eligible[np.ix_(nodes, pick)]
+        ok &= state.full[nodes][:, None] >= gpus[None, :]
+        if share.any():
+            ok &= state.maxdev[nodes][:, None] >= share[None, :]
+        result: BoolArray = ok.any(axis=0)
+        return result
 
 
 def _ruin(

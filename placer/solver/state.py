@@ -210,6 +210,8 @@ class ClusterState:
         self.real_devices = [n.gpu_devices is not None for n in nodes]
         self.full: IntArray = (dev == 1000).sum(axis=1).astype(np.int64)
         self.devfree: IntArray = np.maximum(dev, 0).sum(axis=1).astype(np.int64)
+        #: the most free thousandths on one device of each node (-1: no device).
+        self.maxdev: IntArray = dev.max(axis=1).astype(np.int64)
         self.ndev: IntArray = (dev >= 0).sum(axis=1).astype(np.int64)
         self._eligible: dict[Hashable, BoolArray] = {}
         self._eligible_of: dict[int, tuple[PodShape, BoolArray]] = {}
@@ -217,8 +219,14 @@ class ClusterState:
             i for i, n in enumerate(nodes) if any(t.effect != "PreferNoSchedule" for t in n.taints)
         ]
         self._journal: list[tuple[int | IntArray, IntArray, IntArray]] = []
-        #: ``version`` before each journal entry (``undo`` restores it).
+        #: ``version`` and the totals before each journal entry (``undo`` restores them).
         self._versions: list[int] = []
+        self._saved_totals: list[tuple[IntArray, int, int]] = []
+        #: free scalar resources, GPU thousandths and idle devices over the usable nodes, kept
+        #: up to date by every change (``totals``).
+        self._free_total: IntArray = self.free[self.usable].sum(axis=0)
+        self._gpu_total = int(self.devfree[self.usable].sum())
+        self._idle_total = int(self.full[self.usable].sum())
         #: unit index -> "cannot fit even alone" on the pristine state (kept by capacity).
         self.alone: dict[int, bool] = {}
         #: names the free capacity: every change sets a new number (never used before by this
@@ -291,14 +299,29 @@ class ClusterState:
             if shape.gpus:
                 ok &= self.full >= shape.gpus
             if shape.share:
-                ok &= (self.dev >= shape.share).any(axis=1)
+                ok &= self.maxdev >= shape.share
             return ok
         ok = (self.free[rows] >= shape.req).all(axis=1) & self.eligible(shape)[rows]
         if shape.gpus:
             ok &= self.full[rows] >= shape.gpus
         if shape.share:
-            ok &= (self.dev[rows] >= shape.share).any(axis=1)
+            ok &= self.maxdev[rows] >= shape.share
         return ok
+
+    def fitting_nodes(self, shape: PodShape) -> IntArray:
+        """The nodes where one more pod of ``shape`` fits now, in node order (as
+        ``flatnonzero(fits(shape))``, testing the GPUs first)."""
+        if shape.gpus:
+            rows = np.flatnonzero(self.full >= shape.gpus)
+        elif shape.share:
+            rows = np.flatnonzero(self.maxdev >= shape.share)
+        else:
+            return np.flatnonzero((self.free >= shape.req).all(axis=1) & self.eligible(shape))
+        if shape.gpus and shape.share:
+            rows = rows[self.maxdev[rows] >= shape.share]
+        ok = (self.free[rows] >= shape.req).all(axis=1) & self.eligible(shape)[rows]
+        result: IntArray = rows[ok]
+        return result
 
     def fits_anywhere(self, shape: PodShape) -> bool:
         """Whether one more pod of ``shape`` fits on some node now (memoised by version).
@@ -330,6 +353,27 @@ class ClusterState:
         self.remember(key, known)
         return known
 
+    def fit_somewhere(self, shapes: Sequence[PodShape]) -> BoolArray:
+        """For each of ``shapes``: whether one more pod of it fits on some node now (as
+        ``fits_anywhere``, for many shapes in one step)."""
+        if not shapes:
+            return np.zeros(0, dtype=bool)
+        req = np.stack([s.req for s in shapes])
+        gpus = np.array([s.gpus for s in shapes], dtype=np.int64)
+        share = np.array([s.share for s in shapes], dtype=np.int64)
+        least = int((1000 * gpus + share).min())
+        # a pod fits only on a usable node with at least its GPU thousandths free
+        rows = np.flatnonzero(self.usable & (self.devfree >= least) if least else self.usable)
+        if not rows.size:
+            return np.zeros(len(shapes), dtype=bool)
+        ok = (self.free[rows][:, None, :] >= req[None, :, :]).all(axis=2)
+        ok &= np.stack([self.eligible(s)[rows] for s in shapes], axis=1)
+        ok &= self.full[rows][:, None] >= gpus[None, :]
+        if share.any():
+            ok &= self.dev[rows].max(axis=1)[:, None] >= share[None, :]
+        result: BoolArray = ok.any(axis=0)
+        return result
+
     def copies(self, shape: PodShape, node: int) -> int:
         """How many more pods of ``shape`` fit on ``node`` (resources only)."""
         req = shape.req
@@ -349,11 +393,24 @@ class ClusterState:
         return len(self._journal)
 
     def _journal_entry(self, node: int | IntArray) -> None:
-        """Save ``node``'s rows before a change and give the capacity a new version."""
+        """Save ``node``'s rows and the totals before a change and give the capacity a new
+        version."""
         self._journal.append((node, self.free[node].copy(), self.dev[node].copy()))
         self._versions.append(self.version)
+        self._saved_totals.append((self._free_total, self._gpu_total, self._idle_total))
         self._last_version += 1
         self.version = self._last_version
+
+    def _count_devices(self, node: int, row: list[int]) -> None:
+        """Store node ``node``'s new device row and bring its counts and the totals along."""
+        full = row.count(1000)
+        devfree = sum(row) + row.count(-1)  # the padding is -1, every device at least 0
+        self._idle_total += full - int(self.full[node])
+        self._gpu_total += devfree - int(self.devfree[node])
+        self.dev[node] = row
+        self.full[node] = full
+        self.devfree[node] = devfree
+        self.maxdev[node] = max(row)
 
     def remember(self, key: tuple[object, ...], value: object) -> None:
         """Keep ``value`` in ``memo`` under ``key`` (which should start with ``version``);
@@ -397,16 +454,15 @@ class ClusterState:
     def place_many(self, shape: PodShape, node: int, count: int) -> list[tuple[int, ...]]:
         """``count`` pods of ``shape`` on ``node`` in one step (one journal entry)."""
         self._journal_entry(node)
-        self.free[node] -= shape.req * count
+        taken = shape.req * count
+        self.free[node] -= taken
+        self._free_total = self._free_total - taken
+        self._stale.add(node)
         if not (shape.gpus or shape.share):
-            self._stale.add(node)
             return [()] * count
         row = self.dev[node].tolist()
         result = self._devices_many(row, shape, count)
-        self.dev[node] = row
-        self.full[node] = row.count(1000)
-        self.devfree[node] = sum(d for d in row if d > 0)
-        self._stale.add(node)
+        self._count_devices(node, row)
         return result
 
     def place_bulk(
@@ -416,14 +472,13 @@ class ClusterState:
         entry); returns each node's pods' devices."""
         self._journal_entry(nodes.copy())
         self.free[nodes] -= counts[:, None] * shape.req[None, :]
+        self._free_total = self._free_total - int(counts.sum()) * shape.req
         result: list[list[tuple[int, ...]]] = []
         for node, count in zip(nodes.tolist(), counts.tolist(), strict=True):
             if shape.gpus or shape.share:
                 row = self.dev[node].tolist()
                 result.append(self._devices_many(row, shape, count))
-                self.dev[node] = row
-                self.full[node] = row.count(1000)
-                self.devfree[node] = sum(d for d in row if d > 0)
+                self._count_devices(node, row)
             else:
                 result.append([()] * count)
             self._stale.add(node)
@@ -439,7 +494,9 @@ class ClusterState:
         idle = [i for i, d in enumerate(row) if d == 1000][: gpus * count]
         for i in idle:
             row[i] = 0
-        return [tuple(idle[j * gpus : (j + 1) * gpus]) for j in range(count)]
+        if gpus == 1:
+            return [(i,) for i in idle]
+        return [tuple(idle[j : j + gpus]) for j in range(0, gpus * count, gpus)]
 
     @staticmethod
     def _devices(row: list[int], shape: PodShape) -> tuple[int, ...]:
@@ -467,8 +524,10 @@ class ClusterState:
         nodes = np.unique(np.concatenate([r.nodes for r in replays]))
         self._journal_entry(nodes)
         rows: dict[int, list[int]] = {}
+        taken = self._free_total.copy()
         for replay in replays:
             self.free[replay.nodes] -= sign * replay.delta
+            taken -= sign * replay.delta.sum(axis=0)
             for node, whole, shares in replay.devices:
                 row = rows.get(node)
                 if row is None:
@@ -477,12 +536,18 @@ class ClusterState:
                     row[i] = 0 if sign > 0 else 1000
                 for i, share in shares:
                     row[i] -= sign * share
+        self._free_total = taken
         if rows:
             changed = np.fromiter(rows, dtype=np.int64, count=len(rows))
             dev = np.array(list(rows.values()), dtype=np.int64)
+            full = (dev == 1000).sum(axis=1)
+            devfree = np.maximum(dev, 0).sum(axis=1)
+            self._idle_total += int(full.sum() - self.full[changed].sum())
+            self._gpu_total += int(devfree.sum() - self.devfree[changed].sum())
             self.dev[changed] = dev
-            self.full[changed] = (dev == 1000).sum(axis=1)
-            self.devfree[changed] = np.maximum(dev, 0).sum(axis=1)
+            self.full[changed] = full
+            self.devfree[changed] = devfree
+            self.maxdev[changed] = dev.max(axis=1)
         self._stale.update(nodes.tolist())
 
     def undo(self, mark: int) -> None:
@@ -500,10 +565,13 @@ class ClusterState:
         del self._journal[mark:]
         self.version = self._versions[mark]
         del self._versions[mark:]
+        self._free_total, self._gpu_total, self._idle_total = self._saved_totals[mark]
+        del self._saved_totals[mark:]
         nodes = np.fromiter(touched, dtype=np.int64, count=len(touched))
         dev = self.dev[nodes]
         self.full[nodes] = (dev == 1000).sum(axis=1)
         self.devfree[nodes] = np.maximum(dev, 0).sum(axis=1)
+        self.maxdev[nodes] = dev.max(axis=1)
         self._stale.update(touched)
 
     def copy(self) -> ClusterState:
@@ -514,10 +582,12 @@ class ClusterState:
         other.dev = self.dev.copy()
         other.full = self.full.copy()
         other.devfree = self.devfree.copy()
+        other.maxdev = self.maxdev.copy()
         other._sig = self._sig.copy()
         other._stale = set(self._stale)
         other._journal = []
         other._versions = []
+        other._saved_totals = []
         # same capacity as this state when it has no journal: same answers
         other.alone = self.alone if not self._journal else {}
         other.memo = {}
@@ -525,15 +595,6 @@ class ClusterState:
         return other
 
     def totals(self) -> tuple[IntArray, int, int]:
-        """Free scalar resources, GPU thousandths and idle devices over usable nodes (memo)."""
-        key = (self.version, "totals")
-        cached = cast("tuple[IntArray, int, int] | None", self.memo.get(key))
-        if cached is None:
-            usable = self.usable
-            cached = (
-                self.free[usable].sum(axis=0),
-                int(self.devfree[usable].sum()),
-                int(self.full[usable].sum()),
-            )
-            self.remember(key, cached)
-        return cached
+        """Free scalar resources, GPU thousandths and idle devices over usable nodes (kept up
+        to date by every change; callers must not change the array)."""
+        return self._free_total, self._gpu_total, self._idle_total
