@@ -135,7 +135,9 @@ def pack(
     return Packed(pods=tuple(pods), score=score_sum)
 
 
-def _pack_one(state: ClusterState, run: PodRun, scoring: str, mix: Mix | None) -> Packed | PackFailure:
+def _pack_one(
+    state: ClusterState, run: PodRun, scoring: str, mix: Mix | None
+) -> Packed | PackFailure:
     """One pod: the best-scoring node where it fits (ties: the lowest node index), exactly
     what the general path chooses for a run of one pod, with less work."""
     shape = run.shape

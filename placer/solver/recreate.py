@@ -41,6 +41,7 @@ from __future__ import annotations
 
 import random
 from collections.abc import Sequence
+from typing import cast
 
 import numpy as np
 
@@ -314,8 +315,7 @@ class _UnitTable:
         ok &= state.full[nodes][:, None] >= gpus[None, :]
         if share.any():
             ok &= state.maxdev[nodes][:, None] >= share[None, :]
-        result: BoolArray = ok.any(axis=0)
-        return result
+        return cast("BoolArray", ok.any(axis=0))
 
 
 def _ruin(

@@ -353,27 +353,6 @@ class ClusterState:
         self.remember(key, known)
         return known
 
-    def fit_somewhere(self, shapes: Sequence[PodShape]) -> BoolArray:
-        """For each of ``shapes``: whether one more pod of it fits on some node now (as
-        ``fits_anywhere``, for many shapes in one step)."""
-        if not shapes:
-            return np.zeros(0, dtype=bool)
-        req = np.stack([s.req for s in shapes])
-        gpus = np.array([s.gpus for s in shapes], dtype=np.int64)
-        share = np.array([s.share for s in shapes], dtype=np.int64)
-        least = int((1000 * gpus + share).min())
-        # a pod fits only on a usable node with at least its GPU thousandths free
-        rows = np.flatnonzero(self.usable & (self.devfree >= least) if least else self.usable)
-        if not rows.size:
-            return np.zeros(len(shapes), dtype=bool)
-        ok = (self.free[rows][:, None, :] >= req[None, :, :]).all(axis=2)
-        ok &= np.stack([self.eligible(s)[rows] for s in shapes], axis=1)
-        ok &= self.full[rows][:, None] >= gpus[None, :]
-        if share.any():
-            ok &= self.dev[rows].max(axis=1)[:, None] >= share[None, :]
-        result: BoolArray = ok.any(axis=0)
-        return result
-
     def copies(self, shape: PodShape, node: int) -> int:
         """How many more pods of ``shape`` fit on ``node`` (resources only)."""
         req = shape.req
