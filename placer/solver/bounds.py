@@ -22,11 +22,14 @@ from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
 
-from placer.solver.capacity import Row, cluster_rows, infeasible_alone
+import numpy as np
+
+from placer.solver.capacity import Row, cluster_rows
 from placer.solver.classlp import ClassLP, class_lp
 from placer.solver.lp import LinearProgram
 from placer.solver.problem import Unit, identical_units
-from placer.solver.state import ClusterState
+from placer.solver.runs import RunTable
+from placer.solver.state import ClusterState, IntArray
 
 __all__ = ["BOUND_KEYS", "gpu_class_lp", "lp_bounds"]
 
@@ -46,17 +49,20 @@ def lp_bounds(
     result: dict[str, float] = {}
     live = [u for u in units if u.problem is None and u.rank]
     representatives, multiplicity = identical_units(live)
+    table = RunTable(representatives)
+    everyone = np.arange(len(table), dtype=np.int64)
     for node_aware, prefix in ((False, "cluster_lp"), (True, "node_lp")):
         pairs: list[tuple[Unit, str]] = []
         rows: list[Row] = []
         for name, state in states.items():
-            members = [
-                u
-                for u in representatives
-                if name in u.rank and not (node_aware and infeasible_alone(state, u))
-            ]
+            allowed = np.array([name in u.rank for u in representatives], dtype=bool)
+            if node_aware:
+                allowed[allowed] = table.fit_alone(state, everyone[allowed])
+            members = [representatives[k] for k in np.flatnonzero(allowed).tolist()]
             pairs += [(u, name) for u in members]
-            rows += cluster_rows(state, members, node_aware=node_aware, multiplicity=multiplicity)
+            rows += cluster_rows(
+                state, members, node_aware=node_aware, multiplicity=multiplicity, table=table
+            )
         result[f"{prefix}_gpu"] = _gpus(_solve(pairs, rows, multiplicity))
     if classes is None:
         classes = gpu_class_lp(states, live)
@@ -81,21 +87,36 @@ def _solve(
     """Most GPU thousandths the LP over ``pairs`` and ``rows`` places (a pair's unit stands
     for ``multiplicity`` identical units)."""
     lp = LinearProgram()
-    x = {
-        (u.index, c): lp.var(float(multiplicity.get(u.index, 1)), float(u.milli)) for u, c in pairs
-    }
+    first = lp.vars(
+        np.array([multiplicity.get(u.index, 1) for u, _ in pairs], dtype=np.float64),
+        np.array([u.milli for u, _ in pairs], dtype=np.float64),
+    )
+    # the variable of each unit index in each cluster
+    index = {u.index for u, _ in pairs}
+    size = max(index, default=-1) + 1
+    var: dict[str, IntArray] = {}
     by_unit: dict[int, list[int]] = {}
-    for (u, _), var in x.items():
-        by_unit.setdefault(u, []).append(var)
+    for k, (u, c) in enumerate(pairs):
+        column = var.get(c)
+        if column is None:
+            column = var[c] = np.full(size, -1, dtype=np.int64)
+        column[u.index] = first + k
+        by_unit.setdefault(u.index, []).append(first + k)
     for u, variables in by_unit.items():
         if len(variables) > 1:
             lp.row(variables, [1.0] * len(variables), upper=float(multiplicity.get(u, 1)))
     for row in rows:
-        terms = [
-            (x[(u, row.cluster)], float(a)) for u, a in row.coef.items() if (u, row.cluster) in x
-        ]
-        if terms:
-            lp.row([t[0] for t in terms], [t[1] for t in terms], upper=float(row.rhs))
+        column = var.get(row.cluster)
+        if column is None:
+            continue
+        ids = column[row.units]
+        keep = ids >= 0
+        if keep.any():
+            lp.row(
+                ids[keep].tolist(),
+                row.coefs[keep].astype(np.float64).tolist(),
+                upper=float(row.rhs),
+            )
     solution = lp.solve()
     if solution is None:  # pragma: no cover - bounded and feasible (x = 0)
         return float(sum(u.milli for u, _ in pairs))

@@ -27,6 +27,7 @@ from dataclasses import dataclass
 import numpy as np
 
 from placer.solver.problem import Unit
+from placer.solver.runs import RunTable
 from placer.solver.state import BoolArray, ClusterState, IntArray
 
 __all__ = ["Row", "cluster_rows", "infeasible_alone"]
@@ -41,12 +42,18 @@ DOMINANCE_SHAPES = 8
 
 @dataclass(frozen=True)
 class Row:
-    """``Σ coef[u] · x[u, cluster] ≤ rhs``."""
+    """``Σ_i coefs[i] · x[units[i], cluster] ≤ rhs`` (unit indices ascending)."""
 
     cluster: str
-    coef: dict[int, int]
+    units: IntArray
+    coefs: IntArray
     rhs: int
     what: str
+
+    @property
+    def coef(self) -> dict[int, int]:
+        """Unit index -> coefficient."""
+        return dict(zip(self.units.tolist(), self.coefs.tolist(), strict=True))
 
 
 def infeasible_alone(state: ClusterState, unit: Unit) -> bool:
@@ -76,44 +83,45 @@ def cluster_rows(
     *,
     node_aware: bool,
     multiplicity: Mapping[int, int] | None = None,
+    table: RunTable | None = None,
 ) -> list[Row]:
     """The rows of one cluster for ``units`` (see module docstring).
 
     ``multiplicity``: unit index -> how many identical units it stands for (the bounds'
     aggregated LPs, whose variable for it then ranges over ``[0, m]``); the rows' choices
     (which rows can bind, which shapes get cuts) count every unit it stands for, so they are
-    the rows of the units themselves, with the identical units' terms summed.
+    the rows of the units themselves, with the identical units' terms summed. ``table``: a
+    :class:`~placer.solver.runs.RunTable` holding ``units`` (built here when not given).
     """
+    if table is None:
+        table = RunTable(units)
+    positions = np.array([table.position[u.index] for u in units], dtype=np.int64)
+    runs = table.runs_of(positions)
+    if not runs.size:
+        return []
     name = state.cluster.name
     usable = state.usable
-    masks: dict[bytes, BoolArray] = {}
-    keys: list[bytes] = []
-    owners: list[int] = []
-    shapes = []
-    counts: list[int] = []
-    weights: list[int] = []
-    for unit in units:
-        times = multiplicity.get(unit.index, 1) if multiplicity else 1
-        for run in unit.runs:
-            mask = state.eligible(run.shape) & usable
-            key = mask.tobytes()
-            masks.setdefault(key, mask)
-            keys.append(key)
-            owners.append(unit.index)
-            shapes.append(run.shape)
-            counts.append(run.count)
-            weights.append(run.count * times)
-    if not shapes:
-        return []
-    runs = _Runs(
-        owner=np.array(owners, dtype=np.int64),
-        count=np.array(counts, dtype=np.int64),
-        weight=np.array(weights, dtype=np.int64),
-        req=np.stack([s.req for s in shapes]),
-        gpus=np.array([s.gpus for s in shapes], dtype=np.int64),
-        share=np.array([s.share for s in shapes], dtype=np.int64),
+    sids = table.shape[runs]
+    owner = table.owner[runs]
+    times = np.ones(len(table), dtype=np.int64)
+    if multiplicity:
+        times[positions] = [multiplicity.get(u.index, 1) for u in units]
+    count = table.count[runs]
+    arrays = _Runs(
+        owner=table.index[owner],
+        count=count,
+        weight=count * times[owner],
+        req=table.req[sids],
+        gpus=table.gpus[sids],
+        share=table.share[sids],
     )
+    # the eligible usable nodes of each distinct shape, and the distinct sets they form
+    distinct, where = np.unique(sids, return_inverse=True)
+    where = where.reshape(-1)
+    eligible = table.eligible(state, distinct)  # [nodes, shapes]
+    keys = [eligible[:, j].tobytes() for j in range(len(distinct))]
     everything = usable.tobytes()
+    masks = {k: eligible[:, j] for j, k in enumerate(keys)}
     masks.setdefault(everything, usable)
     subsets = [everything]
     if node_aware:
@@ -124,10 +132,13 @@ def cluster_rows(
     rows: list[Row] = []
     for key in subsets:
         mask = masks[key]
-        contained = {k: not (masks[k] & ~mask).any() for k in set(keys)}
-        inside = np.array([key == everything or contained[k] for k in keys], dtype=bool)
+        if key == everything:
+            inside = np.ones(len(runs), dtype=bool)
+        else:
+            contained = ~(eligible & ~mask[:, None]).any(axis=0)  # per distinct shape
+            inside = contained[where]
         label = "all nodes" if key == everything else f"{int(mask.sum())} eligible nodes"
-        rows += _subset_rows(state, runs.select(inside), mask, node_aware, f"{name}, {label}")
+        rows += _subset_rows(state, arrays.select(inside), mask, node_aware, f"{name}, {label}")
     return rows
 
 
@@ -170,8 +181,16 @@ def _subset_rows(
             return  # cannot bind: even every unit together fits
         amounts = per_pod * runs.count
         total = np.bincount(runs.owner, weights=amounts)
-        coef = {int(u): int(total[u]) for u in np.flatnonzero(total)}
-        rows.append(Row(cluster=name, coef=coef, rhs=max(rhs, 0), what=f"{what} ({where})"))
+        units = np.flatnonzero(total)
+        rows.append(
+            Row(
+                cluster=name,
+                units=units,
+                coefs=total[units].astype(np.int64),
+                rhs=max(rhs, 0),
+                what=f"{what} ({where})",
+            )
+        )
 
     for k, resource in enumerate(state.names):
         add(resource, int(free[:, k].sum()), runs.req[:, k])
@@ -180,9 +199,9 @@ def _subset_rows(
     if not node_aware:
         return rows
     full = (dev == 1000).sum(axis=1)
-    for size in sorted({int(g) for g in runs.gpus if g}):
+    for size in np.unique(runs.gpus[runs.gpus > 0]).tolist():
         add(f"{size}-GPU slots", int((full // size).sum()), runs.gpus // size)
-    shares = sorted({int(m) for m in runs.share if m > 500})
+    shares = np.unique(runs.share[runs.share > 500]).tolist()
     if runs.share.any():
         for threshold in sorted({500, *shares[:-1]})[:3]:
             add(
@@ -192,7 +211,7 @@ def _subset_rows(
             )
     rows += _dominance_rows(state, runs, mask, add)
     for k in (0, 1):  # cpu, memory
-        sizes = sorted({int(a) for a in runs.req[:, k] if a > 0})
+        sizes = np.unique(runs.req[runs.req[:, k] > 0, k]).tolist()
         for size in sizes[-SLOT_SIZES:]:
             add(
                 f"{state.names[k]} slots of {size}",
@@ -208,18 +227,13 @@ def _dominance_rows(
     """Shape cuts: pods that need at least shape ``s`` in every resource each take one of the
     copies of ``s`` the nodes hold, so ``Σ_{r ⪰ s} n_r x ≤ Σ_n copies_n(s)``. For the
     ``DOMINANCE_SHAPES`` shapes with the most pods."""
-    weights: dict[int, int] = {}
-    first: dict[int, int] = {}
-    keys = [
-        hash((runs.req[i].tobytes(), int(runs.gpus[i]), int(runs.share[i])))
-        for i in range(len(runs.owner))
-    ]
-    for i, key in enumerate(keys):
-        weights[key] = weights.get(key, 0) + int(runs.weight[i])
-        first.setdefault(key, i)
-    chosen = sorted(weights, key=lambda k: (-weights[k], first[k]))[:DOMINANCE_SHAPES]
-    for key in chosen:
-        i = first[key]
+    # the runs grouped by demand (scalar requests, whole GPUs, share; not eligibility)
+    demand = np.concatenate([runs.req, runs.gpus[:, None], runs.share[:, None]], axis=1)
+    _, first, group = np.unique(demand, axis=0, return_index=True, return_inverse=True)
+    weights = np.bincount(group.reshape(-1), weights=runs.weight)
+    chosen = sorted(range(len(first)), key=lambda g: (-weights[g], first[g]))[:DOMINANCE_SHAPES]
+    for g in chosen:
+        i = int(first[g])
         req, gpus, share = runs.req[i], int(runs.gpus[i]), int(runs.share[i])
         positive = req > 0
         most = (state.free[mask][:, positive] // req[positive]).min(axis=1)

@@ -67,10 +67,10 @@ from dataclasses import dataclass, field
 
 import numpy as np
 
-from placer.solver.capacity import infeasible_alone
 from placer.solver.classes import NodeClasses, copies_per_node, node_classes
 from placer.solver.lp import LinearProgram
 from placer.solver.problem import Unit, unit_groups
+from placer.solver.runs import RunTable
 from placer.solver.state import ClusterState, IntArray, PodShape
 
 __all__ = ["ClassLP", "class_lp", "shape_key"]
@@ -100,8 +100,6 @@ class ClassLP:
     classes: dict[str, NodeClasses] = field(default_factory=dict)
     y: dict[str, dict[tuple[int, int], float]] = field(default_factory=dict)
     shapes: list[PodShape] = field(default_factory=list)
-    #: shape id of each (unit index, run position).
-    shape_of: dict[tuple[int, int], int] = field(default_factory=dict)
     #: the model's size, for reports.
     variables: int = 0
     rows: int = 0
@@ -114,47 +112,50 @@ def class_lp(
 ) -> ClassLP:
     """Solve the node-class LP maximising ``Σ weight(u, c) x[u, c]`` (see module docstring)."""
     result = ClassLP(objective=0.0)
-    ids: dict[tuple[bytes, int, int, object], int] = {}
-    for unit in units:
-        for position, run in enumerate(unit.runs):
-            key = shape_key(run.shape)
-            if key not in ids:
-                ids[key] = len(result.shapes)
-                result.shapes.append(run.shape)
-            result.shape_of[(unit.index, position)] = ids[key]
     groups = unit_groups(units)
-    multiplicity = {g[0].index: len(g) for g in groups}
     representatives = [g[0] for g in groups]
+    table = RunTable(representatives)
+    result.shapes = table.shapes
+    multiplicity = np.array([len(g) for g in groups], dtype=np.int64)
+    everyone = np.arange(len(table), dtype=np.int64)
     lp = LinearProgram()
-    x: dict[tuple[int, str], int] = {}
+    #: per cluster: the positions of its members and their x variables (consecutive).
+    x: dict[str, tuple[IntArray, int]] = {}
     y: dict[str, dict[tuple[int, int], int]] = {}
     for name, state in states.items():
-        members = [u for u in representatives if name in u.rank and not infeasible_alone(state, u)]
-        if members:
-            y[name] = _cluster(lp, result, name, state, members, x, multiplicity)
+        allowed = np.array([name in u.rank for u in representatives], dtype=bool)
+        allowed[allowed] = table.fit_alone(state, everyone[allowed])
+        members = np.flatnonzero(allowed)
+        if members.size:
+            y[name] = _cluster(lp, result, table, name, state, members, multiplicity, x, weight)
     by_unit: dict[int, list[int]] = {}
-    for (u, _), var in x.items():
-        by_unit.setdefault(u, []).append(var)
-    for u, variables in by_unit.items():
+    for members, first in x.values():
+        for offset, position in enumerate(members.tolist()):
+            by_unit.setdefault(position, []).append(first + offset)
+    for position, variables in by_unit.items():
         if len(variables) > 1:
-            lp.row(variables, [1.0] * len(variables), upper=float(multiplicity[u]))
-    by_index = {u.index: u for u in units}
-    for (u, c), var in x.items():
-        lp.set_objective(var, float(weight(by_index[u], c)))
+            lp.row(variables, [1.0] * len(variables), upper=float(multiplicity[position]))
     result.variables, result.rows = lp.variables, lp.rows
     solution = lp.solve()
     if solution is None:  # pragma: no cover - bounded and feasible (x = 0)
         result.objective = float(
-            sum(multiplicity[u] * max(0.0, weight(by_index[u], c)) for u, c in x)
+            sum(
+                multiplicity[p] * max(0.0, weight(representatives[p], c))
+                for c, (members, _) in x.items()
+                for p in members.tolist()
+            )
         )
         return result
     values = solution.values
     result.objective = solution.objective
     shares: dict[int, dict[str, float]] = {}
-    for (u, c), var in x.items():
-        shares.setdefault(u, {})[c] = float(values[var])
-    for group in groups:
-        result.x.update(_spread(group, shares.get(group[0].index, {})))
+    for name, (members, first) in x.items():
+        for position, value in zip(
+            members.tolist(), values[first : first + len(members)].tolist(), strict=True
+        ):
+            shares.setdefault(position, {})[name] = value
+    for position, group in enumerate(groups):
+        result.x.update(_spread(group, shares.get(position, {})))
     for name, pairs in y.items():
         result.y[name] = {key: float(values[var]) for key, var in pairs.items()}
     return result
@@ -186,64 +187,77 @@ def _spread(group: Sequence[Unit], shares: Mapping[str, float]) -> dict[tuple[in
 def _cluster(
     lp: LinearProgram,
     result: ClassLP,
+    table: RunTable,
     name: str,
     state: ClusterState,
-    members: list[Unit],
-    x: dict[tuple[int, str], int],
-    multiplicity: Mapping[int, int],
+    members: IntArray,
+    multiplicity: IntArray,
+    x: dict[str, tuple[IntArray, int]],
+    weight: Callable[[Unit, str], float],
 ) -> dict[tuple[int, int], int]:
-    """Add one cluster's variables and rows; returns its ``y`` variables."""
-    pods: dict[int, int] = {}  # shape id -> pods over the members' runs (for anchors)
-    for unit in members:
-        for position, run in enumerate(unit.runs):
-            sid = result.shape_of[(unit.index, position)]
-            pods[sid] = pods.get(sid, 0) + run.count * multiplicity[unit.index]
-    used = sorted(pods)
-    shapes = [result.shapes[s] for s in used]
+    """Add one cluster's variables and rows for the units at ``members`` (positions in
+    ``table``); returns its ``y`` variables by (shape id, class)."""
+    runs = table.runs_of(members)
+    run_shape = table.shape[runs]
+    run_owner = table.owner[runs]
+    # pods of each shape over the members' runs (the anchors are the most frequent)
+    used, where = np.unique(run_shape, return_inverse=True)
+    where = where.reshape(-1)
+    weighted = table.count[runs] * multiplicity[run_owner]
+    pods = np.bincount(where, weights=weighted, minlength=len(used))
+    shapes = [result.shapes[s] for s in used.tolist()]
     classes = node_classes(state, shapes)
     result.classes[name] = classes
     copies = classes.total(copies_per_node(classes.free, classes.dev, shapes))  # [C, S]
-    y: dict[tuple[int, int], int] = {}
-    for j, sid in enumerate(used):
-        for k in range(len(classes)):
-            if classes.eligible[j, k] and copies[k, j] > 0:
-                y[(sid, k)] = lp.var(float(copies[k, j]))
-    for unit in members:
-        x[(unit.index, name)] = lp.var(float(multiplicity[unit.index]))
-    # every pod of a placed unit has a class
-    terms: dict[int, tuple[list[int], list[float]]] = {
-        sid: (
-            [y[(sid, k)] for k in range(len(classes)) if (sid, k) in y],
-            [1.0] * sum(1 for k in range(len(classes)) if (sid, k) in y),
-        )
-        for sid in used
+    # y[s, k] where shape s may use class k and the class holds some: shape-major
+    shape_at, class_at = np.nonzero(classes.eligible & (copies.T > 0))
+    first_y = lp.vars(copies[class_at, shape_at].astype(np.float64), np.zeros(len(shape_at)))
+    y = {
+        (int(used[j]), int(k)): first_y + i
+        for i, (j, k) in enumerate(zip(shape_at.tolist(), class_at.tolist(), strict=True))
     }
-    for unit in members:
-        amount: dict[int, int] = {}
-        for position, run in enumerate(unit.runs):
-            sid = result.shape_of[(unit.index, position)]
-            amount[sid] = amount.get(sid, 0) + run.count
-        for sid, count in amount.items():
-            terms[sid][0].append(x[(unit.index, name)])
-            terms[sid][1].append(-float(count))
-    for indices, coefficients in terms.values():
-        lp.row(indices, coefficients, lower=0.0, upper=0.0)
+    first_x = lp.vars(
+        multiplicity[members].astype(np.float64),
+        np.array([weight(table.units[p], name) for p in members.tolist()], dtype=np.float64),
+    )
+    x[name] = (members, first_x)
+    # every pod of a placed unit has a class: per shape, its y over the classes equals the
+    # members' pods of it (each member's runs of that shape summed, members in order)
+    slot = np.searchsorted(members, run_owner)  # member offset of each run
+    pair = slot * len(used) + where
+    distinct, inverse = np.unique(pair, return_inverse=True)
+    amount = np.bincount(inverse.reshape(-1), weights=table.count[runs])
+    pair_shape = distinct % len(used)
+    pair_member = distinct // len(used)
+    order = np.lexsort((pair_member, pair_shape))  # by shape, then member order
+    y_shape = shape_at  # the y variables are consecutive, shape-major
+    bounds = np.searchsorted(pair_shape[order], np.arange(len(used) + 1))
+    y_bounds = np.searchsorted(y_shape, np.arange(len(used) + 1))
+    for j in range(len(used)):
+        picked = order[bounds[j] : bounds[j + 1]]
+        y_ids = first_y + np.arange(y_bounds[j], y_bounds[j + 1])
+        lp.row(
+            [*y_ids.tolist(), *(first_x + pair_member[picked]).tolist()],
+            [1.0] * len(y_ids) + (-amount[picked]).tolist(),
+            lower=0.0,
+            upper=0.0,
+        )
     # per class rows
-    req = np.stack([s.req for s in shapes])  # [S, K]
-    gpus = np.array([s.gpus for s in shapes], dtype=np.int64)
-    share = np.array([s.share for s in shapes], dtype=np.int64)
+    req = table.req[used]  # [S, K]
+    gpus = table.gpus[used]
+    share = table.share[used]
     free_sum = classes.total(classes.free)  # [C, K]
     pos = np.maximum(classes.dev, 0)
     thousandths = classes.total(pos.sum(axis=1))
     idle = classes.total((classes.dev == 1000).sum(axis=1))
-    order = sorted(range(len(used)), key=lambda j: (-pods[used[j]], j))[:ANCHORS]
+    anchors = sorted(range(len(used)), key=lambda j: (-pods[j], j))[:ANCHORS]
     for k in range(len(classes)):
-        present = [j for j in range(len(used)) if (used[j], k) in y]
+        present = [j for j in range(len(used)) if (int(used[j]), k) in y]
         if not present:
             continue
         sub = np.array(present, dtype=np.int64)
         upper = copies[k, sub]
-        columns = [y[(used[j], k)] for j in present]
+        columns = [y[(int(used[j]), k)] for j in present]
 
         def add(
             coef: IntArray, rhs: int, upper: IntArray = upper, columns: list[int] = columns
@@ -268,7 +282,7 @@ def _cluster(
         for r in (0, 1):  # cpu, memory
             for q in sorted({int(a) for a in req[sub, r] if a > 0})[-SLOT_SIZES:]:
                 add(req[sub, r] // q, int((classes.free[members_k, r] // q).sum()))
-        for j in order:
+        for j in anchors:
             if not classes.eligible[j, k]:
                 continue
             dominates = (req[sub] >= req[j]).all(axis=1) & (gpus[sub] >= gpus[j])

@@ -19,6 +19,20 @@ __all__ = ["LinearProgram", "Solution"]
 FloatArray = npt.NDArray[np.float64]
 #: GLOP's "no bound".
 INFINITY = float("inf")
+#: one ``MPModelProto.variable`` entry on the wire: tag and length, then lower bound, upper
+#: bound and objective coefficient, each a tag and a little-endian double.
+_VARIABLE = np.dtype(
+    [
+        ("tag", "u1"),
+        ("size", "u1"),
+        ("lower_tag", "u1"),
+        ("lower", "<f8"),
+        ("upper_tag", "u1"),
+        ("upper", "<f8"),
+        ("objective_tag", "u1"),
+        ("objective", "<f8"),
+    ]
+)
 
 
 class Solution:
@@ -51,6 +65,25 @@ class LinearProgram:
         variable.upper_bound = upper
         variable.objective_coefficient = objective
         return len(self._model.variable) - 1
+
+    def vars(self, upper: FloatArray, objective: FloatArray) -> int:
+        """New variables in ``[0, upper[i]]`` with objective ``objective[i]``, in one step;
+        returns the index of the first (the others follow in order).
+
+        Written as the protocol buffer's wire format (each a ``variable`` entry with its
+        three double fields) and merged in: the same model as :meth:`var` one at a time, at a
+        fraction of the cost for tens of thousands of variables."""
+        first = len(self._model.variable)
+        entries = np.zeros(len(upper), dtype=_VARIABLE)
+        entries["tag"] = 0x1A  # field 3 (variable), length-delimited
+        entries["size"] = _VARIABLE.itemsize - 2
+        entries["lower_tag"] = 0x09  # field 1 (lower_bound), 64-bit
+        entries["upper_tag"] = 0x11  # field 2 (upper_bound), 64-bit
+        entries["objective_tag"] = 0x19  # field 3 (objective_coefficient), 64-bit
+        entries["upper"] = upper
+        entries["objective"] = objective
+        self._model.MergeFromString(entries.tobytes())
+        return first
 
     def set_objective(self, index: int, coefficient: float) -> None:
         self._model.variable[index].objective_coefficient = coefficient

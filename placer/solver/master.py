@@ -191,7 +191,8 @@ def _global_master(
             model.add_at_most_one(variables)
     for name, members in by_cluster.items():
         for row in cluster_rows(states[name], members, node_aware=True):
-            model.add(sum(x[(u, name)] * a for u, a in row.coef.items()) <= row.rhs)
+            terms = zip(row.units.tolist(), row.coefs.tolist(), strict=True)
+            model.add(sum(x[(u, name)] * a for u, a in terms) <= row.rhs)
     scale = sum(max(u.rank.values(), default=0) for u in units) + 1
     by_index = {u.index: u for u in units}
     model.maximize(
