@@ -92,8 +92,7 @@ def _solve(
         np.array([u.milli for u, _ in pairs], dtype=np.float64),
     )
     # the variable of each unit index in each cluster
-    index = {u.index for u, _ in pairs}
-    size = max(index, default=-1) + 1
+    size = max((u.index for u, _ in pairs), default=-1) + 1
     var: dict[str, IntArray] = {}
     by_unit: dict[int, list[int]] = {}
     for k, (u, c) in enumerate(pairs):
@@ -102,9 +101,9 @@ def _solve(
             column = var[c] = np.full(size, -1, dtype=np.int64)
         column[u.index] = first + k
         by_unit.setdefault(u.index, []).append(first + k)
-    for u, variables in by_unit.items():
+    for index, variables in by_unit.items():
         if len(variables) > 1:
-            lp.row(variables, [1.0] * len(variables), upper=float(multiplicity.get(u, 1)))
+            lp.row(variables, [1.0] * len(variables), upper=float(multiplicity.get(index, 1)))
     for row in rows:
         column = var.get(row.cluster)
         if column is None:

@@ -135,7 +135,8 @@ def cluster_rows(
         if key == everything:
             inside = np.ones(len(runs), dtype=bool)
         else:
-            contained = ~(eligible & ~mask[:, None]).any(axis=0)  # per distinct shape
+            # per distinct shape: its eligible nodes are all in the subset
+            contained = ~np.asarray((eligible & ~mask[:, None]).any(axis=0))
             inside = contained[where]
         label = "all nodes" if key == everything else f"{int(mask.sum())} eligible nodes"
         rows += _subset_rows(state, arrays.select(inside), mask, node_aware, f"{name}, {label}")

@@ -8,7 +8,7 @@ arguments only, returns a new object.
 from __future__ import annotations
 
 import time
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from dataclasses import replace
 
 from placer.model import (
@@ -23,24 +23,34 @@ from placer.model import (
 )
 from placer.policy import PlacementPolicy
 from placer.solver import MODES, SOLVERS
-from placer.solver.bounds import BOUND_KEYS, lp_bounds
+from placer.solver.bounds import BOUND_KEYS, gpu_class_lp, lp_bounds
 from placer.solver.classlp import ClassLP
 from placer.solver.clock import Clock
 from placer.solver.explain import RunReasons, why_not
 from placer.solver.heuristics import Placed, failure_basis, run_rule
 from placer.solver.master import solve_level
 from placer.solver.packer import Packed, pack
-from placer.solver.problem import Problem, Unit, build_problem
+from placer.solver.problem import Problem, Unit, build_problem, identical_units
 from placer.solver.state import ClusterState
 
 __all__ = ["MODES", "SOLVERS", "solve"]
 
-#: share of the time limit kept for the explanations and the decision after the search.
-_RESERVE = 0.08
-#: seconds per (unit, allowed cluster) pair kept for what runs after the search: the cluster
-#: and node-aware LP bounds and the explanations of the unplaced units (measured together:
-#: 0.19-0.21 s at 11,500 pairs, 0.06 s at 3,000, on the multi-cluster benchmark).
-_AFTER_SECONDS_PER_PAIR = 2e-5
+#: share of the time limit the search leaves unused, a margin for the clocks' granularity and
+#: for what the reserve below does not count (the verifier is not part of a decision).
+SAFETY = 0.02
+#: what runs after the search, kept from its time: the explanations, per unplaced unit and
+#: cluster (measured: 8-35 us per pair at 100-500 unplaced units, on the multi-cluster
+#: benchmark), a fixed part, and the Decision's assembly, per pod (2-3 us).
+EXPLAIN_SECONDS_PER_PAIR = 3e-5
+EXPLAIN_SECONDS = 0.005
+ASSEMBLY_SECONDS_PER_POD = 3e-6
+#: the LP bounds (cluster, node-aware and node-class LPs) are solved when their estimated
+#: cost, per (group of identical units, allowed cluster) pair, fits in ``LP_SHARE`` of the
+#: time limit (measured: 40-60 us per pair, 0.25 s at 5,400 pairs; GLOP's simplex grows
+#: faster than the pairs: 2.7 s at 44,000). Otherwise a decision reports ``capacity_gpu``
+#: only and the batch search goes without the LP's guidance.
+LP_SECONDS_PER_PAIR = 5e-5
+LP_SHARE = 0.3
 #: candidate nodes per pod for fragmentation scoring in batch mode (online: the mix default).
 BATCH_FGD_CANDIDATES = 48
 
@@ -96,7 +106,7 @@ def solve(
         )
     live = [u for u in problem.units if u.rank]
     failures: dict[int, dict[str, str]] = {}
-    guide: ClassLP | None = None
+    bounds = DecisionBounds(pristine, live, time_limit)
     cpsat_bound: float | None = None
     if not live:
         placed: Placed = []
@@ -105,42 +115,61 @@ def solve(
         placed = _online(problem, live, solver, failures)
         status = "feasible"
     elif solver == "cpsat":
-        placed, status, cpsat_bound, guide = _batch_cpsat(problem, live, clock, time_limit, seed)
+        placed, status, cpsat_bound = _batch_cpsat(problem, live, clock, time_limit, seed, bounds)
     else:
         placed = _batch_rule(problem, live, solver, failures)
         status = "feasible"
-    bound = _bounds(problem, pristine, live, placed, guide)
+    bound = bounds.report(problem, placed)
     if cpsat_bound is not None:
         bound["cpsat_value"] = round(cpsat_bound, 3)
     reasons = _explain(problem, pristine, placed, failures, solver, mode)
     return _decision(problem, placed, reasons, solver, mode, status, started, bound)
 
 
-def _bounds(
-    problem: Problem,
-    pristine: dict[str, ClusterState],
-    live: list[Unit],
-    placed: Placed,
-    guide: ClassLP | None,
-) -> dict[str, float]:
-    """The decision's GPU bounds (:mod:`placer.solver.bounds`), on the capacity before it.
+class DecisionBounds:
+    """The decision's GPU bounds (:mod:`placer.solver.bounds`), on the capacity before it,
+    solved at most once: when the batch search first needs the node-class LP (it guides the
+    search, and is the ``class_lp_gpu`` bound when there is one priority level), else when the
+    decision is reported. The LPs are solved only when affordable (``LP_SHARE``)."""
 
-    When every live unit is placed, each LP bound is exactly the placed GPUs (an LP bound is
-    at least any placement and at most the demand), so none is solved; ``guide``, when given,
-    is the node-class LP the solver already solved on the same capacity and units.
-    """
-    bound: dict[str, float] = {}
-    if live:
-        if len(placed) == len(live):
-            milli = sum(u.milli for u in live)
-            bound = dict.fromkeys(("cluster_lp_gpu", "node_lp_gpu", "class_lp_gpu"), milli / 1e3)
-        else:
-            bound = lp_bounds(pristine, live, classes=guide)[0]
-    free_milli = sum(int(s.devfree[s.usable].sum()) for s in pristine.values())
-    demand_milli = sum(u.milli for u in problem.units)
-    bound["capacity_gpu"] = min(free_milli, demand_milli) / 1000.0
-    bound["tightest_gpu"] = min(bound[k] for k in BOUND_KEYS if k in bound)
-    return bound
+    def __init__(
+        self, pristine: dict[str, ClusterState], live: list[Unit], time_limit: float
+    ) -> None:
+        self.pristine = pristine
+        self.live = live
+        pairs = sum(len(u.rank) for u in identical_units(live)[0])
+        self.affordable = pairs * LP_SECONDS_PER_PAIR <= LP_SHARE * time_limit
+        self.values: dict[str, float] | None = None
+        self.classes: ClassLP | None = None
+
+    def solve(self) -> ClassLP | None:
+        """The node-class LP over every live unit on the capacity before the decision (its
+        bounds solved with it), or ``None`` when the LPs are not affordable."""
+        if self.affordable and self.values is None:
+            self.values, self.classes = lp_bounds(self.pristine, self.live)
+        return self.classes
+
+    def report(self, problem: Problem, placed: Placed) -> dict[str, float]:
+        """``summary.bound``. When every live unit is placed and the LPs were not solved, each
+        LP bound is exactly the placed GPUs (an LP bound is at least any placement and at
+        most the demand), so none is solved."""
+        bound: dict[str, float] = {}
+        if self.live:
+            if self.values is not None:
+                bound = dict(self.values)
+            elif len(placed) == len(self.live):
+                milli = sum(u.milli for u in self.live)
+                bound = dict.fromkeys(
+                    ("cluster_lp_gpu", "node_lp_gpu", "class_lp_gpu"), milli / 1e3
+                )
+            elif self.affordable:
+                self.solve()
+                bound = dict(self.values or {})
+        free_milli = sum(int(s.devfree[s.usable].sum()) for s in self.pristine.values())
+        demand_milli = sum(u.milli for u in problem.units)
+        bound["capacity_gpu"] = min(free_milli, demand_milli) / 1000.0
+        bound["tightest_gpu"] = min(bound[k] for k in BOUND_KEYS if k in bound)
+        return bound
 
 
 # --------------------------------------------------------------------------------------------
@@ -210,17 +239,26 @@ def _batch_cpsat(
     clock: Clock,
     time_limit: float,
     seed: int,
-) -> tuple[Placed, str, float | None, ClassLP | None]:
-    """All levels, highest priority first; returns the placements, the status, CP-SAT's
-    value bound (one level only) and the node-class LP the level solved (one level only:
-    then it is the decision's ``class_lp_gpu`` bound's LP too)."""
+    bounds: DecisionBounds,
+) -> tuple[Placed, str, float | None]:
+    """All levels, highest priority first; returns the placements, the status and CP-SAT's
+    value bound (one level only)."""
     levels = sorted({u.priority for u in live}, reverse=True)
-    guide: ClassLP | None = None
-    pairs = sum(len(u.rank) for u in live)
-    end = time_limit * (1 - _RESERVE) - _AFTER_SECONDS_PER_PAIR * pairs
+    end = time_limit * (1 - SAFETY)
+    clusters = len(problem.states)
+    pods = sum(u.pods for u in live)
+
+    def reserve(unplaced: int) -> float:
+        """Seconds to keep for what runs after the search, with ``unplaced`` units left."""
+        return (
+            EXPLAIN_SECONDS
+            + EXPLAIN_SECONDS_PER_PAIR * unplaced * clusters
+            + ASSEMBLY_SECONDS_PER_POD * pods
+        )
+
     placed: Placed = []
     statuses = []
-    bound: float | None = None
+    value_bound: float | None = None
     remaining_units = len(live)
     for level in levels:
         members = [u for u in live if u.priority == level]
@@ -235,19 +273,44 @@ def _batch_cpsat(
             clock=clock,
             seed=seed,
             mix=problem.mix,
+            guide=_guide(bounds, members, problem.states, single=len(levels) == 1),
+            reserve=reserve,
         )
         placed += result.placed
         statuses.append(result.status)
         if len(levels) == 1:
-            bound = result.bound
-            guide = result.guide
+            value_bound = result.bound
     if all(s == "optimal" for s in statuses):
         status = "optimal"
     elif any(s in ("optimal", "feasible") for s in statuses):
         status = "feasible"
     else:
         status = "fallback"
-    return placed, status, bound, guide
+    return placed, status, value_bound
+
+
+def _guide(
+    bounds: DecisionBounds,
+    members: list[Unit],
+    states: dict[str, ClusterState],
+    *,
+    single: bool,
+) -> Callable[[], ClassLP | None]:
+    """The node-class LP a level's search asks for, solved when first asked: with one
+    priority level the decision's own (solved with its bounds), else the level's on the
+    capacity the levels above left (and the decision's bounds with it, first)."""
+    solved: list[ClassLP | None] = []
+
+    def guide() -> ClassLP | None:
+        if not solved:
+            decision = bounds.solve()
+            if single or decision is None:
+                solved.append(decision)
+            else:
+                solved.append(gpu_class_lp(states, members))
+        return solved[0]
+
+    return guide
 
 
 # --------------------------------------------------------------------------------------------

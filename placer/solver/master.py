@@ -13,6 +13,7 @@ from dataclasses import dataclass, field
 
 from ortools.sat.python import cp_model
 
+from placer.solver.bounds import gpu_class_lp
 from placer.solver.capacity import cluster_rows, infeasible_alone
 from placer.solver.classlp import ClassLP
 from placer.solver.clock import Clock
@@ -91,11 +92,24 @@ def solve_level(
     clock: Clock,
     seed: int,
     mix: Mix | None,
+    guide: Callable[[], ClassLP | None] | None = None,
+    reserve: Callable[[int], float] | None = None,
 ) -> LevelResult:
     """Place ``units`` (one priority level) on ``states``; leaves the placements applied.
 
-    ``deadline`` is a reading of ``clock`` (seconds of the decision) at which to stop.
+    ``deadline`` is a reading of ``clock`` (seconds of the decision) at which to stop;
+    ``guide`` gives the node-class LP of the level (solved when first asked; default: solved
+    here), ``None`` when it is not to be used; ``reserve(n)``: seconds the search leaves
+    before the deadline when ``n`` units are unplaced (for what runs after it).
     """
+    if guide is None:
+        solved: list[ClassLP] = []
+
+        def guide() -> ClassLP | None:
+            if not solved:
+                solved.append(gpu_class_lp(states, units))
+            return solved[0]
+
     marks = {name: state.mark() for name, state in states.items()}
 
     def reset() -> None:
@@ -110,6 +124,7 @@ def solve_level(
         clock=clock,
         deadline=start + PORTFOLIO_SHARE * (deadline - start),
         passes=hint_order(units, states),
+        guide=guide,
     )
     best = hints.best
     result = LevelResult(placed=best, status="fallback", notes=hints.notes, guide=hints.guide)
@@ -130,7 +145,18 @@ def solve_level(
         until = min(deadline - margin, now + MASTER_SHARE * (deadline - now))
         _global_master(result, pairs, units, states, reset, until, clock, seed, mix)
     if result.status != "optimal":
-        _improve(result, units, states, deadline=deadline, clock=clock, seed=seed, mix=mix)
+        # the search stops at the GPU bound: the LP's (solved now if the portfolio did not)
+        result.guide = guide()
+        _improve(
+            result,
+            units,
+            states,
+            deadline=deadline,
+            clock=clock,
+            seed=seed,
+            mix=mix,
+            reserve=reserve,
+        )
     apply_placed(states, result.placed)
     return result
 
@@ -144,6 +170,7 @@ def _improve(
     clock: Clock,
     seed: int,
     mix: Mix | None,
+    reserve: Callable[[int], float] | None,
 ) -> None:
     """Node-realised improvement of ``result.placed`` until the deadline: ruin and recreate
     (:mod:`placer.solver.recreate`) from the best answer so far."""
@@ -158,6 +185,7 @@ def _improve(
         deadline=deadline,
         seed=seed,
         gpu_bound=result.guide.objective if result.guide is not None else None,
+        reserve=reserve,
     )
     if value_of(searched) > value_of(result.placed):
         result.placed = searched

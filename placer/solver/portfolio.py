@@ -158,12 +158,14 @@ def run_portfolio(
     mix: Mix | None,
     clock: Clock,
     deadline: float,
-    guide: ClassLP | None = None,
+    guide: Callable[[], ClassLP | None] | None = None,
     passes: Sequence[str] = PASSES,
 ) -> Hints:
-    """Run the passes (see module docstring); the states are left as they were."""
+    """Run the passes (see module docstring); the states are left as they were. ``guide``
+    gives the node-class LP (default: solved here), ``None`` when it is not to be used (the
+    LP-guided pass is then skipped)."""
     marks = {name: state.mark() for name, state in states.items()}
-    hints = Hints(best=[], winner="", pass_seconds=0.0, guide=guide)
+    hints = Hints(best=[], winner="", pass_seconds=0.0)
     best_value: tuple[int, int] | None = None
 
     def late() -> bool:
@@ -179,11 +181,12 @@ def run_portfolio(
             hints.notes.append(f"portfolio stopped before {name} (time limit)")
             break
         if name == "lp":
+            hints.guide = guide() if guide is not None else gpu_class_lp(states, units)
+            # the LP is the decision's bound as well (and the search's stop): solved once
+            # either way, so it does not count as the pass's own cost
+            started = clock()
             if hints.guide is None:
-                hints.guide = gpu_class_lp(states, units)
-                # the LP is the decision's class_lp_gpu bound as well: solved once either
-                # way, so it does not count as the pass's own cost
-                started = clock()
+                continue
             placed = guided(units, states, hints.guide.x, mix=mix, stop=stop)
         else:
             placed = run_rule(name, units, states, mix=mix, stop=stop)

@@ -40,7 +40,7 @@ best hint (91-97 % of the bound) to 98-100 % within 3 s and to 99.7-100 % within
 from __future__ import annotations
 
 import random
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from typing import cast
 
 import numpy as np
@@ -92,11 +92,13 @@ def ruin_and_recreate(
     deadline: float,
     seed: int,
     gpu_bound: float | None = None,
+    reserve: Callable[[int], float] | None = None,
 ) -> tuple[Placed, int]:
     """Search from ``best`` (see module docstring); returns the best placement found and the
     iterations that raised the value. ``gpu_bound``: an upper bound on the GPU thousandths any
     placement of ``units`` places; the search ends when the placement reaches it (only the
-    minor cpu, pod and preference terms could still improve). The states are left as they
+    minor cpu, pod and preference terms could still improve). ``reserve(n)``: seconds to
+    leave before the deadline when ``n`` units are unplaced. The states are left as they
     were."""
     rng = random.Random(seed)
     marks = {name: state.mark() for name, state in states.items()}
@@ -116,7 +118,13 @@ def ruin_and_recreate(
     patience = max(MIN_STALL, STALL_PER_UNIT * len(units))
     milli = sum(u.milli for u, _, _ in best)
     full = gpu_bound is not None and milli >= gpu_bound - 1e-6
-    while clock() < deadline and stall < patience and not full:
+    waiting_count = int(unplaced.sum())
+
+    def stop_at() -> float:
+        return deadline - (reserve(waiting_count) if reserve is not None else 0.0)
+
+    end = stop_at()
+    while clock() < end and stall < patience and not full:
         stall += 1
         name = rng.choices(names, [(states[n].totals()[1] + 1) ** 2 for n in names])[0]
         state = states[name]
@@ -194,6 +202,9 @@ def ruin_and_recreate(
             full = gpu_bound is not None and milli >= gpu_bound - 1e-6
             table.mark(unplaced, removed, True)
             table.mark(unplaced, placed_now, False)
+            if len(removed) != len(placed_now):
+                waiting_count = int(unplaced.sum())
+                end = stop_at()
         else:
             for n, s in states.items():
                 s.undo(mark[n])

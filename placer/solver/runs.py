@@ -126,7 +126,7 @@ class RunTable:
         eligible = self.eligible(state, sids)
         where = np.searchsorted(sids, self.shape[runs])
         total = self.copies_total(state, sids, eligible)[where]
-        anywhere = eligible.any(axis=0)[where]
+        anywhere = np.asarray(eligible.any(axis=0))[where]
         count = self.count[runs]
         bad = (total < count) | ((count == 0) & ~anywhere)
         failed = np.zeros(len(self.units), dtype=bool)
