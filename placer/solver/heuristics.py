@@ -230,7 +230,7 @@ def choose_and_pack(
     if rule == "greedy":
         for name in candidates:
             state = states[name]
-            if not totals_fit(state, unit) or (unit.pods > 4 and infeasible_alone(state, unit)):
+            if not totals_fit(state, unit) or (unit.pods > 1 and infeasible_alone(state, unit)):
                 continue
             result = pack(states[name], unit.runs, scoring=scoring, mix=mix)
             if isinstance(result, Packed):

@@ -164,6 +164,9 @@ def build_problem(
         for c in fleet.clusters
         if c.reachable and c.nodes
     }
+    # every decision shape's copies per node, kept up to date as the states change
+    for state in states.values():
+        state.track(list(interned.values()))
     load = {name: _load(state) for name, state in states.items()}
     for unit in units:
         _static_eligibility(unit, workloads, fleet, policies, load)

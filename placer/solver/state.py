@@ -176,6 +176,74 @@ class Replay:
         )
 
 
+class CopiesTable:
+    """For a fixed list of pod shapes: how many more pods of each every node of a state holds
+    alone (``copies``, 0 where the shape may not go), and their sums over the usable nodes,
+    kept up to date as the state changes (the changed nodes are recomputed when next asked).
+
+    Computed on the distinct node states when built (a snapshot has few node types per
+    cluster), so tracking hundreds of shapes costs little."""
+
+    def __init__(self, state: ClusterState, shapes: Sequence[PodShape]) -> None:
+        self.index = {id(s): k for k, s in enumerate(shapes)}
+        self.req = (
+            np.stack([s.req for s in shapes])
+            if shapes
+            else np.zeros((0, state.free.shape[1]), dtype=np.int64)
+        )
+        self.gpus = np.array([s.gpus for s in shapes], dtype=np.int64)
+        self.share = np.array([s.share for s in shapes], dtype=np.int64)
+        self.eligible: BoolArray = (
+            np.stack([state.eligible(s) for s in shapes], axis=1)
+            if shapes
+            else np.zeros((len(state), 0), dtype=bool)
+        ) & state.usable[:, None]
+        rows = np.concatenate([state.free, state.dev], axis=1)
+        distinct, inverse = np.unique(rows, axis=0, return_inverse=True)
+        width = state.free.shape[1]
+        per_row = self._copies(distinct[:, :width], distinct[:, width:])
+        self.per_node: IntArray = np.where(self.eligible, per_row[inverse.reshape(-1)], 0)
+        self.total: IntArray = self.per_node.sum(axis=0)
+        #: nodes changed since their row was computed.
+        self.dirty: set[int] = set()
+
+    def _copies(self, free: IntArray, dev: IntArray) -> IntArray:
+        """``[rows, shapes]``: pods of each shape each row of free resources and devices holds
+        (eligibility aside)."""
+        big = np.iinfo(np.int64).max // 4
+        req = self.req
+        most = np.where(
+            req[None, :, :] > 0, free[:, None, :] // np.maximum(req, 1)[None, :, :], big
+        ).min(axis=2)
+        if self.gpus.any():
+            idle = (dev == 1000).sum(axis=1)
+            whole = idle[:, None] // np.maximum(self.gpus, 1)[None, :]
+            most = np.minimum(most, np.where(self.gpus[None, :] > 0, whole, big))
+        if self.share.any():
+            shared = (np.maximum(dev, 0)[:, :, None] // np.maximum(self.share, 1)).sum(axis=1)
+            most = np.minimum(most, np.where(self.share[None, :] > 0, shared, big))
+        result: IntArray = np.maximum(most, 0)
+        return result
+
+    def refresh(self, state: ClusterState) -> None:
+        """Recompute the rows of the nodes changed since the last refresh."""
+        if not self.dirty:
+            return
+        rows = np.fromiter(self.dirty, dtype=np.int64, count=len(self.dirty))
+        self.dirty.clear()
+        fresh = np.where(self.eligible[rows], self._copies(state.free[rows], state.dev[rows]), 0)
+        self.total += (fresh - self.per_node[rows]).sum(axis=0)
+        self.per_node[rows] = fresh
+
+    def copy(self) -> CopiesTable:
+        other = object.__new__(CopiesTable)
+        other.__dict__.update(self.__dict__)
+        other.per_node = self.per_node.copy()
+        other.total = self.total.copy()
+        other.dirty = set(self.dirty)
+        return other
+
+
 class ClusterState:
     """Free capacity of one cluster's nodes; see the module docstring."""
 
@@ -242,6 +310,8 @@ class ClusterState:
         self._sig: IntArray = np.array([self._signature(i) for i in range(count)], dtype=np.int64)
         #: nodes changed since their signature was computed.
         self._stale: set[int] = set()
+        #: the copies of the decision's pod shapes, once ``track`` was called.
+        self.table: CopiesTable | None = None
 
     def _signature(self, node: int) -> int:
         return self.signatures.of(
@@ -330,6 +400,9 @@ class ClusterState:
         any resource (same eligibility) was found to fit nowhere at this version: a node
         with room for the larger pod has room for the smaller one.
         """
+        table = self.table
+        if table is not None and id(shape) in table.index:
+            return self.copies_total(shape) > 0
         key = (self.version, "anywhere", shape.ident)
         known = cast("bool | None", self.memo.get(key))
         if known is not None:
@@ -410,8 +483,25 @@ class ClusterState:
             self._copies[key] = cached
         return cached
 
+    def track(self, shapes: Sequence[PodShape]) -> None:
+        """Keep the copies of ``shapes`` up to date (:class:`CopiesTable`): ``copies_total``
+        and ``fits_anywhere`` then read them; call before any change."""
+        self.table = CopiesTable(self, shapes)
+
+    def tracked(self) -> CopiesTable | None:
+        """The copies table, brought up to date (``None`` without ``track``)."""
+        if self.table is not None:
+            self.table.refresh(self)
+        return self.table
+
     def copies_total(self, shape: PodShape) -> int:
         """``copies_all`` summed over the usable nodes (memoised by version)."""
+        table = self.table
+        if table is not None:
+            k = table.index.get(id(shape))
+            if k is not None:
+                table.refresh(self)
+                return int(table.total[k])
         key = (self.version, "total", shape.ident)
         known = cast("int | None", self.memo.get(key))
         if known is None:
@@ -433,6 +523,8 @@ class ClusterState:
     def place_many(self, shape: PodShape, node: int, count: int) -> list[tuple[int, ...]]:
         """``count`` pods of ``shape`` on ``node`` in one step (one journal entry)."""
         self._journal_entry(node)
+        if self.table is not None:
+            self.table.dirty.add(node)
         taken = shape.req * count
         self.free[node] -= taken
         self._free_total = self._free_total - taken
@@ -450,6 +542,8 @@ class ClusterState:
         """``counts[i]`` pods of ``shape`` on each of the distinct ``nodes`` (one journal
         entry); returns each node's pods' devices."""
         self._journal_entry(nodes.copy())
+        if self.table is not None:
+            self.table.dirty.update(nodes.tolist())
         self.free[nodes] -= counts[:, None] * shape.req[None, :]
         self._free_total = self._free_total - int(counts.sum()) * shape.req
         result: list[list[tuple[int, ...]]] = []
@@ -528,6 +622,8 @@ class ClusterState:
             self.devfree[changed] = devfree
             self.maxdev[changed] = dev.max(axis=1)
         self._stale.update(nodes.tolist())
+        if self.table is not None:
+            self.table.dirty.update(nodes.tolist())
 
     def undo(self, mark: int) -> None:
         """Roll back every change after ``mark`` (the saved rows, newest first)."""
@@ -552,6 +648,8 @@ class ClusterState:
         self.devfree[nodes] = np.maximum(dev, 0).sum(axis=1)
         self.maxdev[nodes] = dev.max(axis=1)
         self._stale.update(touched)
+        if self.table is not None:
+            self.table.dirty.update(touched)
 
     def copy(self) -> ClusterState:
         """An independent copy of the current free capacity (static data shared)."""
@@ -564,6 +662,7 @@ class ClusterState:
         other.maxdev = self.maxdev.copy()
         other._sig = self._sig.copy()
         other._stale = set(self._stale)
+        other.table = self.table.copy() if self.table is not None else None
         other._journal = []
         other._versions = []
         other._saved_totals = []
