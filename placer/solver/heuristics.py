@@ -25,6 +25,7 @@ import numpy as np
 
 from placer.solver import SOLVERS
 from placer.solver.capacity import infeasible_alone
+from placer.solver.fleetcopies import FleetCopies
 from placer.solver.fragmentation import Mix
 from placer.solver.packer import Packed, PackFailure, pack
 from placer.solver.problem import Unit
@@ -197,13 +198,19 @@ def run_rule(
     if not ordered:
         key = ffd_key if rule == "greedy" else (lambda u: (u.index,))
         units = sorted(units, key=key)
+    # greedy tries clusters until one packs: those whose nodes cannot hold the unit's pods
+    # (fewer copies than replicas, node by node) would refuse it, and are skipped at once
+    fleet = FleetCopies(states) if rule == "greedy" and len(states) > 1 else None
     placed: Placed = []
     for unit in units:
         if stop is not None and stop():
             break
-        choice = choose_and_pack(
-            rule, unit, states, rule_order(rule, unit), mix=mix, explain=failures is not None
-        )
+        order = rule_order(rule, unit)
+        if fleet is not None and fleet.usable:
+            sets = fleet.sets(unit).tolist()
+            position = fleet.position
+            order = [c for c in order if c not in position or sets[position[c]] != 0]
+        choice = choose_and_pack(rule, unit, states, order, mix=mix, explain=failures is not None)
         if choice.packed is not None and choice.cluster is not None:
             placed.append((unit, choice.cluster, choice.packed))
         elif failures is not None and choice.cluster is not None and choice.failure:

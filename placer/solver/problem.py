@@ -66,6 +66,10 @@ class Unit:
     rank: dict[str, int] = field(default_factory=dict)
     #: node scoring of the packer for this unit (``bestfit``, ``fgd`` or ``spread``).
     scoring: str = "bestfit"
+    #: ``allowed()`` for the ``rank`` it was computed from.
+    _allowed: tuple[dict[str, int], list[str]] | None = field(
+        default=None, repr=False, compare=False
+    )
 
     @cached_property
     def pods(self) -> int:
@@ -95,8 +99,12 @@ class Unit:
         return self.policy.objective if self.policy is not None else "pack"
 
     def allowed(self) -> list[str]:
-        """Clusters not excluded statically, best preference first."""
-        return sorted(self.rank, key=lambda c: (self.rank[c], c))
+        """Clusters not excluded statically, best preference first (a new list)."""
+        known = self._allowed
+        if known is None or known[0] is not self.rank:
+            order = sorted(self.rank, key=lambda c: (self.rank[c], c))
+            known = self._allowed = (self.rank, order)
+        return list(known[1])
 
 
 def identical_units(units: Sequence[Unit]) -> tuple[list[Unit], dict[int, int]]:
@@ -168,8 +176,9 @@ def build_problem(
     for state in states.values():
         state.track(list(interned.values()))
     load = {name: _load(state) for name, state in states.items()}
+    ranks: dict[tuple[object, ...], dict[str, int]] = {}
     for unit in units:
-        _static_eligibility(unit, workloads, fleet, policies, load)
+        _static_eligibility(unit, workloads, fleet, policies, load, ranks)
     weighted = (
         [(shape_of(p), w) for p, w in mix]
         if mix
@@ -267,19 +276,24 @@ def _static_eligibility(
     fleet: Fleet,
     policies: Sequence[PlacementPolicy],
     load: dict[str, float],
+    ranks: dict[tuple[object, ...], dict[str, int]],
 ) -> None:
     if unit.problem is None and unit.pinned is not None and unit.pinned not in fleet.names:
         unit.problem = (
             f"pinned by placer.dev/cluster to {unit.pinned}, which is not in the fleet "
             f"(clusters: {', '.join(fleet.names) or 'none'})"
         )
-    member_policies = [policy_for(workloads[i], policies) for i in unit.members]
+    member_policies = [p for i in unit.members if (p := policy_for(workloads[i], policies))]
     for cluster in fleet.clusters:
         name = cluster.name
         if unit.problem is not None:
             unit.excluded[name] = unit.problem
             continue
-        refusing = next((p for p in member_policies if p and not p.admits(cluster)), None)
+        refusing = (
+            next((p for p in member_policies if not p.admits(cluster)), None)
+            if member_policies
+            else None
+        )
         reason = None
         if not cluster.reachable:
             reason = f"cluster unreachable: {cluster.reason or 'no answer'}"
@@ -297,7 +311,7 @@ def _static_eligibility(
                 reason = f"excluded by policy {refusing.name}'s cluster selector ({text})"
         elif not cluster.nodes:
             reason = "the cluster has no nodes"
-        else:
+        elif cluster.taints:
             for run in unit.runs:
                 taint = taint_not_tolerated(cluster.taints, run.shape.demand.tolerations)
                 if taint is not None:
@@ -312,6 +326,12 @@ def _static_eligibility(
     allowed = [c.name for c in fleet.clusters if c.name not in unit.excluded]
     policy = unit.policy
     sign = -1.0 if unit.objective == "spread" else 1.0
+    # the ranks depend on the policy, the objective and the allowed clusters only
+    memo_key = (id(policy), sign, tuple(allowed))
+    known = ranks.get(memo_key)
+    if known is not None:
+        unit.rank = dict(known)
+        return
 
     def key(name: str) -> tuple[float, float, float]:
         rank = float(policy.rank(name)) if policy else 0.0
@@ -319,5 +339,8 @@ def _static_eligibility(
         # pack: fullest cluster first (keeps empty clusters for big gangs); spread: emptiest
         return (rank, cost, -sign * round(load.get(name, 0.0), 3))
 
-    keys = sorted({key(c) for c in allowed})
-    unit.rank = {c: keys.index(key(c)) for c in allowed}
+    keys = {c: key(c) for c in allowed}
+    ordered = sorted(set(keys.values()))
+    position = {k: i for i, k in enumerate(ordered)}
+    unit.rank = {c: position[keys[c]] for c in allowed}
+    ranks[memo_key] = dict(unit.rank)

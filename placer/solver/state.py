@@ -42,6 +42,8 @@ __all__ = [
 IntArray = npt.NDArray[np.int64]
 BoolArray = npt.NDArray[np.bool_]
 
+#: "no limit" in copy counts.
+_BIG = np.iinfo(np.int64).max // 4
 #: entries a state's memos hold before they are emptied (they are keyed by version).
 MEMO_SIZE = 4096
 #: Scalar resources every state carries (used by scoring even when nobody requests them).
@@ -210,7 +212,7 @@ class CopiesTable:
     def _copies(self, free: IntArray, dev: IntArray) -> IntArray:
         """``[rows, shapes]``: pods of each shape each row of free resources and devices holds
         (eligibility aside)."""
-        big = np.iinfo(np.int64).max // 4
+        big = _BIG
         req = self.req
         most = np.where(
             req[None, :, :] > 0, free[:, None, :] // np.maximum(req, 1)[None, :, :], big
