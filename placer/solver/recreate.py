@@ -473,8 +473,14 @@ class _UnitTable:
         """For each shape id: the pods of it the nodes of ``name`` hold now, each node alone
         (:meth:`ClusterState.copies_total`, for many shapes in one step)."""
         state = self.states[name]
-        table = state.tracked()
-        if table is not None:
+        gpus, share, req = self.gpus[sids], self.share[sids], self.req[sids]
+        least = int((1000 * gpus + share).min())
+        # a pod fits only on a usable node with at least its GPU thousandths free
+        nodes = np.flatnonzero(state.usable & (state.devfree >= least))
+        table = state.table
+        # the state's table, when bringing it up to date costs less than counting here
+        if table is not None and len(table.dirty) * len(table.index) <= nodes.size * len(sids):
+            table.refresh(state)
             where = self._tracked.get(name)
             if where is None:
                 where = self._tracked[name] = np.array(
@@ -490,10 +496,6 @@ class _UnitTable:
                 if self.shapes
                 else np.zeros((len(state), 0), dtype=bool)
             )
-        gpus, share, req = self.gpus[sids], self.share[sids], self.req[sids]
-        least = int((1000 * gpus + share).min())
-        # a pod fits only on a usable node with at least its GPU thousandths free
-        nodes = np.flatnonzero(state.usable & (state.devfree >= least))
         if not nodes.size:
             return np.zeros(len(sids), dtype=np.int64)
         big = np.iinfo(np.int64).max // 4

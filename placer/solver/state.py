@@ -42,6 +42,9 @@ __all__ = [
 IntArray = npt.NDArray[np.int64]
 BoolArray = npt.NDArray[np.bool_]
 
+#: a copies table with more changed nodes than this is not brought up to date for one shape
+#: (counting that shape over every node costs less than every shape over those nodes).
+TABLE_ROWS = 8
 #: "no limit" in copy counts.
 _BIG = np.iinfo(np.int64).max // 4
 #: entries a state's memos hold before they are emptied (they are keyed by version).
@@ -403,7 +406,7 @@ class ClusterState:
         with room for the larger pod has room for the smaller one.
         """
         table = self.table
-        if table is not None and id(shape) in table.index:
+        if table is not None and len(table.dirty) <= TABLE_ROWS and id(shape) in table.index:
             return self.copies_total(shape) > 0
         key = (self.version, "anywhere", shape.ident)
         known = cast("bool | None", self.memo.get(key))
@@ -499,7 +502,7 @@ class ClusterState:
     def copies_total(self, shape: PodShape) -> int:
         """``copies_all`` summed over the usable nodes (memoised by version)."""
         table = self.table
-        if table is not None:
+        if table is not None and len(table.dirty) <= TABLE_ROWS:
             k = table.index.get(id(shape))
             if k is not None:
                 table.refresh(self)
