@@ -38,11 +38,14 @@ __all__ = ["MODES", "SOLVERS", "solve"]
 #: share of the time limit the search leaves unused, a margin for the clocks' granularity and
 #: for what the reserve below does not count (the verifier is not part of a decision).
 SAFETY = 0.02
-#: what runs after the search, kept from its time: the explanations, per unplaced unit and
-#: cluster (measured: 8-35 us per pair at 100-500 unplaced units, on the multi-cluster
-#: benchmark), a fixed part, and the Decision's assembly, per pod (2-3 us).
-EXPLAIN_SECONDS_PER_PAIR = 3e-5
-EXPLAIN_SECONDS = 0.005
+#: what runs after the search, kept from its time: the explanations — a fixed part, then per
+#: (unplaced unit, cluster) pair, less per pair beyond ``EXPLAIN_PAIRS`` as their caches
+#: fill (measured on the multi-cluster and scaling benchmarks: 15-30 us per pair at 50-800
+#: pairs, 7-8 us at 9,000, 4.6 us at 55,000) — and the Decision's assembly, per pod (2-3 us).
+EXPLAIN_SECONDS = 0.01
+EXPLAIN_SECONDS_PER_PAIR = 2e-5
+EXPLAIN_PAIRS = 2000
+EXPLAIN_SECONDS_PER_MORE_PAIR = 5e-6
 ASSEMBLY_SECONDS_PER_POD = 3e-6
 #: the LP bounds (cluster, node-aware and node-class LPs) are solved when their estimated
 #: cost, per (group of identical units, allowed cluster) pair, fits in ``LP_SHARE`` of the
@@ -250,9 +253,11 @@ def _batch_cpsat(
 
     def reserve(unplaced: int) -> float:
         """Seconds to keep for what runs after the search, with ``unplaced`` units left."""
+        pairs = unplaced * clusters
         return (
             EXPLAIN_SECONDS
-            + EXPLAIN_SECONDS_PER_PAIR * unplaced * clusters
+            + EXPLAIN_SECONDS_PER_PAIR * min(pairs, EXPLAIN_PAIRS)
+            + EXPLAIN_SECONDS_PER_MORE_PAIR * max(0, pairs - EXPLAIN_PAIRS)
             + ASSEMBLY_SECONDS_PER_POD * pods
         )
 

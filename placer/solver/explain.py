@@ -33,7 +33,7 @@ from placer.podspec import node_mismatch
 from placer.quantity import CPU, GPU, MEMORY, format_quantity, to_base
 from placer.solver.packer import PackFailure, PodRun, pack
 from placer.solver.problem import Unit, quote
-from placer.solver.state import ClusterState
+from placer.solver.state import ClusterState, PodShape
 
 __all__ = ["why_not"]
 
@@ -50,7 +50,10 @@ def _component(run: PodRun) -> str:
     return f"component {quote(run.component.label)}"
 
 
-#: per-run reasons already found: (state, its version, pod shape, component) -> text or None.
+#: stands for the component's name in the per-shape reasons kept in the cache.
+_PLACEHOLDER = "\x00component\x00"
+#: reasons already found: per state, version and pod shape (a text with ``_PLACEHOLDER``, or
+#: None), and per state, version and unit signature (``Unit.runs_key``).
 RunReasons = dict[tuple[object, ...], "str | None"]
 
 
@@ -69,12 +72,7 @@ def why_not(
     """
     whole: tuple[object, ...] | None = None
     if cache is not None:
-        whole = (
-            id(state),
-            state.version,
-            try_pack,
-            tuple((r.shape.ident, r.count, r.component.label) for r in unit.runs),
-        )
+        whole = (id(state), state.version, try_pack, unit.runs_key)
         if whole in cache:
             return cache[whole]
     reason = _why_not(state, unit, try_pack, cache)
@@ -88,31 +86,21 @@ def _why_not(
 ) -> str | None:
     for check in (_no_eligible_node, _no_node_with_room):
         for run in unit.runs:
-            shape = run.shape
-            key = (
-                id(state),
-                state.version,
-                check.__name__,
-                shape.req.tobytes(),
-                shape.gpus,
-                shape.share,
-                shape.key,
-                run.component.label,
-            )
+            # per shape, with the component's name filled in after (the text names it only)
+            key = (id(state), state.version, check.__name__, id(run.shape))
             if cache is not None and key in cache:
                 reason = cache[key]
             else:
-                reason = check(state, run)
+                reason = check(state, run.shape, _PLACEHOLDER)
                 if cache is not None:
                     cache[key] = reason
             if reason:
-                return reason
+                return reason.replace(_PLACEHOLDER, _component(run))
     reason = _totals_too_low(state, unit)
     if reason:
         return reason
     for run in unit.runs:
-        mask = state.eligible(run.shape) & state.usable
-        fit = int(state.copies_all(run.shape)[mask].sum())
+        fit = state.copies_total(run.shape)
         if fit < run.count:
             return (
                 f"only {fit} of the {run.count} pods of {_component(run)} fit on the nodes' "
@@ -146,10 +134,10 @@ def _why_not(
     return None
 
 
-def _no_eligible_node(state: ClusterState, run: PodRun) -> str | None:
-    if (state.eligible(run.shape) & state.usable).any():
+def _no_eligible_node(state: ClusterState, shape: PodShape, component: str) -> str | None:
+    if (state.eligible(shape) & state.usable).any():
         return None
-    pod = run.shape.demand
+    pod = shape.demand
     reasons: Counter[str] = Counter()
     for node in state.nodes:
         reasons[node_mismatch(pod, node) or "node is cordoned or NotReady"] += 1
@@ -157,18 +145,17 @@ def _no_eligible_node(state: ClusterState, run: PodRun) -> str | None:
         ((text, count),) = reasons.items()
         if text.startswith("node selector") and text.endswith("not matched"):
             selector = text.removeprefix("node selector ").removesuffix(" not matched")
-            return f"node selector {selector} of {_component(run)} matches no node"
+            return f"node selector {selector} of {component} matches no node"
         if text == "required node affinity not matched":
-            return f"required node affinity of {_component(run)} matches no node"
+            return f"required node affinity of {component} matches no node"
         if text.startswith("taint"):
-            return f"{text} by {_component(run)} (on all {count} nodes)"
-        return f"no node accepts {_component(run)}: {text} (all {count} nodes)"
+            return f"{text} by {component} (on all {count} nodes)"
+        return f"no node accepts {component}: {text} (all {count} nodes)"
     parts = ", ".join(f"{count} node(s): {text}" for text, count in reasons.most_common(3))
-    return f"no node accepts {_component(run)} ({parts})"
+    return f"no node accepts {component} ({parts})"
 
 
-def _no_node_with_room(state: ClusterState, run: PodRun) -> str | None:
-    shape = run.shape
+def _no_node_with_room(state: ClusterState, shape: PodShape, component: str) -> str | None:
     mask = state.eligible(shape) & state.usable
     most = np.where(mask[:, None], state.free, -1).max(axis=0)
     for k, resource in enumerate(state.names):
@@ -180,49 +167,51 @@ def _no_node_with_room(state: ClusterState, run: PodRun) -> str | None:
             n.allocatable.get(resource, 0) for n, ok in zip(state.nodes, mask, strict=True) if ok
         ]
         if not any(allocatable):
-            return _too_small(run, resource, _amount(resource, need), "0", True)
+            return _too_small(component, resource, _amount(resource, need), "0", True)
         if max(allocatable) < need:
             return _never(
-                run, resource, _amount(resource, need), _amount(resource, max(allocatable))
+                component, resource, _amount(resource, need), _amount(resource, max(allocatable))
             )
-        return _too_small(run, resource, _amount(resource, need), _amount(resource, largest), False)
+        return _too_small(
+            component, resource, _amount(resource, need), _amount(resource, largest), False
+        )
     if shape.gpus:
         largest = int(state.full[mask].max())
         if largest < shape.gpus:
             devices = int(state.ndev[mask].max())
             if not devices:
-                return _too_small(run, GPU, str(shape.gpus), "0", True)
+                return _too_small(component, GPU, str(shape.gpus), "0", True)
             if devices < shape.gpus:
-                return _never(run, GPU, str(shape.gpus), str(devices))
-            return _too_small(run, GPU, str(shape.gpus), str(largest), False)
+                return _never(component, GPU, str(shape.gpus), str(devices))
+            return _too_small(component, GPU, str(shape.gpus), str(largest), False)
     if shape.share:
         largest = int(state.dev[mask].max())
         if largest < shape.share:
             return (
                 f"no GPU device with {shape.share} thousandths free for a pod of "
-                f"{_component(run)} ({GPU_SHARE}; the most free on one device is "
+                f"{component} ({GPU_SHARE}; the most free on one device is "
                 f"{max(largest, 0)})"
             )
     if not state.fits(shape)[mask].any():
         return (
-            f"no single node has room for a pod of {_component(run)} in all resources "
+            f"no single node has room for a pod of {component} in all resources "
             "together (each resource alone fits somewhere)"
         )
     return None
 
 
-def _never(run: PodRun, resource: str, need: str, allocatable: str) -> str:
+def _never(component: str, resource: str, need: str, allocatable: str) -> str:
     return (
-        f"no node can ever hold a pod of {_component(run)}: it needs {need} {resource}, the "
+        f"no node can ever hold a pod of {component}: it needs {need} {resource}, the "
         f"largest node has {allocatable} allocatable (waiting will not help; a larger node would)"
     )
 
 
-def _too_small(run: PodRun, resource: str, need: str, largest: str, absent: bool) -> str:
+def _too_small(component: str, resource: str, need: str, largest: str, absent: bool) -> str:
     if absent:
-        return f"no node has {resource} ({_component(run)} needs {need})"
+        return f"no node has {resource} ({component} needs {need})"
     return (
-        f"no node with enough free {resource} for a pod of {_component(run)} "
+        f"no node with enough free {resource} for a pod of {component} "
         f"(needs {need}, largest free block {largest})"
     )
 

@@ -94,6 +94,12 @@ class Unit:
             tuple((r.shape.ident, r.count) for r in self.runs),
         )
 
+    @cached_property
+    def runs_key(self) -> tuple[object, ...]:
+        """The unit's pod runs as a reason names them (shapes, counts, component labels):
+        units alike in it get the same explanations."""
+        return tuple((r.shape.ident, r.count, r.component.label) for r in self.runs)
+
     @property
     def objective(self) -> str:
         return self.policy.objective if self.policy is not None else "pack"
