@@ -36,11 +36,19 @@ class FleetCopies:
             ready = [t for t in tables if t is not None]
             if all(t.index == ready[0].index for t in ready):
                 self.tables = ready
-                for state in self.states:
-                    state.tracked()  # up to date before the totals move into the matrix
-                self.matrix: IntArray = np.stack([t.total for t in ready])
-                for row, table in enumerate(ready):
-                    table.total = self.matrix[row]  # a view: refreshes write here
+                shared = ready[0].fleet
+                if shared is not None and all(
+                    t.fleet is not None and t.fleet[0] is shared[0] and t.fleet[1] == row
+                    for row, t in enumerate(ready)
+                ):
+                    self.matrix: IntArray = shared[0]  # these states side by side already
+                else:
+                    for state in self.states:
+                        state.tracked()  # up to date before the totals move into the matrix
+                    self.matrix = np.stack([t.total for t in ready])
+                    for row, table in enumerate(ready):
+                        table.total = self.matrix[row]  # a view: refreshes write here
+                        table.fleet = (self.matrix, row)
 
     @property
     def usable(self) -> bool:

@@ -211,6 +211,9 @@ class CopiesTable:
         self.total: IntArray = self.per_node.sum(axis=0)
         #: nodes changed since their row was computed.
         self.dirty: set[int] = set()
+        #: when ``total`` is a row of a fleet's matrix (:mod:`placer.solver.fleetcopies`):
+        #: the matrix and the row.
+        self.fleet: tuple[IntArray, int] | None = None
 
     def _copies(self, free: IntArray, dev: IntArray) -> IntArray:
         """``[rows, shapes]``: pods of each shape each row of free resources and devices holds
@@ -246,6 +249,7 @@ class CopiesTable:
         other.per_node = self.per_node.copy()
         other.total = self.total.copy()
         other.dirty = set(self.dirty)
+        other.fleet = None
         return other
 
 

@@ -17,8 +17,9 @@ import pytest
 from placer.model import GPU_SHARE, Fleet, Node, Workload
 from placer.quantity import CPU, GPU, PODS
 from placer.solver import SOLVERS
+from placer.solver import decide as decide_module
 from placer.solver.bounds import gpu_class_lp
-from placer.solver.problem import build_problem
+from placer.solver.problem import build_problem, identical_units
 from placer.solver.state import node_devices
 
 
@@ -245,3 +246,25 @@ def test_identical_units_share_the_class_lp_and_get_whole_shares_back(kit: Any) 
     # the group is one LP column per cluster, not one per unit
     single = gpu_class_lp(problem.states, problem.units[:1])
     assert lp.variables == single.variables
+
+
+def test_the_lp_bounds_are_left_out_when_the_time_limit_cannot_afford_them(
+    kit: Any, decide: Any, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    # the same decision with the LPs' estimated cost just under and just over their share
+    # of the limit: with them, every bound; without, the capacity bound alone (and the
+    # tightest is that one), and still a complete, verified decision
+    rng = random.Random(2)
+    nodes = [kit.node(f"n{i}", gpus=rng.choice([2, 4, 8]), cpu=32) for i in range(6)]
+    the_fleet = kit.split_fleet(nodes, 2)
+    jobs = kit.random_jobs(rng, 20, replicas=[1, 2], gpus=[1, 2, 4], cpu=(2, 12))
+    groups = len(identical_units(build_problem(jobs, the_fleet, ()).units)[0])
+    per_second = decide_module.LP_SHARE * 1.0 / (groups * 2)  # seconds per pair at the edge
+    for factor, solved in ((0.9, True), (1.1, False)):
+        monkeypatch.setattr(decide_module, "LP_SECONDS_PER_PAIR", per_second * factor)
+        bound = decide(jobs, the_fleet, time_limit=1.0).summary.bound
+        keys = {"cluster_lp_gpu", "node_lp_gpu", "class_lp_gpu"}
+        assert (keys <= set(bound)) is solved
+        if not solved:
+            assert not keys & set(bound)
+            assert bound["tightest_gpu"] == bound["capacity_gpu"]

@@ -9,13 +9,15 @@ from __future__ import annotations
 import random
 from typing import Any
 
+import pytest
+
 from placer.model import Decision, Workload
 from placer.simulate import Settings, simulate, summarize
-from placer.solver import SOLVERS
+from placer.solver import SOLVERS, portfolio, recreate
 from placer.solver.clock import Clock
 from placer.solver.heuristics import Placed, run_rule
 from placer.solver.packer import Packed, pack
-from placer.solver.portfolio import value_of
+from placer.solver.portfolio import hint_order, roomiest, value_of
 from placer.solver.problem import build_problem
 from placer.solver.recreate import ruin_and_recreate
 from placer.traces.openb import read_openb_nodes
@@ -170,3 +172,71 @@ def test_cpsat_fills_what_the_descent_leaves_stranded_on_an_openb_split() -> Non
     summary = summarize(run, items)
     assert not summary.problems
     assert summary.placed_of_bound_pct is not None and summary.placed_of_bound_pct >= 98.5
+
+
+def test_the_swap_ruin_moves_a_cpu_heavy_unit_to_the_cluster_with_cores_to_spare(
+    kit: Any, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    # "lean" has 6 cores per GPU, "rich" 12. The heavy unit (4 GPUs, 44 cores) sits in lean
+    # and leaves it 4 GPUs with 4 cores; rich is full of light units (4 GPUs, 2 cores each).
+    # The waiting unit (4 GPUs, 40 cores) fits nowhere. Only moving heavy to rich and a
+    # light unit to lean makes room for it: every unit placed.
+    the_fleet = kit.fleet(
+        kit.cluster("lean", kit.node("l0", gpus=8, cpu=48)),
+        kit.cluster("rich", kit.node("r0", gpus=8, cpu=96)),
+    )
+    jobs = [
+        kit.workload("heavy", ("w", 1, kit.pod(gpus=4, cpu=44))),
+        kit.workload("light0", ("w", 1, kit.pod(gpus=4, cpu=2))),
+        kit.workload("light1", ("w", 1, kit.pod(gpus=4, cpu=2))),
+        kit.workload("waiting", ("w", 1, kit.pod(gpus=4, cpu=40))),
+    ]
+    problem = build_problem(jobs, the_fleet, ())
+    heavy, light0, light1, _ = problem.units
+    start: Placed = []
+    for unit, cluster in ((heavy, "lean"), (light0, "rich"), (light1, "rich")):
+        packed = pack(problem.states[cluster], unit.runs)
+        assert isinstance(packed, Packed)
+        start.append((unit, cluster, packed))
+    for state in problem.states.values():
+        state.undo(0)
+    monkeypatch.setattr(recreate, "SWAP_SHARE", 1.0)  # nothing but swaps
+    placed, gains = _search(problem, start, seed=3)
+    assert gains == 1
+    where = {u.label.split("/")[-1]: c for u, c, _ in placed}
+    assert len(where) == 4  # every unit placed
+    assert where["heavy"] == "rich"  # the heavy unit moved to the cores
+    assert "lean" in {where["light0"], where["light1"]}  # a light one took its place
+
+
+def test_roomiest_places_big_units_first_where_most_copies_fit(kit: Any) -> None:
+    # node by node, "a" holds four 4-GPU pods and "b" three: the big gang (two of them)
+    # goes to "a" (two complete copies against one); then "b" holds more 4-GPU pods (three
+    # against the two left in "a"), so the small unit goes there; a unit that packs in no
+    # cluster stays out
+    the_fleet = kit.fleet(
+        kit.cluster("a", kit.node("a0", gpus=8), kit.node("a1", gpus=8)),
+        kit.cluster("b", kit.node("b0", gpus=8), kit.node("b1", gpus=4)),
+    )
+    jobs = [
+        kit.workload("small", ("w", 1, kit.pod(gpus=4))),
+        kit.workload("big", ("w", 2, kit.pod(gpus=4))),
+        kit.workload("huge", ("w", 1, kit.pod(gpus=16))),
+    ]
+    problem = build_problem(jobs, the_fleet, ())
+    placed = roomiest(problem.units, problem.states, mix=None)
+    assert {u.label.split("/")[-1]: c for u, c, _ in placed} == {"big": "a", "small": "b"}
+
+
+def test_large_levels_start_with_the_roomiest_pass(
+    kit: Any, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    # demand that may fit: greedy first (a first-choice answer ends the portfolio), unless
+    # the level has more (unit, cluster) pairs than greedy's tries are worth
+    nodes = [kit.node(f"n{i}", gpus=8) for i in range(4)]
+    the_fleet = kit.split_fleet(nodes, 2)
+    jobs = kit.random_jobs(random.Random(1), 6, replicas=[1], gpus=[1], cpu=(1, 2))
+    problem = build_problem(jobs, the_fleet, ())
+    assert hint_order(problem.units, problem.states)[0] == "greedy"
+    monkeypatch.setattr(portfolio, "GREEDY_FIRST_PAIRS", 11)  # 6 units x 2 clusters = 12
+    assert hint_order(problem.units, problem.states)[0] == "roomiest"

@@ -1,22 +1,29 @@
 """The solver's speed-ups change how fast it decides, never what: capacity versions, the
 fits-anywhere memo (with its smaller-pod-fits-nowhere shortcut), the pack-failure memo, the
-Karmada set memo, the explanations' shortcuts and the bounds' aggregation of identical units,
-each compared with the plain computation on random small overloaded fleets."""
+Karmada set memo, the explanations' shortcuts, the bounds' aggregation of identical units,
+the copies tables and their fleet matrix, the run tables and the LP written in one step, each
+compared with the plain computation on random small overloaded fleets."""
 
 from __future__ import annotations
 
 import random
 from typing import Any
 
+import numpy as np
 import pytest
 
 from placer.model import Fleet, Workload
 from placer.solver import bounds
 from placer.solver.bounds import gpu_class_lp, lp_bounds
+from placer.solver.capacity import _infeasible_alone
 from placer.solver.explain import why_not
+from placer.solver.fleetcopies import FleetCopies
 from placer.solver.heuristics import RULES, run_rule
+from placer.solver.lp import LinearProgram
 from placer.solver.packer import Packed, pack
+from placer.solver.portfolio import roomiest
 from placer.solver.problem import build_problem
+from placer.solver.runs import RunTable
 from placer.solver.state import ClusterState
 
 
@@ -167,3 +174,111 @@ def test_bounds_aggregate_identical_units_exactly(
         demand = sum(u.milli for u in problem.units) / 1000
         binding += grouped["node_lp_gpu"] < demand
     assert binding  # some instances where the LP, not the demand, decides the bound
+
+
+def _untracked(monkeypatch: pytest.MonkeyPatch) -> None:
+    """States built from here on keep no copies tables: every count from the nodes."""
+    monkeypatch.setattr(ClusterState, "track", lambda self, shapes: None)
+
+
+@pytest.mark.parametrize("rule", [*RULES, "roomiest"])
+def test_rules_decide_the_same_with_and_without_copies_tables(
+    kit: Any, rule: str, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    def run(problem: Any) -> Any:
+        if rule == "roomiest":
+            return roomiest(problem.units, problem.states, mix=None)
+        return run_rule(rule, problem.units, problem.states, mix=None)
+
+    rng = random.Random(12)
+    for _ in range(12):
+        workloads, fleet = _instance(kit, rng)
+        tracked = build_problem(workloads, fleet, ())
+        assert all(s.table is not None for s in tracked.states.values())
+        fast = _outcome(run(tracked))
+        with monkeypatch.context() as patch:
+            _untracked(patch)
+            plain = build_problem(workloads, fleet, ())
+            slow = _outcome(run(plain))
+        assert fast == slow
+        assert fast
+
+
+def test_copies_tables_follow_every_change(kit: Any) -> None:
+    # packings, replays taken off and put back, undos: after each, every tracked shape's
+    # count equals the count over the nodes
+    rng = random.Random(6)
+    checked = 0
+    for _ in range(10):
+        workloads, fleet = _instance(kit, rng)
+        problem = build_problem(workloads, fleet, ())
+        shapes = list({id(r.shape): r.shape for u in problem.units for r in u.runs}.values())
+        for state in problem.states.values():
+            start = state.mark()
+            done = []
+            for unit in problem.units:
+                mark = state.mark()
+                result = pack(state, unit.runs)
+                if isinstance(result, Packed):
+                    done.append(result)
+                    if rng.random() < 0.3:
+                        state.undo(mark)
+                        done.pop()
+                if done and rng.random() < 0.2:
+                    state.apply([done.pop().replay], sign=-1)
+                table = state.tracked()
+                assert table is not None
+                for shape in shapes:
+                    expected = int(state.copies_all(shape)[state.usable].sum())
+                    assert int(table.total[table.index[id(shape)]]) == expected
+                    checked += 1
+            state.undo(start)
+    assert checked
+
+
+def test_run_tables_tell_which_units_fit_alone_as_infeasible_alone_does(kit: Any) -> None:
+    rng = random.Random(9)
+    compared = refused = 0
+    for _ in range(12):
+        workloads, fleet = _instance(kit, rng)
+        problem = build_problem(workloads, fleet, ())
+        run_rule("greedy", problem.units[::2], problem.states, mix=None)  # some changed
+        table = RunTable(problem.units)
+        positions = np.arange(len(table), dtype=np.int64)
+        for state in problem.states.values():
+            fits = table.fit_alone(state, positions).tolist()
+            for unit, ok in zip(problem.units, fits, strict=True):
+                assert ok == (not _infeasible_alone(state, unit))
+                compared += 1
+                refused += not ok
+    assert compared and refused
+
+
+def test_fleet_copies_count_complete_copies_of_a_unit_in_every_cluster(kit: Any) -> None:
+    rng = random.Random(10)
+    for _ in range(6):
+        workloads, fleet = _instance(kit, rng)
+        problem = build_problem(workloads, fleet, ())
+        copies = FleetCopies(problem.states)
+        assert copies.usable
+        run_rule("greedy", problem.units[:5], problem.states, mix=None)  # the matrix follows
+        for unit in problem.units:
+            expected = [
+                min(state.copies_total(r.shape) // r.count for r in unit.runs)
+                for state in problem.states.values()
+            ]
+            assert copies.sets(unit).tolist() == expected
+
+
+def test_lp_variables_in_one_step_make_the_same_model() -> None:
+    upper = [1.0, 2.5, 7.0]
+    objective = [3.0, 0.0, -1.5]
+    one_by_one = LinearProgram()
+    for u, c in zip(upper, objective, strict=True):
+        one_by_one.var(u, c)
+    at_once = LinearProgram()
+    assert at_once.vars(np.array(upper), np.array(objective)) == 0
+    assert at_once.vars(np.array([4.0]), np.array([1.0])) == 3
+    one_by_one.var(4.0, 1.0)
+    serialized = [lp._model.SerializeToString(deterministic=True) for lp in (one_by_one, at_once)]
+    assert serialized[0] == serialized[1]
