@@ -125,6 +125,7 @@ def solve_level(
         deadline=start + PORTFOLIO_SHARE * (deadline - start),
         passes=hint_order(units, states),
         guide=guide,
+        hard_deadline=deadline - (reserve(0) if reserve is not None else 0.0),
     )
     best = hints.best
     result = LevelResult(placed=best, status="fallback", notes=hints.notes, guide=hints.guide)

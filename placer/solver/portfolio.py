@@ -202,10 +202,12 @@ def run_portfolio(
     deadline: float,
     guide: Callable[[], ClassLP | None] | None = None,
     passes: Sequence[str] = PASSES,
+    hard_deadline: float | None = None,
 ) -> Hints:
     """Run the passes (see module docstring); the states are left as they were. ``guide``
     gives the node-class LP (default: solved here), ``None`` when it is not to be used (the
-    LP-guided pass is then skipped)."""
+    LP-guided pass is then skipped). ``hard_deadline``: where even the first pass stops
+    (default: it runs whole)."""
     marks = {name: state.mark() for name, state in states.items()}
     hints = Hints(best=[], winner="", pass_seconds=0.0)
     best_value: tuple[int, int] | None = None
@@ -213,11 +215,15 @@ def run_portfolio(
     def late() -> bool:
         return clock() > deadline
 
+    def too_late() -> bool:
+        return hard_deadline is not None and clock() > hard_deadline
+
     per_cost = 0.0  # seconds per unit of relative cost, the most any pass took so far
     for name in passes:
         started = clock()
-        # the first pass runs whole (a complete answer); the others stop at the deadline
-        stop = late if best_value is not None else None
+        # the first pass runs until the level's own deadline (a complete answer, unless the
+        # limit cannot afford one); the others stop at the portfolio's
+        stop = late if best_value is not None else too_late
         if best_value is not None and started + per_cost * PASS_COST[name] > deadline:
             # the passes come by expected value per cost: the time left goes to the search
             hints.notes.append(f"portfolio stopped before {name} (time limit)")
