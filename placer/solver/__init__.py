@@ -48,17 +48,26 @@ keeps every intermediate answer *realised* (each pod on a node):
    (``Σ_s ⌊a_s/q⌋ y ≤ Σ_{n∈k} ⌊f_n/q⌋``) and shape cuts (pods that need at least an anchor
    shape ``s`` are at most the copies of ``s`` the nodes hold). Every row is a sum of
    per-node rows, so it is a relaxation (proof in the module): its optimum with the GPU
-   objective is the bound ``class_lp_gpu``, and its solution guides the search.
+   objective is the bound ``class_lp_gpu``, and its solution guides the search. It is solved
+   once, when the search first needs it, together with the other LP bounds — and only when
+   their estimated cost (``LP_SECONDS_PER_PAIR`` per pair of a group of identical units and
+   an allowed cluster) fits in ``LP_SHARE`` of the time limit; otherwise the decision goes
+   without it (:mod:`placer.solver.decide`).
 2. **Hint portfolio** (:mod:`placer.solver.portfolio`), complete node-realised answers:
    ``greedy`` first, then the **LP-guided** pass (units by decreasing LP share
    ``max_c x_{u,c}``, then most value per scarcest resource; clusters by decreasing
-   ``x_{u,c}``), then every other baseline exactly as its own decision runs it
-   (:func:`placer.solver.heuristics.run_rule`), so with one priority level CP-SAT's answer is
-   never below any baseline's when the passes fit in the portfolio's share (each takes 0.03–0.2 s at
-   200–700 workloads × 4–16 clusters, ``karmada`` about twice that). When the demand exceeds
-   the free totals the LP-guided pass and ``karmada`` go first, and the portfolio ends at
-   the first pass that does not fit in the first 30 % of the level's time (``PORTFOLIO_SHARE``;
-   the rest is the search's). The best answer is the hint.
+   ``x_{u,c}``), then the **roomiest-cluster** pass (units largest first, each into the
+   cluster whose nodes hold the most complete copies of it — Karmada's node-by-node
+   estimate — falling back to the next), then every other baseline exactly as its own
+   decision runs it (:func:`placer.solver.heuristics.run_rule`), so with one priority level
+   CP-SAT's answer is never below any baseline's when the passes fit in the portfolio's
+   share. When the demand exceeds the free totals the LP-guided and roomiest passes and
+   ``karmada`` go first; when it may fit but the level has more than
+   ``GREEDY_FIRST_PAIRS`` (unit, cluster) pairs the roomiest pass goes before greedy
+   (greedy's tries cost most at fleet scale). The portfolio ends at the first pass that
+   does not fit in the first 30 % of the level's time (``PORTFOLIO_SHARE``; the rest is
+   the search's); even the first pass stops at the level's deadline. The best answer is the
+   hint.
 3. **Master** (CP-SAT, small models only: at most ``SMALL_MODEL`` unit-cluster pairs) on
    node-aware aggregated capacity (:mod:`placer.solver.capacity`): ``Σ_c x_{u,c} ≤ 1``;
    ``x_{u,c} = 0`` when some run of ``u`` fits no node of ``c`` or more of its replicas than
@@ -74,10 +83,13 @@ keeps every intermediate answer *realised* (each pod on a node):
 4. **Ruin and recreate** (:mod:`placer.solver.recreate`) until the deadline, from the best
    answer so far: take some units off one cluster — those on a few nodes that still have
    free GPUs, or just enough cheaper ones to make room for an unplaced unit, or a few at
-   random — pack them and the unplaced units again in a randomised order, and keep the
-   result when the value does not drop; it ends early when the placed GPUs reach the
-   node-class LP bound or gains stop coming. This repairs what no one- or two-unit move can:
-   GPUs stranded by cpu-heavy pods, and big gangs kept out by small units.
+   random — or *swap* across two clusters (a unit needing more cpu or memory per GPU than
+   its cluster offers goes to one that offers more, whose lightest units come back in its
+   place); pack them and the unplaced units again in a randomised order, and keep the
+   result when the value does not drop; it ends early when the placed GPUs reach an upper
+   bound (the node-class LP's, else the capacity or demand) or gains stop coming. This
+   repairs what no one- or two-unit move can: GPUs stranded by cpu-heavy pods, heavy units
+   in clusters short of cpu, and big gangs kept out by small units.
 
 The realiser packs a unit's pods largest first, each on the best-scoring node that fits:
 best-fit in batch mode (least GPU, then cpu and memory, left), FGD's fragmentation score in
@@ -96,18 +108,21 @@ least GPU fragmentation added, FGD-style).
 
 Bounds (benchmark-design B.5), in every decision's ``summary.bound``, all in GPUs and all
 valid upper bounds on what any node-feasible placement of the decision places
-(:mod:`placer.solver.bounds`): ``capacity_gpu`` (B0), ``cluster_lp_gpu`` (B2),
-``node_lp_gpu`` (B3), ``class_lp_gpu`` (the node-class LP) and ``tightest_gpu`` (the least);
-when every unit is placed the LP bounds are the placed GPUs and none is solved. In batch
-CP-SAT with one priority level and a small master also ``cpsat_value``, the master's proven
-bound on placed value (before any no-good cut).
+(:mod:`placer.solver.bounds`): ``capacity_gpu`` (B0, always), ``cluster_lp_gpu`` (B2),
+``node_lp_gpu`` (B3) and ``class_lp_gpu`` (the node-class LP) when the time limit affords
+the LPs (above), and ``tightest_gpu`` (the least of those present); when every unit is
+placed and the LPs were not solved, each LP bound is the placed GPUs. In batch CP-SAT with
+one priority level and a small master also ``cpsat_value``, the master's proven bound on
+placed value (before any no-good cut).
 
-Time: ``time_limit`` covers the whole decision. The search stops at the limit minus a
-reserve for the explanations and for the LP bounds (solved after the search, in proportion to
-their size; identical units share one LP variable per cluster). The limit is measured on
-the process's CPU clock (:mod:`placer.solver.clock`), so other processes on a busy machine
-do not change how far the search goes; wall time is a safety net at ``WALL_SAFETY`` times
-the limit.
+Time: ``time_limit`` covers the whole decision, the LP bounds included (they are solved
+before the search, so the search simply gets what is left). The search stops at the limit
+minus ``SAFETY`` (2 %) minus a reserve for what follows it — the explanations, for the
+number of units unplaced at that moment, and the Decision's assembly — measured per
+(unplaced unit, cluster) pair and per pod (:mod:`placer.solver.decide`). The limit is
+measured on the process's CPU clock (:mod:`placer.solver.clock`), so other processes on a
+busy machine do not change how far the search goes; wall time is a safety net at
+``WALL_SAFETY`` times the limit.
 
 Determinism: CP-SAT runs with ``CPSAT_WORKERS = 2`` threads and ``interleave_search`` (its
 parallel search is reproducible for a fixed worker count), the caller's ``random_seed`` and a

@@ -8,7 +8,14 @@ swap-in/ejection descent stopped at 95-97 % of the bound on the multi-cluster be
 re-choosing the pods of a handful of nodes does. Each iteration:
 
 1. **Ruin**: pick a cluster ``c`` (weighted by the square of its free GPU thousandths + 1,
-   so the clusters with the most stranded GPUs are revisited most) and take off it one of:
+   so the clusters with the most stranded GPUs are revisited most); in ``SWAP_SHARE`` of the
+   iterations try a *swap*: a unit of ``c`` that needs more cpu or memory per GPU than
+   ``c``'s usable nodes offer (its *heaviness* there above 1; the heavier and bigger, the
+   likelier) goes to a random cluster ``c'`` where its heaviness is below 1, and units of
+   ``c'`` light enough for ``c`` (lightest first, with a random factor in ``[0.5, 1.5]``)
+   are taken off ``c'`` until its free GPUs would cover the moving unit; the moving unit
+   tries ``c'`` first, the light ones ``c``, and the unplaced units allowed in either try
+   ``c`` then ``c'``. Otherwise take off ``c`` one of:
 
    * *room* (``ROOM_SHARE`` of the ruins): for an unplaced unit ``u`` allowed in ``c`` that
      does not fit its free GPUs, units of lower value (cheapest first, with a random factor
@@ -21,7 +28,10 @@ re-choosing the pods of a handful of nodes does. Each iteration:
    of three orders drawn at random — largest value first, most value per scarcest resource
    first (:func:`~placer.solver.portfolio.density_key`), or value with a random factor in
    ``[0.5, 1.5]``. A removed unit tries ``c`` first, then its other clusters by preference;
-   an unplaced unit tries ``c`` only (nothing else changed for it);
+   an unplaced unit tries ``c`` only (nothing else changed for it). Unplaced units whose
+   totals or node-by-node copies (:class:`~placer.solver.state.CopiesTable`) no longer fit
+   a ruined cluster are left out at once, in one vectorised test over all of them, and
+   tested again after refusals: the recreate only takes capacity, so they would not pack;
 3. **Accept** when the placement's value is at least the current one (placed value, then
    preference; equal moves let the search drift across plateaus), else undo.
 
@@ -32,9 +42,8 @@ node-class LP's, when the caller has it), or after ``STALL_PER_UNIT`` iterations
 ``random.Random(seed)``: identical input and seed give identical answers when it ends by
 that count.
 
-On the multi-cluster benchmark's openb fleets (120 % load) the search takes the portfolio's
-best hint (91-97 % of the bound) to 98-100 % within 3 s and to 99.7-100 % within 20 s
-(``simulations/results``).
+How far it gets in a given time on the multi-cluster benchmark is in
+``simulations/results`` (``bench_multicluster``, ``bench_scaling``).
 """
 
 from __future__ import annotations
