@@ -1,46 +1,57 @@
 """Placement cycles: collect, decide together, dispatch, record (the cycle thread).
 
-A cycle takes every ready pending object (after the batch window; unschedulable ones when
-their backoff allows), gathers the fleet and syncs the in-flight ledger (a member whose nodes,
-pods, ledger or copies of a kind in use cannot be listed is left out, with its reason),
-decomposes, solves in batch, dispatches through :class:`placer.dispatch.Dispatcher` in
-concurrent parts (:mod:`placer.controller.fanout`) and hands the recording of each outcome on
-the hub to the worker pool, so that the next cycle can decide while the hub is written.
-Objects that cannot be placed as written are reported once (condition and Event) until they
-change.
+:class:`DecisionCycle` runs in its own thread. A cycle takes every ready pending object from
+the :class:`~placer.controller.pending.PendingQueue` (after the batch window; unschedulable
+ones when their backoff allows) and marks it busy in the loop's
+:class:`~placer.controller.workqueue.WorkQueue`, gathers the fleet and syncs the in-flight
+ledger (a member whose nodes, pods, ledger or copies of a kind in use cannot be listed is left
+out, with its reason: :meth:`~placer.controller.members.MembersView.exclude`), decomposes,
+solves in batch, dispatches through :class:`placer.dispatch.Dispatcher` in concurrent parts
+(:mod:`placer.controller.fanout`; the parts' re-decisions of refused workloads are made one at
+a time) and hands the recording of each outcome on the hub to the worker pool, so that the next
+cycle can decide while the hub is written; each object is released to the loop once its outcome
+is recorded. Objects that cannot be placed as written are reported once (condition and Event)
+until they change. While nothing is pending it gathers every ``resync_interval`` to follow
+the members' health and capacity.
 """
 
 from __future__ import annotations
 
 import logging
+import threading
 import time
 from collections.abc import Callable, Mapping, Sequence
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import replace
 from functools import partial
 
-from placer.controller.base import (
-    JSON,
-    ControllerBase,
-    as_written,
-    generation_of,
-    more_room,
-    ref_text,
-)
+from placer.controller.events import EventRecorder
 from placer.controller.fanout import Part, Redecisions, ensure_namespaces, split_decision
-from placer.controller.metrics import exclusion_reason, unschedulable_reason
+from placer.controller.hubcache import HubCache
+from placer.controller.hubwrites import HubWriter
+from placer.controller.members import MembersView
+from placer.controller.metrics import Metrics, unschedulable_reason
+from placer.controller.pending import PendingQueue, batch_deadline
 from placer.controller.reconcile import group_clusters
 from placer.controller.records import (
     ANNOTATION_HUB_UID,
+    JSON,
     LABEL_HUB,
+    CopyRef,
+    as_written,
     describe_error,
     format_time,
+    generation_of,
     is_deleting,
+    is_own_copy,
+    mark_copy,
     placed_condition,
     record_patch,
     status_patch,
     uid_of,
 )
+from placer.controller.settings import ControllerSettings
+from placer.controller.workqueue import WorkKey, WorkQueue
 from placer.definitions import (
     GroupVersionKind,
 )
@@ -49,11 +60,14 @@ from placer.dispatch import (
     Dispatcher,
     DispatchOptions,
     DispatchResult,
+    Existing,
+    Ledger,
     Manifest,
     Outcome,
     new_decision_id,
     sync_cluster,
 )
+from placer.dispatch.claims import Succession
 from placer.errors import (
     ClusterUnreachableError,
     KubeError,
@@ -70,72 +84,143 @@ from placer.solver import solve
 
 log = logging.getLogger(__name__)
 
+__all__ = ["RECENT_GROUP_SECONDS", "DecisionCycle", "batch_deadline", "more_room"]
 
 #: how long a dispatched group member's cluster is remembered while its hub record is written.
 RECENT_GROUP_SECONDS = 120.0
 
 
-def batch_deadline(oldest: float, newest: float, window: float) -> float:
-    """When a cycle deciding objects queued from ``oldest`` to ``newest`` should start.
+def more_room(
+    before: Mapping[str, Mapping[str, int]], after: Mapping[str, Mapping[str, int]]
+) -> bool:
+    """Whether any member has more of any resource free (or is newly reachable)."""
+    for cluster, free in after.items():
+        old = before.get(cluster)
+        if old is None:
+            return True
+        if any(amount > old.get(name, 0) for name, amount in free.items()):
+            return True
+    return False
 
-    At least ``window`` after the oldest; while objects keep arriving (the newest less than a
-    quarter window ago) a burst is collected whole, up to three windows after the oldest —
-    one decision for a burst costs one gather and one solve, not one per window.
+
+class DecisionCycle:
+    """Placement cycles (see the module docstring).
+
+    Args:
+        settings: the controller's settings.
+        config: the member clusters (and the fleet file's accelerator table).
+        hub: the hub cache (objects, decompositions, policies).
+        members: the members (clients, health, exclusions, copies).
+        pending: the objects waiting for a cycle.
+        queue: the loop's work queue (objects in a cycle are busy there).
+        writer: writes on hub objects.
+        ledger: the in-flight ledger.
+        succession: the workload claims' succession (``None`` without leader election).
+        events: the hub's Events.
+        metrics: the controller's metrics.
+        policies: the ``--policy`` files' policies (before the hub's).
+        submit: runs a function in the worker pool.
+        halt: set when the controller stops.
+        lock: the lock the state objects share.
+        clock: monotonic seconds.
     """
-    return max(oldest + window, min(newest + window / 4, oldest + 3 * window))
 
+    def __init__(
+        self,
+        settings: ControllerSettings,
+        config: FleetConfig,
+        *,
+        hub: HubCache,
+        members: MembersView,
+        pending: PendingQueue,
+        queue: WorkQueue[WorkKey],
+        writer: HubWriter,
+        ledger: Ledger,
+        succession: Succession | None,
+        events: EventRecorder,
+        metrics: Metrics,
+        policies: Sequence[PlacementPolicy],
+        submit: Callable[..., object],
+        halt: threading.Event,
+        lock: threading.RLock,
+        clock: Callable[[], float] = time.monotonic,
+    ) -> None:
+        self.settings = settings
+        self.config = config
+        self.hub = hub
+        self.members = members
+        self.pending = pending
+        self.queue = queue
+        self.writer = writer
+        self.ledger = ledger
+        self.succession = succession
+        self.events = events
+        self.metrics = metrics
+        self.file_policies = tuple(policies)
+        self._submit = submit
+        self._halt = halt
+        self._lock = lock
+        self._clock = clock
+        self._wake = threading.Event()
+        self._fleet: Fleet | None = None
+        self._free: dict[str, dict[str, int]] = {}
+        self._last_gather = float("-inf")
+        #: group -> (cluster, when) of placements dispatched whose hub record may not be
+        #: written yet (the hub records are the lasting answer; see ``group_clusters``); only
+        #: the cycle thread uses it.
+        self._recent_groups: dict[str, tuple[str, float]] = {}
 
-__all__ = ["CyclesMixin", "batch_deadline"]
+    # -- the thread ------------------------------------------------------------------------------
 
-
-class CyclesMixin(ControllerBase):
-    """Placement cycles (see the module docstring)."""
-
-    def _cycles(self) -> None:
+    def run(self) -> None:
+        """The cycle thread: a cycle when objects are ready, a gather every resync interval."""
         try:
             while not self._halt.is_set():
                 now = self._clock()
-                when = self._next_cycle(now)
-                probe_at = self._last_gather + self.settings.resync_interval
+                when = self.next_cycle(now)
+                with self._lock:
+                    probe_at = self._last_gather + self.settings.resync_interval
                 wait = min(when, probe_at) - now
                 if wait > 0:
-                    self._cycle_wake.wait(timeout=min(wait, 1.0))
-                    self._cycle_wake.clear()
+                    self._wake.wait(timeout=min(wait, 1.0))
+                    self._wake.clear()
                     continue
                 if self._halt.is_set():
                     return
                 if when <= now:
-                    self._run_cycle()
+                    self.run_cycle()
                 else:
-                    self._gather()
+                    self.gather()
         except Exception:
             log.exception("the placement cycle failed", extra={"event": "cycle-failed"})
             raise
 
-    def _next_cycle(self, now: float) -> float:
+    def wake(self) -> None:
+        """Look at the pending objects now."""
+        self._wake.set()
+
+    def gather_soon(self) -> None:
+        """Gather now (a member may be back) rather than at the next resync."""
+        with self._lock:
+            self._last_gather = float("-inf")
+        self._wake.set()
+
+    def next_cycle(self, now: float) -> float:
         """When the next cycle should run (``inf``: nothing to place)."""
         with self._lock:
-            if not self._pending:
-                return float("inf")
-            earliest = float("inf")
-            oldest_ready = float("inf")
-            newest_ready = float("-inf")
-            for ref, queued in self._pending.items():
-                if ref in self._busy:
-                    continue
-                if self._backoff.ready(ref, now, self._epoch):
-                    oldest_ready = min(oldest_ready, queued)
-                    newest_ready = max(newest_ready, queued)
-                else:
-                    later = self._backoff.next_time(ref, self._epoch)
-                    if later is not None:
-                        earliest = min(earliest, later)
-            if oldest_ready < float("inf"):
-                deadline = batch_deadline(oldest_ready, newest_ready, self.settings.batch_window)
-                return min(earliest, deadline)
-            return earliest
+            return self.pending.next_cycle(
+                now, self.settings.batch_window, self.queue.is_processing
+            )
 
-    def _gather(self) -> Fleet:
+    @property
+    def fleet(self) -> Fleet | None:
+        """The fleet last gathered, in-flight placements charged (``None`` before a gather)."""
+        with self._lock:
+            return self._fleet
+
+    # -- a cycle ---------------------------------------------------------------------------------
+
+    def gather(self) -> Fleet:
         """Gather the fleet, sync the ledger, update health and the capacity epoch."""
         config = FleetConfig(
             tuple(
@@ -149,7 +234,7 @@ class CyclesMixin(ControllerBase):
 
         def sync(source: ClusterSource) -> None:
             """Each member's ledger is read before its pods (see ``gather_charged``)."""
-            client = self.clients.get(source.name)
+            client = self.members.clients.get(source.name)
             if client is None:
                 return
             try:
@@ -165,87 +250,40 @@ class CyclesMixin(ControllerBase):
         gathered = gather_fleet(config, before=sync)
         for cluster in gathered.clusters:
             self._set_health(cluster.name, cluster.reachable, cluster.reason)
-        fleet = self._exclude(gathered, unreadable)
+        fleet = self.members.exclude(gathered, unreadable)
         charged = self.ledger.charge(fleet, now=now)
         free = {c.name: c.free() for c in charged.clusters if c.reachable}
-        with self._wake:
+        with self._lock:
             if more_room(self._free, free):
-                self._epoch += 1
+                self.pending.bump()
             self._free = free
             self._fleet = charged
             self._last_gather = self._clock()
         return charged
 
-    def _exclude(self, gathered: Fleet, unreadable: Mapping[str, str]) -> Fleet:
-        """The fleet to decide on: members gathered but not fully listable are left out.
+    def _set_health(self, cluster: str, reachable: bool, reason: str) -> None:
+        """A member's health as gathered; one back makes every object worth a look."""
+        if not self.members.set_health(cluster, reachable, reason):
+            return
+        if reachable:
+            self.pending.bump()
+            self.queue.add_all(self.hub.refs())
+        else:
+            self.queue.wake()
 
-        A member whose in-flight ledger, or whose copies of a kind in use, cannot be listed
-        (401, 403, an error) gets ``reachable=False`` with the reason: its free room and the
-        copies there are not known, so nothing is placed there until it can be listed (the
-        gather's own failures are already unreachable). Says so in the log when it changes
-        and in ``placer_cluster_excluded``.
-        """
-        with self._lock:
-            listing = dict(self._listing)
-        problems: dict[str, str] = dict(unreadable)
-        for (member, api_version, kind), (reason, _) in sorted(listing.items()):
-            if member not in problems:
-                problems[member] = f"its {kind} objects ({api_version}) cannot be listed: {reason}"
-        clusters = []
-        excluded: dict[str, str] = {}
-        for cluster in gathered.clusters:
-            if not cluster.reachable:
-                excluded[cluster.name] = cluster.reason
-            elif cluster.name in problems:
-                excluded[cluster.name] = problems[cluster.name]
-                cluster = replace(cluster, reachable=False, reason=problems[cluster.name])
-            clusters.append(cluster)
-        with self._lock:
-            before, self._excluded = self._excluded, excluded
-        for name in sorted(set(before) | set(excluded)):
-            old, new = before.get(name), excluded.get(name)
-            if old == new:
-                continue
-            if old is not None:
-                self.metrics.excluded.remove(name, exclusion_reason(old))
-            if new is not None:
-                self.metrics.excluded.labels(name, exclusion_reason(new)).set(1)
-                if name in problems:  # (the gather's failures are logged as member health)
-                    log.warning(
-                        "member %s is left out of placement decisions: %s",
-                        name,
-                        new,
-                        extra={"event": "member-excluded", "cluster": name},
-                    )
-            else:
-                log.info(
-                    "member %s is used for placement decisions again",
-                    name,
-                    extra={"event": "member-included", "cluster": name},
-                )
-        return replace(gathered, clusters=tuple(clusters))
-
-    def _run_cycle(self) -> None:
+    def run_cycle(self) -> None:
         started = self._clock()
-        with self._wake:
-            now = self._clock()
-            ready = [
-                ref
-                for ref in self._pending
-                if ref not in self._busy and self._backoff.ready(ref, now, self._epoch)
-            ]
-            ready.sort(key=lambda r: (self._pending[r], ref_text(r)))
-            ready = ready[: self.settings.max_batch]
-            objects = {ref: self._objects.get(ref) for ref in ready}
-            for ref in ready:
-                self._pending.pop(ref, None)
-                self._busy.add(ref)
-            epoch = self._epoch
+        with self._lock:
+            ready, epoch = self.pending.take(
+                self._clock(), self.settings.max_batch, self.queue.is_processing
+            )
+            self.queue.begin(ready)
+            objects = {ref: self.hub.get(ref) for ref in ready}
         if not ready:
             return
         handed: set[WorkloadRef] = set()
         try:
-            handed = self._decide(ready, objects, epoch)
+            handed = self.decide(ready, objects, epoch)
         finally:
             self._release([r for r in ready if r not in handed])
             self.metrics.cycles.inc()
@@ -255,20 +293,26 @@ class CyclesMixin(ControllerBase):
                 extra={"event": "cycle", "count": len(ready), "seconds": self._clock() - started},
             )
 
+    def _release(self, refs: Sequence[WorkloadRef]) -> None:
+        """The work on ``refs`` is over: the loop reconciles them again."""
+        with self._lock:
+            for ref in refs:
+                self.queue.done(ref, again=True)
+
     def _then_release(self, ref: WorkloadRef, work: Callable[[], None]) -> None:
         try:
             work()
         except Exception as err:
             log.warning(
                 "%s: recording the outcome failed: %s",
-                ref_text(ref),
+                ref,
                 err,
-                extra={"event": "record-failed", "workload": ref_text(ref)},
+                extra={"event": "record-failed", "workload": str(ref)},
             )
         finally:
             self._release([ref])
 
-    def _decide(
+    def decide(
         self, refs: list[WorkloadRef], objects: Mapping[WorkloadRef, JSON | None], epoch: int
     ) -> set[WorkloadRef]:
         """Decide and dispatch ``refs``; returns those whose outcome is being recorded.
@@ -285,7 +329,7 @@ class CyclesMixin(ControllerBase):
             timings[step] = round(now - mark, 3)
             mark = now
 
-        fleet = self._gather()
+        fleet = self.gather()
         lap("gather")
         manifests: list[Manifest] = []
         for ref in refs:
@@ -293,7 +337,7 @@ class CyclesMixin(ControllerBase):
             if obj is None or is_deleting(obj):
                 continue
             try:
-                decomposition = self._decompose(obj)
+                decomposition = self.hub.decompose(obj)
             except NoDefinitionError as err:
                 self._invalid_object(ref, obj, "NoDefinition", self._no_definition_text(ref, err))
                 continue
@@ -305,7 +349,7 @@ class CyclesMixin(ControllerBase):
         if not manifests:
             return set()
         manifests = self._pin_groups(manifests, fleet)
-        policies = (*self.file_policies, *self._policies.policies)
+        policies = (*self.file_policies, *self.hub.policies)
         decision = solve(
             [m.workload for m in manifests],
             fleet,
@@ -317,9 +361,9 @@ class CyclesMixin(ControllerBase):
         self.metrics.decision_seconds.observe(decision.summary.seconds)
         decision_id = new_decision_id()
         clients = {
-            c.name: self.clients[c.name]
+            c.name: self.members.clients[c.name]
             for c in fleet.clusters
-            if c.reachable and c.name in self.clients
+            if c.reachable and c.name in self.members.clients
         }
         outcomes, unplaced = self._dispatch(
             clients, policies, manifests, decision, fleet, decision_id
@@ -345,7 +389,6 @@ class CyclesMixin(ControllerBase):
             group = by_ref[outcome.workload].workload.group
             if outcome.placed and outcome.cluster and group:
                 self._recent_groups[group] = (outcome.cluster, now)
-        assert self._pool is not None
         handed: set[WorkloadRef] = set()
         for outcome in outcomes:
             manifest = by_ref[outcome.workload]
@@ -359,15 +402,15 @@ class CyclesMixin(ControllerBase):
                 tried.add(outcome.cluster)
             if tried:  # where a copy may be, whatever the hub ends up recording
                 with self._lock:
-                    if manifest.ref in self._objects:
-                        self._touched.setdefault(uid_of(manifest.body), set()).update(tried)
+                    if self.hub.get(manifest.ref) is not None:
+                        self.members.dispatched(uid_of(manifest.body), tried)
             if outcome.placed and outcome.cluster:
                 self._remember_copy(outcome, manifest)
                 work = partial(self._record_placed, manifest, outcome, decision_id)
             else:
                 reasons = unplaced.get(outcome.workload, {})
                 work = partial(self._record_unplaced, manifest, outcome, reasons, epoch)
-            self._pool.submit(self._then_release, outcome.workload, work)
+            self._submit(self._then_release, outcome.workload, work)
             handed.add(outcome.workload)
         log.info(
             "decision %s dispatched",
@@ -384,9 +427,7 @@ class CyclesMixin(ControllerBase):
         count too. A member that carries its own ``placer.dev/cluster`` pin keeps it.
         """
         reachable = [c.name for c in fleet.clusters if c.reachable]
-        with self._lock:
-            objects = list(self._objects.values())
-        where = group_clusters(objects, reachable)
+        where = group_clusters(self.hub.objects(), reachable)
         now = self._clock()
         for group, (cluster, when) in list(self._recent_groups.items()):
             if now - when > RECENT_GROUP_SECONDS:
@@ -451,17 +492,26 @@ class CyclesMixin(ControllerBase):
         unplaced = {u.workload: dict(u.reasons) for r in results for u in r.decision.unplaced}
         return outcomes, unplaced
 
+    def _mark(self, body: JSON, manifest: Manifest) -> JSON:
+        """Mark a copy as this hub's copy of the hub object (``Dispatcher`` transform)."""
+        return mark_copy(body, self.settings.hub, uid_of(manifest.body))
+
+    def _own_copy(self, manifest: Manifest, existing: Existing) -> bool:
+        """Whether a copy found on a member is this hub's copy of the hub object (the marks
+        of :meth:`_mark`; ``Dispatcher`` own_copy): a copy placed by ``placer submit`` or by
+        another hub is not adopted by a dispatch."""
+        return is_own_copy(existing.object, self.settings.hub, uid_of(manifest.body))
+
     def _no_definition_text(self, ref: WorkloadRef, err: NoDefinitionError) -> str:
         gvk = GroupVersionKind.from_api_version(ref.api_version, ref.kind)
-        problem = self._definitions.uncovered.get(gvk)
+        problem = self.hub.definitions.uncovered.get(gvk)
         return problem or describe_error(err)
 
     def _remember_copy(self, outcome: Outcome, manifest: Manifest) -> None:
         """Put the applied copy in the member cache at once (its watch event follows)."""
         cluster = outcome.cluster or ""
         ref = outcome.workload
-        informer = self._member_informers.get((cluster, ref.api_version, ref.kind))
-        if informer is None or outcome.record is None:
+        if outcome.record is None:
             return
         # what the loop reads of a copy: identity, marks, record (the spec is not needed)
         stub: JSON = {
@@ -478,7 +528,9 @@ class CyclesMixin(ControllerBase):
                 },
             },
         }
-        informer.remember(stub)
+        self.members.remember(cluster, ref, stub)
+
+    # -- outcomes (worker threads) ---------------------------------------------------------------
 
     def _record_placed(self, manifest: Manifest, outcome: Outcome, decision_id: str) -> None:
         ref = manifest.ref
@@ -487,13 +539,12 @@ class CyclesMixin(ControllerBase):
         placed_at = record.placed_at if record else format_time(time.time())
         obj = dict(manifest.body)
         try:
-            obj = self._patch_meta(
+            obj = self.writer.patch_meta(
                 ref, obj, lambda o: record_patch(o, cluster, decision_id, placed_at)
             )
         except NotFoundError:
-            log.info("%s: deleted on the hub while it was dispatched", ref_text(ref))
-            with self._lock:
-                self._gc.add((cluster, ref.api_version, ref.kind, ref.namespace, ref.name))
+            log.info("%s: deleted on the hub while it was dispatched", ref)
+            self.queue.add(CopyRef.on(cluster, ref))
             return
         tried = "; ".join(f"{a.cluster}: {a.error}" for a in outcome.attempts)
         how = f"placed by decision {decision_id}"
@@ -506,7 +557,7 @@ class CyclesMixin(ControllerBase):
             time.time(),
             generation=generation_of(manifest.body),
         )
-        obj = self._patch_status(ref, obj, status_patch(obj, condition))
+        obj = self.writer.patch_status(ref, obj, status_patch(obj, condition))
         placement = outcome.placement
         gpus = sum(p.requests.get("nvidia.com/gpu", 0) for p in placement.pods) if placement else 0
         pods = len(placement.pods) if placement else 0
@@ -518,18 +569,17 @@ class CyclesMixin(ControllerBase):
         )
         now = self._clock()
         with self._lock:
-            first = self._first_seen.get(ref, now)
-            self._backoff.forget(ref)
-            self._invalid.pop(ref, None)
+            first = self.hub.first_seen(ref)
+            self.pending.placed(ref)
         self.metrics.placements.labels(cluster).inc()
-        self.metrics.latency.observe(max(0.0, now - first))
+        self.metrics.latency.observe(max(0.0, now - (now if first is None else first)))
         log.info(
             "%s placed on %s",
-            ref_text(ref),
+            ref,
             cluster,
             extra={
                 "event": "placed",
-                "workload": ref_text(ref),
+                "workload": str(ref),
                 "cluster": cluster,
                 "decision": decision_id,
             },
@@ -554,42 +604,41 @@ class CyclesMixin(ControllerBase):
         condition = placed_condition(
             False, reason, text, time.time(), generation=generation_of(obj)
         )
-        with self._wake:
-            if ref not in self._objects:
+        with self._lock:
+            current = self.hub.get(ref)
+            if current is None:
                 return  # deleted meanwhile
-            self._backoff.failed(ref, self._clock(), epoch, room=not in_flight)
-            self._pending.setdefault(ref, self._clock())
+            self.pending.failed(ref, self._clock(), epoch, room=not in_flight)
         if not in_flight:
             self.metrics.unschedulable.labels(category).inc()
         try:
-            current = self._objects.get(ref, obj)
-            self._patch_status(ref, current, status_patch(current, condition))
+            current = self.hub.get(ref) or obj
+            self.writer.patch_status(ref, current, status_patch(current, condition))
         except NotFoundError:
             return
         self.events.record(obj, "Normal" if in_flight else "Warning", reason, text)
         log.info(
             "%s not placed: %s",
-            ref_text(ref),
+            ref,
             text,
-            extra={"event": "unschedulable", "workload": ref_text(ref), "reason": category},
+            extra={"event": "unschedulable", "workload": str(ref), "reason": category},
         )
 
     def _invalid_object(self, ref: WorkloadRef, obj: JSON, reason: str, text: str) -> None:
         """A hub object that cannot be placed as written: condition, Event, no retry."""
-        with self._lock:
-            self._invalid[ref] = as_written(obj)
+        self.pending.invalid(ref, as_written(obj))
         self.metrics.invalid.labels(reason).inc()
         log.warning(
             "%s cannot be placed: %s",
-            ref_text(ref),
+            ref,
             text,
-            extra={"event": "invalid-object", "workload": ref_text(ref), "reason": reason},
+            extra={"event": "invalid-object", "workload": str(ref), "reason": reason},
         )
         condition = placed_condition(
             False, reason, text, time.time(), generation=generation_of(obj)
         )
         try:
-            self._patch_status(ref, obj, status_patch(obj, condition))
+            self.writer.patch_status(ref, obj, status_patch(obj, condition))
         except KubeError as err:
-            log.info("%s: condition not written: %s", ref_text(ref), err)
+            log.info("%s: condition not written: %s", ref, err)
         self.events.record(obj, "Warning", reason, text)

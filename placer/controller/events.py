@@ -22,7 +22,7 @@ from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import Any
 
-from placer.controller.records import format_time
+from placer.controller.records import MESSAGE_LIMIT, cut_message, format_time
 from placer.errors import KubeError, NotFoundError
 from placer.kube import KubeClient
 
@@ -31,7 +31,6 @@ __all__ = ["COMPONENT", "EventRecorder", "event_body"]
 log = logging.getLogger(__name__)
 
 COMPONENT = "placer-controller"
-_MESSAGE_LIMIT = 1024
 #: objects whose last Event is remembered for aggregation (the oldest are dropped first; an
 #: object gone normally drops its own at once).
 _REMEMBERED = 10_000
@@ -50,8 +49,7 @@ def event_body(
     meta = obj.get("metadata") or {}
     name = str(meta.get("name") or "object")
     namespace = str(meta.get("namespace") or "default")
-    if len(message) > _MESSAGE_LIMIT:
-        message = message[: _MESSAGE_LIMIT - 3] + "..."
+    message = cut_message(message)
     involved = {
         "apiVersion": obj.get("apiVersion"),
         "kind": obj.get("kind"),
@@ -111,7 +109,7 @@ class EventRecorder:
             if (
                 last is not None
                 and last.reason == reason
-                and last.message == message[:_MESSAGE_LIMIT]
+                and last.message == message[:MESSAGE_LIMIT]
             ):
                 last.count += 1
                 try:

@@ -19,6 +19,8 @@ import threading
 from collections.abc import Callable, Mapping
 from typing import Any
 
+from placer.controller.reconcile import Backoff
+from placer.controller.records import JSON, name_key, rv_of, uid_of
 from placer.errors import ClusterUnreachableError, KubeError, NotFoundError
 from placer.fleet.gather import failure_reason
 from placer.kube import KubeClient, Listed, WatchSettings
@@ -28,14 +30,8 @@ __all__ = ["Change", "Informer", "ObjectKey"]
 log = logging.getLogger(__name__)
 
 ObjectKey = tuple[str, str]
-JSON = dict[str, Any]
 #: ``callback(informer, old, new)``: one object changed (``None`` = absent).
 Change = Callable[["Informer", JSON | None, JSON | None], None]
-
-
-def _key(obj: Mapping[str, Any]) -> ObjectKey:
-    meta = obj.get("metadata") or {}
-    return str(meta.get("namespace") or ""), str(meta.get("name") or "")
 
 
 class Informer:
@@ -77,6 +73,8 @@ class Informer:
         self._watch_settings = watch
         self.discovery_interval = discovery_interval
         self.retry_interval = retry_interval
+        #: the wait after each failure in a row: 0.5 s doubling up to ``retry_interval``.
+        self._retry = Backoff(0.5, retry_interval)
         self._cache: dict[ObjectKey, JSON] = {}
         self._lock = threading.Lock()
         self._synced = threading.Event()
@@ -113,10 +111,10 @@ class Informer:
 
         Ignored when the cache already holds a newer version of it.
         """
-        key = _key(obj)
+        key = name_key(obj)
         with self._lock:
             current = self._cache.get(key)
-            if current is not None and _rv(current) > _rv(obj):
+            if current is not None and rv_of(current) > rv_of(obj):
                 return
             self._cache[key] = dict(obj)
 
@@ -126,10 +124,10 @@ class Informer:
         Unlike :meth:`remember`, nothing happens when the object is not cached (any more):
         an answer that arrives after the watch's DELETED event must not bring it back.
         """
-        key = _key(obj)
+        key = name_key(obj)
         with self._lock:
             current = self._cache.get(key)
-            if current is None or _uid(current) != _uid(obj) or _rv(current) > _rv(obj):
+            if current is None or uid_of(current) != uid_of(obj) or rv_of(current) > rv_of(obj):
                 return
             self._cache[key] = dict(obj)
 
@@ -158,7 +156,7 @@ class Informer:
     # ----------------------------------------------------------------------------------------
 
     def _run(self) -> None:
-        delay = 0.5
+        failures = 0  # in a row
         while not self._stop.is_set():
             try:
                 self.client.resource(self.api_version, self.kind)
@@ -166,7 +164,7 @@ class Informer:
                 self._not_served()
                 continue
             except KubeError as err:
-                delay = self._trouble(err, delay)
+                failures = self._trouble(err, failures)
                 continue
             self.served = True
             watcher = self.client.watch(
@@ -182,7 +180,7 @@ class Informer:
                 for item in watcher:
                     if isinstance(item, Listed):
                         self._listed(item.items)
-                        delay = 0.5
+                        failures = 0
                     elif item.type == "DELETED":
                         self._delete(item.object)
                     else:
@@ -192,10 +190,10 @@ class Informer:
             except NotFoundError:
                 self._not_served()
             except KubeError as err:
-                delay = self._trouble(err, delay)
+                failures = self._trouble(err, failures)
             except Exception:  # a bug in a callback must not end the informer silently
                 log.exception("%r: unexpected failure; restarting", self)
-                self._stop.wait(delay)
+                self._stop.wait(self._retry.delay(failures + 1))
             finally:
                 self._watcher = None
 
@@ -206,7 +204,8 @@ class Informer:
         self.client.forget_discovery()
         self._stop.wait(self.discovery_interval)
 
-    def _trouble(self, err: KubeError, delay: float) -> float:
+    def _trouble(self, err: KubeError, failures: int) -> int:
+        """Report a failure, wait before the next attempt; failures in a row now."""
         reachable = not isinstance(err, ClusterUnreachableError)
         log.warning(
             "cluster %s: watching %s failed: %s",
@@ -219,11 +218,11 @@ class Informer:
             self._synced.clear()
         if self._on_state is not None:
             self._on_state(self, reachable, failure_reason(err))
-        self._stop.wait(delay)
-        return min(delay * 2, self.retry_interval)
+        self._stop.wait(self._retry.delay(failures + 1))
+        return failures + 1
 
     def _listed(self, items: list[JSON]) -> None:
-        fresh = {_key(o): o for o in items}
+        fresh = {name_key(o): o for o in items}
         with self._lock:
             old = self._cache
             self._cache = dict(fresh)
@@ -233,36 +232,21 @@ class Informer:
                 self._on_change(self, obj, None)
         for key, obj in fresh.items():
             previous = old.get(key)
-            if previous is None or _rv(previous) != _rv(obj):
+            if previous is None or rv_of(previous) != rv_of(obj):
                 self._on_change(self, previous, obj)
         self._synced.set()
         if self._on_state is not None:
             self._on_state(self, True, "")
 
     def _upsert(self, obj: JSON) -> None:
-        key = _key(obj)
+        key = name_key(obj)
         with self._lock:
             old = self._cache.get(key)
             self._cache[key] = obj
         self._on_change(self, old, obj)
 
     def _delete(self, obj: JSON) -> None:
-        key = _key(obj)
+        key = name_key(obj)
         with self._lock:
             old = self._cache.pop(key, None)
         self._on_change(self, old or obj, None)
-
-
-def _uid(obj: Mapping[str, Any]) -> str:
-    return str((obj.get("metadata") or {}).get("uid") or "")
-
-
-def _rv(obj: Mapping[str, Any]) -> int:
-    """The resourceVersion as a number for ordering (0 when absent or not numeric).
-
-    NB: Kubernetes says resourceVersions are opaque; comparing them is only used to avoid
-    overwriting a newer cached object with the controller's own older write, and every server
-    placer meets (etcd-backed, or the loopback one) uses increasing integers.
-    """
-    text = str((obj.get("metadata") or {}).get("resourceVersion") or "")
-    return int(text) if text.isdigit() else 0

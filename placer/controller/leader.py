@@ -28,24 +28,19 @@ import threading
 import time
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass
-from datetime import UTC, datetime
 from typing import Any
 
 from placer.controller.settings import LeaseSettings
+from placer.dispatch.storage import micro_time
 from placer.errors import ConflictError, KubeError, NotFoundError
 from placer.kube import KubeClient
 
-__all__ = ["LeaderElector", "LeaseView", "micro_time", "next_lease"]
+__all__ = ["LeaderElector", "LeaseView", "next_lease"]
 
 log = logging.getLogger(__name__)
 
 API_VERSION = "coordination.k8s.io/v1"
 KIND = "Lease"
-
-
-def micro_time(seconds: float) -> str:
-    """A Kubernetes MicroTime (``2026-01-02T03:04:05.123456Z``) for a Unix time."""
-    return datetime.fromtimestamp(seconds, UTC).strftime("%Y-%m-%dT%H:%M:%S.%fZ")
 
 
 @dataclass(frozen=True)

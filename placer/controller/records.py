@@ -33,7 +33,7 @@ from __future__ import annotations
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from datetime import UTC, datetime
-from typing import Any
+from typing import Any, NamedTuple
 
 from placer.definitions import workload_ref
 from placer.dispatch.record import (
@@ -42,6 +42,7 @@ from placer.dispatch.record import (
     ANNOTATION_PLACED_AT,
     LABEL_PLACED_CLUSTER,
     label_value,
+    rfc3339,
 )
 from placer.errors import PlacerError
 from placer.model import LABEL_QUEUE, WorkloadRef
@@ -54,27 +55,42 @@ __all__ = [
     "ANNOTATION_PLACED_AT",
     "CONDITION",
     "FINALIZER",
+    "JSON",
     "LABEL_HUB",
+    "MESSAGE_LIMIT",
     "TERMINAL_PHASES",
+    "CopyRef",
     "Record",
+    "as_written",
     "clear_record_patch",
     "condition_of",
     "copy_marks",
+    "cut_message",
     "finalizer_patch",
     "finalizers_of",
     "format_time",
+    "generation_of",
     "has_finalizer",
     "is_deleting",
     "is_opted_in",
+    "is_own_copy",
     "key_of",
+    "labels_of",
+    "mark_copy",
     "merge_conditions",
+    "name_key",
     "parse_time",
     "phase_patch",
     "placed_condition",
     "record_of",
     "record_patch",
+    "rv_of",
     "status_patch",
+    "version_of",
 ]
+
+#: a Kubernetes object as the API serves it.
+JSON = dict[str, Any]
 
 ANNOTATION_PHASE = "placer.dev/phase"
 FINALIZER = "placer.dev/placement"
@@ -87,7 +103,8 @@ ANNOTATION_HUB_UID = "placer.dev/hub-uid"
 TERMINAL_PHASES = frozenset({"Completed", "Failed"})
 #: phases that prove the copy's pods exist (so capacity gathering sees them).
 OBSERVED_PHASES = frozenset({"Running", "Completed", "Failed", "Degraded"})
-_MESSAGE_LIMIT = 1024
+#: characters of a condition's or Event's message at most.
+MESSAGE_LIMIT = 1024
 
 
 @dataclass(frozen=True)
@@ -187,7 +204,7 @@ def _cluster_in(condition: Mapping[str, Any]) -> str:
 
 def format_time(seconds: float) -> str:
     """RFC 3339 (second precision, UTC) for a Unix time."""
-    return datetime.fromtimestamp(seconds, UTC).strftime("%Y-%m-%dT%H:%M:%SZ")
+    return rfc3339(datetime.fromtimestamp(seconds, UTC))
 
 
 def parse_time(text: str | None) -> float | None:
@@ -275,6 +292,13 @@ def phase_patch(phase: str) -> dict[str, Any]:
     return {"metadata": {"annotations": {ANNOTATION_PHASE: phase or None}}}
 
 
+def cut_message(message: str) -> str:
+    """``message`` cut to :data:`MESSAGE_LIMIT` characters (ending ``...`` when cut)."""
+    if len(message) > MESSAGE_LIMIT:
+        return message[: MESSAGE_LIMIT - 3] + "..."
+    return message
+
+
 def placed_condition(
     status: bool,
     reason: str,
@@ -284,8 +308,7 @@ def placed_condition(
     generation: object = None,
 ) -> dict[str, Any]:
     """A ``Placed`` condition (message cut to 1,024 characters, as Events are)."""
-    if len(message) > _MESSAGE_LIMIT:
-        message = message[: _MESSAGE_LIMIT - 3] + "..."
+    message = cut_message(message)
     condition: dict[str, Any] = {
         "type": CONDITION,
         "status": "True" if status else "False",
@@ -362,8 +385,94 @@ def copy_marks(hub: str, uid: str) -> tuple[dict[str, str], dict[str, str]]:
     return {LABEL_HUB: hub}, {ANNOTATION_HUB_UID: uid}
 
 
+def mark_copy(body: Mapping[str, Any], hub: str, uid: str) -> JSON:
+    """``body`` marked as hub ``hub``'s copy of the hub object ``uid`` (:func:`copy_marks`);
+    a mirrored phase annotation is not carried over."""
+    meta = dict(_meta(body))
+    labels, annotations = copy_marks(hub, uid)
+    meta["labels"] = {**(meta.get("labels") or {}), **labels}
+    kept = {k: v for k, v in (meta.get("annotations") or {}).items() if k != ANNOTATION_PHASE}
+    meta["annotations"] = {**kept, **annotations}
+    return {**body, "metadata": meta}
+
+
+def is_own_copy(copy: Mapping[str, Any], hub: str, uid: str) -> bool:
+    """Whether a member copy carries hub ``hub``'s marks for the hub object ``uid``."""
+    return labels_of(copy).get(LABEL_HUB) == hub and hub_uid_of(copy) == uid
+
+
 def uid_of(obj: Mapping[str, Any]) -> str:
     return str(_meta(obj).get("uid") or "")
+
+
+def name_key(obj: Mapping[str, Any]) -> tuple[str, str]:
+    """``(namespace, name)`` of an object (empty strings for what it lacks)."""
+    meta = _meta(obj)
+    return str(meta.get("namespace") or ""), str(meta.get("name") or "")
+
+
+def generation_of(obj: Mapping[str, Any]) -> int | None:
+    value = _meta(obj).get("generation")
+    return value if isinstance(value, int) else None
+
+
+def version_of(obj: Mapping[str, Any]) -> str:
+    """The object's resourceVersion (``""`` when absent)."""
+    return str(_meta(obj).get("resourceVersion") or "")
+
+
+def rv_of(obj: Mapping[str, Any]) -> int:
+    """The resourceVersion as a number for ordering (0 when absent or not numeric).
+
+    NB: Kubernetes says resourceVersions are opaque; comparing them is only used to avoid
+    overwriting a newer cached object with the controller's own older write, and every server
+    placer meets (etcd-backed, or the loopback one) uses increasing integers.
+    """
+    text = version_of(obj)
+    return int(text) if text.isdigit() else 0
+
+
+def as_written(obj: Mapping[str, Any]) -> str:
+    """What the user wrote, as far as placement reads it: generation, labels, annotations.
+
+    Status writes (placer's own conditions) change the resourceVersion but not this, so an
+    object reported invalid is not tried again until its owner changes it.
+    """
+    meta = _meta(obj)
+    annotations = {
+        k: v for k, v in (meta.get("annotations") or {}).items() if k != ANNOTATION_PHASE
+    }
+    return repr(
+        (
+            meta.get("generation"),
+            sorted((meta.get("labels") or {}).items()),
+            sorted(annotations.items()),
+        )
+    )
+
+
+class CopyRef(NamedTuple):
+    """A member copy: the cluster it is on and its identity there."""
+
+    cluster: str
+    api_version: str
+    kind: str
+    namespace: str
+    name: str
+
+    @classmethod
+    def of(cls, cluster: str, api_version: str, kind: str, copy: Mapping[str, Any]) -> CopyRef:
+        namespace, name = name_key(copy)
+        return cls(cluster, api_version, kind, namespace, name)
+
+    @classmethod
+    def on(cls, cluster: str, ref: WorkloadRef) -> CopyRef:
+        """The copy of hub object ``ref`` on ``cluster`` (same namespace and name)."""
+        return cls(cluster, ref.api_version, ref.kind, ref.namespace, ref.name)
+
+    @property
+    def workload(self) -> WorkloadRef:
+        return WorkloadRef(self.api_version, self.kind, self.namespace, self.name)
 
 
 def hub_uid_of(copy: Mapping[str, Any]) -> str:

@@ -70,9 +70,7 @@ def wait_until_acting(hubfleet: Any, controller: Any) -> None:
     """Until the controller listed the hub's Jobs (objects created later are born under it)."""
     hubfleet.wait_for(lambda: controller.ready()[0] and controller.leading, what="acting")
     hubfleet.wait_for(
-        lambda: any(
-            k == ("batch/v1", "Job") and i.synced for k, i in controller._hub_informers.items()
-        ),
+        lambda: controller.hub_cache.synced("batch/v1", "Job"),
         what="hub Jobs listed",
     )
 

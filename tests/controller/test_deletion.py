@@ -65,8 +65,7 @@ def reconciles(controller: Any) -> float:
 def knows(controller: Any, name: str, namespace: str) -> bool:
     """Whether the controller still holds the hub Job (its object cache, read under its lock)."""
     ref = WorkloadRef("batch/v1", "Job", namespace, name)
-    with controller._lock:
-        return ref in controller._objects
+    return controller.hub_cache.get(ref) is not None
 
 
 def hold_answers_until_seen_gone(hubfleet: Any, controller: Any) -> None:
@@ -96,22 +95,25 @@ def assert_idle(hubfleet: Any, controller: Any, log_events: EventCounter, window
 
 def assert_forgotten(controller: Any) -> None:
     """Nothing of the deleted objects is left in the controller's queues and caches."""
-    with controller._lock:
-        left = {
-            "objects": len(controller._objects),
-            "by_uid": len(controller._by_uid),
-            "dirty": len(controller._dirty),
-            "busy": len(controller._busy),
-            "pending": len(controller._pending),
-            "retry": len(controller._retry),
-            "first_seen": len(controller._first_seen),
-            "backoff": controller._backoff.waiting(),
-            "decomposed": len(controller._decomposed),
-            "touched": len(controller._touched),
-            "blocked": len(controller._blocked),
-        }
+    hub = controller.hub_cache.sizes()
+    queue = controller.queue.sizes()
+    pending = controller.pending.sizes()
+    members = controller.members.sizes()
+    left = {
+        "objects": hub["objects"],
+        "by_uid": hub["by_uid"],
+        "dirty": queue["queued"],
+        "busy": queue["processing"],
+        "pending": pending["pending"],
+        "retry": queue["delayed"],
+        "first_seen": hub["first_seen"],
+        "backoff": pending["backoff"],
+        "decomposed": hub["decomposed"],
+        "touched": members["touched"],
+        "blocked": members["blocked"],
+    }
     assert not any(left.values()), left
-    for informer in list(controller._hub_informers.values()):
+    for informer in controller.hub_cache.informers():
         assert informer.objects() == [], informer
 
 

@@ -372,7 +372,7 @@ def test_unschedulable_reason_is_low_cardinality() -> None:
 
 
 def test_batch_deadline_collects_bursts_within_three_windows() -> None:
-    from placer.controller.cycles import batch_deadline
+    from placer.controller.pending import batch_deadline
 
     assert batch_deadline(10.0, 10.0, 1.0) == 11.0  # one arrival: one window
     assert batch_deadline(10.0, 11.5, 1.0) == 11.75  # still arriving: a quiet quarter window
