@@ -105,6 +105,7 @@ from simulations.bench_controller import (
     _client,
     _free_port,
     _metric,
+    commit_of,
     controller_command,
     cpu_seconds,
     wait_leading,
@@ -909,7 +910,7 @@ def run(args: argparse.Namespace, workdir: Path) -> dict[str, Any]:
     report: dict[str, Any] = {
         "date": datetime.now(UTC).strftime("%Y-%m-%dT%H:%M:%SZ"),
         "machine": machine(),
-        "commit": _commit(),
+        "commit": commit_of(Path(__file__).resolve().parent),
         "command": " ".join(["python -m simulations.bench_churn", *sys.argv[1:]])
         if sys.argv[0].endswith("bench_churn.py")
         else "",
@@ -988,21 +989,6 @@ def checks(report: Mapping[str, Any]) -> dict[str, bool | None]:
         "churn_rate_met": report["churn"]["per_s"] >= 0.95 * report["settings"]["rate_per_s"],
         "no_error_logged": controller["error_lines"] == 0,
     }
-
-
-def _commit() -> str:
-    """The git commit of this checkout (``""`` outside a git checkout)."""
-    try:
-        done = subprocess.run(
-            ["git", "rev-parse", "--short", "HEAD"],
-            cwd=Path(__file__).resolve().parent,
-            capture_output=True,
-            text=True,
-            check=False,
-        )
-    except OSError:
-        return ""
-    return done.stdout.strip()
 
 
 def markdown(report: Mapping[str, Any]) -> str:

@@ -36,6 +36,12 @@ Checks (the benchmark fails if one does not hold): every workload on exactly one
 one its hub record names; the in-flight ledger entries on the members, charged to the initial
 capacity, leave no node with negative free capacity.
 
+Side by side (``--baseline DIR``): the runs alternate between the controller of another
+checkout (``DIR``, e.g. a ``git worktree`` of the commit before a change; its ``placer
+controller`` runs with ``PYTHONPATH=DIR``) and this one's, ``--repeat`` times each (the first
+of each pair alternating too), on fresh hubs and members, so that both see the same machine
+load; the medians are compared. Everything but the controller is this checkout's.
+
 Run: ``python -m simulations.bench_controller`` (three runs, about 2 minutes; the median is
 the headline). Results in
 ``simulations/results/bench_controller.{json,md}``.
@@ -285,8 +291,26 @@ def member_processes(workdir: Path, pids: list[int] | None = None) -> Iterator[P
             server.stop()
 
 
-def run(args: argparse.Namespace, workdir: Path) -> dict[str, Any]:
+def commit_of(directory: Path) -> str:
+    """The git commit checked out in ``directory`` (``""`` outside a git checkout)."""
+    try:
+        done = subprocess.run(
+            ["git", "-C", str(directory), "rev-parse", "--short", "HEAD"],
+            capture_output=True,
+            text=True,
+            check=False,
+        )
+    except OSError:
+        return ""
+    return done.stdout.strip()
+
+
+def run(args: argparse.Namespace, workdir: Path, source: Path | None = None) -> dict[str, Any]:
+    """One run; the controller is the code of checkout ``source`` when given."""
     docs = workloads(args.workloads, args.seed)
+    env = dict(os.environ)
+    if source is not None:
+        env["PYTHONPATH"] = str(source)
     member_pids: list[int] = []
     members = (
         member_processes(workdir, member_pids)
@@ -324,6 +348,8 @@ def run(args: argparse.Namespace, workdir: Path) -> dict[str, Any]:
             ),
             stdout=log,
             stderr=log,
+            env=env,
+            cwd=source,
         )
         try:
             wait_leading(port, controller)
@@ -392,6 +418,7 @@ def run(args: argparse.Namespace, workdir: Path) -> dict[str, Any]:
     snapshot = load_snapshot(SNAPSHOT)
     return {
         "date": datetime.now(UTC).strftime("%Y-%m-%dT%H:%M:%SZ"),
+        "controller_code": commit_of(source or Path(__file__).resolve().parent),
         "seed": args.seed,
         "workloads": len(docs),
         "members": args.members,
@@ -458,7 +485,8 @@ def markdown(runs: list[dict[str, Any]]) -> str:
     lines = [
         "# bench_controller: workloads created on a hub, placed on 8 loopback members",
         "",
-        f"Date {first['date']}, seed {first['seed']}, {first['workloads']} JobSets per run, "
+        f"Date {first['date']}, controller at commit {first.get('controller_code') or '?'}, "
+        f"seed {first['seed']}, {first['workloads']} JobSets per run, "
         f"members {first['fleet']['clusters']} clusters / {first['fleet']['nodes']} nodes / "
         f"{first['fleet']['gpus']} GPUs ({servers}), python {m['python']}, "
         f"{m['cpus']} cores shared by the hub, the members, the controller, this client and "
@@ -495,6 +523,85 @@ def markdown(runs: list[dict[str, Any]]) -> str:
     return "\n".join(lines)
 
 
+def side_by_side(
+    args: argparse.Namespace, baseline: Path
+) -> tuple[list[dict[str, Any]], dict[str, Any]]:
+    """The runs alternately with the baseline checkout's controller and this one's; this
+    one's runs and the comparison."""
+    runs: dict[str, list[dict[str, Any]]] = {"baseline": [], "current": []}
+    for i in range(args.repeat):
+        order = (("baseline", baseline), ("current", None))
+        for name, source in order if i % 2 == 0 else order[::-1]:
+            with tempfile.TemporaryDirectory(prefix="bench-controller-") as tmp:
+                row = run(args, Path(tmp), source)
+            print(
+                f"{name} {i + 1}/{args.repeat}: {row['dispatched_per_s']}/s, "
+                f"{row['controller_cpu_ms_per_workload']} ms CPU per workload, "
+                f"load {row['machine']['loadavg_start'][0]:.1f}",
+                flush=True,
+            )
+            runs[name].append(row)
+
+    def medians(key: str) -> dict[str, float]:
+        return {name: statistics.median(r[key] for r in rows) for name, rows in runs.items()}
+
+    rates, cpu = medians("dispatched_per_s"), medians("controller_cpu_ms_per_workload")
+    pair = {
+        "baseline": runs["baseline"][0]["controller_code"] or str(baseline),
+        "current": runs["current"][0]["controller_code"],
+        "repeat": args.repeat,
+        "runs": {
+            name: [
+                {
+                    k: r[k]
+                    for k in (
+                        "dispatched_per_s",
+                        "recorded_per_s",
+                        "controller_cpu_ms_per_workload",
+                        "latency_s",
+                    )
+                }
+                | {"load_at_start": r["machine"]["loadavg_start"][0]}
+                for r in rows
+            ]
+            for name, rows in runs.items()
+        },
+        "median_dispatched_per_s": rates,
+        "median_controller_cpu_ms_per_workload": cpu,
+        "rate_ratio": round(rates["current"] / rates["baseline"], 3),
+        "cpu_ratio": round(cpu["current"] / cpu["baseline"], 3),
+    }
+    return runs["current"], pair
+
+
+def pair_markdown(pair: dict[str, Any]) -> str:
+    lines = [
+        f"## Side by side: controller {pair['current']} against {pair['baseline']} "
+        f"(alternating, {pair['repeat']} runs each)",
+        "",
+        "| controller | dispatched/s per run | median | controller CPU ms per workload per "
+        "run | median | load at each start |",
+        "|---|---|---|---|---|---|",
+    ]
+    for name, rows in pair["runs"].items():
+        code = pair[name]
+        loads = ", ".join(f"{r['load_at_start']:.1f}" for r in rows)
+        lines.append(
+            f"| {name} ({code}) | {', '.join(str(r['dispatched_per_s']) for r in rows)} | "
+            f"{pair['median_dispatched_per_s'][name]} | "
+            f"{', '.join(str(r['controller_cpu_ms_per_workload']) for r in rows)} | "
+            f"{pair['median_controller_cpu_ms_per_workload'][name]} | "
+            f"{loads} |"
+        )
+    lines += [
+        "",
+        f"Current / baseline (medians): dispatched/s {pair['rate_ratio']}, controller CPU per "
+        f"workload {pair['cpu_ratio']}.",
+        "",
+    ]
+    return "\n".join(lines)
+
+
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--workloads", type=int, default=1000)
@@ -508,19 +615,35 @@ def main(argv: list[str] | None = None) -> int:
         help="one server process per member (default), or all 8 in one `placer fleet up`",
     )
     parser.add_argument("--keep-log", metavar="PATH", help="copy the controller's log there")
-    parser.add_argument("--repeat", type=int, default=3, help="runs (default 3)")
+    parser.add_argument(
+        "--repeat", type=int, default=3, help="runs (default 3; each, with --baseline)"
+    )
+    parser.add_argument(
+        "--baseline",
+        type=Path,
+        metavar="DIR",
+        help="also run the controller of the checkout DIR, alternately (side by side)",
+    )
     args = parser.parse_args(argv)
-    runs = []
-    for _ in range(args.repeat):
-        with tempfile.TemporaryDirectory(prefix="bench-controller-") as tmp:
-            runs.append(run(args, Path(tmp)))
-            if args.keep_log:
-                Path(args.keep_log).write_bytes((Path(tmp) / "controller.log").read_bytes())
+    report: dict[str, Any] = {"command": "python -m simulations.bench_controller"}
+    if args.baseline is not None:
+        report["command"] += f" --baseline {args.baseline} --repeat {args.repeat}"
+        runs, pair = side_by_side(args, args.baseline.resolve())
+        report["side_by_side"] = pair
+    else:
+        runs = []
+        for _ in range(args.repeat):
+            with tempfile.TemporaryDirectory(prefix="bench-controller-") as tmp:
+                runs.append(run(args, Path(tmp)))
+                if args.keep_log:
+                    Path(args.keep_log).write_bytes((Path(tmp) / "controller.log").read_bytes())
+    report["runs"] = runs
     text = markdown(runs)
+    if "side_by_side" in report:
+        text += "\n" + pair_markdown(report["side_by_side"])
     print(text)
     if not args.no_write:
         RESULTS.mkdir(exist_ok=True)
-        report = {"command": "python -m simulations.bench_controller", "runs": runs}
         (RESULTS / "bench_controller.json").write_text(json.dumps(report, indent=1) + "\n")
         (RESULTS / "bench_controller.md").write_text(text)
     return 0
