@@ -115,7 +115,8 @@ class Controller:
         hub: a client for the hub cluster.
         fleet: the member clusters.
         settings: timings, sizes, names.
-        catalog: definitions before the hub's own (default: the built-in catalog).
+        catalog: definitions before the hub's own (default: the built-in catalog); counting
+            accelerators with the fleet file's table when ``fleet`` has one.
         policies: PlacementPolicies from files; applied before the hub's.
         metrics: where to count (default: a fresh registry).
         clock: monotonic clock.
@@ -155,9 +156,12 @@ class Controller:
         self._pool: ThreadPoolExecutor | None = None
         self._threads: list[threading.Thread] = []
         self._elector: LeaderElector | None = None
+        base = catalog if catalog is not None else Catalog.builtin()
+        if fleet.accelerators_data:  # the fleet file's table, as `placer plan --fleet` counts
+            base = base.with_accelerators(fleet.accelerators)
         self.hub_cache = HubCache(
             hub,
-            catalog if catalog is not None else Catalog.builtin(),
+            base,
             ignored_namespaces=(*settings.ignored_namespaces, settings.lease.namespace),
             discovery_interval=settings.discovery_interval,
             clock=clock,
@@ -297,6 +301,7 @@ class Controller:
         for api_version, kind in DEFINITION_KINDS:
             self.hub_cache.watch_config(api_version, kind, self._refresh_definitions)
         self.hub_cache.watch_config(*POLICY_KIND, self._refresh_policies)
+        self.hub_cache.watch_claims()
         self.hub_cache.wait_config(timeout=10.0)
         self._refresh_definitions()
         self._refresh_policies()

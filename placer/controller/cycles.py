@@ -222,12 +222,12 @@ class DecisionCycle:
 
     def gather(self) -> Fleet:
         """Gather the fleet, sync the ledger, update health and the capacity epoch."""
-        config = FleetConfig(
-            tuple(
+        config = replace(  # (the fleet file's accelerator table counts the members' devices)
+            self.config,
+            clusters=tuple(
                 replace(s, timeout=min(s.timeout, self.settings.gather_timeout))
                 for s in self.config.clusters
             ),
-            self.config.source,
         )
         now = time.time()
         unreadable: dict[str, str] = {}

@@ -6,11 +6,15 @@
   them, refreshed by the controller's own writes (:meth:`HubCache.refresh`: an answer that
   arrives after the object's DELETED event never brings it back), with when each was first
   seen (for the placement latency);
-* the **decompositions** of those objects, one per live object and only of its latest version;
+* the **decompositions** of those objects, one per live object and only of its latest version,
+  counting the devices of the DRA claims their pods name: the hub's ResourceClaimTemplates and
+  ResourceClaims in the object's namespace (:data:`CLAIM_KINDS`, watched; a change in a
+  namespace makes its objects' decompositions be made again), as ``placer plan`` counts the
+  claims given beside a workload;
 * the hub's **definitions and policies** as read (:mod:`placer.controller.hubconfig`), with
   what was last reported about each of those objects;
 * the **informers** of the hub: one per workload kind, one per config kind (definitions,
-  policies).
+  policies) and one per DRA claim kind.
 
 :meth:`HubCache.forget` drops an object that is gone and says whether it did, so that the
 controller forgets it everywhere else in the same step. It locks ``lock`` (its own by default;
@@ -19,24 +23,35 @@ the controller passes the lock its state objects share).
 
 from __future__ import annotations
 
+import logging
 import threading
 import time
 from collections import OrderedDict
 from collections.abc import Callable, Collection, Mapping, Sequence
 from typing import Any
 
+from placer.accelerators import ClaimIndex
 from placer.controller.hubconfig import HubDefinitions, HubPolicies, selected
 from placer.controller.informer import Change, Informer
-from placer.controller.records import JSON, is_opted_in, rv_of, uid_of, version_of
+from placer.controller.records import JSON, is_opted_in, name_key, rv_of, uid_of, version_of
 from placer.definitions import Catalog, Decomposition, decompose
+from placer.errors import PlacerError
 from placer.kube import KubeClient
 from placer.model import WorkloadRef
 from placer.policy import PlacementPolicy
 
-__all__ = ["DECOMPOSITIONS", "HubCache", "KindKey"]
+__all__ = ["CLAIM_KINDS", "DECOMPOSITIONS", "HubCache", "KindKey"]
+
+log = logging.getLogger(__name__)
 
 #: ``(apiVersion, kind)``.
 KindKey = tuple[str, str]
+#: the DRA objects a hub workload's pods may name, whose devices count toward its demand (the
+#: API version capacity gathering reads, :data:`placer.fleet.devices.DRA_API_VERSION`).
+CLAIM_KINDS: tuple[KindKey, ...] = (
+    ("resource.k8s.io/v1", "ResourceClaimTemplate"),
+    ("resource.k8s.io/v1", "ResourceClaim"),
+)
 #: decompositions kept at most (the least recently used go first).
 DECOMPOSITIONS = 20_000
 
@@ -72,8 +87,14 @@ class HubCache:
         self._objects: dict[WorkloadRef, JSON] = {}
         self._by_uid: dict[str, WorkloadRef] = {}
         self._first_seen: dict[WorkloadRef, float] = {}
-        #: hub object uid -> (resourceVersion, decomposition): one entry per live object.
-        self._decomposed: OrderedDict[str, tuple[str, Decomposition]] = OrderedDict()
+        #: hub object uid -> (resourceVersion, claims generation of its namespace,
+        #: decomposition): one entry per live object.
+        self._decomposed: OrderedDict[str, tuple[str, int, Decomposition]] = OrderedDict()
+        #: namespace -> its DRA claims indexed (built when first needed after a change).
+        self._claims: dict[str, ClaimIndex] = {}
+        #: namespace -> how many times its DRA claims changed.
+        self._claims_generation: dict[str, int] = {}
+        self._claim_informers: list[Informer] = []
         self._definitions = HubDefinitions(catalog)
         self._policies = HubPolicies()
         self._config_versions: dict[str, tuple[tuple[str, str, str], ...]] = {}
@@ -160,21 +181,60 @@ class HubCache:
     # -- decompositions --------------------------------------------------------------------------
 
     def decompose(self, obj: Mapping[str, Any]) -> Decomposition:
-        """The hub object's decomposition, cached per object (its latest version only)."""
+        """The hub object's decomposition, cached per object (its latest version, with the
+        claims of its namespace as they are now)."""
         uid, version = uid_of(obj), version_of(obj)
+        generation, claims = self.claims(name_key(obj)[0])
         with self._lock:
             cached = self._decomposed.get(uid)
             catalog = self._definitions.catalog
-        if cached is not None and cached[0] == version:
-            return cached[1]
-        decomposition = decompose(obj, catalog, source="hub")
+        if cached is not None and cached[:2] == (version, generation):
+            return cached[2]
+        decomposition = decompose(obj, catalog, source="hub", claims=claims)
         with self._lock:
             if uid in self._by_uid:  # (not for an object gone meanwhile)
-                self._decomposed[uid] = (version, decomposition)
+                self._decomposed[uid] = (version, generation, decomposition)
                 self._decomposed.move_to_end(uid)
             while len(self._decomposed) > DECOMPOSITIONS:
                 self._decomposed.popitem(last=False)
         return decomposition
+
+    def claims(self, namespace: str) -> tuple[int, ClaimIndex]:
+        """The hub's DRA claims in ``namespace`` and how many times they changed.
+
+        A malformed one is left out (with a warning naming it): the pods that name it count
+        its devices as unknown, as for a claim that is not there.
+        """
+        with self._lock:
+            generation = self._claims_generation.get(namespace, 0)
+            index = self._claims.get(namespace)
+            informers = list(self._claim_informers)
+        if index is not None:
+            return generation, index
+        index = ClaimIndex()
+        for informer in informers:
+            for obj in informer.objects():
+                if name_key(obj)[0] != namespace:
+                    continue
+                try:
+                    index.add(obj, source="hub")
+                except PlacerError as err:
+                    log.warning(
+                        "%s: its devices are not counted", err, extra={"event": "invalid-claim"}
+                    )
+        with self._lock:
+            if self._claims_generation.get(namespace, 0) == generation:
+                self._claims[namespace] = index
+        return generation, index
+
+    def _claim_changed(self, _informer: Informer, old: JSON | None, new: JSON | None) -> None:
+        obj = new if new is not None else old
+        if obj is None:
+            return
+        namespace = name_key(obj)[0]
+        with self._lock:
+            self._claims.pop(namespace, None)
+            self._claims_generation[namespace] = self._claims_generation.get(namespace, 0) + 1
 
     # -- definitions and policies ----------------------------------------------------------------
 
@@ -261,6 +321,20 @@ class HubCache:
             self._config_informers[(api_version, kind)] = informer
         informer.start()
 
+    def watch_claims(self) -> None:
+        """Start the informers of the DRA claim kinds (:data:`CLAIM_KINDS`)."""
+        for api_version, kind in CLAIM_KINDS:
+            informer = Informer(
+                self.client,
+                api_version,
+                kind,
+                on_change=self._claim_changed,
+                discovery_interval=self.discovery_interval,
+            )
+            with self._lock:
+                self._claim_informers.append(informer)
+            informer.start()
+
     def config_objects(self, *kinds: KindKey) -> list[JSON]:
         """The listed objects of config ``kinds``."""
         with self._lock:
@@ -279,9 +353,9 @@ class HubCache:
         return informer is not None and informer.synced
 
     def wait_config(self, timeout: float) -> None:
-        """Until every config informer listed (each at most ``timeout`` seconds)."""
+        """Until every config and claim informer listed (each at most ``timeout`` seconds)."""
         with self._lock:
-            informers = list(self._config_informers.values())
+            informers = [*self._config_informers.values(), *self._claim_informers]
         for informer in informers:
             informer.wait_synced(timeout=timeout)
 
@@ -298,9 +372,13 @@ class HubCache:
             return list(self._informers.values())
 
     def all_informers(self) -> list[Informer]:
-        """Every informer on the hub (config kinds first)."""
+        """Every informer on the hub (config and claim kinds first)."""
         with self._lock:
-            return [*self._config_informers.values(), *self._informers.values()]
+            return [
+                *self._config_informers.values(),
+                *self._claim_informers,
+                *self._informers.values(),
+            ]
 
     def sizes(self) -> dict[str, int]:
         """How many objects, uids, first-seen times and decompositions are held."""

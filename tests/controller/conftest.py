@@ -25,7 +25,7 @@ import pytest
 
 from placer.controller import Controller, ControllerSettings, LeaseSettings
 from placer.controller.settings import BackoffSettings
-from placer.fleet import fleet_from_kubeconfigs
+from placer.fleet import FleetConfig, fleet_from_kubeconfigs
 from placer.kube import ClientSettings, KubeClient, load_kubeconfigs, open_client
 from placer.testing import ApiServer, write_kubeconfig
 
@@ -187,9 +187,10 @@ class HubFleet:
         self.clients.append(client)
         return client
 
-    def controller(self, **overrides: Any) -> Running:
-        """Start a controller in a thread (leader election on, short lease)."""
-        fleet = fleet_from_kubeconfigs([self.members_kubeconfig], timeout=5.0)
+    def controller(self, fleet: FleetConfig | None = None, **overrides: Any) -> Running:
+        """Start a controller in a thread (leader election on, short lease); the members are
+        ``fleet`` (default: every context of the members' kubeconfig)."""
+        fleet = fleet or fleet_from_kubeconfigs([self.members_kubeconfig], timeout=5.0)
         controller = Controller(self.hub_client(), fleet, self.settings(**overrides))
         stop = threading.Event()
         result: list[int] = []

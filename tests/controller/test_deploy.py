@@ -84,6 +84,17 @@ def test_rbac_covers_every_catalog_kind() -> None:
     assert verbs == {"get", "create", "update"}
 
 
+def test_hub_role_reads_the_dra_claims_workloads_name() -> None:
+    """The hub cache watches the hub's ResourceClaimTemplates and ResourceClaims, and never
+    writes them."""
+    from placer.controller.hubcache import CLAIM_KINDS
+
+    hub = _rules("rbac.yaml", "placer-controller")
+    for api_version, kind in CLAIM_KINDS:
+        group = api_version.split("/")[0]
+        assert _allowed(hub, group, _plural(kind)) == {"get", "list", "watch"}, kind
+
+
 def test_member_role_covers_the_ledger_and_the_workload_claims() -> None:
     """The in-flight ledger creates, lists, patches and deletes ConfigMaps in placer-system;
     the claims are compare-and-swap writes there (get, then update)."""

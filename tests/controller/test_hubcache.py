@@ -22,6 +22,7 @@ from placer.kube import KubeClient, load_kubeconfigs, open_client
 from placer.model import WorkloadRef
 from placer.policy import policy_from_dict
 from placer.testing import ApiServer
+from tests.accelerators.conftest import claim_template
 from tests.controller.conftest import NAMESPACE, job, wait_for
 
 
@@ -227,3 +228,32 @@ def test_a_write_that_removes_the_object_for_good_forgets_it(
     deleting = server.store.get("jobs", "a", NAMESPACE)
     writer.patch(ref("a"), {"metadata": {"finalizers": None}})
     assert gone == [(ref("a"), deleting["metadata"]["uid"])]
+
+
+def test_decompositions_count_the_hub_claims_of_their_namespace(
+    hub: tuple[ApiServer, KubeClient], caplog: pytest.LogCaptureFixture
+) -> None:
+    server, client = hub
+    c = cache(client)
+    c.watch_claims()
+    c.wait_config(timeout=10)
+    obj = live("a", "u-a")
+    spec = obj["spec"]["template"]["spec"]
+    del spec["containers"][0]["resources"]["limits"]
+    spec["resourceClaims"] = [{"name": "gpus", "resourceClaimTemplateName": "four-gpus"}]
+    c.put(ref("a"), obj)
+    assert c.decompose(obj).workload.components[0].pod.gpus == 0  # no such template yet
+    server.store.create(claim_template("four-gpus", count=4, namespace=NAMESPACE))
+    server.store.create(claim_template("four-gpus", count=1, namespace="default"))
+    wait_for(lambda: len(c.claims(NAMESPACE)[1]) == 1, what="the template listed")
+    assert c.decompose(obj).workload.components[0].pod.gpus == 4
+    broken = claim_template("broken", namespace=NAMESPACE)
+    del broken["spec"]["spec"]
+    server.store.create(broken)
+    wait_for(lambda: c.claims(NAMESPACE)[0] >= 2, what="the broken template seen")
+    assert len(c.claims(NAMESPACE)[1]) == 1  # left out, with a warning naming it
+    assert "ResourceClaimTemplate/broken" in caplog.text
+    assert c.decompose(obj).workload.components[0].pod.gpus == 4
+    for informer in c.all_informers():
+        informer.stop()
+        informer.join(timeout=5)
