@@ -21,6 +21,7 @@ import os
 import signal
 import threading
 from collections.abc import Sequence
+from dataclasses import replace
 from typing import Any
 
 from placer.cli._decision import add_policy_option
@@ -270,7 +271,7 @@ def _members(config: FleetConfig, args: argparse.Namespace, hub_server: str) -> 
             "no member cluster besides the hub",
             hint="give the members with --kubeconfig/--context or --fleet",
         )
-    return FleetConfig(tuple(sources), config.source)
+    return replace(config, clusters=tuple(sources))  # (with the fleet file's accelerators)
 
 
 def _same_server(a: str, b: str) -> bool:

@@ -202,8 +202,15 @@ class HubFleet:
         self.running.append(running)
         return running
 
-    def process(self, identity: str, *extra: str, port: int = 0) -> subprocess.Popen[bytes]:
-        """Start ``placer controller`` as a child process (logs to ``tmp/<identity>.log``)."""
+    def process(
+        self,
+        identity: str,
+        *extra: str,
+        port: int = 0,
+        members: tuple[str, ...] | None = None,
+    ) -> subprocess.Popen[bytes]:
+        """Start ``placer controller`` as a child process (logs to ``tmp/<identity>.log``);
+        the members are given by ``members`` (default: ``--kubeconfig`` of theirs)."""
         args = [
             sys.executable,
             "-m",
@@ -213,8 +220,7 @@ class HubFleet:
             "hub",
             "--hub-kubeconfig",
             str(self.hub_kubeconfig),
-            "--kubeconfig",
-            str(self.members_kubeconfig),
+            *(members or ("--kubeconfig", str(self.members_kubeconfig))),
             "--identity",
             identity,
             "--lease-namespace",

@@ -4,7 +4,7 @@
   reads the hub's templates (and claims) in the workload's namespace, as ``placer plan`` reads
   the ones given beside the workload (``decompose_all``).
 * The fleet file's ``accelerators:`` section (``Catalog.with_accelerators``) applies to the
-  hub's workloads and to the members' devices when the controller is given that fleet.
+  hub's workloads and to the members' devices with ``placer controller --fleet FILE``.
 
 Before, the controller decomposed hub objects with placer's default table and without claims,
 and gathered with the default table: such demand counted as zero.
@@ -17,7 +17,6 @@ from typing import Any
 
 import yaml
 
-from placer.fleet import load_fleet_file
 from tests.accelerators.conftest import claim_template, resource_slice
 from tests.controller.conftest import NAMESPACE
 
@@ -97,7 +96,7 @@ def test_the_fleet_files_accelerator_table_applies_to_hub_workloads_and_members(
     hub.create(claim_template("five-tpus", "tpu.example.com", 5))
     hub.create(claimed_job(hubfleet, "tpu", "four-tpus", pods=2))
     hub.create(claimed_job(hubfleet, "too-many", "five-tpus"))
-    hubfleet.controller(fleet=load_fleet_file(fleet_file, timeout=5.0))
+    hubfleet.process("fleet-file", members=("--fleet", str(fleet_file)))
     assert decided(hubfleet, "tpu")["status"] == "True"
     assert hubfleet.placed_cluster(hub.get("jobs", "tpu", NAMESPACE)) == "m3"
     too_many = decided(hubfleet, "too-many")  # 5 a pod: no node has more than 4
