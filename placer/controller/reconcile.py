@@ -3,7 +3,8 @@
 Everything here is a function of data the controller already holds — the hub object, its
 placement record, the member copies seen, the members' health, the clock — and returns what to
 do as small action values. The I/O (patches, applies, deletes, Events) happens in
-:mod:`placer.controller.loop`, which executes the actions. Tests call these functions directly.
+:mod:`placer.controller.reconciler` and :mod:`placer.controller.actions`, which carry the actions
+out. Tests call these functions directly.
 
 Rules for a hub object (:func:`reconcile`):
 
