@@ -22,7 +22,7 @@ from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import Any
 
-from placer.controller.records import MESSAGE_LIMIT, cut_message, format_time
+from placer.controller.records import cut_message, format_time
 from placer.errors import KubeError, NotFoundError
 from placer.kube import KubeClient
 
@@ -109,7 +109,7 @@ class EventRecorder:
             if (
                 last is not None
                 and last.reason == reason
-                and last.message == message[:MESSAGE_LIMIT]
+                and last.message == cut_message(message)
             ):
                 last.count += 1
                 try:
