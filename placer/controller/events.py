@@ -106,11 +106,7 @@ class EventRecorder:
         with self._lock:
             last = self._last.get(uid)
         try:
-            if (
-                last is not None
-                and last.reason == reason
-                and last.message == cut_message(message)
-            ):
+            if last is not None and last.reason == reason and last.message == cut_message(message):
                 last.count += 1
                 try:
                     self.client.patch(

@@ -33,7 +33,16 @@ from typing import Any
 from placer.accelerators import ClaimIndex
 from placer.controller.hubconfig import HubDefinitions, HubPolicies, selected
 from placer.controller.informer import Change, Informer
-from placer.controller.records import JSON, is_opted_in, name_key, rv_of, uid_of, version_of
+from placer.controller.records import (
+    ANNOTATION_CLUSTER,
+    JSON,
+    annotations_of,
+    is_opted_in,
+    name_key,
+    rv_of,
+    uid_of,
+    version_of,
+)
 from placer.definitions import Catalog, Decomposition, decompose
 from placer.errors import PlacerError
 from placer.kube import KubeClient
@@ -87,6 +96,8 @@ class HubCache:
         self._objects: dict[WorkloadRef, JSON] = {}
         self._by_uid: dict[str, WorkloadRef] = {}
         self._first_seen: dict[WorkloadRef, float] = {}
+        #: the hub objects with a placement record (``placer_managed_workloads``).
+        self._placed: set[WorkloadRef] = set()
         #: hub object uid -> (resourceVersion, claims generation of its namespace,
         #: decomposition): one entry per live object.
         self._decomposed: OrderedDict[str, tuple[str, int, Decomposition]] = OrderedDict()
@@ -132,12 +143,24 @@ class HubCache:
         with self._lock:
             return self._first_seen.get(ref)
 
+    def placed_count(self) -> int:
+        """How many hub objects carry a placement record."""
+        with self._lock:
+            return len(self._placed)
+
     def put(self, ref: WorkloadRef, obj: JSON) -> None:
         """The object as its informer saw it (added or changed)."""
         with self._lock:
-            self._objects[ref] = obj
+            self._keep(ref, obj)
             self._by_uid[uid_of(obj)] = ref
             self._first_seen.setdefault(ref, self._clock())
+
+    def _keep(self, ref: WorkloadRef, obj: JSON) -> None:
+        self._objects[ref] = obj
+        if ANNOTATION_CLUSTER in annotations_of(obj):
+            self._placed.add(ref)
+        else:
+            self._placed.discard(ref)
 
     def refresh(self, ref: WorkloadRef, obj: JSON) -> None:
         """Keep what a hub write answered, unless the object is gone meanwhile (or replaced by
@@ -150,7 +173,7 @@ class HubCache:
             if informer is not None:
                 informer.refresh(obj)
             if rv_of(current) <= rv_of(obj):
-                self._objects[ref] = obj
+                self._keep(ref, obj)
 
     def forget(self, ref: WorkloadRef, uid: str) -> tuple[bool, JSON | None]:
         """The hub object ``ref`` of ``uid`` is gone: drop it (and its decomposition).
@@ -163,6 +186,7 @@ class HubCache:
             if current is not None and uid and uid_of(current) != uid:
                 return False, None
             self._objects.pop(ref, None)
+            self._placed.discard(ref)
             self._first_seen.pop(ref, None)
             if uid:
                 self._by_uid.pop(uid, None)
@@ -381,10 +405,12 @@ class HubCache:
             ]
 
     def sizes(self) -> dict[str, int]:
-        """How many objects, uids, first-seen times and decompositions are held."""
+        """How many objects (placed ones), uids, first-seen times and decompositions are
+        held."""
         with self._lock:
             return {
                 "objects": len(self._objects),
+                "placed": len(self._placed),
                 "by_uid": len(self._by_uid),
                 "first_seen": len(self._first_seen),
                 "decomposed": len(self._decomposed),

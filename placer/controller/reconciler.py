@@ -144,6 +144,7 @@ class Reconciler:
                     sizes = self.pending.sizes()
                     self.metrics.queue_depth.set(sizes["pending"])
                     self.metrics.waiting.set(sizes["backoff"])
+                    self.metrics.managed.set(self.hub.placed_count())
                     for cluster, count in self.members.blocked_counts().items():
                         self.metrics.waiting_for.labels(cluster).set(count)
         except Exception:

@@ -61,6 +61,7 @@ __all__ = [
     "TERMINAL_PHASES",
     "CopyRef",
     "Record",
+    "annotations_of",
     "as_written",
     "clear_record_patch",
     "condition_of",

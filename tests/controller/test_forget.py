@@ -58,6 +58,7 @@ def test_forget_drops_the_object_from_every_queue_and_cache(hubfleet: Any) -> No
     fill(controller, hub_job(hubfleet, "u-a", cluster="m1"))
     assert everything(controller) == {
         "objects": 1,
+        "placed": 1,
         "by_uid": 1,
         "first_seen": 1,
         "decomposed": 1,

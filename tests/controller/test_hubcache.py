@@ -65,6 +65,21 @@ def test_objects_by_name_and_uid(hub: tuple[ApiServer, KubeClient]) -> None:
     assert c.first_seen(ref("a")) == 7.0
 
 
+def test_placed_objects_are_counted(hub: tuple[ApiServer, KubeClient]) -> None:
+    c = cache(hub[1])
+    placed = live("a", "u-a")
+    placed["metadata"]["annotations"] = {"placer.dev/placed-cluster": "m1"}
+    c.put(ref("a"), placed)
+    c.put(ref("b"), live("b", "u-b"))
+    assert c.placed_count() == 1
+    c.refresh(ref("a"), live("a", "u-a", "2"))  # failed over: the record is gone
+    assert c.placed_count() == 0
+    c.put(ref("b"), {**placed, "metadata": {**placed["metadata"], "name": "b", "uid": "u-b"}})
+    assert c.placed_count() == 1
+    c.forget(ref("b"), "u-b")
+    assert c.placed_count() == 0
+
+
 def test_a_write_answer_refreshes_only_the_same_live_object_when_newer(
     hub: tuple[ApiServer, KubeClient],
 ) -> None:
@@ -92,7 +107,13 @@ def test_forget_drops_the_object_unless_another_of_its_name_is_cached(
     assert c.forget(ref("b"), "u-b") == (True, obj)
     assert c.forget(ref("b"), "u-b") == (True, None)
     assert c.ref_of("u-b") is None and c.first_seen(ref("b")) is None
-    assert c.sizes() == {"objects": 1, "by_uid": 1, "first_seen": 1, "decomposed": 0}
+    assert c.sizes() == {
+        "objects": 1,
+        "placed": 0,
+        "by_uid": 1,
+        "first_seen": 1,
+        "decomposed": 0,
+    }
 
 
 def test_decompositions_are_cached_per_version_of_live_objects(

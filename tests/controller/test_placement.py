@@ -356,3 +356,21 @@ def test_an_edit_that_no_longer_fits_is_applied_with_a_warning(hubfleet: Any) ->
     events = [e for e in hubfleet.events("grow") if e["reason"] == "EditDoesNotFit"]
     assert events and f"may not fit on cluster {cluster}" in events[0]["message"]
     assert events[0]["type"] == "Warning"
+
+
+def test_managed_workloads_gauge_counts_the_placed_hub_objects(hubfleet: Any) -> None:
+    """``placer_managed_workloads``: hub objects with a placement record (it stayed 0)."""
+    running = hubfleet.controller()
+
+    def managed() -> float | None:
+        for line in running.controller.metrics.exposition().decode().splitlines():
+            if line.startswith("placer_managed_workloads "):
+                return float(line.split()[-1])
+        return None
+
+    for name in ("m-a", "m-b"):
+        hubfleet.hub.store.create(hubfleet.job(name))
+    hubfleet.hub.store.create(hubfleet.job("m-never", gpus=hubfleet.GPUS + 1))  # fits nowhere
+    hubfleet.wait_for(lambda: managed() == 2.0, what="two managed workloads")
+    hubfleet.hub.store.delete("jobs", "m-a", hubfleet.NAMESPACE)
+    hubfleet.wait_for(lambda: managed() == 1.0, what="one managed workload after a deletion")
