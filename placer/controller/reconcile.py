@@ -60,7 +60,6 @@ from placer.controller.records import (
     hub_uid_of,
     is_deleting,
     record_of,
-    uid_of,
 )
 from placer.model import LABEL_GROUP
 
@@ -454,21 +453,3 @@ class Backoff:
 
     def __contains__(self, key: object) -> bool:
         return key in self._attempts
-
-
-def copies_by_uid(
-    copies: Mapping[str, Mapping[tuple[str, str], Mapping[str, Any]]],
-) -> dict[str, dict[str, Mapping[str, Any]]]:
-    """Member copies (cluster -> (namespace, name) -> copy) re-indexed as uid -> cluster -> copy."""
-    result: dict[str, dict[str, Mapping[str, Any]]] = {}
-    for cluster, objects in copies.items():
-        for copy in objects.values():
-            uid = hub_uid_of(copy)
-            if uid:
-                result.setdefault(uid, {})[cluster] = copy
-    return result
-
-
-def hub_index(objects: Sequence[Mapping[str, Any]]) -> dict[str, Mapping[str, Any]]:
-    """Hub objects by uid."""
-    return {uid_of(o): o for o in objects if uid_of(o)}
