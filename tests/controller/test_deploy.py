@@ -106,6 +106,20 @@ def test_member_role_covers_the_ledger_and_the_workload_claims() -> None:
     assert {"get", "list", "create", "update", "patch", "delete"} <= verbs
 
 
+def test_member_role_covers_capacity_gathering() -> None:
+    """Gathering a member lists its nodes and pods, and its ResourceSlices and ResourceClaims
+    where it serves resource.k8s.io/v1 (placer/fleet/gather.py): a 403 on any of them leaves
+    the whole member out of decisions as Forbidden."""
+    member = _rules("member/rbac.yaml", "placer-dispatcher")
+    for group, resource in (
+        ("", "nodes"),
+        ("", "pods"),
+        ("resource.k8s.io", "resourceslices"),
+        ("resource.k8s.io", "resourceclaims"),
+    ):
+        assert "list" in _allowed(member, group, resource), (group, resource)
+
+
 def test_deployment_arguments_are_placer_controller_options(tmp_path: Path) -> None:
     (deployment,) = [d for d in _documents("deployment.yaml") if d["kind"] == "Deployment"]
     container = deployment["spec"]["template"]["spec"]["containers"][0]
