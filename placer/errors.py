@@ -80,7 +80,7 @@ EXIT_USAGE = 2
 EXIT_NOT_FOUND = 3
 EXIT_NO_DEFINITION = 4
 
-#: Every command's exit codes, the one table ``placer --help`` and the README show.
+#: Every command's exit codes, the one table ``placer --help`` and docs/operations.md show.
 EXIT_CODES: tuple[tuple[int, str], ...] = (
     (EXIT_OK, "all done: every workload placed (submitted, settled), every object found"),
     (

@@ -3,7 +3,7 @@
 File mode, ``placer describe -f FILE``: for every object in FILE (``-`` = stdin; several YAML
 documents allowed): the component tree with replicas and GPUs, the matched status
 (``Phase:``), the Resources table (with where demand beyond the containers comes from) and the
-predicted gangs, or (``-o json``) the stable JSON list documented in the README. DRA
+predicted gangs, or (``-o json``) the stable JSON list documented in docs/definitions.md. DRA
 ResourceClaims and ResourceClaimTemplates in FILE are not workloads: the pods that name them
 are counted with them. Demand that cannot be counted is a ``warning:`` on stderr. All objects
 are read first; if any cannot be described, every problem is printed and nothing else (exit 4

@@ -17,7 +17,7 @@ Under a component row, one ``+ name`` row per thing its pods ask for beyond thei
 (injected containers, GPU fractions, DRA claims, time-sliced GPUs) with its amounts (x replicas)
 and, in the ``FROM`` column, where it comes from and how it is counted.
 
-:func:`to_json` is the stable JSON form (documented in the README): base units, ``cpu`` in
+:func:`to_json` is the stable JSON form (documented in docs/definitions.md): base units, ``cpu`` in
 cores, ``memory`` in bytes, other resources as counts.
 """
 
@@ -310,7 +310,7 @@ def _base(resources: Mapping[str, int]) -> dict[str, int | float]:
 
 
 def to_json(decomposition: Decomposition) -> dict[str, Any]:
-    """The stable JSON object of one workload (see the README)."""
+    """The stable JSON object of one workload (see docs/definitions.md)."""
     d = decomposition
     components = []
     for c in d.components:

@@ -1,5 +1,6 @@
 """Every command's exit codes (placer.errors.EXIT_CODES): 0 all done, 1 not all done, 2 usage,
-3 nothing reachable or not found, 4 no definition — and the table in ``--help`` and the README.
+3 nothing reachable or not found, 4 no definition — and the table in ``--help`` and in
+docs/operations.md.
 
 Live commands run against the virtual demo fleet over HTTPS, once with every cluster serving
 and once with every cluster stopped (the kubeconfig still names them)."""
@@ -79,10 +80,10 @@ def test_every_help_ends_with_the_table(command: list[str]) -> None:
         assert f"\n  {code}   {meaning.split()[0]}" in text
 
 
-def test_the_readme_shows_the_same_table() -> None:
-    readme = (ROOT / "README.md").read_text()
+def test_the_docs_show_the_same_table() -> None:
+    page = (ROOT / "docs" / "operations.md").read_text()
     for code, meaning in EXIT_CODES:
-        assert f"| {code} | {meaning} |" in readme
+        assert f"| {code} | {meaning} |" in page
 
 
 # -- plan ---------------------------------------------------------------------------------------
