@@ -54,9 +54,9 @@ log = logging.getLogger(__name__)
 #: seconds the coordinator waits past a cluster's deadline for its thread to report.
 GRACE = 0.5
 #: list pages decoded and counted at the same time, fleet-wide. Decoding is bound by the GIL,
-#: so more is not faster (measured: 2, 4, 8 and 16 within noise for 16 clusters; 1 is slower);
-#: the bound keeps the pages alive at once independent of the cluster count (16 clusters of
-#: 5,000 pods of ~7 KB each: `placer snapshot` peak RSS 264-268 MiB with 4, 290-301 MiB with 16).
+#: so more is not faster (one is slower); the bound keeps the pages alive at once independent
+#: of the cluster count, and so the memory (simulations/README.md, "Behind the code's
+#: constants").
 PAGES_AT_ONCE = 4
 
 

@@ -718,8 +718,8 @@ def _throttled(hook: Any, interval: float) -> Any:
 
     NB: the official loader installs a hook that runs before *every* request: it reloads an
     expired exec/OIDC token and then copies host, certificates and token into the
-    configuration again — about 0.7 ms of CPU per request, a quarter of a request's cost in
-    the placement controller. A token that expires is still reloaded within ``interval``.
+    configuration again — a sizeable share of a request's CPU cost in the placement
+    controller. A token that expires is still reloaded within ``interval``.
     """
     lock = threading.Lock()
     last = [float("-inf")]

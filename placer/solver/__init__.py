@@ -31,15 +31,15 @@ makes any value gain outweigh every preference term.
 
 Why a decomposition
 -------------------
-A pod-to-node CP-SAT model is exact but does not scale: an exploratory run found no first
-solution in 5 s at 122 nodes × 200 gangs (benchmark-design B.3), and on one of the
-benchmark's 1,213-node instances (:mod:`simulations.exact`) it found 5,854 GPUs in 60 s where
-this solver's 1-s decision placed 5,934 at the time (before ruin and recreate). (On 80-node
-instances it proves the optimum in seconds; the benchmark uses that to check the bounds.)
-Cluster-total models
-scale but lie: aggregate "8 GPUs free" may be 4 + 4 on two nodes, and realising cluster-level
-answers on nodes lost 9–11 % of GPUs in the same experiments. placer splits the problem and
-keeps every intermediate answer *realised* (each pod on a node):
+A pod-to-node CP-SAT model is exact but does not scale: past a hundred nodes and a few
+hundred gangs it struggles to find a first solution in seconds, and on one of the
+benchmark's 1,213-node instances (:mod:`simulations.exact`) a minute of it placed fewer GPUs
+than this solver's 1-s decision. (On 80-node instances it proves the optimum in seconds;
+the benchmark uses that to check the bounds.) Cluster-total models scale but lie: aggregate
+"8 GPUs free" may be 4 + 4 on two nodes, and realising cluster-level answers on nodes loses
+GPUs. placer splits the problem and keeps every intermediate answer *realised* (each pod
+on a node; the measurements behind these choices: ``simulations/README.md``, "Behind the
+code's constants"):
 
 1. **Node-class LP** (:mod:`placer.solver.classlp`): identical free nodes of a cluster form a
    class ``k``; ``x_{u,c} ∈ [0, 1]``, ``y_{s,c,k} ≥ 0`` pods of shape ``s`` on class ``k``;
@@ -94,8 +94,8 @@ keeps every intermediate answer *realised* (each pod on a node):
 The realiser packs a unit's pods largest first, each on the best-scoring node that fits:
 best-fit in batch mode (least GPU, then cpu and memory, left), FGD's fragmentation score in
 online mode (:mod:`placer.solver.fragmentation`; it targets pods arriving one by one; in a
-batch the baselines realised with it placed within 1–2 % of best-fit either way on the
-benchmark, at three to four times the cost), ``spread`` when the policy asks for it.
+batch it placed about as much as best-fit, at several times the cost), ``spread`` when the
+policy asks for it.
 
 Status: ``optimal`` when the master was proven optimal and realised completely (or a hint
 placed every unit in its first-choice cluster), ``feasible`` when CP-SAT or the search improved

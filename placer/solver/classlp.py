@@ -51,8 +51,8 @@ Identical units (same pod runs, GPU thousandths and allowed clusters,
 :func:`~placer.solver.problem.identical_units`) share one variable per cluster,
 ``X_{u,c} ∈ [0, m_u]`` with ``Σ_c X_{u,c} ≤ m_u`` for a group of ``m_u``: the LP is symmetric
 in them and convex, so it has an optimum with equal values for all of them, and the
-aggregated LP has the same optimum (less than half the variables on the benchmark's
-synthetic gangs). The per-unit ``x`` is read back by handing the group's shares to its units
+aggregated LP has the same optimum with fewer variables (many fewer where batches repeat
+a few gang shapes). The per-unit ``x`` is read back by handing the group's shares to its units
 one unit's worth at a time (``_spread``).
 
 The same LP with the solver's value and preference objective guides the batch solver

@@ -40,8 +40,8 @@ __all__ = ["MODES", "SOLVERS", "solve"]
 SAFETY = 0.02
 #: what runs after the search, kept from its time: the explanations — a fixed part, then per
 #: (unplaced unit, cluster) pair, less per pair beyond ``EXPLAIN_PAIRS`` as their caches
-#: fill (measured on the multi-cluster and scaling benchmarks: 15-30 us per pair at 50-800
-#: pairs, 7-8 us at 9,000, 4.6 us at 55,000) — and the Decision's assembly, per pod (2-3 us).
+#: fill — and the Decision's assembly, per pod (the measured costs behind these values:
+#: simulations/README.md, "Behind the code's constants").
 EXPLAIN_SECONDS = 0.01
 EXPLAIN_SECONDS_PER_PAIR = 2e-5
 EXPLAIN_PAIRS = 2000
@@ -49,9 +49,9 @@ EXPLAIN_SECONDS_PER_MORE_PAIR = 5e-6
 ASSEMBLY_SECONDS_PER_POD = 3e-6
 #: the LP bounds (cluster, node-aware and node-class LPs) are solved when their estimated
 #: cost, per (group of identical units, allowed cluster) pair, fits in ``LP_SHARE`` of the
-#: time limit (measured: 40-60 us per pair, 0.25 s at 5,400 pairs; GLOP's simplex grows
-#: faster than the pairs: 2.7 s at 44,000). Otherwise a decision reports ``capacity_gpu``
-#: only and the batch search goes without the LP's guidance.
+#: time limit (GLOP's simplex grows faster than the pairs; the measured costs:
+#: simulations/README.md, "Behind the code's constants"). Otherwise a decision reports
+#: ``capacity_gpu`` only and the batch search goes without the LP's guidance.
 LP_SECONDS_PER_PAIR = 5e-5
 LP_SHARE = 0.3
 #: candidate nodes per pod for fragmentation scoring in batch mode (online: the mix default).

@@ -30,8 +30,8 @@ which a mix with node constraints refines with the node's access to each constra
 The packer's score is the change of ``F`` in whole steps of ``STEP`` thousandths
 (:func:`frag_score`), and best-fit decides between nodes in the same step: an exact change
 lets differences of a few thousandths (or of float rounding) override a much better fit, and
-costs 0.15–0.3 points of GPU allocation on openb (measured, ``simulations/README.md``,
-which also shows how the result depends on the step).
+costs GPU allocation on openb (``simulations/README.md`` shows how the result depends on the
+step).
 
 **Differences from FGD.** Shapes carry every requested resource, memory included (FGD's
 typical pods know cpu and GPU only); pods asking for no GPU are left out of the mix; FGD maps

@@ -52,15 +52,12 @@ MASTER_DETERMINISTIC_CAP = 0.5
 #: large-neighbourhood search from the hint only (full search is too slow to start there).
 SMALL_MODEL = 400
 #: share of the level's time the hint portfolio may use for passes after its first (the
-#: rest goes to ruin and recreate, which gains more per second once a hint exists: on the
-#: 16-cluster benchmark at 1 s, 96.2-97.3 % of the bound with half, 95.9-96.3 % when the
-#: passes could take it all; on its four weakest 8- and 16-cluster instances, three search
-#: seeds each, 97.0 % on average with 0.3 against 96.8 % with 0.5).
+#: rest goes to ruin and recreate, which gains more per second once a hint exists; how the
+#: value was chosen: simulations/README.md, "Behind the code's constants").
 PORTFOLIO_SHARE = 0.3
 #: share of the time left after the portfolio that the CP-SAT master may use on a small model
 #: (it proves small instances optimal well within it; when it does not, ruin and recreate
-#: gains more with the rest: on openb in 2 clusters with 200 gangs at 1 s, 99.8-100 % of the
-#: bound with 0.3, 98.3-99.8 % with 0.5, 96.0-98.3 % when the master could take it all).
+#: gains more with the rest; simulations/README.md, "Behind the code's constants").
 MASTER_SHARE = 0.3
 #: master solve / realise / cut rounds at most.
 MAX_ROUNDS = 4

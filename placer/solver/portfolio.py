@@ -16,17 +16,18 @@ pass goes first, since greedy's tries through the fullest clusters cost most the
   maximising placed GPUs; units in decreasing order of their largest LP share
   ``max_c x[u, c]`` (then most value per scarcest resource), each tried in its clusters by
   decreasing ``x[u, c]``, then by preference. Units the LP places whole go first, into the
-  cluster the LP chose, and the rest fill what is left. On the benchmark this pass alone
-  reaches 93–99 % of the bound where the best baseline reaches 89–98 %. (The LP's pure GPU
-  objective matters: with its ties broken by a 0.01 % random perturbation, or by a
-  preference for small units, the pass lost 2–10 %, because the perturbed optimum splits more
-  big gangs between clusters.) Skipped when the decision cannot afford the LP.
+  cluster the LP chose, and the rest fill what is left. The LP's pure GPU objective matters:
+  with its ties broken by a small random perturbation, or by a preference for small units,
+  the pass placed less, because the perturbed optimum splits more big gangs between clusters
+  (what the pass places, either way, next to the baselines: simulations/README.md, "Behind
+  the code's constants"). Skipped when the decision cannot afford the LP.
 * **Roomiest cluster** (``roomiest``): units largest first (:func:`~placer.solver.
   heuristics.ffd_key`), each tried in its clusters by decreasing complete copies of it the
   nodes hold, node by node (Karmada's estimate, read for every cluster at once from
   :class:`~placer.solver.fleetcopies.FleetCopies`), then by preference; clusters with no
-  copy are not tried. Largest first with Karmada's spreading: at fleet scale (1,000-2,000
-  units, 32-64 clusters) it places more than every baseline, at a fraction of their cost.
+  copy are not tried. Largest first with Karmada's spreading, for fleet scale (thousands of
+  units, dozens of clusters), where greedy's tries cost most (how it compares there:
+  simulations/README.md, "Behind the code's constants").
 
 A pass runs when the time it is expected to take (``PASS_COST`` relative to the passes that
 ran) fits before the deadline, and stops at the deadline (its partial answer still counts);
@@ -64,8 +65,8 @@ __all__ = [
 PASSES = ("greedy", "lp", "roomiest", "karmada", "worst-fit", "first-fit", "best-fit")
 #: above this many (unit, cluster) pairs the roomiest pass goes before greedy when the demand
 #: may fit: greedy tries a unit's clusters in preference order until one packs, which at
-#: fleet scale (the fullest clusters first) costs as much as the rest of a decision (0.5 s at
-#: 2,000 units x 64 clusters), while the roomiest pass places as much or more.
+#: fleet scale (the fullest clusters first) costs as much as the rest of a decision, while the
+#: roomiest pass places as much or more.
 GREEDY_FIRST_PAIRS = 20_000
 #: each pass's cost relative to the others (CPU time, measured on the benchmark's openb
 #: fleets at 4-16 clusters): a pass is expected to take its cost times the most seconds per

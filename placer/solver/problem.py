@@ -121,7 +121,7 @@ def identical_units(units: Sequence[Unit]) -> tuple[list[Unit], dict[int, int]]:
     An LP over ``m`` identical units has an optimum with equal values for all of them
     (average any optimum over their permutations: the LP is convex and symmetric), so one
     variable ``X ∈ [0, m]`` per group and cluster, with ``Σ_c X ≤ m``, has the same optimum
-    with a model about half the size on the benchmark's synthetic gangs.
+    with a smaller model wherever units repeat.
     """
     groups = unit_groups(units)
     return [g[0] for g in groups], {g[0].index: len(g) for g in groups}

@@ -4,7 +4,7 @@ The portfolio's passes (:mod:`placer.solver.portfolio`) end, at overload, with G
 stranded: nodes still have one or two idle devices but too little cpu or memory left for any
 unplaced pod, because cpu-heavy pods took it; and big gangs wait while small units sit on
 the nodes they would need. Moving one or two units rarely repairs either (an earlier
-swap-in/ejection descent stopped at 95-97 % of the bound on the multi-cluster benchmark);
+swap-in/ejection descent stalled well below the bound on the multi-cluster benchmark);
 re-choosing the pods of a handful of nodes does. Each iteration:
 
 1. **Ruin**: pick a cluster ``c`` (weighted by the square of its free GPU thousandths + 1,
@@ -83,16 +83,15 @@ EXTRA_VICTIMS = 3
 #: units one random ruin takes off, at most.
 RANDOM_VICTIMS = 8
 #: iterations in a row without a strict gain after which the search ends: this many per
-#: unit, and at least ``MIN_STALL`` (plateaus of a few hundred iterations are common before
-#: a gain on the benchmark's 200-700 units).
+#: unit, and at least ``MIN_STALL`` (long plateaus before a gain are common on batches of
+#: hundreds of units).
 STALL_PER_UNIT = 20
 MIN_STALL = 200
 #: after this many waiting units in a row were refused by the ruined cluster, which of the
 #: rest may still fit is tested again (in one vectorised step).
 RECHECK = 2
-#: share of the iterations that try the swap ruin (on the multi-cluster benchmark's four
-#: hardest instances at 1 s, three search seeds each: 97.2 % of the bound on average
-#: without it, 97.4 % with 0.2, 98.2 % with 0.4, 97.9 % with 0.6).
+#: share of the iterations that try the swap ruin (chosen on the multi-cluster benchmark's
+#: hardest instances: simulations/README.md, "Behind the code's constants").
 SWAP_SHARE = 0.4
 
 
