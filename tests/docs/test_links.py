@@ -54,3 +54,23 @@ def test_relative_links_resolve(page: str) -> None:
         elif fragment and linked.suffix == ".md" and fragment not in anchors(linked):
             broken.append(f"{target}: no heading with that anchor")
     assert not broken, f"{page}: {broken}"
+
+
+CODE_PATH = re.compile(r"`(?P<path>[\w.-]+(?:/[\w.-]+)*/(?:[\w.-]+\.(?:py|yaml|md|json|png))?)`")
+TOP = ("placer", "simulations", "tests", "deploy", "clusters", "catalog", "examples", "docs")
+
+
+@pytest.mark.parametrize("page", DOC_PAGES)
+def test_the_code_paths_named_exist(page: str) -> None:
+    """A file or folder the page names in backquotes (``placer/solver/charging.py``,
+    ``dispatch/ledger/``) exists: a rename in the code cannot leave the page behind."""
+    missing = []
+    for match in CODE_PATH.finditer((ROOT / page).read_text()):
+        path = match["path"]
+        first = path.split("/", 1)[0]
+        if first in {".", ".."} or (first not in TOP and not (ROOT / "placer" / first).is_dir()):
+            continue  # outside the repository, an API group (run.ai/v1alpha1), a label...
+        bases = (ROOT, ROOT / "placer", (ROOT / page).parent)
+        if not any((base / path).exists() for base in bases):
+            missing.append(path)
+    assert not missing, f"{page} names paths that do not exist: {missing}"
