@@ -40,6 +40,7 @@ import yaml
 
 from placer.errors import InputError, InterpretationError
 from placer.model import GPU_SHARE
+from placer.objects import name_of, namespace_of
 from placer.quantity import GPU, to_canonical
 
 __all__ = [
@@ -476,10 +477,8 @@ def claim_spec(obj: Mapping[str, Any], *, source: str = "") -> ClaimSpec:
     """Read a ResourceClaim or ResourceClaimTemplate (``resource.k8s.io`` v1, v1beta2 or
     v1beta1 field names)."""
     kind = str(obj.get("kind"))
-    metadata = obj.get("metadata") if isinstance(obj.get("metadata"), Mapping) else {}
-    assert isinstance(metadata, Mapping)
-    name = str(metadata.get("name") or "")
-    namespace = str(metadata.get("namespace") or "default")
+    name = name_of(obj)
+    namespace = namespace_of(obj) or "default"
     where = f"{source + ': ' if source else ''}{kind}/{name or '<no name>'}"
     if not name:
         raise InterpretationError(f"{where}: metadata.name is missing")

@@ -40,14 +40,12 @@ from placer.controller.records import (
     condition_of,
     finalizer_patch,
     format_time,
-    generation_of,
     mark_copy,
     phase_patch,
     placed_condition,
     record_of,
     record_patch,
     status_patch,
-    uid_of,
 )
 from placer.controller.settings import ControllerSettings
 from placer.definitions import (
@@ -67,6 +65,7 @@ from placer.errors import (
     PlacerError,
 )
 from placer.model import Fleet, Workload, WorkloadRef
+from placer.objects import generation_of, name_of, uid_of
 from placer.solver import release, solve
 
 log = logging.getLogger(__name__)
@@ -355,7 +354,7 @@ class Actions:
             "lastTransitionTime": format_time(time.time()),
         }
         api_version, kind = str(obj.get("apiVersion")), str(obj.get("kind"))
-        name = str((obj.get("metadata") or {}).get("name"))
+        name = name_of(obj)
         client = self.writer.client
         try:
             ref = client.resource(api_version, kind)

@@ -75,13 +75,9 @@ from placer.controller.records import (
     CopyRef,
     condition_of,
     format_time,
-    generation_of,
     hub_uid_of,
     key_of,
-    labels_of,
-    name_key,
     record_of,
-    uid_of,
 )
 from placer.controller.server import UnavailableError
 from placer.controller.settings import ControllerSettings
@@ -93,6 +89,7 @@ from placer.errors import PlacerError
 from placer.fleet import FleetConfig
 from placer.kube import ClientSettings, KubeClient, WatchSettings
 from placer.model import WorkloadRef
+from placer.objects import generation_of, labels_of, name_key, uid_of
 from placer.policy import PlacementPolicy
 from placer.snapshot import fleet_to_dict
 

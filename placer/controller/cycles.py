@@ -41,14 +41,11 @@ from placer.controller.records import (
     as_written,
     describe_error,
     format_time,
-    generation_of,
-    is_deleting,
     is_own_copy,
     mark_copy,
     placed_condition,
     record_patch,
     status_patch,
-    uid_of,
 )
 from placer.controller.settings import ControllerSettings
 from placer.controller.workqueue import WorkKey, WorkQueue
@@ -79,6 +76,7 @@ from placer.fleet import ClusterSource, FleetConfig, gather_fleet
 from placer.fleet.gather import failure_reason
 from placer.kube import KubeClient
 from placer.model import Decision, Fleet, WorkloadRef
+from placer.objects import generation_of, is_deleting, uid_of
 from placer.policy import PlacementPolicy
 from placer.solver import solve
 

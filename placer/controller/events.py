@@ -25,6 +25,7 @@ from typing import Any
 from placer.controller.records import cut_message, format_time
 from placer.errors import KubeError, NotFoundError
 from placer.kube import KubeClient
+from placer.objects import meta, name_of, namespace_of, uid_of
 
 __all__ = ["COMPONENT", "EventRecorder", "event_body"]
 
@@ -46,18 +47,18 @@ def event_body(
     instance: str,
 ) -> dict[str, Any]:
     """A new ``v1`` Event about ``obj``."""
-    meta = obj.get("metadata") or {}
-    name = str(meta.get("name") or "object")
-    namespace = str(meta.get("namespace") or "default")
+    metadata = meta(obj)
+    name = name_of(obj) or "object"
+    namespace = namespace_of(obj) or "default"
     message = cut_message(message)
     involved = {
         "apiVersion": obj.get("apiVersion"),
         "kind": obj.get("kind"),
         "name": name,
-        "uid": meta.get("uid"),
-        "resourceVersion": meta.get("resourceVersion"),
+        "uid": metadata.get("uid"),
+        "resourceVersion": metadata.get("resourceVersion"),
     }
-    if meta.get("namespace"):
+    if metadata.get("namespace"):
         involved["namespace"] = namespace
     stamp = format_time(now)
     return {
@@ -98,9 +99,9 @@ class EventRecorder:
 
     def record(self, obj: Mapping[str, Any], type_: str, reason: str, message: str) -> None:
         """Write (or aggregate) one Event about ``obj``; never raises."""
-        meta = obj.get("metadata") or {}
-        uid = str(
-            meta.get("uid") or f"{obj.get('kind')}/{meta.get('namespace')}/{meta.get('name')}"
+        metadata = meta(obj)
+        uid = uid_of(obj) or (
+            f"{obj.get('kind')}/{metadata.get('namespace')}/{metadata.get('name')}"
         )
         now = time.time()
         with self._lock:

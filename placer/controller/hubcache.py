@@ -33,20 +33,12 @@ from typing import Any
 from placer.accelerators import ClaimIndex
 from placer.controller.hubconfig import HubDefinitions, HubPolicies, selected
 from placer.controller.informer import Change, Informer
-from placer.controller.records import (
-    ANNOTATION_CLUSTER,
-    JSON,
-    annotations_of,
-    is_opted_in,
-    name_key,
-    rv_of,
-    uid_of,
-    version_of,
-)
+from placer.controller.records import ANNOTATION_CLUSTER, JSON, is_opted_in, rv_of
 from placer.definitions import Catalog, Decomposition, decompose
 from placer.errors import PlacerError
 from placer.kube import KubeClient
 from placer.model import WorkloadRef
+from placer.objects import annotations_of, name_key, uid_of, version_of
 from placer.policy import PlacementPolicy
 
 __all__ = ["CLAIM_KINDS", "DECOMPOSITIONS", "HubCache", "KindKey"]

@@ -22,6 +22,7 @@ from placer.definitions import Catalog, Definition, GroupVersionKind, definition
 from placer.definitions.validate import check_definition
 from placer.errors import PlacerError
 from placer.model import Workload, WorkloadRef
+from placer.objects import labels_of, name_of
 from placer.policy import PlacementPolicy, policy_from_dict
 
 __all__ = [
@@ -43,14 +44,9 @@ DEFINITION_KINDS = (
 POLICY_KIND = ("placer.dev/v1alpha1", "PlacementPolicy")
 
 
-def _name(obj: Mapping[str, Any]) -> str:
-    meta = obj.get("metadata") or {}
-    return str(meta.get("name") or "?")
-
-
 def describe(obj: Mapping[str, Any]) -> str:
     """``Karta/jobset-v2 on the hub``."""
-    return f"{obj.get('kind', '?')}/{_name(obj)} on the hub"
+    return f"{obj.get('kind', '?')}/{name_of(obj) or '?'} on the hub"
 
 
 @dataclass(frozen=True)
@@ -71,8 +67,8 @@ def definitions_from_hub(base: Catalog, objects: Iterable[Mapping[str, Any]]) ->
     valid: list[Definition] = []
     problems: dict[str, str] = {}
     claimed: dict[GroupVersionKind, str] = {}
-    for obj in sorted(objects, key=_name):
-        name = _name(obj)
+    for obj in sorted(objects, key=name_of):
+        name = name_of(obj) or "?"
         try:
             definition = definition_from_dict(obj, source=describe(obj), origin="cluster")
             valid.append(check_definition(definition))
@@ -117,21 +113,19 @@ def policies_from_hub(objects: Iterable[Mapping[str, Any]]) -> HubPolicies:
     """The valid policies among ``objects``, in name order, and the problems of the others."""
     policies: list[PlacementPolicy] = []
     problems: dict[str, str] = {}
-    for obj in sorted(objects, key=_name):
+    for obj in sorted(objects, key=name_of):
         clean = {k: v for k, v in obj.items() if k in ("apiVersion", "kind", "spec")}
-        clean["metadata"] = {"name": _name(obj)}
+        clean["metadata"] = {"name": name_of(obj) or "?"}
         try:
             policies.append(policy_from_dict(clean, source=describe(obj)))
         except PlacerError as err:
-            problems[_name(obj)] = str(err)
+            problems[name_of(obj) or "?"] = str(err)
     return HubPolicies(tuple(policies), problems)
 
 
 def selector_stub(obj: Mapping[str, Any], ref: WorkloadRef) -> Workload:
     """A demand-less :class:`Workload` with the object's labels, enough for policy selection."""
-    labels = (obj.get("metadata") or {}).get("labels") or {}
-    clean = {str(k): v for k, v in labels.items() if isinstance(v, str)}
-    return Workload(ref=ref, components=(), labels=clean)
+    return Workload(ref=ref, components=(), labels=labels_of(obj))
 
 
 def selected(

@@ -13,19 +13,11 @@ import time
 from collections.abc import Callable
 
 from placer.controller.hubcache import HubCache
-from placer.controller.records import (
-    JSON,
-    finalizers_of,
-    generation_of,
-    is_deleting,
-    placed_condition,
-    record_of,
-    status_patch,
-    uid_of,
-)
+from placer.controller.records import JSON, placed_condition, record_of, status_patch
 from placer.errors import ConflictError
 from placer.kube import KubeClient
 from placer.model import WorkloadRef
+from placer.objects import finalizers_of, generation_of, is_deleting, uid_of
 
 __all__ = ["HubWriter"]
 

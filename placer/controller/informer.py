@@ -20,10 +20,11 @@ from collections.abc import Callable, Mapping
 from typing import Any
 
 from placer.controller.reconcile import Backoff
-from placer.controller.records import JSON, name_key, rv_of, uid_of
+from placer.controller.records import JSON, rv_of
 from placer.errors import ClusterUnreachableError, KubeError, NotFoundError
 from placer.fleet.gather import failure_reason
 from placer.kube import KubeClient, Listed, WatchSettings
+from placer.objects import name_key, uid_of
 
 __all__ = ["Change", "Informer", "ObjectKey"]
 

@@ -34,6 +34,7 @@ from placer.controller.settings import LeaseSettings
 from placer.dispatch.storage import micro_time
 from placer.errors import ConflictError, KubeError, NotFoundError
 from placer.kube import KubeClient
+from placer.objects import version_of
 
 __all__ = ["LeaderElector", "LeaseView", "next_lease"]
 
@@ -232,7 +233,7 @@ class LeaderElector:
             if lease is None:
                 written = self.client.create(body, namespace=namespace)
             else:
-                body["metadata"]["resourceVersion"] = lease["metadata"]["resourceVersion"]
+                body["metadata"]["resourceVersion"] = version_of(lease)
                 written = self.client.replace(body, namespace=namespace)
         except ConflictError:
             return False  # someone else wrote first: read again next time

@@ -34,19 +34,13 @@ from typing import Any
 from placer.controller.informer import Change, Informer
 from placer.controller.metrics import Metrics, exclusion_reason
 from placer.controller.reconcile import Health
-from placer.controller.records import (
-    JSON,
-    LABEL_HUB,
-    CopyRef,
-    hub_uid_of,
-    name_key,
-    version_of,
-)
+from placer.controller.records import JSON, LABEL_HUB, CopyRef, hub_uid_of
 from placer.definitions import Catalog, phases_of
 from placer.errors import PlacerError
 from placer.fleet import FleetConfig
 from placer.kube import ClientSettings, KubeClient, open_client
 from placer.model import Fleet, WorkloadRef
+from placer.objects import name_key, version_of
 
 __all__ = ["PHASES", "MembersView", "StateChange"]
 

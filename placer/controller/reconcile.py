@@ -58,10 +58,10 @@ from placer.controller.records import (
     condition_of,
     has_finalizer,
     hub_uid_of,
-    is_deleting,
     record_of,
 )
 from placer.model import LABEL_GROUP
+from placer.objects import generation_of, is_deleting, labels_of, name_key
 
 __all__ = [
     "Action",
@@ -266,7 +266,7 @@ def _recorded(
             return stale
         return [*stale, Place(f"its copy on cluster {cluster} is gone; placing it again")]
     actions: list[Action] = list(stale)
-    generation = (obj.get("metadata") or {}).get("generation")
+    generation = generation_of(obj)
     applied = (condition_of(obj) or {}).get("observedGeneration")
     if not record.confirmed:
         actions.append(Confirm(cluster))
@@ -324,12 +324,11 @@ def group_clusters(
     for obj in objects:
         if is_deleting(obj):
             continue
-        metadata = obj.get("metadata") or {}
-        group = (metadata.get("labels") or {}).get(LABEL_GROUP)
+        group = labels_of(obj).get(LABEL_GROUP)
         record = record_of(obj)
         if not group or record is None or record.cluster not in usable:
             continue
-        key = (str(metadata.get("namespace") or ""), str(metadata.get("name") or ""))
+        key = name_key(obj)
         if group not in found or key < found[group][0]:
             found[group] = (key, record.cluster)
     return {group: cluster for group, (_, cluster) in found.items()}

@@ -42,19 +42,12 @@ from placer.controller.reconcile import (
     is_stale,
     reconcile,
 )
-from placer.controller.records import (
-    JSON,
-    CopyRef,
-    as_written,
-    hub_uid_of,
-    is_deleting,
-    record_of,
-    uid_of,
-)
+from placer.controller.records import JSON, CopyRef, as_written, hub_uid_of, record_of
 from placer.controller.settings import ControllerSettings
 from placer.controller.workqueue import WorkKey, WorkQueue
 from placer.errors import KubeError, NotFoundError, PlacerError
 from placer.model import WorkloadRef
+from placer.objects import is_deleting, uid_of
 
 log = logging.getLogger(__name__)
 

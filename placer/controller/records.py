@@ -46,6 +46,14 @@ from placer.dispatch.record import (
 )
 from placer.errors import PlacerError
 from placer.model import LABEL_QUEUE, WorkloadRef
+from placer.objects import (
+    annotations_of,
+    finalizers_of,
+    labels_of,
+    meta,
+    name_key,
+    version_of,
+)
 
 __all__ = [
     "ANNOTATION_CLUSTER",
@@ -61,25 +69,19 @@ __all__ = [
     "TERMINAL_PHASES",
     "CopyRef",
     "Record",
-    "annotations_of",
     "as_written",
     "clear_record_patch",
     "condition_of",
     "copy_marks",
     "cut_message",
     "finalizer_patch",
-    "finalizers_of",
     "format_time",
-    "generation_of",
     "has_finalizer",
-    "is_deleting",
     "is_opted_in",
     "is_own_copy",
     "key_of",
-    "labels_of",
     "mark_copy",
     "merge_conditions",
-    "name_key",
     "parse_time",
     "phase_patch",
     "placed_condition",
@@ -87,7 +89,6 @@ __all__ = [
     "record_patch",
     "rv_of",
     "status_patch",
-    "version_of",
 ]
 
 #: a Kubernetes object as the API serves it.
@@ -135,32 +136,9 @@ def key_of(obj: Mapping[str, Any]) -> WorkloadRef:
     return workload_ref(obj)
 
 
-def _meta(obj: Mapping[str, Any]) -> Mapping[str, Any]:
-    meta = obj.get("metadata")
-    return meta if isinstance(meta, Mapping) else {}
-
-
-def _strings(value: object) -> dict[str, str]:
-    if not isinstance(value, Mapping):
-        return {}
-    return {str(k): v for k, v in value.items() if isinstance(v, str)}
-
-
-def annotations_of(obj: Mapping[str, Any]) -> dict[str, str]:
-    return _strings(_meta(obj).get("annotations"))
-
-
-def labels_of(obj: Mapping[str, Any]) -> dict[str, str]:
-    return _strings(_meta(obj).get("labels"))
-
-
 def is_opted_in(obj: Mapping[str, Any]) -> bool:
     """Whether the object carries the ``placer.dev/queue`` label."""
     return LABEL_QUEUE in labels_of(obj)
-
-
-def is_deleting(obj: Mapping[str, Any]) -> bool:
-    return bool(_meta(obj).get("deletionTimestamp"))
 
 
 def condition_of(obj: Mapping[str, Any], kind: str = CONDITION) -> dict[str, Any] | None:
@@ -222,11 +200,6 @@ def parse_time(text: str | None) -> float | None:
 # patches for the hub object
 
 
-def finalizers_of(obj: Mapping[str, Any]) -> list[str]:
-    """The object's finalizers (every one, placer's and others')."""
-    return [str(f) for f in _meta(obj).get("finalizers") or () if isinstance(f, str)]
-
-
 def has_finalizer(obj: Mapping[str, Any]) -> bool:
     """Whether placer's finalizer is on the object."""
     return FINALIZER in finalizers_of(obj)
@@ -246,7 +219,7 @@ def record_patch(
         finalizers.append(FINALIZER)
     return {
         "metadata": {
-            "resourceVersion": _meta(obj).get("resourceVersion"),
+            "resourceVersion": meta(obj).get("resourceVersion"),
             "finalizers": finalizers,
             "labels": {LABEL_PLACED_CLUSTER: label_value(cluster)},
             "annotations": {
@@ -263,7 +236,7 @@ def clear_record_patch(obj: Mapping[str, Any]) -> dict[str, Any]:
     """Merge patch forgetting the placement (failover); keeps the finalizer."""
     return {
         "metadata": {
-            "resourceVersion": _meta(obj).get("resourceVersion"),
+            "resourceVersion": meta(obj).get("resourceVersion"),
             "labels": {LABEL_PLACED_CLUSTER: None},
             "annotations": {
                 ANNOTATION_CLUSTER: None,
@@ -282,7 +255,7 @@ def finalizer_patch(obj: Mapping[str, Any]) -> dict[str, Any] | None:
         return None
     return {
         "metadata": {
-            "resourceVersion": _meta(obj).get("resourceVersion"),
+            "resourceVersion": meta(obj).get("resourceVersion"),
             "finalizers": [f for f in finalizers if f != FINALIZER] or None,
         }
     }
@@ -389,37 +362,17 @@ def copy_marks(hub: str, uid: str) -> tuple[dict[str, str], dict[str, str]]:
 def mark_copy(body: Mapping[str, Any], hub: str, uid: str) -> JSON:
     """``body`` marked as hub ``hub``'s copy of the hub object ``uid`` (:func:`copy_marks`);
     a mirrored phase annotation is not carried over."""
-    meta = dict(_meta(body))
+    metadata = dict(meta(body))
     labels, annotations = copy_marks(hub, uid)
-    meta["labels"] = {**(meta.get("labels") or {}), **labels}
-    kept = {k: v for k, v in (meta.get("annotations") or {}).items() if k != ANNOTATION_PHASE}
-    meta["annotations"] = {**kept, **annotations}
-    return {**body, "metadata": meta}
+    metadata["labels"] = {**(metadata.get("labels") or {}), **labels}
+    kept = {k: v for k, v in annotations_of(body).items() if k != ANNOTATION_PHASE}
+    metadata["annotations"] = {**kept, **annotations}
+    return {**body, "metadata": metadata}
 
 
 def is_own_copy(copy: Mapping[str, Any], hub: str, uid: str) -> bool:
     """Whether a member copy carries hub ``hub``'s marks for the hub object ``uid``."""
     return labels_of(copy).get(LABEL_HUB) == hub and hub_uid_of(copy) == uid
-
-
-def uid_of(obj: Mapping[str, Any]) -> str:
-    return str(_meta(obj).get("uid") or "")
-
-
-def name_key(obj: Mapping[str, Any]) -> tuple[str, str]:
-    """``(namespace, name)`` of an object (empty strings for what it lacks)."""
-    meta = _meta(obj)
-    return str(meta.get("namespace") or ""), str(meta.get("name") or "")
-
-
-def generation_of(obj: Mapping[str, Any]) -> int | None:
-    value = _meta(obj).get("generation")
-    return value if isinstance(value, int) else None
-
-
-def version_of(obj: Mapping[str, Any]) -> str:
-    """The object's resourceVersion (``""`` when absent)."""
-    return str(_meta(obj).get("resourceVersion") or "")
 
 
 def rv_of(obj: Mapping[str, Any]) -> int:
@@ -439,14 +392,14 @@ def as_written(obj: Mapping[str, Any]) -> str:
     Status writes (placer's own conditions) change the resourceVersion but not this, so an
     object reported invalid is not tried again until its owner changes it.
     """
-    meta = _meta(obj)
+    metadata = meta(obj)
     annotations = {
-        k: v for k, v in (meta.get("annotations") or {}).items() if k != ANNOTATION_PHASE
+        k: v for k, v in (metadata.get("annotations") or {}).items() if k != ANNOTATION_PHASE
     }
     return repr(
         (
-            meta.get("generation"),
-            sorted((meta.get("labels") or {}).items()),
+            metadata.get("generation"),
+            sorted((metadata.get("labels") or {}).items()),
             sorted(annotations.items()),
         )
     )

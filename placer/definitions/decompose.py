@@ -56,6 +56,7 @@ from placer.model import (
     Workload,
     WorkloadRef,
 )
+from placer.objects import meta
 from placer.podspec import container_requests, pod_demand
 from placer.quantity import add
 
@@ -144,9 +145,7 @@ def workload_ref(obj: Mapping[str, Any], *, source: str | None = None) -> Worklo
         raise InterpretationError(f"{where}the object has no apiVersion")
     if not isinstance(kind, str) or not kind:
         raise InterpretationError(f"{where}the object has no kind")
-    metadata = obj.get("metadata")
-    if not isinstance(metadata, Mapping):
-        metadata = {}
+    metadata = meta(obj)
     name = metadata.get("name") or metadata.get("generateName")
     if not isinstance(name, str) or not name:
         raise InterpretationError(f"{where}{kind}: metadata.name is missing")
@@ -292,10 +291,9 @@ def _component_instance(
             )
             for item in inst.injected
         ]
-        metadata = template.get("metadata") or {}
         extra = accelerator_demand(
             spec,
-            metadata.get("annotations") or {},
+            meta(template).get("annotations") or {},
             pod.requests,
             namespace=counting.namespace,
             table=counting.table,
@@ -327,8 +325,7 @@ def _workload(
     gangs: tuple[Gang, ...],
     source: str | None,
 ) -> Workload:
-    metadata = obj.get("metadata")
-    metadata = metadata if isinstance(metadata, Mapping) else {}
+    metadata = meta(obj)
     where = f"{source}: {ref.kind}/{ref.name}" if source else f"{ref.kind}/{ref.name}"
     labels = _string_map(metadata.get("labels"), f"{where}: metadata.labels")
     annotations = _string_map(metadata.get("annotations"), f"{where}: metadata.annotations")

@@ -48,6 +48,7 @@ from placer.definitions.model import (
     TypeSelector,
 )
 from placer.errors import DefinitionError, DefinitionInvalidError
+from placer.objects import name_of
 from placer.quantity import to_canonical
 
 __all__ = ["DEFINITION_KINDS", "definition_from_dict", "is_definition", "load_definitions", "slug"]
@@ -118,10 +119,7 @@ def definition_from_dict(
 
 
 def _name_of(data: Mapping[str, Any]) -> str:
-    metadata = data.get("metadata")
-    if isinstance(metadata, Mapping) and isinstance(metadata.get("name"), str):
-        return str(metadata["name"])
-    return "<unnamed>"
+    return name_of(data) or "<unnamed>"
 
 
 def _type(value: object) -> str:

@@ -121,6 +121,7 @@ from placer.dispatch.storage import NAMESPACE, create_configmap, micro_time, par
 from placer.errors import ConflictError, KubeError, NotFoundError
 from placer.kube import KubeClient
 from placer.model import WorkloadRef
+from placer.objects import version_of
 
 __all__ = [
     "CLAIM_TTL",
@@ -657,8 +658,7 @@ class Claims:
                 if current is None:
                     written = create_configmap(client, body, self.field_manager)
                 else:
-                    version = (current.get("metadata") or {}).get("resourceVersion")
-                    body["metadata"]["resourceVersion"] = version
+                    body["metadata"]["resourceVersion"] = version_of(current) or None
                     written = client.replace(body, field_manager=self.field_manager)
             except ConflictError:  # written meanwhile by another decider: read again
                 if cached is None:

@@ -95,6 +95,7 @@ from placer.errors import (
 )
 from placer.kube import KubeClient
 from placer.model import Decision, Fleet, Placement, Unplaced, WorkloadRef
+from placer.objects import name_of, uid_of
 
 __all__ = ["Dispatcher"]
 
@@ -167,8 +168,8 @@ class Dispatcher:
             manifest = by_ref.get(placement.workload)
             if manifest is None:
                 raise InputError(f"{placement.workload}: placed, but no manifest was given")
-            name = (manifest.body.get("metadata") or {}).get("name")
-            if not isinstance(name, str) or not name:
+            name = name_of(manifest.body)
+            if not name:
                 raise InputError(
                     "metadata.name is required to dispatch (generateName cannot be applied "
                     "idempotently)",
@@ -511,7 +512,7 @@ class Dispatcher:
                 result = client.apply(
                     body, field_manager=self.options.field_manager, force=False, dry_run=dry_run
                 )
-                uid = "" if dry_run else str((result.get("metadata") or {}).get("uid", ""))
+                uid = "" if dry_run else uid_of(result)
                 outcomes.append(
                     Outcome(
                         placement.workload,

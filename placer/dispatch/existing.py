@@ -31,6 +31,7 @@ from placer.dispatch.record import PlacementRecord
 from placer.errors import KubeError, NotFoundError
 from placer.kube import KubeClient
 from placer.model import Placement, PodAssignment, WorkloadRef
+from placer.objects import name_of, uid_of
 
 __all__ = [
     "GETS_INSTEAD_OF_LIST",
@@ -57,7 +58,7 @@ class Existing:
 
     @property
     def uid(self) -> str:
-        return str((self.object.get("metadata") or {}).get("uid", ""))
+        return uid_of(self.object)
 
 
 #: ``own_copy(manifest, existing)``: whether a copy with placer's record is this workload.
@@ -106,8 +107,7 @@ def find_existing(
                 text = err.message
                 return name, text[len(prefix) :] if text.startswith(prefix) else text
             for item in items:
-                metadata = item.get("metadata") or {}
-                ref = WorkloadRef(api_version, kind, namespace, str(metadata.get("name", "")))
+                ref = WorkloadRef(api_version, kind, namespace, name_of(item))
                 if ref in wanted:
                     found.append((ref, Existing(name, item, PlacementRecord.from_object(item))))
         return name, found

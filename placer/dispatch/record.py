@@ -35,6 +35,7 @@ from datetime import UTC, datetime
 from typing import Any
 
 from placer.model import ANNOTATION_PREFIX, Placement, WorkloadRef
+from placer.objects import meta
 
 __all__ = [
     "ANNOTATION_CLUSTER",
@@ -214,8 +215,7 @@ def dispatch_manifest(
     """
     body: dict[str, Any] = copy.deepcopy(dict(manifest))
     body.pop("status", None)
-    metadata = body.get("metadata")
-    metadata = dict(metadata) if isinstance(metadata, Mapping) else {}
+    metadata = dict(meta(body))
     for key in _SERVER_METADATA:
         metadata.pop(key, None)
     metadata.pop("generateName", None)

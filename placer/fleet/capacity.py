@@ -51,6 +51,7 @@ from typing import Any
 from placer.accelerators import AcceleratorTable, default_accelerators, fraction_share
 from placer.fleet.devices import with_devices
 from placer.model import GPU_SHARE, Cluster, DeviceGroup, Node, PendingPods, Taint
+from placer.objects import is_deleting, meta, name_of
 from placer.podspec import pod_requests
 from placer.quantity import GPU, PODS, to_canonical
 
@@ -111,8 +112,8 @@ class PodTally:
             return
         spec = pod.get("spec") or {}
         node = spec.get("nodeName")
-        metadata = pod.get("metadata") or {}
-        deleting = bool(metadata.get("deletionTimestamp"))
+        metadata = meta(pod)
+        deleting = is_deleting(pod)
         if not node and deleting:
             return
         requests = pod_requests(spec, strict=False)  # validated by the API server
@@ -186,12 +187,12 @@ class PodTally:
 
 def node_from_api(obj: Mapping[str, Any], requested: Mapping[str, int] | None = None) -> Node:
     """A :class:`Node` from a Node object and the requests of its bound pods."""
-    meta = obj.get("metadata") or {}
+    metadata = meta(obj)
     spec = obj.get("spec") or {}
     status = obj.get("status") or {}
-    name = str(meta.get("name") or "")
+    name = name_of(obj)
     allocatable = _resources(status.get("allocatable") or status.get("capacity"), name)
-    labels = {str(k): str(v) for k, v in (meta.get("labels") or {}).items()}
+    labels = {str(k): str(v) for k, v in (metadata.get("labels") or {}).items()}
     taints = []
     for item in spec.get("taints") or ():
         if isinstance(item, Mapping) and item.get("key") and item.get("effect") in _EFFECTS:
@@ -204,7 +205,7 @@ def node_from_api(obj: Mapping[str, Any], requested: Mapping[str, int] | None = 
         taints=tuple(taints),
         unschedulable=bool(spec.get("unschedulable")),
         ready=_ready(status.get("conditions")),
-        gpu_devices=_devices(meta.get("annotations"), name),
+        gpu_devices=_devices(metadata.get("annotations"), name),
     )
 
 
@@ -243,14 +244,14 @@ def cluster_from_api(
 
 
 def _node_name(node: Mapping[str, Any] | Node) -> str:
-    return node.name if isinstance(node, Node) else _name(node)
+    return node.name if isinstance(node, Node) else name_of(node)
 
 
 def _with_requests(node: Mapping[str, Any] | Node, tally: PodTally) -> Node:
     if isinstance(node, Node):
         built = replace(node, requested=dict(tally.requested.get(node.name, {})))
     else:
-        built = node_from_api(node, tally.requested.get(_name(node)))
+        built = node_from_api(node, tally.requested.get(name_of(node)))
     shares = tally.shares.get(built.name)
     return _with_shares(built, shares) if shares else built
 
@@ -324,10 +325,6 @@ def complete_labels(given: Mapping[str, str], nodes: Sequence[Node]) -> dict[str
         labels["gpu-products"] = ",".join(products)
     labels.update(given)
     return dict(sorted(labels.items()))
-
-
-def _name(obj: Mapping[str, Any]) -> str:
-    return str((obj.get("metadata") or {}).get("name") or "")
 
 
 def _ready(conditions: object) -> bool:

@@ -31,6 +31,7 @@ from placer.inventory.listing import LiveWorkload, age
 from placer.inventory.pods import attribute_pods
 from placer.kube import KubeClient, OwnerWalker
 from placer.model import GPU_SHARE
+from placer.objects import name_of
 from placer.podspec import pod_demand
 from placer.quantity import GPU
 
@@ -199,7 +200,7 @@ def live_json(view: LiveView) -> dict[str, Any]:
     data["pods"] = {
         label: [
             {
-                "name": (p.get("metadata") or {}).get("name"),
+                "name": name_of(p) or None,
                 "phase": (p.get("status") or {}).get("phase"),
                 "ready": _ready(p),
                 "node": _node(p) or None,

@@ -35,6 +35,7 @@ from placer.errors import (
 )
 from placer.kube import KubeClient
 from placer.model import GPU_SHARE
+from placer.objects import labels_of, meta, name_of, namespace_of, owner_references_of, uid_of
 from placer.quantity import GPU
 
 __all__ = [
@@ -67,16 +68,15 @@ class LiveWorkload:
 
     @property
     def metadata(self) -> Mapping[str, Any]:
-        meta = self.object.get("metadata")
-        return meta if isinstance(meta, Mapping) else {}
+        return meta(self.object)
 
     @property
     def name(self) -> str:
-        return str(self.metadata.get("name", ""))
+        return name_of(self.object)
 
     @property
     def namespace(self) -> str:
-        return str(self.metadata.get("namespace", ""))
+        return namespace_of(self.object)
 
     @property
     def kind(self) -> str:
@@ -84,7 +84,7 @@ class LiveWorkload:
 
     @property
     def uid(self) -> str:
-        return str(self.metadata.get("uid", ""))
+        return uid_of(self.object)
 
     @property
     def phases(self) -> tuple[str, ...]:
@@ -251,7 +251,7 @@ def list_workloads(
                 warnings.append(f"cluster {name}: {target.kind}: {_strip(err, name)}")
                 continue
             for item in items:
-                uid = str((item.get("metadata") or {}).get("uid", ""))
+                uid = uid_of(item)
                 if uid in seen or not _top_level(item, covered):
                     continue
                 seen.add(uid)
@@ -313,10 +313,9 @@ def _strip(err: KubeError, name: str) -> str:
 
 
 def _top_level(item: Mapping[str, Any], covered: set[tuple[str, str]]) -> bool:
-    metadata = item.get("metadata") or {}
-    if (metadata.get("labels") or {}).get(_USAGE_LABEL):
+    if labels_of(item).get(_USAGE_LABEL):
         return False
-    for ref in metadata.get("ownerReferences") or ():
+    for ref in owner_references_of(item):
         if not ref.get("controller"):
             continue
         if item.get("kind") == "Pod" and item.get("apiVersion") == "v1":

@@ -26,6 +26,7 @@ from placer.definitions import Decomposition
 from placer.definitions.jq import compile_jq, normalize, to_json_text
 from placer.definitions.model import Component, TypeSelector
 from placer.errors import PlacerError
+from placer.objects import labels_of, name_of
 
 __all__ = ["attribute_pods", "instance_id"]
 
@@ -63,7 +64,7 @@ def attribute_pods(decomposition: Decomposition, pods: Sequence[Pod]) -> dict[st
 
 
 def _sorted(pods: Any) -> list[Pod]:
-    return sorted(pods, key=lambda p: str((p.get("metadata") or {}).get("name", "")))
+    return sorted(pods, key=name_of)
 
 
 def _claims(component: Component, text: str, *, sole: bool) -> bool:
@@ -75,7 +76,7 @@ def _claims(component: Component, text: str, *, sole: bool) -> bool:
 
 def _type_matches(selector: TypeSelector, text: str) -> bool:
     if selector.match_labels:
-        labels = (json.loads(text).get("metadata") or {}).get("labels") or {}
+        labels = labels_of(json.loads(text))
         if any(labels.get(k) != v for k, v in selector.match_labels.items()):
             return False
     if not selector.key_path:

@@ -56,6 +56,7 @@ from placer.kube.resources import WELL_KNOWN, ResourceRef, api_prefix, resources
 from placer.kube.settings import ClientSettings, WatchSettings
 from placer.kube.translate import error_from_exception, error_from_status
 from placer.kube.watching import Watcher
+from placer.objects import meta, name_of, namespace_of, version_of
 
 __all__ = ["KubeClient", "ObjectList", "open_client"]
 
@@ -326,7 +327,7 @@ class KubeClient:
                 for item in page.get("items") or ():
                     item.setdefault("apiVersion", ref.api_version)
                     item.setdefault("kind", ref.kind)
-                token = (page.get("metadata") or {}).get("continue") or None
+                token = meta(page).get("continue") or None
                 yield page
                 del page
             if not token:
@@ -362,7 +363,7 @@ class KubeClient:
                     deadline=deadline,
                 ):
                     items.extend(page.get("items") or ())
-                    version = str((page.get("metadata") or {}).get("resourceVersion") or "")
+                    version = version_of(page)
                 return ObjectList(items, version)
             except KubeError as err:
                 if err.code != 410 or attempt == 2:
@@ -580,8 +581,7 @@ class KubeClient:
             return None
         if namespace:
             return namespace
-        from_body = (body or {}).get("metadata", {}).get("namespace")
-        return str(from_body) if from_body else self.namespace
+        return namespace_of(body or {}) or self.namespace
 
     def _build(self, builder: Any, *args: Any, **kwargs: Any) -> Request:
         try:
@@ -605,15 +605,14 @@ class KubeClient:
 
 
 def _name_of(body: Mapping[str, Any]) -> str:
-    name = (body.get("metadata") or {}).get("name")
-    if not isinstance(name, str) or not name:
+    name = name_of(body)
+    if not name:
         raise InputError("the object has no metadata.name", source=_describe(body))
     return name
 
 
 def _describe(body: Mapping[str, Any]) -> str:
-    meta = body.get("metadata") or {}
-    return f"{body.get('kind', '?')}/{meta.get('name', '?')}"
+    return f"{body.get('kind', '?')}/{name_of(body) or '?'}"
 
 
 class _Retry(urllib3.Retry):

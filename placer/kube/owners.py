@@ -14,6 +14,7 @@ from typing import Any
 
 from placer.errors import KubeError
 from placer.kube.client import KubeClient
+from placer.objects import namespace_of, owner_references_of
 
 __all__ = ["MAX_OWNER_DEPTH", "OwnerWalker"]
 
@@ -35,14 +36,13 @@ class OwnerWalker:
         for _ in range(MAX_OWNER_DEPTH):
             if current is None:
                 return False
-            metadata = current.get("metadata") or {}
-            refs = metadata.get("ownerReferences") or []
+            refs = owner_references_of(current)
             if any(r.get("uid") == uid for r in refs):
                 return True
             controller = next((r for r in refs if r.get("controller")), None)
             if controller is None:
                 return False
-            current = self._fetch(controller, str(metadata.get("namespace") or ""))
+            current = self._fetch(controller, namespace_of(current))
         return False
 
     def _fetch(self, ref: Mapping[str, Any], namespace: str) -> Mapping[str, Any] | None:

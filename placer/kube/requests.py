@@ -19,6 +19,7 @@ from typing import Any
 from urllib.parse import urlencode
 
 from placer.kube.resources import ResourceRef
+from placer.objects import meta, name_of
 
 __all__ = [
     "PatchType",
@@ -170,9 +171,7 @@ def create_request(
 ) -> Request:
     """Create ``body`` in ``namespace``."""
     ns = _need_namespace(ref, namespace)
-    name = (body.get("metadata") or {}).get("name") or (body.get("metadata") or {}).get(
-        "generateName", ""
-    )
+    name = name_of(body) or str(meta(body).get("generateName") or "")
     return Request(
         "POST",
         ref.path(namespace=ns),
@@ -252,8 +251,8 @@ def apply_request(
     subresource: str = "",
 ) -> Request:
     """Server-side apply of ``body`` (its ``metadata.name`` names the object)."""
-    name = (body.get("metadata") or {}).get("name")
-    if not isinstance(name, str) or not name:
+    name = name_of(body)
+    if not name:
         raise ValueError("server-side apply needs metadata.name")
     return patch_request(
         ref,

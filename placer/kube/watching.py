@@ -38,6 +38,7 @@ from placer.errors import ClusterUnreachableError, KubeError
 from placer.kube.requests import watch_request
 from placer.kube.settings import WatchSettings
 from placer.kube.translate import error_from_status
+from placer.objects import version_of
 
 if TYPE_CHECKING:
     from placer.kube.client import KubeClient, ObjectList
@@ -115,16 +116,16 @@ class WatchState:
                 cluster=self.cluster,
                 action="watch",
             )
-        version = (obj.get("metadata") or {}).get("resourceVersion")
+        version = version_of(obj)
         if kind == "BOOKMARK":
             if version:
-                self.resource_version = str(version)
+                self.resource_version = version
             return Action.SKIP, None
         if kind not in OBJECT_EVENTS:
             log.warning("cluster %s: skipping unknown watch event type %r", self.cluster, kind)
             return Action.SKIP, None
         if version:
-            self.resource_version = str(version)
+            self.resource_version = version
         return Action.EMIT, WatchEvent(str(kind), obj)
 
 

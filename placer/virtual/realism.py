@@ -53,6 +53,16 @@ from placer.definitions import (
 from placer.errors import PlacerError
 from placer.fleet.capacity import PodTally, cluster_from_api
 from placer.model import Cluster, Node, PodDemand
+from placer.objects import (
+    annotations_of,
+    generation_of,
+    meta,
+    name_key,
+    name_of,
+    namespace_of,
+    owner_references_of,
+    uid_of,
+)
 from placer.podspec import node_mismatch
 from placer.quantity import PODS
 from placer.testing import ApiServer, StatusError, Store, WriteEvent
@@ -136,7 +146,7 @@ class Realism:
         if (rt.group, rt.kind) not in self._kinds:
             return
         obj = event.object
-        uid = str((obj.get("metadata") or {}).get("uid", ""))
+        uid = uid_of(obj)
         if event.type == "DELETED":
             with self._lock:
                 self._materialised.discard(uid)
@@ -145,7 +155,9 @@ class Realism:
             decomposition = decompose(obj, self.catalog)
             phases = phases_of(obj, decomposition.definition)
         except PlacerError as err:
-            log.info("cluster %s: %s/%s not materialised: %s", self.name, rt.kind, _name(obj), err)
+            log.info(
+                "cluster %s: %s/%s not materialised: %s", self.name, rt.kind, name_of(obj), err
+            )
             return
         suspended = any(p in _SUSPENDED for p in phases)
         with self._lock:
@@ -164,9 +176,8 @@ class Realism:
     # ----------------------------------------------------------------------------------------
 
     def _materialise(self, store: Store, obj: Mapping[str, Any], d: Decomposition) -> None:
-        metadata = obj.get("metadata") or {}
-        namespace = str(metadata.get("namespace") or "default")
-        plan = _plan(metadata)
+        namespace = namespace_of(obj) or "default"
+        plan = _plan(obj)
         nodes = _nodes(store)
         root_is_pod = d.ref.api_version == "v1" and d.ref.kind == "Pod"
         pods: list[dict[str, Any]] = []
@@ -200,12 +211,8 @@ class Realism:
 # pods and nodes
 
 
-def _name(obj: Mapping[str, Any]) -> str:
-    return str((obj.get("metadata") or {}).get("name", ""))
-
-
-def _plan(metadata: Mapping[str, Any]) -> dict[str, tuple[str, ...]]:
-    text = (metadata.get("annotations") or {}).get(_PLAN_ANNOTATION)
+def _plan(obj: Mapping[str, Any]) -> dict[str, tuple[str, ...]]:
+    text = annotations_of(obj).get(_PLAN_ANNOTATION)
     if not isinstance(text, str):
         return {}
     try:
@@ -275,8 +282,8 @@ def _pod(
     template: Mapping[str, Any],
     node: str,
 ) -> dict[str, Any]:
-    name = _name(root)
-    template_meta = template.get("metadata") or {}
+    name = name_of(root)
+    template_meta = meta(template)
     labels = {str(k): str(v) for k, v in (template_meta.get("labels") or {}).items()}
     labels.update(
         expected_pod_labels(
@@ -293,7 +300,7 @@ def _pod(
                 "apiVersion": root.get("apiVersion"),
                 "kind": root.get("kind"),
                 "name": name,
-                "uid": (root.get("metadata") or {}).get("uid"),
+                "uid": uid_of(root) or None,
                 "controller": True,
                 "blockOwnerDeletion": True,
             }
@@ -326,7 +333,7 @@ def _bind_root_pod(store: Store, obj: Mapping[str, Any], node: str) -> None:
     if node:
         spec["nodeName"] = node
         now = datetime.now(UTC).strftime("%Y-%m-%dT%H:%M:%SZ")
-        pod["status"] = running_pod_status(spec, node=node, pod=_name(pod), now=now)
+        pod["status"] = running_pod_status(spec, node=node, pod=name_of(pod), now=now)
     else:
         pod["status"] = {
             "phase": "Pending",
@@ -337,12 +344,11 @@ def _bind_root_pod(store: Store, obj: Mapping[str, Any], node: str) -> None:
 
 
 def _delete_pods(store: Store, obj: Mapping[str, Any], uid: str) -> None:
-    namespace = (obj.get("metadata") or {}).get("namespace")
+    namespace = namespace_of(obj) or None
     for pod in store.list("pods", namespace):
-        refs = (pod.get("metadata") or {}).get("ownerReferences") or []
-        if any(r.get("uid") == uid for r in refs):
+        if any(r.get("uid") == uid for r in owner_references_of(pod)):
             try:
-                store.delete("pods", pod["metadata"]["name"], namespace)
+                store.delete("pods", name_of(pod), namespace)
             except StatusError:
                 pass
 
@@ -362,7 +368,7 @@ def _candidates(obj: Mapping[str, Any], d: Decomposition) -> list[dict[str, Any]
     kind = d.ref.kind
     pods = sum(c.replicas for c in d.components)
     replicas = _replicas(obj, 1)
-    generation = (obj.get("metadata") or {}).get("generation", 1)
+    generation = generation_of(obj) or 1
     now = datetime.now(UTC).strftime("%Y-%m-%dT%H:%M:%SZ")
     ready = [{"type": "Ready", "status": "True", "reason": "Ready", "lastTransitionTime": now}]
     known: dict[tuple[str, str], list[dict[str, Any]]] = {
@@ -387,8 +393,8 @@ def _candidates(obj: Mapping[str, Any], d: Decomposition) -> list[dict[str, Any]
                 "availableReplicas": replicas,
                 "updatedReplicas": replicas,
                 "currentReplicas": replicas,
-                "currentRevision": f"{_name(obj)}-1",
-                "updateRevision": f"{_name(obj)}-1",
+                "currentRevision": f"{name_of(obj)}-1",
+                "updateRevision": f"{name_of(obj)}-1",
             }
         ],
         ("batch", "Job"): [{"active": pods, "ready": pods, "startTime": now}],
@@ -486,7 +492,7 @@ def running_status(obj: Mapping[str, Any], d: Decomposition) -> dict[str, Any] |
 
 
 def _write_status(store: Store, obj: Mapping[str, Any], status: Mapping[str, Any]) -> None:
-    metadata = obj.get("metadata") or {}
+    namespace, name = name_key(obj)
     resource = f"{obj.get('kind')}"
     api_version = str(obj.get("apiVersion", ""))
     group = api_version.rpartition("/")[0]
@@ -501,10 +507,10 @@ def _write_status(store: Store, obj: Mapping[str, Any], status: Mapping[str, Any
     try:
         store.patch(
             rt,
-            str(metadata.get("name")),
+            name,
             {"status": dict(status)},
-            namespace=metadata.get("namespace"),
+            namespace=namespace or None,
             subresource="status" if rt.status else None,
         )
     except StatusError as err:  # deleted meanwhile, or no status subresource: nothing to show
-        log.info("status of %s/%s not written: %s", obj.get("kind"), metadata.get("name"), err)
+        log.info("status of %s/%s not written: %s", obj.get("kind"), name, err)

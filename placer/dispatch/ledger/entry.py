@@ -20,6 +20,7 @@ from typing import Any
 
 from placer.dispatch.storage import NAMESPACE, micro_time, parse_micro_time
 from placer.model import Placement, PodAssignment, WorkloadRef
+from placer.objects import name_of
 
 __all__ = [
     "DEFAULT_TTL",
@@ -166,7 +167,7 @@ def entry_to_configmap(entry: InFlight) -> dict[str, Any]:
 
 def entries_from_configmap(obj: Mapping[str, Any]) -> tuple[list[InFlight], list[str]]:
     """The readable entries of a ledger ConfigMap, and the data keys that are not."""
-    store = str((obj.get("metadata") or {}).get("name", ""))
+    store = name_of(obj)
     entries: list[InFlight] = []
     bad: list[str] = []
     for key, text in (obj.get("data") or {}).items():

@@ -28,6 +28,7 @@ from placer.dispatch.storage import create_configmap
 from placer.errors import ConflictError, NotFoundError
 from placer.kube import KubeClient
 from placer.model import WorkloadRef
+from placer.objects import name_of
 
 __all__ = [
     "CONFIGMAP_BYTES",
@@ -130,7 +131,7 @@ def delete_entry(client: KubeClient, ref: WorkloadRef) -> None:
     )
     for item in listed.items:
         if key in (item.get("data") or {}):
-            remove_entries(client, str(item["metadata"]["name"]), [ref])
+            remove_entries(client, name_of(item), [ref])
 
 
 def read_entries(client: KubeClient) -> list[InFlight]:
@@ -142,7 +143,7 @@ def read_entries(client: KubeClient) -> list[InFlight]:
     for item in listed.items:
         found, bad = entries_from_configmap(item)
         for key in bad:
-            name = (item.get("metadata") or {}).get("name")
+            name = name_of(item)
             log.warning(
                 "cluster %s: skipping unreadable in-flight entry %s/%s", client.name, name, key
             )

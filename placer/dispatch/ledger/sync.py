@@ -21,6 +21,7 @@ from placer.dispatch.record import PlacementRecord
 from placer.errors import KubeError, NotFoundError
 from placer.kube import KubeClient, OwnerWalker
 from placer.model import PodAssignment, WorkloadRef
+from placer.objects import name_of, uid_of
 from placer.podspec import pod_demand
 
 __all__ = ["APPLY_GRACE", "OBSERVED_KEEP", "observe", "sync_cluster"]
@@ -132,11 +133,11 @@ def sync_cluster(
         assert root is not None
         if ref.namespace not in pods_by_ns:
             pods_by_ns[ref.namespace] = _list_pods(client, ref.namespace)
-        uid = str((root.get("metadata") or {}).get("uid", ""))
+        uid = uid_of(root)
         seen = [
             (str(pod["spec"].get("nodeName", "")), pod_demand(pod["spec"], strict=False).requests)
             for pod in pods_by_ns[ref.namespace]
-            if _counted(pod) and (_uid(pod) == uid or owners.owned_by(pod, uid))
+            if _counted(pod) and (uid_of(pod) == uid or owners.owned_by(pod, uid))
         ]
         updated = observe(entry, seen) if seen else entry
         if updated.placement.pods or when - entry.created < OBSERVED_KEEP:
@@ -172,10 +173,6 @@ def _may_still_apply(
     return now - entry.created <= APPLY_GRACE
 
 
-def _uid(obj: Mapping[str, Any]) -> str:
-    return str((obj.get("metadata") or {}).get("uid", ""))
-
-
 def _counted(pod: Mapping[str, Any]) -> bool:
     """A pod gathering already accounts for: bound to a node, or finished."""
     spec = pod.get("spec")
@@ -192,7 +189,7 @@ def _list_by_name(
         items = client.list(api_version, kind, namespace=namespace).items
     except NotFoundError:  # the kind is not served (any more): nothing of it exists
         return {}
-    return {str((o.get("metadata") or {}).get("name")): o for o in items}
+    return {name_of(o): o for o in items}
 
 
 def _list_pods(client: KubeClient, namespace: str) -> list[Mapping[str, Any]]:
