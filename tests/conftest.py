@@ -15,6 +15,7 @@
 from __future__ import annotations
 
 import itertools
+import os
 import shutil
 import subprocess
 import sys
@@ -31,6 +32,18 @@ from kubernetes import config as k8s_config
 from placer.testing import ApiServer, write_kubeconfig
 
 REPO = Path(__file__).resolve().parents[1]
+
+
+@pytest.fixture(scope="session", autouse=True)
+def _catalog_cache(tmp_path_factory: pytest.TempPathFactory) -> Iterator[None]:
+    """The compiled catalog of the run's commands in a directory of the run, not in $HOME."""
+    before = os.environ.get("PLACER_CACHE_DIR")
+    os.environ["PLACER_CACHE_DIR"] = str(tmp_path_factory.mktemp("placer-cache"))
+    yield
+    if before is None:
+        os.environ.pop("PLACER_CACHE_DIR", None)
+    else:
+        os.environ["PLACER_CACHE_DIR"] = before
 
 
 @pytest.fixture(scope="session")

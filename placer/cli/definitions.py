@@ -13,17 +13,27 @@ workloads.
 from __future__ import annotations
 
 import argparse
+import os
 from collections.abc import Sequence
+from pathlib import Path
 from typing import Any
 
 from placer.cli._output import add_output_option, print_data, print_table
 from placer.definitions import Catalog, Definition
+from placer.definitions.compiled import cache_dir
 from placer.definitions.model import Component
 from placer.definitions.suspend import can_suspend
 from placer.errors import DefinitionError, UnknownTypeError
 from placer.model import Fleet
 
-__all__ = ["accelerators_for", "add_catalog_option", "load_catalog", "register", "run"]
+__all__ = [
+    "accelerators_for",
+    "add_catalog_option",
+    "catalog_cache",
+    "load_catalog",
+    "register",
+    "run",
+]
 
 COMPONENT_LIMIT = 3
 
@@ -40,10 +50,16 @@ def add_catalog_option(parser: argparse.ArgumentParser) -> None:
     )
 
 
+def catalog_cache() -> Path | None:
+    """The directory of the compiled catalog for this process's environment
+    (:func:`placer.definitions.compiled.cache_dir`)."""
+    return cache_dir(os.environ)
+
+
 def load_catalog(args: argparse.Namespace, fleet: Fleet | None = None) -> Catalog:
     """The built-in catalog plus the ``--catalog`` directories of ``args``, counting
     accelerators with the table of ``fleet`` (a snapshot) or of the ``--fleet`` file."""
-    catalog = Catalog.load(list(getattr(args, "catalog", []) or []))
+    catalog = Catalog.load(list(getattr(args, "catalog", []) or []), cache=catalog_cache())
     table = accelerators_for(args, fleet)
     return catalog if table is None else catalog.with_accelerators(table)
 

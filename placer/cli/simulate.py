@@ -29,7 +29,7 @@ from typing import TYPE_CHECKING, Any, TextIO
 from placer.cli._decision import add_policy_option
 from placer.cli._output import add_output_option, print_data, print_table
 from placer.cli._types import SEED, seconds, seconds_or_zero
-from placer.cli.definitions import add_catalog_option
+from placer.cli.definitions import add_catalog_option, catalog_cache
 from placer.errors import EXIT_ERROR, EXIT_OK, InputError, UsageError
 from placer.model import GPU_SHARE, Fleet
 from placer.policy import load_policies
@@ -235,7 +235,7 @@ def load_workloads(
             if catalog is None:
                 from placer.definitions import Catalog
 
-                catalog = Catalog.load(list(catalog_dirs))
+                catalog = Catalog.load(list(catalog_dirs), cache=catalog_cache())
                 if fleet.accelerators:  # the table the snapshot was gathered with
                     from placer.accelerators import accelerators_from_dict
 

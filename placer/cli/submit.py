@@ -38,7 +38,7 @@ from placer.cli._decision import add_decision_options, add_manifest_option, deci
 from placer.cli._fleet import add_fleet_options, fleet_config_from_args, report_unreachable
 from placer.cli._output import add_output_option, print_data, print_table
 from placer.cli._types import MAX_SECONDS, seconds
-from placer.cli.definitions import accelerators_for, add_catalog_option
+from placer.cli.definitions import accelerators_for, add_catalog_option, catalog_cache
 from placer.errors import EXIT_ERROR, EXIT_NOT_FOUND, EXIT_OK, UsageError
 
 __all__ = ["parse_duration", "read_manifests", "register", "run"]
@@ -122,7 +122,7 @@ def read_manifests(
     from placer.dispatch import Manifest
 
     describe = importlib.import_module("placer.cli.describe")
-    catalog = Catalog.load(catalog_dirs)
+    catalog = Catalog.load(catalog_dirs, cache=catalog_cache())
     if accelerators is not None:
         catalog = catalog.with_accelerators(accelerators)
     manifests: list[Manifest] = []

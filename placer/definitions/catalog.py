@@ -28,8 +28,8 @@ from importlib import resources
 from pathlib import Path
 
 from placer.accelerators import AcceleratorTable, default_accelerators
+from placer.definitions.compiled import load_validated
 from placer.definitions.jq import trust_expressions
-from placer.definitions.loader import load_definitions
 from placer.definitions.model import Definition, GroupVersionKind
 from placer.definitions.validate import check_definition, jq_fields
 from placer.errors import DefinitionError, NoDefinitionError
@@ -71,20 +71,30 @@ class Catalog:
     # -- construction --------------------------------------------------------------------------
 
     @classmethod
-    def builtin(cls) -> Catalog:
-        """placer's own definitions (loaded and validated once per process)."""
-        return _builtin()
+    def builtin(cls, *, cache: Path | None = None) -> Catalog:
+        """placer's own definitions (loaded and validated once per process; through the
+        compiled catalog in the directory ``cache``, :mod:`placer.definitions.compiled`)."""
+        return _builtin(cache)
 
     @classmethod
-    def load(cls, extra_dirs: Sequence[str | Path] = (), *, builtin: bool = True) -> Catalog:
-        """The built-in catalog (unless ``builtin=False``) plus every ``--catalog`` directory.
+    def load(
+        cls,
+        extra_dirs: Sequence[str | Path] = (),
+        *,
+        builtin: bool = True,
+        cache: Path | None = None,
+    ) -> Catalog:
+        """The built-in catalog (unless ``builtin=False``) plus every ``--catalog`` directory,
+        through the compiled catalog in the directory ``cache`` when given.
 
         Raises :class:`~placer.errors.InputError` / :class:`~placer.errors.DefinitionError` for
         unreadable files or invalid definitions, naming the file.
         """
-        catalog = cls.builtin() if builtin else cls()
+        catalog = cls.builtin(cache=cache) if builtin else cls()
         for directory in extra_dirs:
-            catalog = catalog.with_definitions(load_definitions(Path(directory), origin="file"))
+            catalog = catalog.with_definitions(
+                load_validated(Path(directory), origin="file", cache=cache)
+            )
         return catalog
 
     def with_definitions(self, definitions: Iterable[Definition]) -> Catalog:
@@ -128,9 +138,9 @@ class Catalog:
         )
 
 
-@lru_cache(maxsize=1)
-def _builtin() -> Catalog:
-    definitions = load_definitions(builtin_catalog_dir(), origin="catalog")
+@lru_cache(maxsize=2)
+def _builtin(cache: Path | None) -> Catalog:
+    definitions = load_validated(builtin_catalog_dir(), origin="catalog", cache=cache)
     seen: dict[GroupVersionKind, str] = {}
     for definition in definitions:
         target = definition.target
@@ -140,7 +150,7 @@ def _builtin() -> Catalog:
             )
         if target is not None:
             seen[target] = definition.name
-    catalog = Catalog().with_definitions(definitions)  # validated: bounded, isolated
+    catalog = Catalog().with_definitions(definitions)  # validated above: bounded, isolated
     # placer's own reviewed definitions run in-process whatever the size of the object
     trust_expressions([text for d in definitions for _, text in jq_fields(d)])
     return catalog

@@ -65,6 +65,7 @@ __all__ = [
     "JqBatch",
     "JqLimits",
     "JqProgram",
+    "adopt_programs",
     "compile_batch",
     "compile_jq",
     "compile_problems",
@@ -165,6 +166,31 @@ class JqProgram:
         self.max_input = max_in_process_input(self.bound) if risk is None else -1
         self._compiled: Any = None
 
+    def __getstate__(self) -> tuple[object, ...]:
+        """The analysis, for the compiled catalog (:mod:`placer.definitions.compiled`); libjq's
+        compiled program is not kept (it is made again on first use)."""
+        return (
+            self.text,
+            self.tree,
+            self.risk,
+            self.runnable,
+            self.isolation,
+            self.bound,
+            self.max_input,
+        )
+
+    def __setstate__(self, state: tuple[Any, ...]) -> None:
+        (
+            self.text,
+            self.tree,
+            self.risk,
+            self.runnable,
+            self.isolation,
+            self.bound,
+            self.max_input,
+        ) = state
+        self._compiled = None
+
     @property
     def in_process(self) -> bool:
         """Whether this expression may run in placer's own process on some inputs."""
@@ -222,7 +248,16 @@ def _compile_runnable(program: JqProgram, location: str | None) -> Any:
         ) from None
 
 
-@lru_cache(maxsize=4096)
+#: programs analysed by an earlier process (:func:`adopt_programs`), by text
+_ADOPTED: dict[str, JqProgram] = {}
+
+
+def adopt_programs(programs: Sequence[JqProgram]) -> None:
+    """Take ``programs``, analysed by an earlier run of this same code (the compiled catalog,
+    :mod:`placer.definitions.compiled`), as :func:`compile_jq`'s answers for their texts."""
+    _ADOPTED.update((program.text, program) for program in programs)
+
+
 def compile_jq(text: str) -> JqProgram:
     """Analyse ``text`` (cached): parse it, prove termination, bound string repetition.
 
@@ -230,6 +265,12 @@ def compile_jq(text: str) -> JqProgram:
     use (a millisecond each, as libjq re-parses its builtins); :func:`compile_problems` checks
     many expressions with libjq in one go.
     """
+    adopted = _ADOPTED.get(text)
+    return adopted if adopted is not None else _analyse(text)
+
+
+@lru_cache(maxsize=4096)
+def _analyse(text: str) -> JqProgram:
     try:
         tree = parse(text)
     except JqSyntaxError as exc:

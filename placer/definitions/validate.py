@@ -32,7 +32,7 @@ from placer.definitions.jqsyntax import isolation_violations, safety_violations
 from placer.definitions.model import Component, Definition
 from placer.errors import DefinitionInvalidError, JqError
 
-__all__ = ["check_definition", "jq_fields", "validate_definition"]
+__all__ = ["check_definition", "jq_fields", "remember_valid", "validate_definition"]
 
 
 def validate_definition(definition: Definition) -> list[str]:
@@ -144,6 +144,13 @@ def check_definition(definition: Definition) -> Definition:
         raise DefinitionInvalidError(definition.name, problems, source=definition.source)
     _VALID.add(definition)
     return definition
+
+
+def remember_valid(definition: Definition) -> None:
+    """Take ``definition`` as valid without validating it again: for the compiled catalog
+    (:mod:`placer.definitions.compiled`), whose definitions this same code validated when the
+    cache entry was written."""
+    _VALID.add(definition)
 
 
 def _at(component: Component) -> str:
