@@ -25,7 +25,7 @@ from typing import NoReturn
 from placer import __version__
 from placer.errors import EXIT_CODES, EXIT_ERROR, EXIT_USAGE, PlacerError
 
-__all__ = ["build_parser", "exit_codes_text", "main"]
+__all__ = ["build_parser", "command_names", "exit_codes_text", "main"]
 
 Handler = Callable[[argparse.Namespace], int]
 
@@ -52,17 +52,22 @@ def exit_codes_text(width: int = 100) -> str:
     return "\n".join(lines) + "\n"
 
 
-def build_parser() -> argparse.ArgumentParser:
+def command_names() -> list[str]:
+    """Every subcommand, sorted: the modules of this package not starting with ``_``."""
+    return sorted(m.name for m in pkgutil.iter_modules(__path__) if not m.name.startswith("_"))
+
+
+def build_parser(commands: Sequence[str] | None = None) -> argparse.ArgumentParser:
+    """The ``placer`` parser with every subcommand, or only ``commands`` (their modules alone
+    are imported: what one command needs, not what all the others do)."""
     parser = _Parser(
         prog="placer",
         description="Multi-cluster placement for Kubernetes AI workloads.",
     )
     parser.add_argument("--version", action="version", version=f"placer {__version__}")
     subparsers = parser.add_subparsers(dest="command", metavar="COMMAND", parser_class=_Parser)
-    for info in sorted(pkgutil.iter_modules(__path__), key=lambda m: m.name):
-        if info.name.startswith("_"):
-            continue
-        module = importlib.import_module(f"{__name__}.{info.name}")
+    for name in command_names() if commands is None else commands:
+        module = importlib.import_module(f"{__name__}.{name}")
         register = getattr(module, "register", None)
         if callable(register):
             register(subparsers)
@@ -71,9 +76,13 @@ def build_parser() -> argparse.ArgumentParser:
 
 def main(argv: Sequence[str] | None = None) -> int:
     """Entry point of the ``placer`` console script."""
-    parser = build_parser()
+    arguments = sys.argv[1:] if argv is None else list(argv)
+    # `placer get ...` builds the parser of `get` alone; `placer`, `placer --help` and an
+    # unknown command build all of them (the list of commands, argparse's suggestions)
+    names = command_names()
+    parser = build_parser(arguments[:1] if arguments[:1] and arguments[0] in names else names)
     try:
-        args = parser.parse_args(argv)
+        args = parser.parse_args(arguments)
     except SystemExit as done:  # --help, --version, or a usage error already printed
         return done.code if isinstance(done.code, int) else EXIT_USAGE
     handler: Handler | None = getattr(args, "func", None)

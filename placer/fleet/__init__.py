@@ -12,15 +12,9 @@ Kubernetes I/O goes through :mod:`placer.kube` only. The virtual fleet (``placer
 a snapshot served by loopback API servers) is :mod:`placer.virtual`.
 """
 
-from placer.fleet.capacity import PodTally, cluster_from_api, complete_labels, node_from_api
-from placer.fleet.clients import member_clients, open_clients
-from placer.fleet.config import (
-    ClusterSource,
-    FleetConfig,
-    fleet_from_kubeconfigs,
-    load_fleet_file,
-)
-from placer.fleet.gather import gather_cluster, gather_fleet
+from typing import TYPE_CHECKING
+
+from placer._lazy import lazy_exports
 
 __all__ = [
     "ClusterSource",
@@ -36,3 +30,26 @@ __all__ = [
     "node_from_api",
     "open_clients",
 ]
+
+if TYPE_CHECKING:
+    from placer.fleet.capacity import PodTally, cluster_from_api, complete_labels, node_from_api
+    from placer.fleet.clients import member_clients, open_clients
+    from placer.fleet.config import (
+        ClusterSource,
+        FleetConfig,
+        fleet_from_kubeconfigs,
+        load_fleet_file,
+    )
+    from placer.fleet.gather import gather_cluster, gather_fleet
+else:
+    # reading a fleet file or kubeconfigs does not load the Kubernetes client
+    __getattr__ = lazy_exports(
+        __name__,
+        __all__,
+        (
+            "placer.fleet.config",
+            "placer.fleet.capacity",
+            "placer.fleet.clients",
+            "placer.fleet.gather",
+        ),
+    )

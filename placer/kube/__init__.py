@@ -17,14 +17,9 @@ the placement controller). Layout, by concept:
 * :mod:`~placer.kube.settings` — :class:`ClientSettings`, :class:`WatchSettings`.
 """
 
-from placer.kube.client import KubeClient, ObjectList, open_client
-from placer.kube.kubeconfig import ContextInfo, KubeconfigSet, load_kubeconfigs
-from placer.kube.owners import OwnerWalker
-from placer.kube.requests import PatchType, Request
-from placer.kube.resources import ResourceRef, split_api_version
-from placer.kube.settings import ClientSettings, WatchSettings
-from placer.kube.translate import error_from_exception, error_from_status
-from placer.kube.watching import Listed, Watcher, WatchEvent, WatchState
+from typing import TYPE_CHECKING
+
+from placer._lazy import lazy_exports
 
 __all__ = [
     "ClientSettings",
@@ -47,3 +42,29 @@ __all__ = [
     "open_client",
     "split_api_version",
 ]
+
+if TYPE_CHECKING:
+    from placer.kube.client import KubeClient, ObjectList, open_client
+    from placer.kube.kubeconfig import ContextInfo, KubeconfigSet, load_kubeconfigs
+    from placer.kube.owners import OwnerWalker
+    from placer.kube.requests import PatchType, Request
+    from placer.kube.resources import ResourceRef, split_api_version
+    from placer.kube.settings import ClientSettings, WatchSettings
+    from placer.kube.translate import error_from_exception, error_from_status
+    from placer.kube.watching import Listed, Watcher, WatchEvent, WatchState
+else:
+    # the client (urllib3, the official client) only for the commands that talk to clusters
+    __getattr__ = lazy_exports(
+        __name__,
+        __all__,
+        (
+            "placer.kube.kubeconfig",
+            "placer.kube.requests",
+            "placer.kube.resources",
+            "placer.kube.settings",
+            "placer.kube.translate",
+            "placer.kube.watching",
+            "placer.kube.client",
+            "placer.kube.owners",
+        ),
+    )

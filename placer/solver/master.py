@@ -11,8 +11,7 @@ from __future__ import annotations
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 
-from ortools.sat.python import cp_model
-
+from placer._lazy import pandas_deferred
 from placer.solver.bounds import gpu_class_lp
 from placer.solver.capacity import cluster_rows, infeasible_alone
 from placer.solver.classlp import ClassLP
@@ -28,6 +27,9 @@ from placer.solver.portfolio import (
 from placer.solver.problem import Unit
 from placer.solver.recreate import ruin_and_recreate
 from placer.solver.state import ClusterState
+
+with pandas_deferred():  # OR-Tools' CP-SAT wrapper, without the pandas it does not need here
+    from ortools.sat.python import cp_model
 
 __all__ = [
     "CPSAT_WORKERS",
