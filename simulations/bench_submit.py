@@ -66,6 +66,7 @@ from placer.dispatch.submit import submit
 from placer.fleet import fleet_from_kubeconfigs, gather_fleet, open_clients
 from placer.snapshot import load_snapshot
 from placer.solver import charge
+from simulations import benchmarking
 
 ROOT = Path(__file__).resolve().parents[1]
 RESULTS = Path(__file__).resolve().parent / "results"
@@ -128,34 +129,8 @@ def workloads(count: int, seed: int) -> list[dict[str, Any]]:
 @contextmanager
 def virtual_fleet(workdir: Path) -> Iterator[Path]:
     """``placer fleet up SNAPSHOT --no-pods`` in its own process; yields the kubeconfig."""
-    kubeconfig = workdir / f"kubeconfig-{time.monotonic_ns()}"
-    process = subprocess.Popen(
-        [
-            sys.executable,
-            "-m",
-            "placer",
-            "fleet",
-            "up",
-            str(SNAPSHOT),
-            "--no-pods",
-            "--kubeconfig-out",
-            str(kubeconfig),
-        ],
-        stdout=subprocess.PIPE,
-        stderr=subprocess.STDOUT,
-        text=True,
-    )
-    try:
-        assert process.stdout is not None
-        for line in process.stdout:
-            if line.startswith("serving"):
-                break
-        else:
-            raise SystemExit("placer fleet up did not start")
+    with benchmarking.virtual_fleet(SNAPSHOT, workdir, "--no-pods") as kubeconfig:
         yield kubeconfig
-    finally:
-        process.terminate()
-        process.wait(timeout=30)
 
 
 def placer(

@@ -55,6 +55,7 @@ __all__ = [
     "stream_run",
     "stream_tables",
     "table",
+    "virtual_fleet",
     "waits_by_bucket",
     "write_results",
 ]
@@ -165,6 +166,30 @@ def _module_argv() -> list[str]:
     spec = getattr(main, "__spec__", None)
     name = spec.name if spec is not None else (sys.argv[0] if sys.argv else "?")
     return [name, *sys.argv[1:]]
+
+
+@contextmanager
+def virtual_fleet(snapshot: Path, workdir: Path, *options: str) -> Iterator[Path]:
+    """``placer fleet up SNAPSHOT OPTIONS`` in its own process; yields its kubeconfig file."""
+    kubeconfig = workdir / f"kubeconfig-{time.monotonic_ns()}"
+    command = [sys.executable, "-m", "placer", "fleet", "up", str(snapshot), *options]
+    process = subprocess.Popen(
+        [*command, "--kubeconfig-out", str(kubeconfig)],
+        stdout=subprocess.PIPE,
+        stderr=subprocess.STDOUT,
+        text=True,
+    )
+    try:
+        assert process.stdout is not None
+        for line in process.stdout:
+            if line.startswith("serving"):
+                break
+        else:
+            raise SystemExit("placer fleet up did not start")
+        yield kubeconfig
+    finally:
+        process.terminate()
+        process.wait(timeout=30)
 
 
 def mean(values: Sequence[float]) -> float | None:
