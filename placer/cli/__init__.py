@@ -77,10 +77,12 @@ def build_parser(commands: Sequence[str] | None = None) -> argparse.ArgumentPars
 def main(argv: Sequence[str] | None = None) -> int:
     """Entry point of the ``placer`` console script."""
     arguments = sys.argv[1:] if argv is None else list(argv)
-    # `placer get ...` builds the parser of `get` alone; `placer`, `placer --help` and an
-    # unknown command build all of them (the list of commands, argparse's suggestions)
+    # `placer get ...` builds the parser of `get` alone and `placer --version` none; `placer`,
+    # `placer --help` and an unknown command build all (the list of commands, suggestions)
     names = command_names()
-    parser = build_parser(arguments[:1] if arguments[:1] and arguments[0] in names else names)
+    first = arguments[0] if arguments else None
+    commands = [first] if first in names else [] if first == "--version" else names
+    parser = build_parser([c for c in commands if c is not None])
     try:
         args = parser.parse_args(arguments)
     except SystemExit as done:  # --help, --version, or a usage error already printed
