@@ -49,14 +49,9 @@ __all__ = ["CODE_MODULES", "FORMAT", "KEPT", "cache_dir", "load_validated"]
 FORMAT = 1
 #: entries kept in the cache directory (the most recently written)
 KEPT = 16
-#: the modules whose source decides what an entry holds (relative to the ``placer`` package)
-CODE_MODULES = (
-    "accelerators.py",
-    "definitions",
-    "errors.py",
-    "quantity.py",
-    "yamlload.py",
-)
+#: the sources that decide what an entry holds (globs relative to the ``placer`` package): the
+#: definition package and every top-level module of placer, which it may import
+CODE_MODULES = ("*.py", "definitions/*.py")
 
 _PREFIX = "catalog-"
 _SUFFIX = ".pickle"
@@ -119,11 +114,10 @@ def _key(texts: list[tuple[str, str]], origin: str) -> str:
 def _code_fingerprint() -> str:
     package = Path(__file__).resolve().parent.parent
     digest = hashlib.sha256()
-    for name in CODE_MODULES:
-        path = package / name
-        files = sorted(path.glob("*.py")) if path.is_dir() else [path]
-        for file in files:
-            digest.update(file.name.encode() + b"\0" + file.read_bytes() + b"\0")
+    for pattern in CODE_MODULES:
+        for file in sorted(package.glob(pattern)):
+            name = str(file.relative_to(package))
+            digest.update(name.encode() + b"\0" + file.read_bytes() + b"\0")
     return digest.hexdigest()
 
 
