@@ -14,7 +14,8 @@ The tree::
     │   ├── MalformedYamlError      the text is not YAML at all (exit 2)
     │   ├── SnapshotError           capacity snapshot file
     │   ├── FleetConfigError        kubeconfig / context / fleet file
-    │   └── PolicyError             PlacementPolicy document
+    │   ├── PolicyError             PlacementPolicy document
+    │   └── QueueError              Queue or PriorityClass document, or a set of queues
     ├── DefinitionError             a Workload Map (Karta) definition is unusable
     │   ├── DefinitionInvalidError       validation found problems (all listed)
     │   └── JqError                 a jq expression failed: parse, runtime, time or output limit
@@ -65,6 +66,7 @@ __all__ = [
     "NotFoundError",
     "PlacerError",
     "PolicyError",
+    "QueueError",
     "ServerError",
     "SnapshotError",
     "TooManyRequestsError",
@@ -167,6 +169,10 @@ class FleetConfigError(InputError):
 
 class PolicyError(InputError):
     """A PlacementPolicy document is malformed or contradictory."""
+
+
+class QueueError(InputError):
+    """A Queue or PriorityClass document is malformed, or the queues contradict each other."""
 
 
 class DefinitionError(PlacerError):

@@ -207,6 +207,9 @@ class Workload:
     group: str | None = None
     #: ``placer.dev/cluster``: pinned cluster.
     pinned_cluster: str | None = None
+    #: the pods' ``priorityClassName`` (the first component's that names one), which a
+    #: queues file or the hub's PriorityClasses turn into a priority (:mod:`placer.queues`).
+    priority_class: str | None = None
 
     @property
     def pod_count(self) -> int:

@@ -8,13 +8,16 @@ import argparse
 from placer.cli._types import SEED, seconds
 from placer.errors import UsageError
 from placer.policy import PlacementPolicy, load_policies
+from placer.queues import QueueSet, load_queues
 from placer.solver import MODES, SOLVERS
 
 __all__ = [
     "add_decision_options",
     "add_manifest_option",
     "add_policy_option",
+    "add_queues_option",
     "decision_policies",
+    "decision_queues",
 ]
 
 _POLICY_HELP = "PlacementPolicy YAML (repeatable; the first policy selecting a workload applies)"
@@ -25,6 +28,22 @@ def add_policy_option(
 ) -> None:
     """``--policy FILE``, repeatable (``args.policy``: the paths in order)."""
     parser.add_argument("--policy", action="append", default=[], metavar="FILE", help=help)
+
+
+def add_queues_option(parser: argparse.ArgumentParser | argparse._ArgumentGroup) -> None:
+    """``--queues FILE``: Queue and PriorityClass documents (``args.queues``; docs/queues.md)."""
+    parser.add_argument(
+        "--queues",
+        metavar="FILE",
+        help="Queue (placer.dev/v1alpha1) and PriorityClass YAML: quotas, limits, over-quota "
+        "weights and priorities the decision honours (docs/queues.md)",
+    )
+
+
+def decision_queues(args: argparse.Namespace) -> QueueSet | None:
+    """The queues of ``--queues FILE``, or ``None`` without it."""
+    path = getattr(args, "queues", None)
+    return load_queues(path) if path else None
 
 
 def add_manifest_option(parser: argparse.ArgumentParser) -> None:
@@ -41,8 +60,9 @@ def add_manifest_option(parser: argparse.ArgumentParser) -> None:
 
 
 def add_decision_options(parser: argparse.ArgumentParser, *, with_mode: bool = False) -> None:
-    """``--policy``, ``--solver``, (``--mode``), ``--time-limit`` and ``--seed``."""
+    """``--policy``, ``--queues``, ``--solver``, (``--mode``), ``--time-limit`` and ``--seed``."""
     add_policy_option(parser)
+    add_queues_option(parser)
     parser.add_argument("--solver", choices=SOLVERS, default="cpsat", help="default cpsat")
     if with_mode:
         parser.add_argument("--mode", choices=MODES, default="batch", help="default batch")

@@ -1,14 +1,15 @@
 """``placer plan``: decide where workloads would go, and why not elsewhere — nothing dispatched.
 
     placer plan -f FILE... (--snapshot FLEET.yaml | fleet options) [--policy FILE]...
-                [--solver NAME] [--mode batch|online] [--time-limit S] [--seed N]
+                [--queues FILE] [--solver NAME] [--mode batch|online] [--time-limit S] [--seed N]
                 [-o text|json|yaml]
 
 Reads the workload manifests (files, directories, YAML documents; ``-`` = stdin), breaks each
 into components with its Workload Map definition (:mod:`placer.definitions`), reads the fleet's
 node-level capacity from a snapshot (``placer snapshot`` writes one; ``clusters/`` has
 examples) or gathers it live from the members (charged with their in-flight ledgers, read
-only — exactly what ``placer submit`` would decide on) and the PlacementPolicies, and prints
+only — exactly what ``placer submit`` would decide on), the PlacementPolicies and the queues
+(``--queues``: :mod:`placer.solver.fairshare`), and prints
 the solver's decision: per workload the cluster and the node of every pod, or per cluster the
 reason it was refused, and the bounds. Exit code 0 when every workload would be placed, 1 when
 some would not, 3 when no cluster of the fleet is reachable (see ``placer --help``).
@@ -18,8 +19,14 @@ from __future__ import annotations
 
 import argparse
 import sys
+from typing import TYPE_CHECKING, Any
 
-from placer.cli._decision import add_decision_options, add_manifest_option, decision_policies
+from placer.cli._decision import (
+    add_decision_options,
+    add_manifest_option,
+    decision_policies,
+    decision_queues,
+)
 from placer.cli._fleet import (
     add_fleet_options,
     fleet_config_from_args,
@@ -35,6 +42,9 @@ from placer.errors import EXIT_ERROR, EXIT_OK, UsageError
 from placer.fleet import FleetConfig
 from placer.model import Decision, Fleet, Workload
 from placer.snapshot import load_snapshot
+
+if TYPE_CHECKING:
+    from placer.solver.fairshare import FairDecision
 
 __all__ = ["register", "run"]
 
@@ -84,21 +94,41 @@ def run(args: argparse.Namespace) -> int:
     require_reachable(
         fleet.names, [c.name for c in fleet.clusters if c.reachable], "nothing can be placed"
     )
-    decision = solve(
-        workloads,
-        fleet,
-        policies=policies,
-        solver=args.solver,
-        mode=args.mode,
-        time_limit=args.time_limit,
-        seed=args.seed,
-    )
+    queues = decision_queues(args)
+    queue_data: list[dict[str, Any]] | None = None
+    if queues is not None:
+        from placer.solver.fairshare import solve_fair
+
+        fair = solve_fair(
+            workloads,
+            fleet,
+            queues,
+            policies=policies,
+            solver=args.solver,
+            mode=args.mode,
+            time_limit=args.time_limit,
+            seed=args.seed,
+        )
+        decision = fair.decision
+        queue_data = _queue_data(fair, workloads)
+    else:
+        decision = solve(
+            workloads,
+            fleet,
+            policies=policies,
+            solver=args.solver,
+            mode=args.mode,
+            time_limit=args.time_limit,
+            seed=args.seed,
+        )
     chosen = {p.workload: p.cluster for p in decision.placements}
     refused = refusals(workloads, fleet, chosen, policies=policies)
     if args.output != "text":
         data = decision_to_dict(decision)
         for item, placement in zip(data["placements"], decision.placements, strict=True):
             item["refused"] = refused.get(placement.workload, {})
+        if queue_data is not None:
+            data["queues"] = queue_data
         print_data(data, args.output)
         return _exit_code(decision)
     for block in render_text(decision):
@@ -114,6 +144,24 @@ def run(args: argparse.Namespace) -> int:
             sys.stdout.write(f"\n{placement.workload} -> {placement.cluster}\n")
             sys.stdout.write("\n".join(lines) + "\n")
     return _exit_code(decision)
+
+
+def _queue_data(fair: FairDecision, workloads: list[Workload]) -> list[dict[str, Any]]:
+    """The queues after the decision (:func:`placer.queues.report.queue_rows`), with the
+    demand of the workloads left pending."""
+    from placer.queues.report import queue_rows
+
+    assert fair.usage is not None
+    placed = {p.workload for p in fair.decision.placements}
+    pending: dict[str, dict[str, int]] = {}
+    for workload, member in zip(workloads, fair.memberships, strict=True):
+        if workload.ref in placed or member.queue is None or member.refusal:
+            continue
+        for queue in fair.usage.queues.chain(member.queue):
+            into = pending.setdefault(queue.name, {})
+            for name, amount in workload.total_requests().items():
+                into[name] = into.get(name, 0) + amount
+    return queue_rows(fair.usage.queues, fair.usage, pending)
 
 
 def _exit_code(decision: Decision) -> int:

@@ -348,6 +348,15 @@ def _workload(
             ) from None
     group, _ = setting(LABEL_GROUP)
     cluster, _ = setting(LABEL_CLUSTER)
+    priority_class = next(
+        (
+            name
+            for c in components
+            if isinstance(name := (c.template.get("spec") or {}).get("priorityClassName"), str)
+            and name
+        ),
+        None,
+    )
     return Workload(
         ref=ref,
         components=tuple(
@@ -361,6 +370,7 @@ def _workload(
         priority=priority,
         group=group or None,
         pinned_cluster=cluster or None,
+        priority_class=priority_class,
     )
 
 

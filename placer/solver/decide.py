@@ -8,7 +8,7 @@ arguments only, returns a new object.
 from __future__ import annotations
 
 import time
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import replace
 
 from placer.model import (
@@ -68,6 +68,7 @@ def solve(
     time_limit: float = 1.0,
     seed: int = 0,
     pod_mix: Sequence[tuple[PodDemand, float]] = (),
+    exclusions: Mapping[int, Mapping[str, str]] | None = None,
 ) -> Decision:
     """Decide where each workload goes (see :mod:`placer.solver`).
 
@@ -83,6 +84,8 @@ def solve(
         seed: CP-SAT's random seed; identical input and seed give identical decisions.
         pod_mix: typical pod shapes and weights for fragmentation-aware node scoring
             (online mode); default: the pods of ``workloads``.
+        exclusions: per workload (index in ``workloads``), clusters it may not use and why,
+            beyond policies and pins (:mod:`placer.solver.fairshare`'s cluster limits).
 
     Raises:
         ValueError: an unknown solver or mode, or a time limit that is not positive.
@@ -95,7 +98,7 @@ def solve(
         raise ValueError(f"unknown mode {mode!r}; choose batch or online")
     if not time_limit > 0:
         raise ValueError(f"the time limit must be positive, got {time_limit!r}")
-    problem = build_problem(workloads, fleet, policies, mix=pod_mix)
+    problem = build_problem(workloads, fleet, policies, mix=pod_mix, exclusions=exclusions)
     pristine = {name: state.copy() for name, state in problem.states.items()}
     if problem.mix is not None and mode == "batch":
         # the portfolio's fragmentation-scored pass scores many pods: fewer candidates

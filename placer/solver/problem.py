@@ -14,7 +14,7 @@ when a cluster is excluded; node-level eligibility lives in :class:`ClusterState
 from __future__ import annotations
 
 import math
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 from functools import cached_property
 
@@ -154,8 +154,10 @@ def build_problem(
     policies: Sequence[PlacementPolicy],
     *,
     mix: Sequence[tuple[PodDemand, float]] = (),
+    exclusions: Mapping[int, Mapping[str, str]] | None = None,
 ) -> Problem:
-    """Units, cluster states and static eligibility (see module docstring)."""
+    """Units, cluster states and static eligibility (see module docstring); ``exclusions``:
+    per workload (input index), clusters it may not use and why (a queue's cluster limit)."""
     pods = [c.pod for w in workloads for c in w.components] + [p for p, _ in mix]
     names = resource_names(pods)
     shapes: dict[int, PodShape] = {}
@@ -184,7 +186,12 @@ def build_problem(
     load = {name: _load(state) for name, state in states.items()}
     ranks: dict[tuple[object, ...], dict[str, int]] = {}
     for unit in units:
-        _static_eligibility(unit, workloads, fleet, policies, load, ranks)
+        barred = {
+            name: reason
+            for member in unit.members
+            for name, reason in (exclusions or {}).get(member, {}).items()
+        }
+        _static_eligibility(unit, workloads, fleet, policies, load, ranks, barred)
     weighted = (
         [(shape_of(p), w) for p, w in mix]
         if mix
@@ -283,6 +290,7 @@ def _static_eligibility(
     policies: Sequence[PlacementPolicy],
     load: dict[str, float],
     ranks: dict[tuple[object, ...], dict[str, int]],
+    barred: Mapping[str, str],
 ) -> None:
     if unit.problem is None and unit.pinned is not None and unit.pinned not in fleet.names:
         unit.problem = (
@@ -317,6 +325,8 @@ def _static_eligibility(
                 reason = f"excluded by policy {refusing.name}'s cluster selector ({text})"
         elif not cluster.nodes:
             reason = "the cluster has no nodes"
+        elif name in barred:
+            reason = barred[name]
         elif cluster.taints:
             for run in unit.runs:
                 taint = taint_not_tolerated(cluster.taints, run.shape.demand.tolerations)
