@@ -26,7 +26,7 @@ from dataclasses import replace
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, TextIO
 
-from placer.cli._decision import add_policy_option
+from placer.cli._decision import add_policy_option, add_queues_option, decision_queues
 from placer.cli._output import add_output_option, print_data, print_table
 from placer.cli._types import SEED, seconds, seconds_or_zero
 from placer.cli.definitions import add_catalog_option, catalog_cache
@@ -68,6 +68,7 @@ def register(subparsers: argparse._SubParsersAction[argparse.ArgumentParser]) ->
         " repeatable",
     )
     add_policy_option(parser)
+    add_queues_option(parser)
     parser.add_argument(
         "--solver",
         default="cpsat",
@@ -123,6 +124,7 @@ def run(args: argparse.Namespace) -> int:
     fleet = load_snapshot(args.snapshot)
     simulated = drain(fleet, args.drain, source=args.snapshot)
     policies = tuple(p for path in args.policy for p in load_policies(path))
+    queues = decision_queues(args)
     items = load_workloads(args.workloads, fleet, args.seed, catalog_dirs=args.catalog)
     warnings = resource_warnings(items, fleet, args.snapshot)
     for warning in warnings:
@@ -136,6 +138,7 @@ def run(args: argparse.Namespace) -> int:
             time_limit=args.time_limit,
             seed=seed,
             interval=args.interval,
+            queues=queues,
         )
         runs.append(simulate(items, simulated, settings, progress=_Progress(sys.stderr)))
     doc = document(
@@ -153,6 +156,7 @@ def run(args: argparse.Namespace) -> int:
             "time_limit_s": args.time_limit,
             "interval_s": args.interval,
             "policies": [p.name for p in policies],
+            "queues": args.queues,
         },
         warnings=warnings,
         drained=args.drain,

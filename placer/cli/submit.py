@@ -34,7 +34,12 @@ import sys
 from collections.abc import Sequence
 from typing import Any
 
-from placer.cli._decision import add_decision_options, add_manifest_option, decision_policies
+from placer.cli._decision import (
+    add_decision_options,
+    add_manifest_option,
+    decision_policies,
+    decision_queues,
+)
 from placer.cli._fleet import add_fleet_options, fleet_config_from_args, report_unreachable
 from placer.cli._output import add_output_option, print_data, print_table
 from placer.cli._types import MAX_SECONDS, seconds
@@ -154,6 +159,29 @@ def read_manifests(
     return manifests
 
 
+#: phases of a workload that holds no capacity any more (it does not count toward its queue).
+_DONE_PHASES = frozenset({"Completed", "Succeeded", "Failed"})
+
+
+def placed_work(clients: Any, catalog_dirs: Sequence[str]) -> list[Any]:
+    """The work placer placed on the members (a placement record, not finished), as
+    :class:`~placer.solver.fairshare.Running` for the queues' usage."""
+    from placer.definitions import Catalog
+    from placer.inventory import list_workloads
+    from placer.solver.fairshare import Running
+
+    inventory = list_workloads(clients, Catalog.load(catalog_dirs))
+    for warning in inventory.warnings:
+        print(f"warning: queues' usage: {warning}", file=sys.stderr)
+    return [
+        Running(live.decomposition.workload, live.cluster)
+        for live in inventory.workloads
+        if live.record is not None
+        and live.decomposition is not None
+        and not _DONE_PHASES.intersection(live.phases)
+    ]
+
+
 def run(args: argparse.Namespace) -> int:
     from placer.dispatch.ledger import DEFAULT_TTL
     from placer.dispatch.submit import submit
@@ -168,7 +196,9 @@ def run(args: argparse.Namespace) -> int:
         raise UsageError("--wait cannot be combined with --dry-run (nothing is created)")
     manifests = read_manifests(args.filename, args.catalog, accelerators_for(args))
     config = fleet_config_from_args(args)
+    queues = decision_queues(args)
     with member_clients(config) as clients:
+        running = placed_work(clients, args.catalog) if queues is not None else []
         report = submit(
             manifests,
             config,
@@ -181,6 +211,8 @@ def run(args: argparse.Namespace) -> int:
             time_limit=args.time_limit,
             seed=args.seed,
             in_flight_ttl=ttl,
+            queues=queues,
+            running=running,
         )
         report_unreachable(report.fleet)
         if args.output != "text":

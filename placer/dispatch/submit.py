@@ -36,6 +36,7 @@ import time
 from collections.abc import Mapping, Sequence
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, field, replace
+from typing import TYPE_CHECKING
 
 from placer.dispatch.claims import CLAIM_TTL
 from placer.dispatch.dispatcher import Dispatcher
@@ -61,7 +62,11 @@ from placer.model import (
 )
 from placer.podspec import taint_not_tolerated
 from placer.policy import PlacementPolicy, policy_for
+from placer.queues import QueueSet
 from placer.solver import solve
+
+if TYPE_CHECKING:
+    from placer.solver.fairshare import Running
 from placer.solver.refusals import refusals
 
 __all__ = ["CLAIM_WAIT", "SubmitReport", "gather_charged", "snapshot_free_decision", "submit"]
@@ -112,8 +117,13 @@ def submit(
     in_flight_ttl: float = DEFAULT_TTL,
     explain: bool = True,
     claim_wait: float = CLAIM_WAIT,
+    queues: QueueSet | None = None,
+    running: Sequence[Running] = (),
 ) -> SubmitReport:
     """Place and dispatch ``manifests`` on the fleet of ``config`` (see the module docstring).
+
+    With ``queues`` the decision honours them (:func:`placer.solver.fairshare.solve_fair`),
+    ``running`` (the work placer placed on the members) booked to its queues first.
 
     Never raises for cluster trouble: unreachable clusters are left out with their reason,
     dispatch failures are in the outcomes.
@@ -151,6 +161,19 @@ def submit(
     lap("existing")
     if snapshot_free:
         decision = snapshot_free_decision([m.workload for m in todo], fleet, policies)
+    elif queues is not None:
+        from placer.solver.fairshare import solve_fair  # OR-Tools, as solve
+
+        decision = solve_fair(
+            [m.workload for m in todo],
+            fleet,
+            queues,
+            running=running,
+            policies=policies,
+            solver=solver,
+            time_limit=time_limit,
+            seed=seed,
+        ).decision
     else:
         decision = solve(
             [m.workload for m in todo],

@@ -42,9 +42,11 @@ from typing import Protocol
 
 from placer.model import Decision, Fleet, Placement, Workload
 from placer.policy import PlacementPolicy
+from placer.queues import QueueSet
 from placer.simulate import MODES
 from placer.simulate.capacity import FreeTotals, free_totals, gpu_milli, shortfall, used_gpu_milli
 from placer.solver import charge, release, solve, verify
+from placer.solver.fairshare import Running, solve_fair
 
 __all__ = [
     "MODES",
@@ -90,6 +92,8 @@ class Settings:
     seed: int = 0
     #: stream: length of a decision epoch in seconds (0: decide at every distinct event time).
     interval: float = 0.0
+    #: queues the decisions honour (:mod:`placer.solver.fairshare`); ``None``: no queues.
+    queues: QueueSet | None = None
 
 
 @dataclass(frozen=True)
@@ -214,19 +218,37 @@ def gpu_bound(decision: Decision, demand_milli: int, free_milli: int) -> int:
 
 
 def _decide(
-    workloads: Sequence[Workload], fleet: Fleet, settings: Settings, mode: str, at: float
+    workloads: Sequence[Workload],
+    fleet: Fleet,
+    settings: Settings,
+    mode: str,
+    at: float,
+    running: Sequence[Running] = (),
 ) -> tuple[Decision, DecisionRecord]:
     started = time.perf_counter()
     cpu_started = time.process_time()
-    decision = solve(
-        workloads,
-        fleet,
-        policies=settings.policies,
-        solver=settings.solver,
-        mode=mode,
-        time_limit=settings.time_limit,
-        seed=settings.seed,
-    )
+    if settings.queues is not None:
+        decision = solve_fair(
+            workloads,
+            fleet,
+            settings.queues,
+            running=running,
+            policies=settings.policies,
+            solver=settings.solver,
+            mode=mode,
+            time_limit=settings.time_limit,
+            seed=settings.seed,
+        ).decision
+    else:
+        decision = solve(
+            workloads,
+            fleet,
+            policies=settings.policies,
+            solver=settings.solver,
+            mode=mode,
+            time_limit=settings.time_limit,
+            seed=settings.seed,
+        )
     seconds = time.perf_counter() - started
     cpu_seconds = time.process_time() - cpu_started
     problems = verify(decision, workloads, fleet, policies=settings.policies)
@@ -415,7 +437,8 @@ class _Stream:
         if not chosen:
             return
         workloads = [self.workloads[i] for i in chosen]
-        decision, record = _decide(workloads, self.fleet, self.settings, "batch", now)
+        running = [Running(self.workloads[i], p.cluster) for i, p in self.placements.items()]
+        decision, record = _decide(workloads, self.fleet, self.settings, "batch", now, running)
         self.records.append(record)
         self.fleet = charge(self.fleet, decision.placements)
         positions = _positions(workloads)
