@@ -1,0 +1,57 @@
+"""``placer submit --queues`` on the virtual demo fleet (loopback API servers, real kubeconfig):
+the work placer already placed counts toward its queue, so a second submission cannot pass the
+queue's limit."""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Iterator
+from pathlib import Path
+
+import pytest
+import yaml
+
+from placer.cli import main
+from placer.snapshot import load_snapshot
+from placer.virtual.fleet import VirtualFleet
+from placer.virtual.realism import realism_setup
+
+ROOT = Path(__file__).resolve().parents[2]
+JOBS = ROOT / "examples" / "queues" / "jobs.yaml"
+QUEUES = ROOT / "examples" / "queues" / "queues.yaml"
+
+
+@pytest.fixture
+def kubeconfig(tmp_path: Path) -> Iterator[Path]:
+    virtual = VirtualFleet(
+        load_snapshot(ROOT / "clusters" / "demo.yaml"), setup=realism_setup(pods=False)
+    ).start()
+    try:
+        yield virtual.write_kubeconfig(tmp_path / "kubeconfig")
+    finally:
+        virtual.stop()
+
+
+def _job(tmp_path: Path, name: str) -> Path:
+    found = next(d for d in yaml.safe_load_all(JOBS.read_text()) if d["metadata"]["name"] == name)
+    path = tmp_path / f"{name}.yaml"
+    path.write_text(yaml.safe_dump(found))
+    return path
+
+
+def test_placed_work_counts_toward_the_queue_limit(
+    kubeconfig: Path, tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    tight = tmp_path / "queues.yaml"
+    tight.write_text(QUEUES.read_text().replace("{quota: 8, limit: 16,", "{quota: 8, limit: 8,"))
+    base = ["submit", "--kubeconfig", str(kubeconfig), "--queues", str(tight), "-o", "json"]
+    assert main([*base, "-f", str(_job(tmp_path, "a-pretrain"))]) == 0
+    first = json.loads(capsys.readouterr().out)
+    assert [p["workload"]["name"] for p in first["placements"]] == ["a-pretrain"]
+    # a second submission: a-pretrain's 8 GPUs, on a member now, fill team-a's limit
+    assert main([*base, "-f", str(_job(tmp_path, "a-finetune"))]) == 1
+    second = json.loads(capsys.readouterr().out)
+    reasons = second["unplaced"][0]["reasons"]
+    assert set(reasons) == {"east", "west", "central"}
+    for text in reasons.values():
+        assert "queue team-a is at its limit for nvidia.com/gpu: 8 in use + 8 requested" in text
