@@ -11,8 +11,8 @@ import pytest
 from placer.cli import main
 
 ROOT = Path(__file__).resolve().parents[2]
-JOBS = str(ROOT / "examples" / "queues" / "jobs.yaml")
-QUEUES = ROOT / "examples" / "queues" / "queues.yaml"
+JOBS = str(ROOT / "deploy" / "examples" / "queues" / "jobs.yaml")
+QUEUES = ROOT / "deploy" / "examples" / "queues" / "queues.yaml"
 FLEET = str(ROOT / "clusters" / "demo.yaml")
 
 

@@ -47,7 +47,7 @@ def test_the_issue_shape_reads_as_written() -> None:
 
 
 def test_the_example_file_and_its_priority_classes() -> None:
-    found = load_queues(ROOT / "examples" / "queues" / "queues.yaml")
+    found = load_queues(ROOT / "deploy" / "examples" / "queues" / "queues.yaml")
     assert set(found.queues) == {"research", "team-a", "team-b"}
     assert found.queues["team-b"].resources[GPU].cluster_limits == {"east": 8}
     assert found.classes["urgent"].value == 1000

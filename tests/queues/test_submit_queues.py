@@ -17,8 +17,8 @@ from placer.virtual.fleet import VirtualFleet
 from placer.virtual.realism import realism_setup
 
 ROOT = Path(__file__).resolve().parents[2]
-JOBS = ROOT / "examples" / "queues" / "jobs.yaml"
-QUEUES = ROOT / "examples" / "queues" / "queues.yaml"
+JOBS = ROOT / "deploy" / "examples" / "queues" / "jobs.yaml"
+QUEUES = ROOT / "deploy" / "examples" / "queues" / "queues.yaml"
 
 
 @pytest.fixture

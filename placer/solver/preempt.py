@@ -1,0 +1,365 @@
+"""Preemption and reclaim: the running workloads to evict so that a pending one fits.
+
+Who may be evicted (issue #14; KAI Scheduler's *reclaim* and *preempt* actions):
+
+* **reclaim** — the preemptor is in quota (its demand stays within the quota of its queue and
+  every ancestor): running work of *other* queues that are over their quota, whose queue is
+  ``reclaimable``, with a priority no higher than the preemptor's (priorities are never
+  inverted, :mod:`placer.solver.fairshare`). Only over-quota resources are reclaimed: from a
+  victim queue ``q`` at most ``U_{q,r} − Q_{q,r}`` of each resource ``r`` it lists, so a queue
+  within its quota is never a victim and one over it is never taken below it.
+* **preempt** — running work of the preemptor's own queue with a strictly lower priority.
+* **protected** — a workload labelled ``placer.dev/preemptible: "false"`` is never evicted.
+* Victims are whole workloads (a gang is evicted whole or not at all).
+
+Model, per cluster ``c`` the preemptor may use (CP-SAT, one small model over the candidates
+``V_c`` running there):
+
+* ``x_v ∈ {0, 1}``: evict ``v``; ``d_v`` its requests, ``D`` the preemptor's, ``f_c`` the
+  cluster's free totals.
+* room: ``f_{c,r} + Σ_v d_{v,r} x_v ≥ D_r`` for every resource ``r`` the preemptor asks for
+  (necessary; the real packer decides, below);
+* reclaim only over quota: ``Σ_{v ∈ q} d_{v,r} x_v ≤ U_{q,r} − Q_{q,r}`` per victim queue ``q``
+  taken by reclaim and resource ``r`` it lists;
+* the preemptor's limits: ``U_{p,r} − Σ_{v under p} d_{v,r} x_v + D_r ≤ L_{p,r}`` for every
+  queue ``p`` of its chain (evicting its own queue's work makes room under a full limit);
+* objective, lexicographic, solved in turn: fewest GPUs evicted (thousandths), then fewest
+  workloads, then the lowest priorities (``Σ`` priority ranks), then the youngest (``Σ`` age
+  ranks, 0 the most recently started).
+
+The optimum is then *realised*: the victims are released on the cluster's nodes and the
+preemptor packed there by the solver. When it does not pack, the no-good ``Σ_{v∈S} x_v ≤
+|S| − 1`` cuts that set and the model is solved again (up to ``MAX_ROUNDS``). A set that packs
+is made minimal — each victim whose release is not needed is kept running — so never more is
+evicted than the preemptor needs on real nodes. Of all clusters, the victim set with the least
+(GPUs, workloads, priorities, ages) wins.
+
+Pure: reads its arguments, returns new objects.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass
+
+from ortools.sat.python import cp_model
+
+from placer.model import GPU_SHARE, Fleet, Placement, Workload, WorkloadRef
+from placer.policy import PlacementPolicy
+from placer.quantity import GPU
+from placer.queues import QueueSet, Usage, membership
+from placer.solver.charging import release
+from placer.solver.decide import solve
+
+__all__ = [
+    "LABEL_PREEMPTIBLE",
+    "MAX_ROUNDS",
+    "PREEMPT",
+    "RECLAIM",
+    "Eviction",
+    "Victim",
+    "Victimised",
+    "find_victims",
+]
+
+#: ``"false"`` protects a workload from eviction.
+LABEL_PREEMPTIBLE = "placer.dev/preemptible"
+RECLAIM = "reclaim"
+PREEMPT = "preempt"
+#: victim sets tried per cluster before giving up on it.
+MAX_ROUNDS = 8
+#: CP-SAT seconds per objective stage (the models are tiny).
+STAGE_SECONDS = 2.0
+
+
+@dataclass(frozen=True)
+class Victim:
+    """A running workload that might be evicted."""
+
+    workload: Workload
+    placement: Placement
+    #: when it started (seconds, any clock): the youngest is evicted first on a tie.
+    started: float = 0.0
+
+
+@dataclass(frozen=True)
+class Victimised:
+    """One evicted workload and why (``RECLAIM`` or ``PREEMPT``)."""
+
+    workload: WorkloadRef
+    cluster: str
+    reason: str
+    gpu_milli: int
+
+
+@dataclass(frozen=True)
+class Eviction:
+    """A preemptor, the victims to evict for it, and where it then goes (on the fleet with the
+    victims released)."""
+
+    preemptor: WorkloadRef
+    cluster: str
+    victims: tuple[Victimised, ...]
+    placement: Placement
+
+    @property
+    def gpu_milli(self) -> int:
+        return sum(v.gpu_milli for v in self.victims)
+
+
+def _milli(requests: Mapping[str, int]) -> int:
+    return requests.get(GPU, 0) * 1000 + requests.get(GPU_SHARE, 0)
+
+
+def _candidates(
+    preemptor: Workload, running: Sequence[Victim], queues: QueueSet, usage: Usage
+) -> list[tuple[Victim, str]]:
+    """The running workloads the rules allow to evict for ``preemptor``, with the rule."""
+    mine = membership(preemptor, queues)
+    if mine.refusal is not None:
+        return []
+    in_quota = usage.quota_problem(mine.queue, preemptor.total_requests()) is None
+    out = []
+    for victim in running:
+        workload = victim.workload
+        if workload.labels.get(LABEL_PREEMPTIBLE, "").lower() == "false":
+            continue
+        theirs = membership(workload, queues)
+        if theirs.queue == mine.queue:
+            if theirs.priority < mine.priority:
+                out.append((victim, PREEMPT))
+            continue
+        if not in_quota or theirs.priority > mine.priority or theirs.queue is None:
+            continue
+        queue = queues.queues[theirs.queue]
+        if not queue.reclaimable:
+            continue
+        if not _over(usage, theirs.queue):
+            continue  # within its quota: never reclaimed
+        out.append((victim, RECLAIM))
+    return out
+
+
+def _over(usage: Usage, queue: str) -> bool:
+    rules = usage.rules(queue)
+    return any(usage.used(queue, r) > rule.quota for r, rule in rules.items())
+
+
+def find_victims(
+    preemptor: Workload,
+    fleet: Fleet,
+    running: Sequence[Victim],
+    queues: QueueSet,
+    usage: Usage,
+    *,
+    policies: Sequence[PlacementPolicy] = (),
+    seed: int = 0,
+    time_limit: float = 0.5,
+) -> Eviction | None:
+    """The least disruptive eviction that lets ``preemptor`` be placed (see the module
+    docstring), or ``None``. ``fleet`` is charged with ``running``; ``usage`` books it."""
+    candidates = _candidates(preemptor, running, queues, usage)
+    if not candidates:
+        return None
+    mine = membership(preemptor, queues)
+    demand = preemptor.total_requests()
+    best: tuple[tuple[int, int, int, int], Eviction] | None = None
+    by_cluster: dict[str, list[tuple[Victim, str]]] = {}
+    for victim, rule in candidates:
+        by_cluster.setdefault(victim.placement.cluster, []).append((victim, rule))
+    for cluster in fleet.clusters:
+        here = by_cluster.get(cluster.name)
+        if not here or not cluster.reachable:
+            continue
+        found = _on_cluster(
+            preemptor,
+            mine.queue,
+            demand,
+            fleet,
+            cluster.name,
+            here,
+            queues,
+            usage,
+            (policies, seed, time_limit),
+        )
+        if found is not None and (best is None or found[0] < best[0]):
+            best = found
+    return best[1] if best is not None else None
+
+
+def _ranks(values: Sequence[float]) -> list[int]:
+    """Dense ranks, 0 for the least value; equal values share a rank."""
+    position = {value: rank for rank, value in enumerate(sorted(set(values)))}
+    return [position[value] for value in values]
+
+
+def _on_cluster(
+    preemptor: Workload,
+    queue: str | None,
+    demand: Mapping[str, int],
+    fleet: Fleet,
+    name: str,
+    here: list[tuple[Victim, str]],
+    queues: QueueSet,
+    usage: Usage,
+    knobs: tuple[Sequence[PlacementPolicy], int, float],
+) -> tuple[tuple[int, int, int, int], Eviction] | None:
+    policies, seed, time_limit = knobs
+    cluster = fleet.cluster(name)
+    free = cluster.free()
+    requests = [v.workload.total_requests() for v, _ in here]
+    gpu = [_milli(r) for r in requests]
+    priorities = _ranks([float(membership(v.workload, queues).priority) for v, _ in here])
+    ages = _ranks([-v.started for v, _ in here])  # 0: the youngest
+    cuts: list[list[int]] = []
+    for _ in range(MAX_ROUNDS):
+        chosen = _solve_model(
+            demand,
+            free,
+            requests,
+            gpu,
+            priorities,
+            ages,
+            here,
+            queue,
+            queues,
+            usage,
+            cuts,
+            seed,
+            time_limit,
+        )
+        if chosen is None:
+            return None
+        placement = _realise(preemptor, fleet, name, [here[i][0] for i in chosen], policies, seed)
+        if placement is None:
+            cuts.append(chosen)
+            continue
+        # minimal: keep running every victim the preemptor does not need gone
+        needed = list(chosen)
+        for i in sorted(chosen, key=lambda i: (gpu[i], -ages[i]), reverse=True):
+            rest = [j for j in needed if j != i]
+            if not rest:
+                break
+            again = _realise(preemptor, fleet, name, [here[j][0] for j in rest], policies, seed)
+            if again is not None:
+                needed, placement = rest, again
+        victims = tuple(
+            Victimised(
+                workload=here[i][0].workload.ref,
+                cluster=name,
+                reason=here[i][1],
+                gpu_milli=gpu[i],
+            )
+            for i in sorted(needed)
+        )
+        key = (
+            sum(gpu[i] for i in needed),
+            len(needed),
+            sum(priorities[i] for i in needed),
+            sum(ages[i] for i in needed),
+        )
+        return key, Eviction(
+            preemptor=preemptor.ref, cluster=name, victims=victims, placement=placement
+        )
+    return None
+
+
+def _solve_model(
+    demand: Mapping[str, int],
+    free: Mapping[str, int],
+    requests: list[dict[str, int]],
+    gpu: list[int],
+    priorities: list[int],
+    ages: list[int],
+    here: list[tuple[Victim, str]],
+    queue: str | None,
+    queues: QueueSet,
+    usage: Usage,
+    cuts: list[list[int]],
+    seed: int,
+    time_limit: float,
+) -> list[int] | None:
+    model = cp_model.CpModel()
+    x = [model.new_bool_var(f"x{i}") for i in range(len(here))]
+    for resource, amount in demand.items():
+        short = amount - free.get(resource, 0)
+        if short > 0:
+            model.add(sum(requests[i].get(resource, 0) * x[i] for i in range(len(x))) >= short)
+    # reclaim only what is over quota, per victim queue
+    reclaimed: dict[str, list[int]] = {}
+    for i, (victim, kind) in enumerate(here):
+        if kind == RECLAIM:
+            theirs = membership(victim.workload, queues).queue
+            if theirs is not None:
+                for ancestor in queues.chain(theirs):
+                    reclaimed.setdefault(ancestor.name, []).append(i)
+    mine = {q.name for q in queues.chain(queue)} if queue is not None else set()
+    for name, members in reclaimed.items():
+        if name in mine:
+            continue  # a shared ancestor: moving work inside it changes nothing there
+        for resource, rule in queues.queues[name].resources.items():
+            over = max(0, usage.used(name, resource) - rule.quota)
+            model.add(sum(requests[i].get(resource, 0) * x[i] for i in members) <= over)
+    # the preemptor's own limits, with its queue's evicted work given back
+    for ancestor in queues.chain(queue) if queue is not None else ():
+        under = [
+            i
+            for i, (victim, _) in enumerate(here)
+            if (q := membership(victim.workload, queues).queue) is not None
+            and ancestor.name in {a.name for a in queues.chain(q)}
+        ]
+        for resource, rule in ancestor.resources.items():
+            if rule.limit is None or not demand.get(resource):
+                continue
+            excess = usage.used(ancestor.name, resource) + demand[resource] - rule.limit
+            if excess > 0:
+                model.add(sum(requests[i].get(resource, 0) * x[i] for i in under) >= excess)
+    for cut in cuts:
+        model.add(sum(x[i] for i in cut) <= len(cut) - 1)
+    stages = [
+        [(gpu[i], x[i]) for i in range(len(x))],
+        [(1, x[i]) for i in range(len(x))],
+        [(priorities[i], x[i]) for i in range(len(x))],
+        [(ages[i], x[i]) for i in range(len(x))],
+    ]
+    solver = cp_model.CpSolver()
+    solver.parameters.num_workers = 1
+    solver.parameters.random_seed = seed
+    solver.parameters.max_time_in_seconds = min(STAGE_SECONDS, max(0.05, time_limit))
+    chosen: list[int] | None = None
+    for terms in stages:
+        objective = sum(weight * var for weight, var in terms)
+        model.minimize(objective)
+        status = solver.solve(model)
+        if status not in (cp_model.OPTIMAL, cp_model.FEASIBLE):
+            return None if chosen is None else chosen
+        value = round(solver.objective_value)
+        chosen = [i for i in range(len(x)) if solver.value(x[i])]
+        if status != cp_model.OPTIMAL:
+            break  # keep the best found: the next stages need this one proven
+        model.add(objective == value)
+    return chosen
+
+
+def _realise(
+    preemptor: Workload,
+    fleet: Fleet,
+    cluster: str,
+    victims: Sequence[Victim],
+    policies: Sequence[PlacementPolicy],
+    seed: int,
+) -> Placement | None:
+    """The preemptor placed in ``cluster`` once ``victims`` are released, or ``None``."""
+    freed = release(fleet, [v.placement for v in victims])
+    others = {c.name: "not the cluster of this eviction" for c in fleet.clusters}
+    others.pop(cluster, None)
+    decision = solve(
+        [preemptor],
+        freed,
+        policies=policies,
+        solver="greedy",
+        time_limit=1.0,
+        seed=seed,
+        exclusions={0: others},
+    )
+    return decision.placements[0] if decision.placements else None

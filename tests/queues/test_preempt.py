@@ -1,0 +1,172 @@
+"""Choosing victims: reclaim over-quota work of other queues, preempt lower priorities in the
+queue, protected work never, gangs whole, fewest GPUs then workloads then priority then age —
+the least GPUs any eviction that packs needs (checked by brute force on small fleets)."""
+
+from __future__ import annotations
+
+import itertools
+import random
+from collections.abc import Sequence
+
+from placer.model import Fleet, Workload
+from placer.queues import QueueSet, Usage, membership
+from placer.solver import charge, solve
+from placer.solver.preempt import PREEMPT, RECLAIM, Victim, _realise, find_victims
+from tests.queues.conftest import gpu_job, queue_doc, queues
+from tests.solver.conftest import cluster, fleet, node
+
+
+def running(
+    jobs: Sequence[Workload], the_fleet: Fleet, the_queues: QueueSet
+) -> tuple[Fleet, list[Victim], Usage]:
+    """``jobs`` placed on ``the_fleet`` one by one (job i started at time i)."""
+    victims = []
+    usage = Usage(the_queues)
+    for i, job in enumerate(jobs):
+        decision = solve([job], the_fleet, solver="first-fit")
+        assert decision.placements, job.ref
+        placement = decision.placements[0]
+        the_fleet = charge(the_fleet, [placement])
+        victims.append(Victim(job, placement, started=float(i)))
+        usage.add(membership(job, the_queues).queue, job.total_requests(), placement.cluster)
+    return the_fleet, victims, usage
+
+
+TWO_TEAMS = queues(
+    queue_doc("team-a", nvidia_com__gpu={"quota": 0}),
+    queue_doc("team-b", nvidia_com__gpu={"quota": 8}),
+)
+
+
+def test_in_quota_work_reclaims_over_quota_work_of_another_queue() -> None:
+    jobs = [gpu_job("a1", "team-a", 1, 4), gpu_job("a2", "team-a", 1, 4)]
+    the_fleet, victims, usage = running(jobs, fleet(cluster("c0", node("n0"))), TWO_TEAMS)
+    eviction = find_victims(gpu_job("b1", "team-b", 1, 4), the_fleet, victims, TWO_TEAMS, usage)
+    assert eviction is not None
+    # the youngest of two equal victims goes
+    assert [(v.workload.name, v.reason) for v in eviction.victims] == [("a2", RECLAIM)]
+    assert eviction.cluster == "c0" and eviction.placement.cluster == "c0"
+
+
+def test_fewest_gpus_then_fewest_workloads_then_youngest() -> None:
+    jobs = [
+        gpu_job("small-old", "team-a", 1, 2),
+        gpu_job("small-young", "team-a", 1, 2),
+        gpu_job("big", "team-a", 1, 4),
+    ]
+    the_fleet, victims, usage = running(jobs, fleet(cluster("c0", node("n0"))), TWO_TEAMS)
+    three = find_victims(gpu_job("b3", "team-b", 1, 3), the_fleet, victims, TWO_TEAMS, usage)
+    assert three is not None and [v.workload.name for v in three.victims] == ["big"]
+    two = find_victims(gpu_job("b2", "team-b", 1, 2), the_fleet, victims, TWO_TEAMS, usage)
+    assert two is not None and [v.workload.name for v in two.victims] == ["small-young"]
+
+
+def test_a_gang_is_evicted_whole() -> None:
+    jobs = [gpu_job("gang", "team-a", 4, 2)]  # four pods of 2 GPUs, one workload
+    the_fleet, victims, usage = running(jobs, fleet(cluster("c0", node("n0"))), TWO_TEAMS)
+    eviction = find_victims(gpu_job("b1", "team-b", 1, 2), the_fleet, victims, TWO_TEAMS, usage)
+    assert eviction is not None
+    assert [(v.workload.name, v.gpu_milli) for v in eviction.victims] == [("gang", 8000)]
+
+
+def test_protected_in_quota_and_unreclaimable_work_is_never_evicted() -> None:
+    protected = gpu_job("keep", "team-a", 1, 8)
+    protected = type(protected)(
+        **{**protected.__dict__, "labels": {**protected.labels, "placer.dev/preemptible": "false"}}
+    )
+    the_fleet, victims, usage = running([protected], fleet(cluster("c0", node("n0"))), TWO_TEAMS)
+    assert find_victims(gpu_job("b", "team-b", 1, 4), the_fleet, victims, TWO_TEAMS, usage) is None
+    # team-a within its quota of 8: nothing to reclaim
+    within = queues(
+        queue_doc("team-a", nvidia_com__gpu={"quota": 8}),
+        queue_doc("team-b", nvidia_com__gpu={"quota": 8}),
+    )
+    the_fleet, victims, usage = running(
+        [gpu_job("a", "team-a", 1, 8)], fleet(cluster("c0", node("n0"))), within
+    )
+    assert find_victims(gpu_job("b", "team-b", 1, 4), the_fleet, victims, within, usage) is None
+    # team-a over its quota but not reclaimable
+    closed = queues(
+        "apiVersion: placer.dev/v1alpha1\nkind: Queue\nmetadata: {name: team-a}\n"
+        "spec: {reclaimable: false, resources: {nvidia.com/gpu: {quota: 0}}}\n",
+        queue_doc("team-b", nvidia_com__gpu={"quota": 8}),
+    )
+    the_fleet, victims, usage = running(
+        [gpu_job("a", "team-a", 1, 8)], fleet(cluster("c0", node("n0"))), closed
+    )
+    assert find_victims(gpu_job("b", "team-b", 1, 4), the_fleet, victims, closed, usage) is None
+
+
+def test_only_over_quota_resources_are_reclaimed() -> None:
+    # team-a deserves 4 and runs 8: at most 4 GPUs of it can be reclaimed
+    the_queues = queues(
+        queue_doc("team-a", nvidia_com__gpu={"quota": 4}),
+        queue_doc("team-b", nvidia_com__gpu={"quota": 8}),
+    )
+    jobs = [gpu_job("a1", "team-a", 1, 4), gpu_job("a2", "team-a", 1, 4)]
+    the_fleet, victims, usage = running(jobs, fleet(cluster("c0", node("n0"))), the_queues)
+    assert (
+        find_victims(gpu_job("b8", "team-b", 1, 8), the_fleet, victims, the_queues, usage) is None
+    )
+    four = find_victims(gpu_job("b4", "team-b", 1, 4), the_fleet, victims, the_queues, usage)
+    assert four is not None and len(four.victims) == 1
+
+
+def test_over_quota_preemptors_do_not_reclaim_but_preempt_lower_priorities_in_their_queue() -> None:
+    jobs = [gpu_job("low", "team-b", 1, 8, priority=0)]
+    the_fleet, victims, usage = running(jobs, fleet(cluster("c0", node("n0"))), TWO_TEAMS)
+    high = gpu_job("high", "team-b", 1, 4, priority=10)
+    eviction = find_victims(high, the_fleet, victims, TWO_TEAMS, usage)
+    assert eviction is not None and [(v.workload.name, v.reason) for v in eviction.victims] == [
+        ("low", PREEMPT)
+    ]
+    same = gpu_job("same", "team-b", 1, 4, priority=0)
+    assert find_victims(same, the_fleet, victims, TWO_TEAMS, usage) is None
+    # team-a is over quota (quota 0): it may not reclaim from anyone
+    the_fleet, victims, usage = running(
+        [gpu_job("a", "team-a", 1, 8)], fleet(cluster("c0", node("n0"))), TWO_TEAMS
+    )
+    assert find_victims(gpu_job("a2", "team-a", 1, 4), the_fleet, victims, TWO_TEAMS, usage) is None
+
+
+def test_a_higher_priority_victim_is_never_reclaimed() -> None:
+    jobs = [gpu_job("vip", "team-a", 1, 8, priority=9)]
+    the_fleet, victims, usage = running(jobs, fleet(cluster("c0", node("n0"))), TWO_TEAMS)
+    assert find_victims(gpu_job("b", "team-b", 1, 4), the_fleet, victims, TWO_TEAMS, usage) is None
+
+
+def test_victims_are_the_fewest_gpus_that_pack_by_brute_force() -> None:
+    for seed in range(8):
+        rng = random.Random(seed)
+        jobs = [
+            gpu_job(f"a{i}", "team-a", rng.choice([1, 2]), rng.choice([1, 2, 4])) for i in range(7)
+        ]
+        the_fleet = fleet(cluster("c0", node("n0"), node("n1")), cluster("c1", node("m0")))
+        placed_jobs = []
+        for job in jobs:  # keep those that fit
+            if solve([job], the_fleet, solver="first-fit").placements:
+                placed_jobs.append(job)
+                the_fleet = charge(
+                    the_fleet, solve([job], the_fleet, solver="first-fit").placements
+                )
+        base = fleet(cluster("c0", node("n0"), node("n1")), cluster("c1", node("m0")))
+        charged, victims, usage = running(placed_jobs, base, TWO_TEAMS)
+        preemptor = gpu_job("b", "team-b", 1, rng.choice([2, 4, 8]))
+        if solve([preemptor], charged, solver="first-fit").placements:
+            continue  # fits without evicting anything
+        eviction = find_victims(preemptor, charged, victims, TWO_TEAMS, usage)
+        least = None
+        for size in range(1, len(victims) + 1):
+            for subset in itertools.combinations(victims, size):
+                clusters = {v.placement.cluster for v in subset}
+                if len(clusters) != 1:
+                    continue
+                name = clusters.pop()
+                if _realise(preemptor, charged, name, subset, (), 0) is not None:
+                    gpus = sum(v.workload.gpus for v in subset)
+                    least = gpus if least is None else min(least, gpus)
+        if least is None:
+            assert eviction is None
+        else:
+            assert eviction is not None
+            assert eviction.gpu_milli == least * 1000, seed
