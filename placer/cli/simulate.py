@@ -70,6 +70,12 @@ def register(subparsers: argparse._SubParsersAction[argparse.ArgumentParser]) ->
     add_policy_option(parser)
     add_queues_option(parser)
     parser.add_argument(
+        "--allow-preemption",
+        action="store_true",
+        help="stream with --queues: evict running work for pending work the queues entitle "
+        "(reclaim over-quota work, preempt lower priorities; docs/queues.md)",
+    )
+    parser.add_argument(
         "--solver",
         default="cpsat",
         metavar="NAME[,NAME...]",
@@ -125,6 +131,8 @@ def run(args: argparse.Namespace) -> int:
     simulated = drain(fleet, args.drain, source=args.snapshot)
     policies = tuple(p for path in args.policy for p in load_policies(path))
     queues = decision_queues(args)
+    if args.allow_preemption and (queues is None or args.mode != "stream"):
+        raise UsageError("--allow-preemption needs --queues FILE and --mode stream")
     items = load_workloads(args.workloads, fleet, args.seed, catalog_dirs=args.catalog)
     warnings = resource_warnings(items, fleet, args.snapshot)
     for warning in warnings:
@@ -139,6 +147,7 @@ def run(args: argparse.Namespace) -> int:
             seed=seed,
             interval=args.interval,
             queues=queues,
+            preemption=args.allow_preemption,
         )
         runs.append(simulate(items, simulated, settings, progress=_Progress(sys.stderr)))
     doc = document(

@@ -150,12 +150,15 @@ class Usage:
                     )
         return None
 
-    def quota_problem(self, queue: str | None, demand: Mapping[str, int]) -> str | None:
-        """Why ``demand`` would not be within the quota of its queue and every ancestor (in
-        words naming the queue and the word quota), else None: the demand is in quota."""
+    def quota_problem(
+        self, queue: str | None, demand: Mapping[str, int], *, ancestors: bool = True
+    ) -> str | None:
+        """Why ``demand`` would not be within the quota of its queue and (``ancestors``) every
+        ancestor, in words naming the queue and the word quota; None: the demand is in quota."""
         if queue is None:
             return "in no queue (no placer.dev/queue label), so it has no quota"
-        for q in self._chain(queue):
+        chain = self._chain(queue)
+        for q in chain if ancestors else chain[:1]:
             for resource, rule in q.resources.items():
                 amount = demand.get(resource, 0)
                 if not amount:

@@ -42,16 +42,18 @@ from typing import Protocol
 
 from placer.model import Decision, Fleet, Placement, Workload
 from placer.policy import PlacementPolicy
-from placer.queues import QueueSet
+from placer.queues import QueueSet, Usage, membership
 from placer.simulate import MODES
 from placer.simulate.capacity import FreeTotals, free_totals, gpu_milli, shortfall, used_gpu_milli
 from placer.solver import charge, release, solve, verify
 from placer.solver.fairshare import Running, solve_fair
+from placer.solver.preempt import Victim, find_victims
 
 __all__ = [
     "MODES",
     "DecisionRecord",
     "Outcome",
+    "PreemptionRecord",
     "Progress",
     "Run",
     "Sample",
@@ -94,6 +96,10 @@ class Settings:
     interval: float = 0.0
     #: queues the decisions honour (:mod:`placer.solver.fairshare`); ``None``: no queues.
     queues: QueueSet | None = None
+    #: stream with queues: evict running work for pending work the rules allow
+    #: (:mod:`placer.solver.preempt`); an evicted workload goes back to the queue and starts
+    #: over when placed again.
+    preemption: bool = False
 
 
 @dataclass(frozen=True)
@@ -133,6 +139,20 @@ class DecisionRecord:
 
 
 @dataclass(frozen=True)
+class PreemptionRecord:
+    """One eviction of the stream: the preemptor, its victims and what they lost."""
+
+    time_s: float
+    preemptor: int
+    cluster: str
+    #: (victim input index, ``reclaim`` or ``preempt``).
+    victims: tuple[tuple[int, str], ...]
+    gpu_milli: int
+    #: GPU-seconds of work the victims had done and lose (they start over).
+    lost_gpu_seconds: float
+
+
+@dataclass(frozen=True)
 class Sample:
     """The fleet after a stream decision epoch."""
 
@@ -160,6 +180,8 @@ class Run:
     loaded: Fleet
     pending: tuple[int, ...]
     wall_s: float
+    #: stream with preemption: every eviction, in order.
+    preemptions: tuple[PreemptionRecord, ...] = ()
 
 
 def simulate(
@@ -338,6 +360,7 @@ class _Stream:
         self.loaded_pending: tuple[int, ...] = ()
         #: the most each cluster will ever have free: the stream's workloads all gone.
         self.emptiest = free_totals(fleet)
+        self.preemptions: list[PreemptionRecord] = []
 
     def run(self) -> Run:
         total = len(self.items)
@@ -385,6 +408,7 @@ class _Stream:
             loaded=self.loaded if self.loaded is not None else self.fleet,
             pending=self.loaded_pending,
             wall_s=time.perf_counter() - self.started,
+            preemptions=tuple(self.preemptions),
         )
 
     def _next_epoch(self) -> float:
@@ -402,7 +426,9 @@ class _Stream:
     def _depart(self, now: float) -> None:
         leaving: list[Placement] = []
         while self.departures and self.departures[0][0] <= now:
-            _, index = heapq.heappop(self.departures)
+            end, index = heapq.heappop(self.departures)
+            if index not in self.placements or self.end.get(index) != end:
+                continue  # evicted since: this departure is void
             placement = self.placements.pop(index)
             leaving.append(placement)
             self.allocated -= gpu_milli(placement.requests)
@@ -423,7 +449,10 @@ class _Stream:
         candidates = self.queue if self.freed else self.fresh
         self.fresh = []
         self.freed = False
+        preempting = self.settings.preemption and self.settings.queues is not None
         if not candidates:
+            if preempting and self.queue:
+                self._settle(set(), now)
             return
         totals = free_totals(self.fleet)
         chosen: list[int] = []
@@ -435,6 +464,8 @@ class _Stream:
                 merged = {**reason, **self.elsewhere}
                 self.reasons[index] = {n: merged[n] for n in self.before.names if n in merged}
         if not chosen:
+            if preempting:
+                self._settle(set(), now)
             return
         workloads = [self.workloads[i] for i in chosen]
         running = [Running(self.workloads[i], p.cluster) for i, p in self.placements.items()]
@@ -446,18 +477,102 @@ class _Stream:
         for placement in decision.placements:
             index = chosen[positions[placement.workload]]
             placed.add(index)
-            self.placements[index] = placement
-            self.placed[index] = placement
-            self.start[index] = now
-            self.allocated += gpu_milli(placement.requests)
-            duration = self.items[index].duration_s
-            if duration is not None:
-                self.end[index] = now + duration
-                heapq.heappush(self.departures, (now + duration, index))
+            self._start(index, placement, now)
         for unplaced in decision.unplaced:
             self.reasons[chosen[positions[unplaced.workload]]] = unplaced.reasons
-        if placed:
+        if preempting:
+            self._settle(placed, now)
+        elif placed:
             self.queue = [i for i in self.queue if i not in placed]
+
+    def _settle(self, placed: set[int], now: float) -> None:
+        """With preemption: the queue without ``placed``, then evictions for what still waits
+        (every queued workload, not only this epoch's candidates: another queue's work may
+        have gone over its quota since)."""
+        waiting = [i for i in self.queue if i not in placed]
+        started, evicted = self._preempt(waiting, now)
+        placed = (placed | started) - evicted
+        self.queue = [i for i in self.queue if i not in placed]
+
+    def _start(self, index: int, placement: Placement, now: float) -> None:
+        self.placements[index] = placement
+        self.placed[index] = placement
+        self.start[index] = now
+        self.reasons.pop(index, None)
+        self.allocated += gpu_milli(placement.requests)
+        duration = self.items[index].duration_s
+        if duration is not None:
+            self.end[index] = now + duration
+            heapq.heappush(self.departures, (now + duration, index))
+
+    def _preempt(self, waiting: list[int], now: float) -> tuple[set[int], set[int]]:
+        """Evictions for the workloads left pending, highest priority first (then arrival):
+        each that the rules allow is placed on what its victims free; the victims go back to
+        the queue (:mod:`placer.solver.preempt`)."""
+        queues = self.settings.queues
+        assert queues is not None
+        started: set[int] = set()
+        gone: set[int] = set()
+        order = sorted(waiting, key=lambda i: (-membership(self.workloads[i], queues).priority, i))
+        index_of = {w.ref: i for i, w in enumerate(self.workloads)}
+        for index in order:
+            usage = Usage(queues)
+            victims = []
+            for i, placement in self.placements.items():
+                usage.add(
+                    membership(self.workloads[i], queues).queue,
+                    self.workloads[i].total_requests(),
+                    placement.cluster,
+                )
+                victims.append(Victim(self.workloads[i], placement, self.start.get(i, 0.0)))
+            eviction = find_victims(
+                self.workloads[index],
+                self.fleet,
+                victims,
+                queues,
+                usage,
+                policies=self.settings.policies,
+                seed=self.settings.seed,
+                time_limit=self.settings.time_limit,
+            )
+            if eviction is None or not eviction.victims or index in self.placements:
+                continue
+            lost = 0.0
+            evicted = []
+            for victim in eviction.victims:
+                i = index_of[victim.workload]
+                placement = self.placements.pop(i)
+                self.fleet = release(self.fleet, [placement])
+                self.allocated -= gpu_milli(placement.requests)
+                lost += victim.gpu_milli / 1000 * (now - self.start.get(i, now))
+                self.placed.pop(i, None)
+                self.start.pop(i, None)
+                self.end.pop(i, None)
+                self.reasons[i] = {
+                    eviction.cluster: f"evicted ({victim.reason}) for "
+                    f"{self.workloads[index].ref} at t={now:g}s"
+                }
+                if i not in self.queue:
+                    self.queue.append(i)
+                self.fresh.append(i)
+                gone.add(i)
+                started.discard(i)
+                evicted.append((i, victim.reason))
+            self.fleet = charge(self.fleet, [eviction.placement])
+            self._start(index, eviction.placement, now)
+            started.add(index)
+            self.freed = True
+            self.preemptions.append(
+                PreemptionRecord(
+                    time_s=now,
+                    preemptor=index,
+                    cluster=eviction.cluster,
+                    victims=tuple(evicted),
+                    gpu_milli=eviction.gpu_milli,
+                    lost_gpu_seconds=lost,
+                )
+            )
+        return started, gone
 
 
 def _cannot_fit(

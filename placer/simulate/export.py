@@ -121,6 +121,20 @@ def run_document(
             for item, outcome in zip(items, run.outcomes, strict=True)
         ],
         "timeline": [_sample(s) for s in _thin(run.timeline, TIMELINE_POINTS)],
+        "preemptions": [
+            {
+                "time_s": p.time_s,
+                "preemptor": str(items[p.preemptor].workload.ref),
+                "cluster": p.cluster,
+                "victims": [
+                    {"workload": str(items[i].workload.ref), "reason": reason}
+                    for i, reason in p.victims
+                ],
+                "gpus": gpus(p.gpu_milli),
+                "lost_gpu_hours": round(p.lost_gpu_seconds / 3600, 4),
+            }
+            for p in run.preemptions
+        ],
     }
 
 

@@ -2,12 +2,13 @@
 
 Who may be evicted (issue #14; KAI Scheduler's *reclaim* and *preempt* actions):
 
-* **reclaim** — the preemptor is in quota (its demand stays within the quota of its queue and
-  every ancestor): running work of *other* queues that are over their quota, whose queue is
-  ``reclaimable``, with a priority no higher than the preemptor's (priorities are never
-  inverted, :mod:`placer.solver.fairshare`). Only over-quota resources are reclaimed: from a
-  victim queue ``q`` at most ``U_{q,r} − Q_{q,r}`` of each resource ``r`` it lists, so a queue
-  within its quota is never a victim and one over it is never taken below it.
+* **reclaim** — the preemptor is in quota (its demand stays within the quota of its queue, and
+  of every ancestor once the victims are evicted): running work of *other* queues that are
+  over their quota, whose queue is ``reclaimable``, with a priority no higher than the
+  preemptor's (priorities are never inverted, :mod:`placer.solver.fairshare`). Only
+  over-quota resources are reclaimed: from a victim queue ``q`` at most ``U_{q,r} − Q_{q,r}``
+  of each resource ``r`` it lists, so a queue within its quota is never a victim and one over
+  it is never taken below it.
 * **preempt** — running work of the preemptor's own queue with a strictly lower priority.
 * **protected** — a workload labelled ``placer.dev/preemptible: "false"`` is never evicted.
 * Victims are whole workloads (a gang is evicted whole or not at all).
@@ -20,7 +21,11 @@ Model, per cluster ``c`` the preemptor may use (CP-SAT, one small model over the
 * room: ``f_{c,r} + Σ_v d_{v,r} x_v ≥ D_r`` for every resource ``r`` the preemptor asks for
   (necessary; the real packer decides, below);
 * reclaim only over quota: ``Σ_{v ∈ q} d_{v,r} x_v ≤ U_{q,r} − Q_{q,r}`` per victim queue ``q``
-  taken by reclaim and resource ``r`` it lists;
+  taken by reclaim and resource ``r`` it lists (ancestors shared with the preemptor aside);
+* reclaim only in quota: ``U_{p,r} − Σ_{v under p} d_{v,r} x_v + D_r ≤ Q_{p,r}`` for every
+  ancestor ``p`` of the preemptor's queue when a reclaim victim from outside ``p`` is chosen
+  (reclaiming from a sibling leaves their common parent's use as it was: KAI compares queues
+  where they diverge);
 * the preemptor's limits: ``U_{p,r} − Σ_{v under p} d_{v,r} x_v + D_r ≤ L_{p,r}`` for every
   queue ``p`` of its chain (evicting its own queue's work makes room under a full limit);
 * objective, lexicographic, solved in turn: fewest GPUs evicted (thousandths), then fewest
@@ -29,10 +34,11 @@ Model, per cluster ``c`` the preemptor may use (CP-SAT, one small model over the
 
 The optimum is then *realised*: the victims are released on the cluster's nodes and the
 preemptor packed there by the solver. When it does not pack, the no-good ``Σ_{v∈S} x_v ≤
-|S| − 1`` cuts that set and the model is solved again (up to ``MAX_ROUNDS``). A set that packs
-is made minimal — each victim whose release is not needed is kept running — so never more is
-evicted than the preemptor needs on real nodes. Of all clusters, the victim set with the least
-(GPUs, workloads, priorities, ages) wins.
+|S| − 1`` cuts that set and the model is solved again (up to ``MAX_ROUNDS``). The room
+constraint holds for every set that packs, so the first set that packs has the fewest GPUs
+(then workloads…) of all sets that pack and obey the rules: never more is evicted than the
+preemptor needs on real nodes, as far as the packer finds a packing where one exists. Of all
+clusters, the victim set with the least (GPUs, workloads, priorities, ages) wins.
 
 Pure: reads its arguments, returns new objects.
 """
@@ -118,7 +124,9 @@ def _candidates(
     mine = membership(preemptor, queues)
     if mine.refusal is not None:
         return []
-    in_quota = usage.quota_problem(mine.queue, preemptor.total_requests()) is None
+    # in its own queue's quota; the ancestors' are checked with the victims evicted (work
+    # reclaimed from a sibling gives a shared parent its room back)
+    in_quota = usage.quota_problem(mine.queue, preemptor.total_requests(), ancestors=False) is None
     out = []
     for victim in running:
         workload = victim.workload
@@ -234,15 +242,7 @@ def _on_cluster(
         if placement is None:
             cuts.append(chosen)
             continue
-        # minimal: keep running every victim the preemptor does not need gone
-        needed = list(chosen)
-        for i in sorted(chosen, key=lambda i: (gpu[i], -ages[i]), reverse=True):
-            rest = [j for j in needed if j != i]
-            if not rest:
-                break
-            again = _realise(preemptor, fleet, name, [here[j][0] for j in rest], policies, seed)
-            if again is not None:
-                needed, placement = rest, again
+        needed = chosen  # the model's optimum: no victim can stay (see the module docstring)
         victims = tuple(
             Victimised(
                 workload=here[i][0].workload.ref,
@@ -314,6 +314,28 @@ def _solve_model(
             excess = usage.used(ancestor.name, resource) + demand[resource] - rule.limit
             if excess > 0:
                 model.add(sum(requests[i].get(resource, 0) * x[i] for i in under) >= excess)
+    # reclaiming across an ancestor: it must be within its quota once the victims under it are
+    # gone (victims that are all under it, siblings, do not change its use)
+    takers = [i for i, (_, kind) in enumerate(here) if kind == RECLAIM]
+    for ancestor in queues.chain(queue)[1:] if takers and queue is not None else ():
+        under = [
+            i
+            for i in takers
+            if (q := membership(here[i][0].workload, queues).queue) is not None
+            and ancestor.name in {a.name for a in queues.chain(q)}
+        ]
+        outside = [i for i in takers if i not in under]
+        if not outside:
+            continue
+        crossing = model.new_bool_var(f"across-{ancestor.name}")
+        model.add_max_equality(crossing, [x[i] for i in outside])
+        for resource, rule in ancestor.resources.items():
+            if not demand.get(resource):
+                continue
+            excess = usage.used(ancestor.name, resource) + demand[resource] - rule.quota
+            if excess > 0:
+                given = sum(requests[i].get(resource, 0) * x[i] for i in under)
+                model.add(given >= excess).only_enforce_if(crossing)
     for cut in cuts:
         model.add(sum(x[i] for i in cut) <= len(cut) - 1)
     stages = [

@@ -170,3 +170,20 @@ def test_victims_are_the_fewest_gpus_that_pack_by_brute_force() -> None:
         else:
             assert eviction is not None
             assert eviction.gpu_milli == least * 1000, seed
+
+
+def test_a_sibling_reclaims_under_a_parent_at_its_quota() -> None:
+    # dept deserves 16 and runs 16, all of it y's (8 over y's quota): x's in-quota job takes 8
+    # back from its sibling; the parent's use does not change, so its quota is no obstacle
+    the_queues = queues(
+        queue_doc("dept", nvidia_com__gpu={"quota": 16}),
+        queue_doc("x", parent="dept", nvidia_com__gpu={"quota": 8}),
+        queue_doc("y", parent="dept", nvidia_com__gpu={"quota": 8}),
+    )
+    jobs = [gpu_job(f"y{i}", "y", 1, 4) for i in range(4)]
+    the_fleet, victims, usage = running(
+        jobs, fleet(cluster("c0", node("n0"), node("n1"))), the_queues
+    )
+    eviction = find_victims(gpu_job("x1", "x", 1, 8), the_fleet, victims, the_queues, usage)
+    assert eviction is not None and eviction.gpu_milli == 8000
+    assert all(v.reason == RECLAIM for v in eviction.victims)
