@@ -482,7 +482,14 @@ class ClusterState:
 
     def copies_all(self, shape: PodShape) -> IntArray:
         """``copies`` for every node (0 where the pod is not eligible); memoised per state
-        and version (callers must not change the array)."""
+        and version, or read from the copies table (callers must not change the array)."""
+        table = self.table
+        if table is not None and len(table.dirty) <= TABLE_ROWS:
+            k = table.index.get(id(shape))
+            if k is not None:
+                table.refresh(self)
+                column: IntArray = table.per_node[:, k]
+                return column
         key = (self.version, shape.ident)
         cached = self._copies.get(key)
         if cached is None:
@@ -555,6 +562,8 @@ class ClusterState:
             self.table.dirty.update(nodes.tolist())
         self.free[nodes] -= counts[:, None] * shape.req[None, :]
         self._free_total = self._free_total - int(counts.sum()) * shape.req
+        if shape.gpus and not shape.share:
+            return self._take_idle(shape.gpus, nodes, counts)
         result: list[list[tuple[int, ...]]] = []
         for node, count in zip(nodes.tolist(), counts.tolist(), strict=True):
             if shape.gpus or shape.share:
@@ -564,6 +573,38 @@ class ClusterState:
             else:
                 result.append([()] * count)
             self._stale.add(node)
+        return result
+
+    def _take_idle(
+        self, gpus: int, nodes: IntArray, counts: IntArray
+    ) -> list[list[tuple[int, ...]]]:
+        """``place_bulk``'s devices for whole-GPU pods without a share, for all the nodes in
+        one step: each node's ``gpus × count`` lowest-numbered idle devices, ``gpus`` per pod
+        in order (what ``_devices_many`` takes node by node)."""
+        rows = self.dev[nodes]
+        idle = rows == 1000
+        need = counts * gpus
+        taken = idle & (np.cumsum(idle, axis=1) <= need[:, None])
+        rows[taken] = 0
+        self.dev[nodes] = rows
+        self.full[nodes] -= need
+        self.devfree[nodes] -= need * 1000
+        self.maxdev[nodes] = rows.max(axis=1)
+        total = int(need.sum())
+        self._idle_total -= total
+        self._gpu_total -= total * 1000
+        self._stale.update(nodes.tolist())
+        devices = np.nonzero(taken)[1].tolist()  # row by row, devices in order
+        result: list[list[tuple[int, ...]]] = []
+        start = 0
+        for count in counts.tolist():
+            if gpus == 1:
+                result.append([(d,) for d in devices[start : start + count]])
+            else:
+                result.append(
+                    [tuple(devices[k : k + gpus]) for k in range(start, start + gpus * count, gpus)]
+                )
+            start += gpus * count
         return result
 
     @classmethod
