@@ -125,6 +125,16 @@ def run(config: Config) -> dict[str, Any]:
                         if b != label
                     )
                 ),
+                "not_below_any_baseline": sum(
+                    1
+                    for i in instances
+                    if all(
+                        i["entries"][label]["gpus_placed"] >= i["entries"][b]["gpus_placed"]
+                        for b in baselines
+                        if b != label
+                    )
+                ),
+                "at_least_99": sum(1 for m in mine if m["pct_of_bound"] >= 99.0),
             }
         fleets[name] = {
             "clusters": len(fleet.clusters),
@@ -175,7 +185,9 @@ def markdown(result: dict[str, Any], meta: dict[str, Any]) -> str:
                 s["decision_s_max"],
                 s["decision_cpu_s_max"],
                 s["statuses"],
+                f"{s.get('at_least_99', 0)}/{len(instances)}",
                 f"{s['ahead_of_every_baseline']}/{len(instances)}",
+                f"{s.get('not_below_any_baseline', 0)}/{len(instances)}",
                 s["verifier_problems"],
             ]
             for label, s in fleet["summary"].items()
@@ -192,7 +204,9 @@ def markdown(result: dict[str, Any], meta: dict[str, Any]) -> str:
                     "max",
                     "max CPU s",
                     "status",
+                    ">= 99 % of bound",
                     "ahead of every baseline",
+                    "not below any baseline",
                     "verifier problems",
                 ],
                 rows,

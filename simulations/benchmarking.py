@@ -238,8 +238,18 @@ def meta_lines(meta: dict[str, Any]) -> str:
         f"Run {meta['date_utc']} on {meta['cpu']} ({meta['cores']} cores, "
         f"{meta['memory_gib']} GiB), {meta['platform']}; Python {meta['python']}, OR-Tools "
         f"{meta['ortools']}, numpy {meta['numpy']}, placer {meta['placer']} at {meta['commit']}. "
-        f"Command: `{meta['command']}`."
+        f"Command: `{meta['command']}`.{_load(meta)}"
     )
+
+
+def _load(meta: dict[str, Any]) -> str:
+    """The machine's load average (1, 5, 15 min) at the start and end, when recorded: a
+    shared machine's load stretches wall times (the solver's limit counts CPU time)."""
+    start, end = meta.get("load_average_at_start"), meta.get("load_average_at_end")
+    if not start:
+        return ""
+    text = f" Load average at start {start}"
+    return text + (f", at end {end}." if end else ".")
 
 
 def offered_load(items: Sequence[TimedWorkload], capacity_milli: int) -> float:
@@ -316,6 +326,7 @@ def measure(
     with stopwatch() as elapsed:
         result = run()
     meta["wall_s"] = round(elapsed(), 1)
+    meta["load_average_at_end"] = [round(x, 2) for x in os.getloadavg()]
     paths = write_results(name, {"meta": meta, **result}, markdown(result, meta))
     if plot is not None and (plt := pyplot()) is not None:
         plot(result)

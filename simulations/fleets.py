@@ -31,7 +31,7 @@ from __future__ import annotations
 import bisect
 import random
 from collections.abc import Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from pathlib import Path
 
 from placer.errors import InputError
@@ -40,6 +40,7 @@ from placer.quantity import CPU, GPU, MEMORY
 from placer.traces.datasets import read_csv
 from placer.traces.nodes import (
     DEFAULT_MAX_PODS,
+    HOSTNAME_LABEL,
     REGION_LABEL,
     ZONE_LABEL,
     gpu_model,
@@ -62,6 +63,7 @@ __all__ = [
     "openb_fleet",
     "pai_fleet",
     "read_pai_nodes",
+    "replicated_openb",
     "split_nodes",
 ]
 
@@ -249,6 +251,38 @@ def openb_fleet(clusters: int, split: str = "by-model", *, seed: int = 0) -> Fle
     if clusters == 1:
         return make_fleet([nodes], sites=[OPENB_SITE])
     return make_fleet(split_nodes(nodes, clusters, split, seed=seed))
+
+
+def replicated_openb(clusters: int, per_copy: int = 32) -> Fleet:
+    """A fleet beyond one trace cluster: ``clusters`` clusters from copies of the 1,213 openb
+    GPU nodes, each copy split by GPU model into ``per_copy`` clusters (one copy split into
+    ``clusters`` when that is fewer), as :func:`openb_fleet` splits one.
+
+    Copy ``k`` > 0 suffixes its nodes' names (and hostname labels) with ``-k``, so every node
+    is distinct; cluster names repeat the sites with a numeric suffix (:func:`make_fleet`).
+
+    Raises:
+        InputError: ``clusters`` is not a multiple of the clusters per copy.
+    """
+    copies = max(1, -(-clusters // per_copy))
+    if clusters % copies:
+        raise InputError(
+            f"cannot build {clusters} clusters from copies of openb split {per_copy} ways",
+            hint=f"use a multiple of {per_copy}, or at most {per_copy}",
+        )
+    nodes = read_openb_nodes("gpu")
+    groups: list[list[Node]] = []
+    for copy in range(copies):
+        renamed = list(nodes) if not copy else [_renamed(n, f"-{copy}") for n in nodes]
+        groups += split_nodes(renamed, clusters // copies, "by-model")
+    return make_fleet(groups)
+
+
+def _renamed(node: Node, suffix: str) -> Node:
+    labels = dict(node.labels)
+    if HOSTNAME_LABEL in labels:
+        labels[HOSTNAME_LABEL] = labels[HOSTNAME_LABEL] + suffix
+    return replace(node, name=node.name + suffix, labels=labels)
 
 
 def pai_fleet(clusters: int, split: str = "by-model", *, seed: int = 0) -> Fleet:

@@ -139,9 +139,19 @@ def test_scaling_small() -> None:
         online_count=8,
         time_limit=0.3,
         solvers=("greedy",),
+        scale=((12, 2),),
+        scale_seeds=(1,),
+        scale_solvers=("cpsat", "greedy"),
     )
     result = bench_scaling.run(config)
     assert result["by_size"][10]["greedy"]["pct_of_bound"] == [100.0]
     online = result["online"]["greedy"]
     assert online["decisions"] == 8 and online["verifier_problems"] == 0
-    assert "## Online" in bench_scaling.markdown(result, META)
+    (point,) = result["scale"]
+    assert (point["gangs"], point["clusters"]) == (12, 2)
+    # both solvers on the same gangs, each at most the tightest bound either reported
+    assert all(0 < p <= 100.0 for s in ("cpsat", "greedy") for p in point[s]["pct_of_bound"])
+    assert point["cpsat"]["at_least_best_baseline"] == 1
+    assert point["cpsat"]["memory_mib"] > 0
+    page = bench_scaling.markdown(result, META)
+    assert "## Online" in page and "## Fleet scale" in page
