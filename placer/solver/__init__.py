@@ -85,7 +85,9 @@ code's constants"):
    free GPUs, or just enough cheaper ones to make room for an unplaced unit, or a few at
    random — or *swap* across two clusters (a unit needing more cpu or memory per GPU than
    its cluster offers goes to one that offers more, whose lightest units come back in its
-   place); pack them and the unplaced units again in a randomised order, and keep the
+   place), or *exchange* pods within a cluster (a cpu-heavy pod on a node with an idle GPU
+   trades places with a lighter pod of the same GPU need elsewhere, so the idle GPU gets
+   cores); pack them and the unplaced units again in a randomised order, and keep the
    result when the value does not drop; it ends early when the placed GPUs reach an upper
    bound (the node-class LP's, else the capacity or demand) or gains stop coming. This
    repairs what no one- or two-unit move can: GPUs stranded by cpu-heavy pods, heavy units

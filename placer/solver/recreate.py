@@ -15,7 +15,13 @@ re-choosing the pods of a handful of nodes does. Each iteration:
    ``c'`` light enough for ``c`` (lightest first, with a random factor in ``[0.5, 1.5]``)
    are taken off ``c'`` until its free GPUs would cover the moving unit; the moving unit
    tries ``c'`` first, the light ones ``c``, and the unplaced units allowed in either try
-   ``c`` then ``c'``. Otherwise take off ``c`` one of:
+   ``c`` then ``c'``. Else, in ``EXCHANGE_SHARE`` of the iterations, an *exchange*: pick a
+   node of ``c`` with an idle GPU; up to ``EXCHANGES`` times its whole-GPU pod needing the
+   most cpu trades places with a pod of another node of ``c`` that needs as many GPUs and no
+   more of anything (the most cpu less), where that node has room for the difference —
+   devices stay where they are, units stay in ``c``, and the idle GPUs get the cores that
+   stranded them — then the unplaced units allowed in ``c`` are packed (below). Otherwise
+   take off ``c`` one of:
 
    * *room* (``ROOM_SHARE`` of the ruins): for an unplaced unit ``u`` allowed in ``c`` that
      does not fit its free GPUs, units of lower value (cheapest first, with a random factor
@@ -93,6 +99,9 @@ RECHECK = 2
 #: share of the iterations that try the swap ruin (chosen on the multi-cluster benchmark's
 #: hardest instances: simulations/README.md, "Behind the code's constants").
 SWAP_SHARE = 0.4
+#: share of the other iterations that try the exchange ruin, and the pod exchanges it makes.
+EXCHANGE_SHARE = 0.3
+EXCHANGES = 2
 
 
 def ruin_and_recreate(
@@ -160,6 +169,8 @@ class _Plan:
     first: Unit | None = None
     #: victims to try in another cluster first (the swap ruin), recreated before the rest.
     toward: dict[int, str] = field(default_factory=dict)
+    #: the exchange ruin's node: pods on it trade places first (no victims then).
+    exchange: int | None = None
 
 
 class _Search:
@@ -207,6 +218,12 @@ class _Search:
         if SWAP_SHARE and rng.random() < SWAP_SHARE:
             plan = self._swap(name, here)
             return self._recreate(plan) if plan is not None else None
+        if EXCHANGE_SHARE and rng.random() < EXCHANGE_SHARE:
+            state = states[name]
+            idle = np.flatnonzero((state.full > 0) & state.usable).tolist()
+            if not idle:
+                return None
+            return self._recreate(_Plan(victims=[], clusters=[name], exchange=rng.choice(idle)))
         waiting = self.table.waiting(self.unplaced, name)
         victims, first = _ruin(rng, states[name], here, self.where, waiting, self.by_index)
         if not victims:
@@ -253,6 +270,77 @@ class _Search:
         toward = {i: (target if i == mover else name) for i in victims}
         return _Plan(victims=victims, clusters=[name, target], toward=toward)
 
+    def _exchange(self, name: str, node: int) -> None:
+        """The exchange ruin's first step: up to ``EXCHANGES`` times, the whole-GPU pod of
+        ``node`` that needs the most cpu trades places with a pod of another node of the
+        cluster that needs as many GPUs and less cpu, where that node has room for the
+        difference (the pod that moves out gets the most cpu back to ``node``). Devices stay
+        where they are; ``node`` keeps its idle GPUs and gains the cores (and memory) the
+        unplaced units may need there."""
+        state = self.states[name]
+        where = self.where
+        pods: list[tuple[int, int]] = []  # (unit index, position in its packing)
+        for index in self.members[name]:
+            pods += [(index, k) for k in range(len(where[index][1].pods))]
+        if not pods:
+            return
+        entries = [where[i][1].pods[k] for i, k in pods]
+        on = np.array([e[2] for e in entries], dtype=np.int64)
+        req = np.stack([e[0].shape.req for e in entries])
+        gpus = np.array([e[0].shape.gpus if not e[0].shape.share else 0 for e in entries])
+        for _ in range(EXCHANGES):
+            mine = np.flatnonzero((on == node) & (gpus > 0))
+            if not mine.size:
+                return
+            heavy = int(mine[np.argmax(req[mine, 0])])
+            run = entries[heavy][0]
+            delta = req[heavy] - req  # [pods, K]: what each other pod's node would give up
+            fits = (
+                (on != node)
+                & (gpus == gpus[heavy])
+                & (delta[:, 0] > 0)
+                & (delta >= 0).all(axis=1)
+                & (state.free[on] >= delta).all(axis=1)
+                & state.eligible(run.shape)[on]
+            )
+            if not fits.any():
+                return
+            options = np.flatnonzero(fits)
+            welcome = [bool(state.eligible(entries[o][0].shape)[node]) for o in options.tolist()]
+            options = options[np.array(welcome, dtype=bool)]
+            if not options.size:
+                return
+            light = int(options[np.argmax(delta[options, 0])])
+            other = int(on[light])
+            state.shift(node, other, delta[light])
+            self._trade(pods[heavy], other, entries[light][3], pods[light], node, entries[heavy][3])
+            entries[heavy], entries[light] = (
+                (entries[heavy][0], entries[heavy][1], other, entries[light][3]),
+                (entries[light][0], entries[light][1], node, entries[heavy][3]),
+            )
+            on[heavy], on[light] = other, node
+
+    def _trade(
+        self,
+        first: tuple[int, int],
+        first_node: int,
+        first_devices: tuple[int, ...],
+        second: tuple[int, int],
+        second_node: int,
+        second_devices: tuple[int, ...],
+    ) -> None:
+        """Rewrite the packings of two pods that traded places: each gets the other's node
+        and devices."""
+        for (index, k), node, devices in (
+            (first, first_node, first_devices),
+            (second, second_node, second_devices),
+        ):
+            cluster, packed = self.where[index]
+            pods = list(packed.pods)
+            run, replica, _, _ = pods[k]
+            pods[k] = (run, replica, node, devices)
+            self.where[index] = (cluster, Packed(pods=tuple(pods), score=packed.score))
+
     def _recreate(self, plan: _Plan) -> _Outcome:
         """Take ``plan``'s victims off, pack them and the unplaced units allowed in its
         clusters again, and keep the result if the value does not drop."""
@@ -270,6 +358,8 @@ class _Search:
             cluster = where[index][0]
             if cluster not in saved:
                 saved[cluster] = dict(members[cluster])
+        if plan.exchange is not None:
+            self._exchange(plan.clusters[0], plan.exchange)
         value, preference = self.current
         trial = self.milli
         replays: dict[str, list[Replay]] = {}

@@ -638,6 +638,17 @@ class ClusterState:
             used = (*used, best)
         return used
 
+    def shift(self, to: int, away: int, amount: IntArray) -> None:
+        """``amount`` of scalar free capacity moves from node ``away`` to node ``to`` (two pods
+        of equal GPU needs trading places: devices stay as they are); one journal entry."""
+        nodes = np.array([to, away], dtype=np.int64)
+        self._journal_entry(nodes)
+        if self.table is not None:
+            self.table.dirty.update((to, away))
+        self.free[to] += amount
+        self.free[away] -= amount
+        self._stale.update((to, away))
+
     def apply(self, replays: Sequence[Replay], *, sign: int = 1) -> None:
         """Replay placements made earlier, exactly (``sign=-1``: give them back); one
         journal entry."""

@@ -240,3 +240,35 @@ def test_large_levels_start_with_the_roomiest_pass(
     assert hint_order(problem.units, problem.states)[0] == "greedy"
     monkeypatch.setattr(portfolio, "GREEDY_FIRST_PAIRS", 11)  # 6 units x 2 clusters = 12
     assert hint_order(problem.units, problem.states)[0] == "roomiest"
+
+
+def test_the_exchange_ruin_trades_pods_so_that_idle_gpus_get_cores(
+    kit: Any, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    # n0's idle GPU has 2 cores left (the heavy pod took 18); n1 has cores but no GPU left
+    # (the light pod took it). The waiting pod (1 GPU, 10 cores) fits nowhere until the heavy
+    # and the light pod trade places: the units stay in the cluster, on other nodes
+    the_fleet = kit.fleet(
+        kit.cluster("c", kit.node("n0", gpus=2, cpu=20), kit.node("n1", gpus=1, cpu=20))
+    )
+    jobs = [
+        kit.workload("heavy", ("w", 1, kit.pod(gpus=1, cpu=18))),
+        kit.workload("light", ("w", 1, kit.pod(gpus=1, cpu=2))),
+        kit.workload("waiting", ("w", 1, kit.pod(gpus=1, cpu=10))),
+    ]
+    problem = build_problem(jobs, the_fleet, ())
+    heavy, light, _ = problem.units
+    state = problem.states["c"]
+    start: Placed = []
+    for unit, node in ((heavy, 0), (light, 1)):
+        (devices,) = state.place_many(unit.runs[0].shape, node, 1)
+        start.append((unit, "c", Packed(pods=((unit.runs[0], 0, node, devices),), score=0.0)))
+    state.undo(0)
+    monkeypatch.setattr(recreate, "SWAP_SHARE", 0.0)
+    monkeypatch.setattr(recreate, "EXCHANGE_SHARE", 1.0)  # nothing but exchanges
+    placed, gains = _search(problem, start, seed=0)
+    assert gains == 1
+    nodes = {u.label.split("/")[-1]: p.pods[0][2] for u, _, p in placed}
+    assert nodes == {"heavy": 1, "light": 0, "waiting": 0}
+    # the states are left as they were
+    assert state.free[:, 0].tolist() == [20000, 20000]
