@@ -124,7 +124,9 @@ number of units unplaced at that moment, and the Decision's assembly — measure
 (unplaced unit, cluster) pair and per pod (:mod:`placer.solver.decide`). The limit is
 measured on the process's CPU clock (:mod:`placer.solver.clock`), so other processes on a
 busy machine do not change how far the search goes; wall time is a safety net at
-``WALL_SAFETY`` times the limit.
+``WALL_SAFETY`` times the limit. Python's cyclic garbage collector is paused during a
+decision (restored after): a full collection of a large process would land anywhere in the
+limit.
 
 Determinism: CP-SAT runs with ``CPSAT_WORKERS = 2`` threads and ``interleave_search`` (its
 parallel search is reproducible for a fixed worker count), the caller's ``random_seed`` and a

@@ -7,6 +7,7 @@ arguments only, returns a new object.
 
 from __future__ import annotations
 
+import gc
 import time
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import replace
@@ -90,6 +91,32 @@ def solve(
     Raises:
         ValueError: an unknown solver or mode, or a time limit that is not positive.
     """
+    # the cyclic garbage collector waits until the decision is made: a full collection of a
+    # large process (tens of milliseconds) would otherwise land anywhere in the time limit,
+    # the explanations and the Decision's assembly included. Reference counting still frees
+    # what the decision drops; the collector's state is restored whatever happens.
+    collecting = gc.isenabled()
+    gc.disable()
+    try:
+        return _solve(
+            workloads, fleet, policies, solver, mode, time_limit, seed, pod_mix, exclusions
+        )
+    finally:
+        if collecting:
+            gc.enable()
+
+
+def _solve(
+    workloads: Sequence[Workload],
+    fleet: Fleet,
+    policies: Sequence[PlacementPolicy],
+    solver: str,
+    mode: str,
+    time_limit: float,
+    seed: int,
+    pod_mix: Sequence[tuple[PodDemand, float]],
+    exclusions: Mapping[int, Mapping[str, str]] | None,
+) -> Decision:
     started = time.perf_counter()
     clock = Clock()
     if solver not in SOLVERS:

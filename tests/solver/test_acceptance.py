@@ -5,6 +5,7 @@ Every decision goes through the ``decide`` fixture, which runs the independent v
 
 from __future__ import annotations
 
+import gc
 from dataclasses import replace
 from typing import Any
 
@@ -184,3 +185,18 @@ def test_gpu_value_outweighs_many_cpu_pods(kit: Any, decide: Any) -> None:
     decision = decide([*cpu_pods, gang], the_fleet)
     assert "gang" in kit.where(decision)
     assert len(decision.placements) == 4  # the gang plus the three cpu pods that still fit
+
+
+def test_a_decision_leaves_the_garbage_collector_as_it_found_it(kit: Any, decide: Any) -> None:
+    # paused during a decision (its pauses would land anywhere in the time limit), restored
+    # after, also when the caller had it off
+    the_fleet = kit.fleet(kit.cluster("a", kit.node("a0")))
+    jobs = [kit.workload("j", ("w", 1, kit.pod(gpus=1)))]
+    before = gc.isenabled()
+    try:
+        for enabled in (True, False):
+            (gc.enable if enabled else gc.disable)()
+            decide(jobs, the_fleet)
+            assert gc.isenabled() is enabled
+    finally:
+        (gc.enable if before else gc.disable)()
