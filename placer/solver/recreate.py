@@ -96,11 +96,11 @@ MIN_STALL = 200
 #: after this many waiting units in a row were refused by the ruined cluster, which of the
 #: rest may still fit is tested again (in one vectorised step).
 RECHECK = 2
-#: share of the iterations that try the swap ruin (chosen on the multi-cluster benchmark's
-#: hardest instances: simulations/README.md, "Behind the code's constants").
-SWAP_SHARE = 0.4
-#: share of the other iterations that try the exchange ruin, and the pod exchanges it makes.
-EXCHANGE_SHARE = 0.3
+#: share of the iterations that try the swap ruin, and of the others that try the exchange
+#: ruin, and the pod exchanges one makes (tuned side by side on the multi-cluster benchmark at
+#: 1 s, several search seeds: simulations/README.md, "Behind the code's constants").
+SWAP_SHARE = 0.3
+EXCHANGE_SHARE = 0.4
 EXCHANGES = 2
 
 
