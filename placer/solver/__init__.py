@@ -100,9 +100,10 @@ batch it placed about as much as best-fit, at several times the cost), ``spread`
 policy asks for it.
 
 Status: ``optimal`` when the master was proven optimal and realised completely (or a hint
-placed every unit in its first-choice cluster), ``feasible`` when CP-SAT or the search improved
-on the hint (and for baselines and online mode), ``fallback`` when the portfolio's best hint
-was kept, ``trivial`` when there was nothing to decide.
+placed every unit in its first-choice cluster, or a level of one unit went to the
+best-ranked cluster where it packs, as greedy finds it), ``feasible`` when CP-SAT or the
+search improved on the hint (and for baselines and online mode), ``fallback`` when the
+portfolio's best hint was kept, ``trivial`` when there was nothing to decide.
 
 Online mode places units one at a time in input order; with ``cpsat`` each step solves the
 single-unit master exactly (the best-ranked cluster where the unit packs, ties broken by the

@@ -161,9 +161,11 @@ def _solve(
 
 class DecisionBounds:
     """The decision's GPU bounds (:mod:`placer.solver.bounds`), on the capacity before it,
-    solved at most once: when the batch search first needs the node-class LP (it guides the
-    search, and is the ``class_lp_gpu`` bound when there is one priority level), else when the
-    decision is reported. The LPs are solved only when affordable (``LP_SHARE``)."""
+    each solved at most once: the node-class LP when the batch search first needs it (it
+    guides the search, and is the ``class_lp_gpu`` bound when there is one priority level),
+    the cluster and node-aware LPs before the search starts with units left unplaced (else
+    they are not needed: see ``report``), at the latest when the decision is reported. The
+    LPs are solved only when affordable (``LP_SHARE``)."""
 
     def __init__(
         self, pristine: dict[str, ClusterState], live: list[Unit], time_limit: float
@@ -176,11 +178,16 @@ class DecisionBounds:
         self.classes: ClassLP | None = None
 
     def solve(self) -> ClassLP | None:
-        """The node-class LP over every live unit on the capacity before the decision (its
-        bounds solved with it), or ``None`` when the LPs are not affordable."""
-        if self.affordable and self.values is None:
-            self.values, self.classes = lp_bounds(self.pristine, self.live)
+        """The node-class LP over every live unit on the capacity before the decision, or
+        ``None`` when the LPs are not affordable."""
+        if self.affordable and self.classes is None:
+            self.classes = gpu_class_lp(self.pristine, self.live)
         return self.classes
+
+    def complete(self) -> None:
+        """Every LP bound (when affordable)."""
+        if self.affordable and self.values is None:
+            self.values, self.classes = lp_bounds(self.pristine, self.live, classes=self.solve())
 
     def report(self, problem: Problem, placed: Placed) -> dict[str, float]:
         """``summary.bound``. When every live unit is placed and the LPs were not solved, each
@@ -196,7 +203,7 @@ class DecisionBounds:
                     ("cluster_lp_gpu", "node_lp_gpu", "class_lp_gpu"), milli / 1e3
                 )
             elif self.affordable:
-                self.solve()
+                self.complete()
                 bound = dict(self.values or {})
         free_milli = sum(int(s.devfree[s.usable].sum()) for s in self.pristine.values())
         demand_milli = sum(u.milli for u in problem.units)
@@ -310,6 +317,7 @@ def _batch_cpsat(
             mix=problem.mix,
             guide=_guide(bounds, members, problem.states, single=len(levels) == 1),
             reserve=reserve,
+            before_search=bounds.complete,
         )
         placed += result.placed
         statuses.append(result.status)

@@ -71,8 +71,9 @@ class LevelResult:
 
     placed: Placed
     #: ``optimal`` (the master was proven optimal and fully realised, or a hint placed every
-    #: unit in its first-choice cluster), ``feasible`` (CP-SAT or the search improved on the
-    #: hint), ``fallback`` (the portfolio's best hint was kept).
+    #: unit in its first-choice cluster, or the one unit of the level is in the best-ranked
+    #: cluster where it packs), ``feasible`` (CP-SAT or the search improved on the hint),
+    #: ``fallback`` (the portfolio's best hint was kept).
     status: str
     #: CP-SAT's proven bound on the level's placed value, from the first (cut-free) master.
     bound: float | None = None
@@ -93,13 +94,16 @@ def solve_level(
     mix: Mix | None,
     guide: Callable[[], ClassLP | None] | None = None,
     reserve: Callable[[int], float] | None = None,
+    before_search: Callable[[], None] | None = None,
 ) -> LevelResult:
     """Place ``units`` (one priority level) on ``states``; leaves the placements applied.
 
     ``deadline`` is a reading of ``clock`` (seconds of the decision) at which to stop;
     ``guide`` gives the node-class LP of the level (solved when first asked; default: solved
     here), ``None`` when it is not to be used; ``reserve(n)``: seconds the search leaves
-    before the deadline when ``n`` units are unplaced (for what runs after it).
+    before the deadline when ``n`` units are unplaced (for what runs after it);
+    ``before_search``: called before ruin and recreate starts with units unplaced (the
+    decision's remaining bounds are solved then, inside the limit).
     """
     if guide is None:
         solved: list[ClassLP] = []
@@ -133,6 +137,13 @@ def solve_level(
         result.status = "optimal"
         result.notes.append("a hint placed every unit in its first-choice cluster")
         return result
+    if len(units) == 1 and hints.winner == "greedy":
+        # one unit: greedy tried its clusters best preference first and kept the first where
+        # it packs (or found none): no answer ranks better
+        apply_placed(states, best)
+        result.status = "optimal" if best else "fallback"
+        result.notes.append("one unit, in the best-ranked cluster where it packs")
+        return result
     pairs = [
         (unit, name)
         for unit in units
@@ -147,6 +158,8 @@ def solve_level(
     if result.status != "optimal":
         # the search stops at the GPU bound: the LP's (solved now if the portfolio did not)
         result.guide = guide()
+        if before_search is not None and len(result.placed) < len(units):
+            before_search()
         _improve(
             result,
             units,

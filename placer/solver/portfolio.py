@@ -263,5 +263,7 @@ def run_portfolio(
             best_value, hints.best, hints.winner = value, placed, name
         if len(placed) == len(units) and value[1] == 0:
             break  # everything placed, each in its first choice: nothing can be better
+        if name == "greedy" and len(units) == 1:
+            break  # one unit: greedy's best-ranked cluster where it packs is the answer
     hints.notes.append(f"hint from {hints.winner}")
     return hints

@@ -200,3 +200,17 @@ def test_a_decision_leaves_the_garbage_collector_as_it_found_it(kit: Any, decide
             assert gc.isenabled() is enabled
     finally:
         (gc.enable if before else gc.disable)()
+
+
+def test_one_workload_goes_to_the_best_ranked_cluster_where_it_fits_at_once(
+    kit: Any, decide: Any
+) -> None:
+    # the fuller cluster comes first by preference but has no room: greedy's answer (the
+    # next cluster) is the decision's, proven so without the LPs or the search
+    full = kit.cluster("full", kit.node("f0", used=6), kit.node("f1", used=8))
+    empty = kit.cluster("empty", kit.node("e0"))
+    job = kit.workload("train", ("worker", 1, kit.pod(gpus=4)))
+    decision = decide([job], kit.fleet(full, empty))
+    assert kit.where(decision) == {"train": "empty"}
+    assert decision.summary.status == "optimal"
+    assert decision.summary.bound["class_lp_gpu"] == 4.0  # the placed GPUs: no LP solved
