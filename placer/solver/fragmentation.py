@@ -10,12 +10,29 @@ typical pod ``t``:
 * ``t`` asks for whole GPUs: the partly used devices are fragments (whole pods need idle ones);
 * ``t`` asks for a share ``m``: devices with less than ``m`` free are fragments.
 
-``F(n) = Σ_t w_t · frag_t(n)`` with ``w`` the typical pods' frequencies, and a pod goes to the
-node whose ``F`` grows least. Placing a pod keeps usable capacity usable, and the "no access"
+``F(n) = Σ_t w_t · frag_t(n)`` with ``w`` the typical pods' frequencies, and FGD sends a pod to
+the node whose ``F`` grows least. Placing a pod keeps usable capacity usable, and the "no access"
 term makes ``F`` *drop* by ``w_noaccess(n) · GPU(pod)``, so pods that may run anywhere go to
 nodes other typical pods cannot use, keeping scarce models (say T4) for the pods bound to
 them. On Alibaba's openb trace this beats best-fit by ≈ 2 points of GPU allocation (paper,
 Fig. 7).
+
+**The fill term (placer's).** ``frag_t`` asks whether *one* pod of ``t`` fits: a node with 8
+idle GPUs and cores for one pod of ``t`` counts nothing for ``t``, though 7 of its GPUs will
+never serve ``t``. placer also counts, per typical pod, the free GPU thousandths that pods of
+``t`` repeated until the node is full cannot take:
+
+* ``k_t(n)``: how many pods of ``t`` fit ``n`` together — the least, over cpu, memory and the
+  other scalars, of ``free / request``, and over GPUs of ``idle devices // GPUs`` (whole-GPU
+  pods) or ``Σ_d free_d // share`` (shared pods); 0 where ``t`` may not run;
+* ``fill_t(n) = free GPU thousandths − k_t(n) · GPU thousandths of t`` (all of it where ``t``
+  may not run, as in ``frag_t``);
+
+and scores a node by ``G(n) = (1 − λ) · F(n) + λ · Σ_t w_t · fill_t(n)``, ``λ = FILL``. A pod
+of ``t`` where pods of ``t`` would fill the node leaves ``fill_t`` as it was; a cpu-heavy pod
+that strands GPUs raises it, which ``F`` sees only once the last pod of ``t`` no longer fits.
+``simulations/README.md`` (section 1) has how the FGD replay depends on ``λ``. :func:`frag_of`
+stays FGD's measure (reports use it); the packer scores with :func:`frag_score`.
 
 **What placer does.** The mix is the pod shapes a decision sees (its workloads' pods weighted
 by count) or one the caller passes. Shapes merge by scalar requests (cpu, memory, pods, ...),
@@ -27,7 +44,7 @@ shapes, 422 with GPU-model constraints, and the online decision stays a few mill
 The scoring is vectorised over candidate nodes × shapes and memoised per node signature,
 which a mix with node constraints refines with the node's access to each constraint class
 (:func:`access_tags`), so nodes that look alike but differ in access never share a score.
-The packer's score is the change of ``F`` in whole steps of ``STEP`` thousandths
+The packer's score is the change of ``G`` in whole steps of ``STEP`` thousandths
 (:func:`frag_score`), and best-fit decides between nodes in the same step: an exact change
 lets differences of a few thousandths (or of float rounding) override a much better fit, and
 costs GPU allocation on openb (``simulations/README.md`` shows how the result depends on the
@@ -38,7 +55,7 @@ typical pods know cpu and GPU only); pods asking for no GPU are left out of the 
 the change through a sigmoid to an integer score 0–100 (steps of ≈ 40 thousandths near zero,
 coarser further out) and breaks ties at random, placer uses even steps and a deterministic
 best-fit tie-break; FGD's cut is a popularity threshold over its typical pods, ``COVERAGE``
-here.
+here; the fill term is placer's addition.
 """
 
 from __future__ import annotations
@@ -53,10 +70,12 @@ from placer.solver.state import BoolArray, ClusterState, IntArray, PodShape
 
 __all__ = [
     "COVERAGE",
+    "FILL",
     "STEP",
     "Mix",
     "access",
     "access_tags",
+    "fill_of",
     "frag_added",
     "frag_after",
     "frag_of",
@@ -66,6 +85,8 @@ __all__ = [
 
 FloatArray = npt.NDArray[np.float64]
 
+_MANY = np.iinfo(np.int64).max // 4
+
 #: The fragmentation score counts in steps of this many GPU thousandths (see the module
 #: docstring); changes of ``F`` within one step tie, and best-fit decides.
 STEP = 15.0
@@ -73,6 +94,9 @@ STEP = 15.0
 #: A mix keeps its most frequent shapes until they cover this share of the weight (all of it:
 #: the vectorised scoring stays fast with every shape of the openb trace).
 COVERAGE = 1.0
+
+#: ``λ``: the weight of the fill term in the packer's score (see the module docstring).
+FILL = 0.5
 
 
 @dataclass(frozen=True)
@@ -91,6 +115,8 @@ class Mix:
     candidates: int = 128
     #: GPU thousandths per step of the fragmentation score (:func:`frag_score`).
     step: float = STEP
+    #: ``λ``, the weight of the fill term in :func:`frag_score` (0: FGD's ``F`` alone).
+    fill: float = FILL
 
 
 def mix_of(shapes: Sequence[tuple[PodShape, float]], *, coverage: float = COVERAGE) -> Mix | None:
@@ -182,6 +208,33 @@ def frag_of(
     return result
 
 
+def fill_of(
+    mix: Mix, free: IntArray, dev: IntArray, allowed: BoolArray | None = None
+) -> FloatArray:
+    """``Σ_t w_t · fill_t(n)`` for each row of ``free`` [C, R] / ``dev`` [C, D]: the free GPU
+    thousandths that pods of each shape, repeated until the node is full, leave (see the
+    module docstring); ``allowed`` as for :func:`frag_of`."""
+    devpos = np.maximum(dev, 0)
+    total = devpos.sum(axis=1)
+    asked = mix.req[None, :, :]
+    per_resource = np.where(asked > 0, free[:, None, :] // np.maximum(asked, 1), _MANY)
+    copies = np.maximum(per_resource.min(axis=2), 0)  # [C, T] by the scalar resources
+    whole = mix.gpus > 0
+    idle = (dev == 1000).sum(axis=1)
+    by_gpu = np.empty_like(copies)
+    by_gpu[:, whole] = idle[:, None] // mix.gpus[whole][None, :]
+    shared = np.flatnonzero(~whole)
+    if shared.size:
+        by_gpu[:, shared] = (devpos[:, :, None] // mix.share[shared][None, None, :]).sum(axis=1)
+    copies = np.minimum(copies, by_gpu)
+    if allowed is not None:
+        copies = np.where(allowed, copies, 0)
+    milli = np.where(whole, 1000 * mix.gpus, mix.share)
+    left = total[:, None] - copies * milli[None, :]
+    result: FloatArray = left @ mix.weight
+    return result
+
+
 def frag_after(mix: Mix, state: ClusterState, shape: PodShape, rows: IntArray) -> FloatArray:
     """``F`` of each node in ``rows`` if one pod of ``shape`` were placed there."""
     return _after(mix, state, shape, rows, access(mix, state, rows))
@@ -197,14 +250,28 @@ def frag_added(mix: Mix, state: ClusterState, shape: PodShape, rows: IntArray) -
 
 def frag_score(mix: Mix, state: ClusterState, shape: PodShape, rows: IntArray) -> FloatArray:
     """The packer's score of each node in ``rows`` for one pod of ``shape`` (lower is
-    better): :func:`frag_added` in whole steps of ``mix.step`` thousandths."""
-    result: FloatArray = np.floor(frag_added(mix, state, shape, rows) / mix.step)
+    better): how much ``G`` grows (FGD's ``F`` and the fill term, weighted by ``mix.fill``)
+    in whole steps of ``mix.step`` thousandths."""
+    allowed = access(mix, state, rows)
+    free, dev = state.free[rows], state.dev[rows]
+    free_after, dev_after = _placed(state, shape, rows)
+    added = frag_of(mix, free_after, dev_after, allowed) - frag_of(mix, free, dev, allowed)
+    if mix.fill:
+        filled = fill_of(mix, free_after, dev_after, allowed) - fill_of(mix, free, dev, allowed)
+        added = (1.0 - mix.fill) * added + mix.fill * filled
+    result: FloatArray = np.floor(added / mix.step)
     return result
 
 
 def _after(
     mix: Mix, state: ClusterState, shape: PodShape, rows: IntArray, allowed: BoolArray | None
 ) -> FloatArray:
+    return frag_of(mix, *_placed(state, shape, rows), allowed)
+
+
+def _placed(state: ClusterState, shape: PodShape, rows: IntArray) -> tuple[IntArray, IntArray]:
+    """Free scalars and device thousandths of each node in ``rows`` after one pod of
+    ``shape`` (whole GPUs: the first idle devices; a share: the best-fitting device)."""
     free = state.free[rows] - shape.req
     dev = state.dev[rows].copy()
     if shape.gpus:
@@ -213,4 +280,4 @@ def _after(
     if shape.share:
         best = np.where(dev >= shape.share, dev, 10**9).argmin(axis=1)
         dev[np.arange(len(rows)), best] -= shape.share
-    return frag_of(mix, free, dev, allowed)
+    return free, dev

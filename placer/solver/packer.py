@@ -13,8 +13,9 @@ cordon, readiness) with room in every resource; the candidate with the lowest sc
   nodes with idle GPUs (so CPU pods do not strand GPUs). With this scoring a node takes as
   many replicas of the run as fit before the next node is scored: same result as one at a
   time, much faster for 128-pod gangs.
-* ``fgd`` — least increase of GPU fragmentation for the decision's pod mix, counted in whole
-  steps (:func:`placer.solver.fragmentation.frag_score`), best-fit within a step, scored on
+* ``fgd`` — least increase of GPU fragmentation for the decision's pod mix (FGD's measure and
+  placer's fill term), counted in whole steps
+  (:func:`placer.solver.fragmentation.frag_score`), best-fit within a step, scored on
   the mix's ``candidates`` best-fitting candidates; one pod at a time for units of at most
   ``FGD_MAX_PODS`` pods, larger ones fill the chosen node with as many replicas as fit.
 * ``spread`` — most capacity left (kube-scheduler's LeastAllocated), one pod per node in turn.

@@ -1,5 +1,6 @@
 """FGD's fragmentation measure: the mix keeps node constraints, and a shape that may not run
-on a node counts all of that node's free GPU as fragmentation ("no access")."""
+on a node counts all of that node's free GPU as fragmentation ("no access"); the fill term
+counts the GPUs that repeated pods of a shape cannot take."""
 
 from __future__ import annotations
 
@@ -9,7 +10,7 @@ from typing import Any
 import numpy as np
 import pytest
 
-from placer.solver.fragmentation import frag_added, frag_of, frag_score, mix_of
+from placer.solver.fragmentation import fill_of, frag_added, frag_of, frag_score, mix_of
 from placer.solver.state import ClusterState, PodShape, resource_names
 
 
@@ -122,8 +123,56 @@ def test_changes_within_one_step_tie_and_best_fit_decides(kit: Any, decide: Any)
     rows = np.arange(2)
     assert frag_added(mix, state, shape, rows) == pytest.approx([0.0, 9.2])
     assert frag_score(mix, state, shape, rows).tolist() == [0.0, 0.0]
-    assert frag_score(replace(mix, step=4.0), state, shape, rows).tolist() == [0.0, 2.0]
+    # FGD's F alone in steps of 4: 0 and 2; with the fill term (8 on each: a tenth on "a"
+    # leaves 900, one half-GPU pod less) 4 and 8.6
+    assert frag_score(replace(mix, step=4.0, fill=0.0), state, shape, rows).tolist() == [0.0, 2.0]
+    assert frag_score(replace(mix, step=4.0), state, shape, rows).tolist() == [1.0, 2.0]
     # within one step (15 thousandths): best-fit picks the fuller device
     job = kit.workload("job", ("w", 1, tenth))
     decision = decide([job], the_fleet, mode="online", pod_mix=[(half, 0.02), (tenth, 0.98)])
+    assert decision.placements[0].pods[0].node == "b"
+
+
+def test_the_fill_term_counts_gpus_that_repeated_pods_cannot_take(kit: Any) -> None:
+    names = resource_names([])
+    typical = PodShape.of(kit.pod(gpus=1, cpu=8), names)
+    tenth = PodShape.of(kit.pod(share=300, cpu=1), names)
+    mix = mix_of([(typical, 1.0)])
+    assert mix is not None
+    # 8 idle GPUs, cores for two typical pods: FGD's F counts nothing (one pod fits), the
+    # fill term the 6 GPUs two pods leave
+    state = _state(kit, kit.node("x", gpus=8, cpu=16))
+    assert frag_of(mix, state.free, state.dev).tolist() == [0.0]
+    assert fill_of(mix, state.free, state.dev).tolist() == [6000.0]
+    # a shared shape: 3 pods of 300 take 900 of a free device, 100 left; none where it may
+    # not run
+    shared = mix_of([(tenth, 1.0)])
+    assert shared is not None
+    state = _state(kit, kit.node("y", gpus=1, devices=[1000]))
+    assert fill_of(shared, state.free, state.dev).tolist() == [100.0]
+    assert fill_of(shared, state.free, state.dev, np.array([[False]])).tolist() == [1000.0]
+
+
+def test_a_cpu_heavy_pod_goes_where_it_strands_no_gpu(kit: Any, decide: Any) -> None:
+    # typical pods: 1 GPU and 8 cores. A 1-GPU 32-core pod on "a" (64 cores) leaves cores for
+    # 4 typical pods next to 7 GPUs; on "b" (128 cores) for 12. FGD's F grows on neither
+    # (a typical pod still fits both), and best-fit alone prefers the fuller "a"
+    typical, heavy = kit.pod(gpus=1, cpu=8), kit.pod(gpus=1, cpu=32)
+    the_fleet = kit.fleet(
+        kit.cluster("c", kit.node("a", gpus=8, cpu=64), kit.node("b", gpus=8, cpu=128))
+    )
+    names = resource_names([])
+    mix = mix_of([(PodShape.of(typical, names), 1.0)])
+    assert mix is not None
+    state = ClusterState(the_fleet.clusters[0], names)
+    shape, rows = PodShape.of(heavy, names), np.arange(2)
+    assert frag_added(mix, state, shape, rows).tolist() == [0.0, 0.0]
+    assert frag_score(replace(mix, fill=0.0), state, shape, rows).tolist() == [0.0, 0.0]
+    # the fill term: 3,000 thousandths stranded on "a", none on "b"
+    assert frag_score(replace(mix, fill=1.0, step=1.0), state, shape, rows).tolist() == [
+        3000.0,
+        0.0,
+    ]
+    job = kit.workload("job", ("w", 1, heavy))
+    decision = decide([job], the_fleet, mode="online", pod_mix=[(typical, 1.0)])
     assert decision.placements[0].pods[0].node == "b"
