@@ -45,6 +45,7 @@ __all__ = [
     "PodDemand",
     "Taint",
     "Toleration",
+    "TopologyConstraint",
     "Unplaced",
     "Workload",
     "WorkloadRef",
@@ -190,6 +191,22 @@ class Gang:
 
 
 @dataclass(frozen=True)
+class TopologyConstraint:
+    """Pods to keep inside one topology domain (:mod:`placer.topology`): all pods of the
+    ``members`` components within one domain of ``required`` (a node label key; empty: none),
+    and within as few domains of ``preferred`` as fit."""
+
+    #: the pod group, sub-group or component it came from, for messages.
+    name: str
+    #: component labels (``component`` or ``component/instance``) whose pods it covers.
+    members: tuple[str, ...]
+    required: str = ""
+    preferred: str = ""
+    #: where it was read (``podGroup.topology of definition 'x'``, an annotation), for messages.
+    source: str = ""
+
+
+@dataclass(frozen=True)
 class Workload:
     """One root object and everything placement needs to know about it.
 
@@ -210,6 +227,8 @@ class Workload:
     #: the pods' ``priorityClassName`` (the first component's that names one), which a
     #: queues file or the hub's PriorityClasses turn into a priority (:mod:`placer.queues`).
     priority_class: str | None = None
+    #: pods to keep inside one rack, block, NVLink domain... (:class:`TopologyConstraint`).
+    topology: tuple[TopologyConstraint, ...] = ()
 
     @property
     def pod_count(self) -> int:

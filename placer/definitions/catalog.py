@@ -33,6 +33,7 @@ from placer.definitions.jq import trust_expressions
 from placer.definitions.model import Definition, GroupVersionKind
 from placer.definitions.validate import check_definition, jq_fields
 from placer.errors import DefinitionError, NoDefinitionError
+from placer.topology import Topologies, default_topologies
 
 __all__ = ["Catalog", "builtin_catalog_dir"]
 
@@ -57,9 +58,12 @@ class Catalog:
         definitions: Iterable[Definition] = (),
         *,
         accelerators: AcceleratorTable | None = None,
+        topologies: Topologies | None = None,
     ) -> None:
         #: how GPU fractions, shared GPUs and DRA claims are counted (:mod:`placer.accelerators`).
         self.accelerators = accelerators or default_accelerators()
+        #: the topology levels definitions and annotations may name (:mod:`placer.topology`).
+        self.topologies = topologies or default_topologies()
         by_kind: dict[GroupVersionKind, Definition] = {}
         for definition in definitions:
             target = definition.target
@@ -100,11 +104,21 @@ class Catalog:
     def with_definitions(self, definitions: Iterable[Definition]) -> Catalog:
         """A new catalog where ``definitions`` (validated here) replace those of the same kind."""
         added = [check_definition(d) for d in definitions]
-        return Catalog([*self._by_kind.values(), *added], accelerators=self.accelerators)
+        return Catalog(
+            [*self._by_kind.values(), *added],
+            accelerators=self.accelerators,
+            topologies=self.topologies,
+        )
 
     def with_accelerators(self, table: AcceleratorTable) -> Catalog:
         """The same definitions, counting accelerators with ``table``."""
-        return Catalog(self._by_kind.values(), accelerators=table)
+        return Catalog(self._by_kind.values(), accelerators=table, topologies=self.topologies)
+
+    def with_topologies(self, topologies: Topologies) -> Catalog:
+        """The same definitions, knowing the topology levels of ``topologies``."""
+        return Catalog(
+            self._by_kind.values(), accelerators=self.accelerators, topologies=topologies
+        )
 
     # -- lookup --------------------------------------------------------------------------------
 

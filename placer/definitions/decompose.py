@@ -45,6 +45,7 @@ from placer.definitions.interpret import (
 )
 from placer.definitions.jq import DEFAULT_LIMITS, JqLimits, normalize, to_json_text
 from placer.definitions.model import Definition, GroupVersionKind
+from placer.definitions.topology import topology_constraints
 from placer.errors import InterpretationError
 from placer.model import (
     LABEL_CLUSTER,
@@ -59,6 +60,7 @@ from placer.model import (
 from placer.objects import meta
 from placer.podspec import container_requests, pod_demand
 from placer.quantity import add
+from placer.topology import default_topologies
 
 __all__ = [
     "ComponentInstance",
@@ -248,6 +250,16 @@ def decompose(
             components.append(_component_instance(component.name, inst, where, counting))
     gangs = predict_gangs(definition, extraction.instances)
     workload = _workload(obj, ref, components, gangs, source)
+    topologies = (
+        catalog_or_definition.topologies
+        if isinstance(catalog_or_definition, Catalog)
+        else default_topologies()
+    )
+    constraints = topology_constraints(
+        definition, components, workload.annotations, topologies, where=where
+    )
+    if constraints:
+        workload = replace(workload, topology=constraints)
     return Decomposition(
         ref=ref,
         definition=definition,

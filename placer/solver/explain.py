@@ -34,6 +34,7 @@ from placer.quantity import CPU, GPU, MEMORY, format_quantity, to_base
 from placer.solver.packer import PackFailure, PodRun, pack
 from placer.solver.problem import Unit, quote
 from placer.solver.state import ClusterState, PodShape
+from placer.solver.topology import domain_reason
 
 __all__ = ["why_not"]
 
@@ -106,9 +107,17 @@ def _why_not(
                 f"only {fit} of the {run.count} pods of {_component(run)} fit on the nodes' "
                 "free capacity"
             )
+    if any(r.topology for r in unit.runs):
+        reason = domain_reason(state, unit.runs)
+        if reason is not None or not try_pack:
+            return reason
     if not try_pack:
         return None
-    if len(unit.runs) == 1 and not (unit.runs[0].shape.gpus and unit.runs[0].shape.share):
+    if (
+        len(unit.runs) == 1
+        and not unit.runs[0].topology
+        and not (unit.runs[0].shape.gpus and unit.runs[0].shape.share)
+    ):
         # one run: the best-fit packer fills nodes with as many replicas as fit, so it
         # places them all exactly when the node-by-node count above allows them
         return None
@@ -116,7 +125,7 @@ def _why_not(
         id(state),
         state.version,
         "pack",
-        tuple((r.shape.ident, r.count) for r in unit.runs),
+        tuple((r.shape.ident, r.count, tuple(n.key for n in r.topology)) for r in unit.runs),
     )
     if cache is not None and cache.get(pack_key, "") is None:
         return None  # an identical unit packed on this capacity

@@ -29,13 +29,16 @@ from __future__ import annotations
 from collections.abc import Sequence
 from dataclasses import dataclass
 from functools import cached_property
-from typing import cast
+from typing import TYPE_CHECKING, cast
 
 import numpy as np
 
 from placer.model import ComponentDemand
 from placer.solver.fragmentation import FloatArray, Mix, frag_score
 from placer.solver.state import ClusterState, IntArray, PodShape, Replay
+
+if TYPE_CHECKING:
+    from placer.solver.topology import DomainNeed
 
 __all__ = ["FGD_MAX_PODS", "SCORINGS", "PackFailure", "Packed", "PodRun", "pack", "run_order"]
 
@@ -51,6 +54,9 @@ class PodRun:
     workload: int
     component: ComponentDemand
     shape: PodShape
+    #: rack, block or NVLink domains the pods must or should share, outermost first
+    #: (:mod:`placer.solver.topology`).
+    topology: tuple[DomainNeed, ...] = ()
 
     @property
     def count(self) -> int:
@@ -102,6 +108,10 @@ def pack(
     """
     if scoring == "fgd" and mix is None:
         scoring = "bestfit"
+    if any(r.topology for r in runs):
+        from placer.solver.topology import pack_in_domains
+
+        return pack_in_domains(state, runs, scoring=scoring, mix=mix, pack=pack)
     if len(runs) == 1 and runs[0].count == 1:
         return _pack_one(state, runs[0], scoring, mix)
     total = sum(r.count for r in runs)

@@ -34,6 +34,7 @@ from placer.solver.state import (
     gpu_milli,
     resource_names,
 )
+from placer.solver.topology import needs_of
 
 __all__ = ["Problem", "Unit", "build_problem", "identical_units", "quote", "unit_groups"]
 
@@ -98,7 +99,10 @@ class Unit:
     def runs_key(self) -> tuple[object, ...]:
         """The unit's pod runs as a reason names them (shapes, counts, component labels):
         units alike in it get the same explanations."""
-        return tuple((r.shape.ident, r.count, r.component.label) for r in self.runs)
+        return tuple(
+            (r.shape.ident, r.count, r.component.label, tuple(n.key for n in r.topology))
+            for r in self.runs
+        )
 
     @property
     def objective(self) -> str:
@@ -230,8 +234,14 @@ def _units(
     units: list[Unit] = []
     for key in order:
         indices = tuple(members[key])
+        needs = {i: needs_of(workloads[i]) for i in indices if workloads[i].topology}
         runs = tuple(
-            PodRun(workload=i, component=c, shape=shape_of(c.pod))
+            PodRun(
+                workload=i,
+                component=c,
+                shape=shape_of(c.pod),
+                topology=needs[i].get(c.label, ()) if i in needs else (),
+            )
             for i in indices
             for c in workloads[i].components
             if c.replicas > 0

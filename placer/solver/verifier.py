@@ -10,6 +10,8 @@ so a bug in the solver's bookkeeping cannot hide itself. It checks:
   it (ready, not cordoned, selector, affinity, taints: :func:`placer.podspec.node_mismatch`);
 * no node gets more than its free amount of any resource or pod slots, and GPU devices are
   never over-committed (whole GPUs on idle devices, shares within a device's free thousandths);
+* the pods of each required topology constraint share one domain (one value of its level's
+  node label, which each of their nodes carries);
 * workloads of one ``placer.dev/group`` are all placed in one cluster, or none is;
 * the summary counts match the lists.
 
@@ -21,7 +23,7 @@ from __future__ import annotations
 from collections import Counter
 from collections.abc import Mapping, Sequence
 
-from placer.model import GPU_SHARE, Decision, Fleet, Node, Workload
+from placer.model import GPU_SHARE, Decision, Fleet, Node, PodAssignment, Workload
 from placer.podspec import node_mismatch, taint_not_tolerated
 from placer.policy import PlacementPolicy, policy_for
 from placer.quantity import GPU, PODS
@@ -107,6 +109,7 @@ def verify(
                     used[name] = used.get(name, 0) + amount
             used[PODS] = used.get(PODS, 0) + 1
             problems += _gpus(label, node, requests, pod.devices, devices, key)
+        problems += _topology(where, workload, placement.pods, nodes)
     for (cluster_name, node_name), used in usage.items():
         node = next(n for n in clusters[cluster_name].nodes if n.name == node_name)
         free = node.free
@@ -167,6 +170,30 @@ def _gpus(
             problems.append(f"{label}: GPU device {i} of {node.name} lacks {share} thousandths")
         else:
             state[i] -= share
+    return problems
+
+
+def _topology(
+    where: str, workload: Workload, pods: Sequence[PodAssignment], nodes: Mapping[str, Node]
+) -> list[str]:
+    """Each required topology constraint's pods share one value of its level's node label."""
+    problems = []
+    for constraint in workload.topology:
+        if not constraint.required:
+            continue
+        members = set(constraint.members)
+        values = {
+            nodes[p.node].labels.get(constraint.required)
+            for p in pods
+            if p.node in nodes
+            and (f"{p.component}/{p.instance}" if p.instance else p.component) in members
+        }
+        if None in values or len(values) > 1:
+            shown = ", ".join(sorted(str(v) for v in values))
+            problems.append(
+                f"{where}: the pods of {constraint.name!r} span {len(values)} domains of "
+                f"{constraint.required} ({shown}); it requires one"
+            )
     return problems
 
 
