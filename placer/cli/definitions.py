@@ -61,6 +61,10 @@ def load_catalog(args: argparse.Namespace, fleet: Fleet | None = None) -> Catalo
     accelerators with the table of ``fleet`` (a snapshot) or of the ``--fleet`` file."""
     catalog = Catalog.load(list(getattr(args, "catalog", []) or []), cache=catalog_cache())
     table = accelerators_for(args, fleet)
+    if getattr(args, "fleet", None):
+        from placer.fleet import load_fleet_file
+
+        catalog = catalog.with_topologies(load_fleet_file(args.fleet).topologies)
     return catalog if table is None else catalog.with_accelerators(table)
 
 

@@ -40,11 +40,12 @@ from placer.cli.describe import decompose_all, read_manifests
 from placer.definitions import Catalog
 from placer.errors import EXIT_ERROR, EXIT_OK, UsageError
 from placer.fleet import FleetConfig
-from placer.model import Decision, Fleet, Workload
+from placer.model import Decision, Fleet, Workload, WorkloadRef
 from placer.snapshot import load_snapshot
 
 if TYPE_CHECKING:
     from placer.solver.fairshare import FairDecision
+    from placer.solver.topology import DomainsUsed
 
 __all__ = ["register", "run"]
 
@@ -123,10 +124,13 @@ def run(args: argparse.Namespace) -> int:
         )
     chosen = {p.workload: p.cluster for p in decision.placements}
     refused = refusals(workloads, fleet, chosen, policies=policies)
+    domains = placement_domains(decision, workloads, fleet)
     if args.output != "text":
         data = decision_to_dict(decision)
         for item, placement in zip(data["placements"], decision.placements, strict=True):
             item["refused"] = refused.get(placement.workload, {})
+            if placement.workload in domains:
+                item["topology"] = [d.as_dict() for d in domains[placement.workload]]
         if queue_data is not None:
             data["queues"] = queue_data
         print_data(data, args.output)
@@ -137,6 +141,13 @@ def run(args: argparse.Namespace) -> int:
         else:
             print_table(block)
     for placement in decision.placements:
+        for shown in domains.get(placement.workload, ()):
+            kind = "required" if shown.required else "preferred"
+            values = ", ".join(f"{shown.level}={v}" for v in shown.domains)
+            sys.stdout.write(
+                f"{placement.workload} -> {placement.cluster}: pod group "
+                f"{shown.group!r} in {values} ({kind})\n"
+            )
         reasons = refused.get(placement.workload, {})
         if reasons:
             width = max(len(c) for c in reasons)
@@ -162,6 +173,26 @@ def _queue_data(fair: FairDecision, workloads: list[Workload]) -> list[dict[str,
             for name, amount in workload.total_requests().items():
                 into[name] = into.get(name, 0) + amount
     return queue_rows(fair.usage.queues, fair.usage, pending)
+
+
+def placement_domains(
+    decision: Decision, workloads: list[Workload], fleet: Fleet
+) -> dict[WorkloadRef, list[DomainsUsed]]:
+    """Per placed workload with topology constraints, the domains its pod groups landed in."""
+    from placer.solver.topology import domains_used
+
+    by_ref = {w.ref: w for w in workloads if w.topology}
+    shown: dict[WorkloadRef, list[DomainsUsed]] = {}
+    for placement in decision.placements:
+        workload = by_ref.get(placement.workload)
+        if workload is None:
+            continue
+        nodes: dict[str, list[str]] = {}
+        for pod in placement.pods:
+            label = f"{pod.component}/{pod.instance}" if pod.instance else pod.component
+            nodes.setdefault(label, []).append(pod.node)
+        shown[placement.workload] = domains_used(workload, nodes, fleet, placement.cluster)
+    return shown
 
 
 def _exit_code(decision: Decision) -> int:

@@ -20,6 +20,9 @@ Two ways to say it:
       accelerators:                        # optional: how GPU fractions, time-sliced GPUs and
         deviceClasses: [...]               #   DRA claims count (placer/accelerators.yaml);
                                            #   each key given replaces that default key
+      topologies:                          # optional: topology levels gangs may name, in
+      - name: datacenter                   #   Kueue's Topology form (placer.topology)
+        levels: [{nodeLabel: example.com/block}, {nodeLabel: example.com/rack}]
 
   A malformed fleet file is an error naming the file and field. A member whose kubeconfig file
   is missing or lacks the context is *not*: that one cluster is reported unavailable with the
@@ -41,6 +44,7 @@ from placer.errors import FleetConfigError, InputError
 from placer.kube import KubeconfigSet, load_kubeconfigs
 from placer.model import Taint
 from placer.snapshot import parse_labels, parse_taints
+from placer.topology import Topologies, topologies_from_list
 from placer.yamlload import read_yaml_file
 
 __all__ = [
@@ -85,6 +89,9 @@ class FleetConfig:
     source: str = ""
     #: the fleet file's ``accelerators:`` section as written (empty: placer's defaults).
     accelerators_data: Mapping[str, object] = field(default_factory=dict)
+    #: the fleet file's ``topologies:`` section (:mod:`placer.topology`): placer's default
+    #: topology plus these.
+    topologies: Topologies = field(default_factory=Topologies)
 
     @property
     def names(self) -> tuple[str, ...]:
@@ -182,6 +189,10 @@ def fleet_from_data(
         accelerators_from_dict(accelerators, source=source, field="accelerators")
     except InputError as err:
         raise FleetConfigError(err.message, hint=err.hint) from None
+    try:
+        topologies = topologies_from_list(data.get("topologies"))
+    except ValueError as err:
+        raise FleetConfigError(str(err), source=source) from None
     base = Path(source).parent
     loaded: dict[tuple[str, ...], KubeconfigSet | FleetConfigError] = {}
     clusters: list[ClusterSource] = []
@@ -193,7 +204,12 @@ def fleet_from_data(
                 f"duplicate cluster name {cluster.name!r}", source=source, field=f"{where}.name"
             )
         clusters.append(cluster)
-    return FleetConfig(tuple(clusters), source=source, accelerators_data=dict(accelerators))
+    return FleetConfig(
+        tuple(clusters),
+        source=source,
+        accelerators_data=dict(accelerators),
+        topologies=topologies,
+    )
 
 
 def _cluster(

@@ -50,6 +50,7 @@ from placer.solver.state import ClusterState, IntArray, PodShape, gpu_milli
 __all__ = [
     "MAX_DOMAIN_TRIES",
     "DomainNeed",
+    "DomainsUsed",
     "domain_reason",
     "domains_used",
     "needs_of",
@@ -299,27 +300,38 @@ def _room_pods(state: ClusterState, runs: Sequence[PodRun], nodes: IntArray) -> 
     return sum(min(int(state.copies_all(r.shape)[nodes].sum()), r.count) for r in runs)
 
 
+@dataclass(frozen=True)
+class DomainsUsed:
+    """Where one topology constraint's pods landed, at one of its levels (for display)."""
+
+    group: str
+    level: str
+    required: bool
+    domains: tuple[str, ...]
+
+    def as_dict(self) -> dict[str, object]:
+        return {
+            "group": self.group,
+            "level": self.level,
+            "required": self.required,
+            "domains": list(self.domains),
+        }
+
+
 def domains_used(
     workload: Workload, pods_nodes: Mapping[str, Sequence[str]], fleet: Fleet, cluster: str
-) -> list[dict[str, object]]:
-    """For display: per topology constraint of ``workload`` and level, the domains its pods
-    landed in (``pods_nodes``: component label -> the node of each pod)."""
+) -> list[DomainsUsed]:
+    """Per topology constraint of ``workload`` and level, the domains its pods landed in
+    (``pods_nodes``: component label -> the node of each pod; ``""``: a node without the
+    label)."""
     labels_of = {n.name: n.labels for n in fleet.cluster(cluster).nodes}
-    shown: list[dict[str, object]] = []
+    shown: list[DomainsUsed] = []
     for constraint in workload.topology:
         nodes = [n for label in constraint.members for n in pods_nodes.get(label, ())]
         for level, required in ((constraint.required, True), (constraint.preferred, False)):
-            if not level:
-                continue
-            values = sorted({labels_of.get(n, {}).get(level, "") for n in nodes})
-            shown.append(
-                {
-                    "group": constraint.name,
-                    "level": level,
-                    "required": required,
-                    "domains": values,
-                }
-            )
+            if level:
+                values = sorted({labels_of.get(n, {}).get(level, "") for n in nodes})
+                shown.append(DomainsUsed(constraint.name, level, required, tuple(values)))
     return shown
 
 
