@@ -263,6 +263,9 @@ def domain_reason(state: ClusterState, runs: Sequence[PodRun]) -> str | None:
                 seen.append(need)
     for need in seen:
         covered = [r for r in runs if need in r.topology]
+        origin = (
+            f"required level, {need.constraint.source}" if need.constraint.source else "required"
+        )
         by_value = domains(state, need.level)
         if not by_value:
             return (
@@ -280,7 +283,7 @@ def domain_reason(state: ClusterState, runs: Sequence[PodRun]) -> str | None:
             )
             return (
                 f"no {need.level} domain with {whole} free GPUs for the {pods} pods of "
-                f"{need.label} (required level, {need.constraint.source}); the most in one "
+                f"{need.label} ({origin}); the most in one "
                 f"domain: {best} free GPUs in {need.level}={best_value} "
                 f"({len(by_value)} domains)"
             )
@@ -290,7 +293,7 @@ def domain_reason(state: ClusterState, runs: Sequence[PodRun]) -> str | None:
         )
         return (
             f"no {need.level} domain has room for the {pods} pods of {need.label} together "
-            f"(required level, {need.constraint.source}); the most in one domain: {most} "
+            f"({origin}); the most in one domain: {most} "
             f"in {need.level}={best_value} ({len(by_value)} domains)"
         )
     return None
