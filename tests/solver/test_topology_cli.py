@@ -12,8 +12,8 @@ from placer.cli import main
 from placer.snapshot import dump_snapshot, load_snapshot
 
 ROOT = Path(__file__).resolve().parents[2]
-RACKS = str(ROOT / "examples" / "topology" / "racks.yaml")
-TRAINING = str(ROOT / "examples" / "topology" / "training.yaml")
+RACKS = str(ROOT / "clusters" / "racks.yaml")
+TRAINING = str(ROOT / "deploy" / "examples" / "rack-training.yaml")
 LEAF = "network.topology.nvidia.com/leaf"
 
 
