@@ -229,6 +229,9 @@ class Workload:
     priority_class: str | None = None
     #: pods to keep inside one rack, block, NVLink domain... (:class:`TopologyConstraint`).
     topology: tuple[TopologyConstraint, ...] = ()
+    #: component labels whose replicas placer can write (the root object's replicas field,
+    #: :mod:`placer.definitions.replicas`): the ones a policy may divide over clusters.
+    scalable: tuple[str, ...] = ()
 
     @property
     def pod_count(self) -> int:

@@ -23,6 +23,9 @@ Modelled on Elotl Nova's ``SchedulePolicy`` (``policy.elotl.co/v1alpha1``), with
       preferredClusters: [central, east]
       objective: pack                     # pack (default) | spread
       clusterCosts: {east: 3, west: 2}    # per-cluster cost weight (>= 0), lower is preferred
+      # one workload in several clusters (placer.spread: Karmada's replicaScheduling,
+      # spreadConstraints and OverridePolicy's overrideRules)
+      replicaScheduling: {replicaSchedulingType: Divided, weightPreference: {...}}
 
 Why these fields and no more: they are what platform teams use in Nova (selectors, cluster
 selector, ordered clusters) plus what a solver can honour exactly (an objective and costs).
@@ -53,6 +56,8 @@ from typing import Any
 
 from placer.errors import PolicyError
 from placer.model import Cluster, Workload
+from placer.spread import SPEC_FIELDS as SPREAD_FIELDS
+from placer.spread import Spread, spread_from_spec
 from placer.yamlload import parse_yaml, read_text
 
 __all__ = [
@@ -82,6 +87,7 @@ _SPEC_FIELDS = (
     "preferredClusters",
     "objective",
     "clusterCosts",
+    *SPREAD_FIELDS,
 )
 
 
@@ -147,6 +153,8 @@ class PlacementPolicy:
     objective: str = "pack"
     #: per-cluster cost weight (absent = 0); among equally preferred clusters, cheaper first.
     cluster_costs: Mapping[str, float] = field(default_factory=dict)
+    #: replicaScheduling, spreadConstraints and overrideRules (:mod:`placer.spread`).
+    spread: Spread | None = None
     #: where the policy came from (file and document), for messages.
     source: str = ""
 
@@ -324,6 +332,7 @@ def policy_from_dict(data: object, *, source: str = "<policy>") -> PlacementPoli
         preferred_clusters=tuple(preferred),
         objective=str(objective),
         cluster_costs=costs,
+        spread=spread_from_spec(spec, source, _selector),
         source=source,
     )
 

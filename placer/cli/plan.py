@@ -19,6 +19,7 @@ from __future__ import annotations
 
 import argparse
 import sys
+from collections.abc import Callable
 from typing import TYPE_CHECKING, Any
 
 from placer.cli._decision import (
@@ -37,10 +38,11 @@ from placer.cli._fleet import (
 from placer.cli._output import add_output_option, print_data, print_table
 from placer.cli.definitions import add_catalog_option, load_catalog
 from placer.cli.describe import decompose_all, read_manifests
-from placer.definitions import Catalog
+from placer.definitions import Catalog, Decomposition, Document
 from placer.errors import EXIT_ERROR, EXIT_OK, UsageError
 from placer.fleet import FleetConfig
-from placer.model import Decision, Fleet, Workload, WorkloadRef
+from placer.model import Decision, Fleet, Placement, Workload, WorkloadRef
+from placer.policy import PlacementPolicy
 from placer.snapshot import load_snapshot
 
 if TYPE_CHECKING:
@@ -91,11 +93,21 @@ def run(args: argparse.Namespace) -> int:
             "(--kubeconfig, --context, --fleet) to gather it live",
             hint="write a snapshot with `placer snapshot -o FILE`, or try clusters/demo.yaml",
         )
-    workloads = read_workloads(args.filename, load_catalog(args, fleet))
+    objects = read_objects(args.filename, load_catalog(args, fleet))
+    workloads = [decomposition.workload for _, decomposition in objects]
     require_reachable(
         fleet.names, [c.name for c in fleet.clusters if c.reachable], "nothing can be placed"
     )
+    from placer.solver.spread import solve_spread
+
+    spreading = any(p.spread is not None and p.spread.scheduling for p in policies)
+    decide: Callable[..., Decision] = solve_spread if spreading else solve
     queues = decision_queues(args)
+    if queues is not None and spreading:
+        raise UsageError(
+            "a policy spreads workloads over clusters (replicaScheduling); --queues cannot "
+            "be combined with it yet"
+        )
     queue_data: list[dict[str, Any]] | None = None
     if queues is not None:
         from placer.solver.fairshare import solve_fair
@@ -113,7 +125,7 @@ def run(args: argparse.Namespace) -> int:
         decision = fair.decision
         queue_data = _queue_data(fair, workloads)
     else:
-        decision = solve(
+        decision = decide(
             workloads,
             fleet,
             policies=policies,
@@ -124,6 +136,9 @@ def run(args: argparse.Namespace) -> int:
         )
     chosen = {p.workload: p.cluster for p in decision.placements}
     refused = refusals(workloads, fleet, chosen, policies=policies)
+    spread = spread_refs(decision)
+    for ref in spread:
+        refused.pop(ref, None)  # a copy per cluster: no cluster refused it alone
     domains = placement_domains(decision, workloads, fleet)
     if args.output != "text":
         data = decision_to_dict(decision)
@@ -131,6 +146,8 @@ def run(args: argparse.Namespace) -> int:
             item["refused"] = refused.get(placement.workload, {})
             if placement.workload in domains:
                 item["topology"] = [d.as_dict() for d in domains[placement.workload]]
+            if placement.workload in spread:
+                item["copy"] = spread_copy(placement, objects, fleet, policies)
         if queue_data is not None:
             data["queues"] = queue_data
         print_data(data, args.output)
@@ -195,6 +212,48 @@ def placement_domains(
     return shown
 
 
+def spread_refs(decision: Decision) -> set[WorkloadRef]:
+    """Workloads placed in more than one cluster (spread by their policy)."""
+    seen: dict[WorkloadRef, int] = {}
+    for placement in decision.placements:
+        seen[placement.workload] = seen.get(placement.workload, 0) + 1
+    return {ref for ref, count in seen.items() if count > 1}
+
+
+def spread_copy(
+    placement: Placement,
+    objects: list[tuple[Document, Decomposition]],
+    fleet: Fleet,
+    policies: list[PlacementPolicy],
+) -> dict[str, object]:
+    """What the cluster of ``placement`` gets of a spread workload: its replicas and the
+    object with them and the policy's overrides for that cluster."""
+    from placer.definitions.replicas import replicas_field, with_replicas
+    from placer.policy import policy_for
+    from placer.spread import apply_overrides
+
+    document, decomposition = next(
+        (d, dec) for d, dec in objects if dec.workload.ref == placement.workload
+    )
+    workload = decomposition.workload
+    manifest: dict[str, object] = dict(document.data)
+    replicas: dict[str, int] = {}
+    for pod in placement.pods:
+        label = f"{pod.component}/{pod.instance}" if pod.instance else pod.component
+        if label in workload.scalable:
+            replicas[label] = replicas.get(label, 0) + 1
+    keys = replicas_field(decomposition.definition)
+    if keys is not None and replicas:
+        manifest = with_replicas(manifest, keys, next(iter(replicas.values())))
+    policy = policy_for(workload, policies)
+    rules = policy.spread.overrides if policy is not None and policy.spread is not None else ()
+    try:
+        manifest = apply_overrides(manifest, fleet.cluster(placement.cluster), rules)
+    except ValueError as err:
+        return {"replicas": replicas, "error": str(err)}
+    return {"replicas": replicas, "manifest": manifest}
+
+
 def _exit_code(decision: Decision) -> int:
     """0 when every workload is placed, 1 otherwise."""
     return EXIT_OK if not decision.unplaced else EXIT_ERROR
@@ -216,9 +275,14 @@ def live_fleet(config: FleetConfig) -> Fleet:
 
 def read_workloads(filenames: list[str], catalog: Catalog) -> list[Workload]:
     """Decompose every object of every file; all problems are reported together."""
+    return [decomposition.workload for _, decomposition in read_objects(filenames, catalog)]
+
+
+def read_objects(filenames: list[str], catalog: Catalog) -> list[tuple[Document, Decomposition]]:
+    """Every object of every file with its decomposition; all problems reported together."""
     documents = [document for filename in filenames for document in read_manifests(filename)]
     found, problems = decompose_all(documents, catalog)
-    workloads: list[Workload] = []
+    objects: list[tuple[Document, Decomposition]] = []
     seen: dict[object, str] = {}
     for document, decomposition in found:
         ref = decomposition.workload.ref
@@ -228,11 +292,11 @@ def read_workloads(filenames: list[str], catalog: Catalog) -> list[Workload]:
             )
             continue
         seen[ref] = document.source
-        workloads.append(decomposition.workload)
+        objects.append((document, decomposition))
     if problems:
         for problem in problems[1:]:
             print(f"error: {problem}", file=sys.stderr)
         raise problems[0]
-    if not workloads:
+    if not objects:
         raise UsageError(f"no objects found in {', '.join(filenames)}")
-    return workloads
+    return objects

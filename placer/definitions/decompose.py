@@ -45,6 +45,7 @@ from placer.definitions.interpret import (
 )
 from placer.definitions.jq import DEFAULT_LIMITS, JqLimits, normalize, to_json_text
 from placer.definitions.model import Definition, GroupVersionKind
+from placer.definitions.replicas import replicas_field
 from placer.definitions.topology import topology_constraints
 from placer.errors import InterpretationError
 from placer.model import (
@@ -260,6 +261,14 @@ def decompose(
     )
     if constraints:
         workload = replace(workload, topology=constraints)
+    # divisible over clusters: the root's pods, when placer can write its replicas field
+    scalable = tuple(
+        c.label
+        for c in components
+        if c.replicas > 0 and c.name == definition.root.name and replicas_field(definition)
+    )
+    if scalable:
+        workload = replace(workload, scalable=scalable)
     return Decomposition(
         ref=ref,
         definition=definition,
