@@ -117,6 +117,22 @@ def parse_duration(text: str) -> float:
     return value
 
 
+def refuse_spread(workloads: Any, policies: Any) -> None:
+    """Spread workloads (a policy's replicaScheduling) are decided by ``placer plan`` only:
+    dispatching their copies is not built yet, and placing them whole would ignore the
+    policy."""
+    from placer.policy import policy_for
+
+    for workload in workloads:
+        policy = policy_for(workload, policies)
+        if policy is not None and policy.spread is not None and policy.spread.scheduling:
+            raise UsageError(
+                f"{workload.ref}: policy {policy.name} spreads it over clusters "
+                "(replicaScheduling), and placer submit does not dispatch spread workloads yet",
+                hint="`placer plan` shows the division and each copy; see docs/spread.md",
+            )
+
+
 def read_manifests(
     filenames: Sequence[str], catalog_dirs: Sequence[str], accelerators: Any = None
 ) -> list[Any]:
@@ -195,6 +211,7 @@ def run(args: argparse.Namespace) -> int:
     if wait is not None and args.dry_run:
         raise UsageError("--wait cannot be combined with --dry-run (nothing is created)")
     manifests = read_manifests(args.filename, args.catalog, accelerators_for(args))
+    refuse_spread([m.workload for m in manifests], policies)
     config = fleet_config_from_args(args)
     queues = decision_queues(args)
     with member_clients(config) as clients:

@@ -117,9 +117,18 @@ def policies_from_hub(objects: Iterable[Mapping[str, Any]]) -> HubPolicies:
         clean = {k: v for k, v in obj.items() if k in ("apiVersion", "kind", "spec")}
         clean["metadata"] = {"name": name_of(obj) or "?"}
         try:
-            policies.append(policy_from_dict(clean, source=describe(obj)))
+            policy = policy_from_dict(clean, source=describe(obj))
         except PlacerError as err:
             problems[name_of(obj) or "?"] = str(err)
+            continue
+        if policy.spread is not None and policy.spread.scheduling is not None:
+            # as before spreading existed: the policy is not used (docs/spread.md)
+            problems[policy.name] = (
+                f"{describe(obj)}: spec.replicaScheduling: the controller does not place spread "
+                "workloads yet; `placer plan` decides them (docs/spread.md)"
+            )
+            continue
+        policies.append(policy)
     return HubPolicies(tuple(policies), problems)
 
 
