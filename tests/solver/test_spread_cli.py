@@ -104,9 +104,7 @@ def test_submit_and_controller_refuse_spread_policies(
     from placer.controller.hubconfig import policies_from_hub
 
     policy = str(EXAMPLES / "spread-policies.yaml")
-    code = main(
-        ["submit", "-f", INFERENCE, "--policy", policy, "--kubeconfig", "/nonexistent/kc"]
-    )
+    code = main(["submit", "-f", INFERENCE, "--policy", policy, "--kubeconfig", "/nonexistent/kc"])
     err = capsys.readouterr().err
     assert code == 2
     assert "Deployment/default/llm-inference: policy serving-weighted spreads it" in err
