@@ -28,6 +28,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from placer.definitions.decompose import ComponentInstance, ComponentNode, Decomposition
+from placer.model import TopologyConstraint
 from placer.quantity import CPU, GPU, MEMORY, Resources, add, format_quantity, scale, to_base_map
 
 __all__ = [
@@ -298,7 +299,19 @@ def render_text(view: DescribeView) -> str:
             [g.name, str(g.min_member), ", ".join(g.members)] for g in d.gangs
         ]
         lines.extend(_align(gang_rows))
+    lines.extend(topology_lines(d.workload.topology))
     return "\n".join(lines) + "\n"
+
+
+def topology_lines(constraints: Sequence[TopologyConstraint]) -> list[str]:
+    """The ``Topology:`` table (docs/topology.md), or nothing."""
+    if not constraints:
+        return []
+    rows = [["GROUP", "REQUIRED", "PREFERRED", "MEMBERS", "FROM"]] + [
+        [c.name, c.required or "-", c.preferred or "-", ", ".join(c.members), c.source]
+        for c in constraints
+    ]
+    return ["", "Topology:", *_align(rows)]
 
 
 # --------------------------------------------------------------------------------------------
@@ -349,4 +362,20 @@ def to_json(decomposition: Decomposition) -> dict[str, Any]:
         ],
         "total": {"pods": sum(c.replicas for c in d.components), **_base(total)},
         "warnings": list(d.warnings),
+        **(
+            {
+                "topology": [
+                    {
+                        "group": c.name,
+                        "members": list(c.members),
+                        "required": c.required,
+                        "preferred": c.preferred,
+                        "from": c.source,
+                    }
+                    for c in d.workload.topology
+                ]
+            }
+            if d.workload.topology
+            else {}
+        ),
     }

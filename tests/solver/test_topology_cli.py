@@ -117,3 +117,21 @@ def test_malformed_topologies_section_names_the_field(
     assert main(["plan", "-f", TRAINING, "--fleet", str(fleet_file)]) != 0
     err = capsys.readouterr().err
     assert "fleet.yaml" in err and "topologies[0].levels[0].nodeLabel" in err
+
+
+def test_describe_shows_the_topology_constraints(capsys: pytest.CaptureFixture[str]) -> None:
+    assert main(["describe", "-f", TRAINING]) == 0
+    text = capsys.readouterr().out
+    assert "Topology:" in text
+    assert f"workload   {LEAF}" in text and "KAI annotations" in text
+    assert main(["describe", "-f", TRAINING, "-o", "json"]) == 0
+    (item,) = json.loads(capsys.readouterr().out)
+    assert item["topology"] == [
+        {
+            "group": "workload",
+            "members": ["replicatedjob/worker"],
+            "required": LEAF,
+            "preferred": "",
+            "from": "KAI annotations",
+        }
+    ]
