@@ -48,6 +48,7 @@ from placer.model import (
     Workload,
     WorkloadRef,
 )
+from placer.podspec import taint_not_tolerated
 from placer.policy import PlacementPolicy, policy_for
 from placer.quantity import add
 from placer.solver.state import ClusterState, PodShape, resource_names
@@ -100,6 +101,15 @@ def _targets(
             reasons[cluster.name] = f"excluded by policy {policy.name}'s cluster selector"
         elif workload.pinned_cluster and workload.pinned_cluster != cluster.name:
             reasons[cluster.name] = f"the workload is pinned to {workload.pinned_cluster}"
+        elif taint := next(
+            (
+                t
+                for c in workload.components
+                if (t := taint_not_tolerated(cluster.taints, c.pod.tolerations)) is not None
+            ),
+            None,
+        ):
+            reasons[cluster.name] = f"cluster taint {taint.key}:{taint.effect} not tolerated"
         else:
             allowed.append(cluster)
     allowed.sort(key=lambda c: (policy.rank(c.name), policy.cost(c.name)))

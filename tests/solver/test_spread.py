@@ -166,3 +166,18 @@ def test_divide(
     total: int, weights: list[tuple[str, int]], bounds: dict[str, Any], expected: Any
 ) -> None:
     assert divide(total, weights, **bounds) == expected
+
+
+def test_duplicated_skips_clusters_whose_taints_it_does_not_tolerate(kit: Any) -> None:
+    from dataclasses import replace
+
+    from placer.model import Taint
+
+    fleet = three(kit)
+    tainted = replace(fleet.clusters[2], taints=(Taint("reserved", "x"),))
+    fleet = replace(fleet, clusters=(*fleet.clusters[:2], tainted))
+    spec = "  replicaScheduling: {replicaSchedulingType: Duplicated}\n"
+    assert shares(decide([deployment(kit, replicas=2)], fleet, [policy(spec)])) == {
+        "a": 2,
+        "b": 2,
+    }
