@@ -10,7 +10,14 @@ from __future__ import annotations
 import pytest
 
 from placer.traces.openb import read_openb_nodes
-from simulations import bench_fgd, bench_kalos, bench_multicluster, bench_scaling, bench_stream
+from simulations import (
+    bench_fgd,
+    bench_kalos,
+    bench_multicluster,
+    bench_scaling,
+    bench_stream,
+    bench_topology,
+)
 from simulations.benchmarking import Entry, compress_arrivals, machine, offered_load
 from simulations.fleets import make_fleet, split_nodes
 
@@ -90,6 +97,21 @@ def test_big_gangs_small() -> None:
     assert sum(b["gangs"] for b in stream["by_size"].values()) == result["gangs"]
     assert result["stream_offered_load"] == pytest.approx(0.8, rel=0.01)
     assert "Wait by gang size" in bench_kalos.markdown(result, META)
+
+
+def test_topology_small() -> None:
+    config = bench_topology.Config(
+        gangs=40, nodes_every=8, solvers=(("greedy", 1.0), ("cpsat", 1.0))
+    )
+    result = bench_topology.run(config)
+    for row in result["solvers"].values():
+        aware, plain = row["topology"], row["oblivious"]
+        assert aware["verifier_problems"] == 0 and plain["verifier_problems"] == 0
+        # the verifier checks required racks; the share is also counted from node labels
+        assert aware["one_rack_gangs"] == aware["gangs_placed"] > 0
+        assert aware["gpus_placed"] <= row["topology_bound_gpu"] <= row["oblivious_bound_gpu"]
+        assert plain["gpus_placed"] <= row["oblivious_bound_gpu"]
+    assert "gangs in one rack" in bench_topology.markdown(result, META)
 
 
 def test_stream_small() -> None:
