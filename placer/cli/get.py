@@ -1,6 +1,7 @@
 """``placer get``: the workloads of every catalog type on every member cluster.
 
     placer get [TYPE] [-A | -n NAMESPACE] [fleet options] [--catalog DIR]... [-o text|json|yaml]
+    placer get queues --queues FILE [fleet options] [--catalog DIR]... [-o text|json|yaml]
 
 One row per top-level workload (:mod:`placer.inventory.listing`): CLUSTER, NAMESPACE, NAME,
 KIND, PHASE (the definition's status mapping), COMPONENTS (``leader(1), worker(2)``: desired
@@ -10,6 +11,11 @@ TYPE is a kind, its plural, ``kind.group`` or a definition name (``jobset``,
 ``jobsets``, ``JobSet.jobset.x-k8s.io``). Clusters that cannot be read are warnings on
 stderr; the others are shown. JSON: ``{"items": [...], "count": N}``, each item as
 :meth:`placer.inventory.LiveWorkload.to_dict`.
+
+``placer get queues`` shows the queues of ``--queues FILE`` with what the work placer placed on
+the members (every namespace; finished work aside) uses of each: per queue and resource QUOTA,
+LIMIT, ALLOCATED and OVER QUOTA (:func:`placer.queues.report.queue_rows`; JSON:
+``{"queues": [...]}``).
 """
 
 from __future__ import annotations
@@ -43,6 +49,11 @@ def register(subparsers: argparse._SubParsersAction[argparse.ArgumentParser]) ->
     )
     parser.add_argument("type", nargs="?", metavar="TYPE", help="workload type (default: all)")
     add_namespace_options(parser, all_namespaces=True)
+    parser.add_argument(
+        "--queues",
+        metavar="FILE",
+        help="with TYPE queues: the Queue YAML whose usage to show (docs/queues.md)",
+    )
     add_fleet_options(parser)
     add_catalog_option(parser)
     add_output_option(parser)
@@ -53,6 +64,10 @@ def run(args: argparse.Namespace) -> int:
     from placer.fleet import member_clients
     from placer.inventory import age, components_text, list_workloads, resolve_type_on
 
+    if args.type in ("queues", "queue"):
+        return _queues(args)
+    if args.queues:
+        raise UsageError("--queues goes with `placer get queues`")
     if args.all_namespaces and args.namespace:
         raise UsageError("give either -A or -n NAMESPACE, not both")
     namespace = None if args.all_namespaces else (args.namespace or "default")
@@ -94,3 +109,50 @@ def run(args: argparse.Namespace) -> int:
     for warning in warnings:
         print(f"warning: {warning}", file=sys.stderr)
     return 0
+
+
+def _queues(args: argparse.Namespace) -> int:
+    """``placer get queues``: the queues' use by the work placer placed on the members."""
+    from placer.cli.submit import placed_work
+    from placer.fleet import member_clients
+    from placer.queues import Usage, load_queues, membership
+    from placer.queues.report import queue_rows
+
+    if not args.queues:
+        raise UsageError(
+            "`placer get queues` needs --queues FILE", hint="the Queue YAML (docs/queues.md)"
+        )
+    queues = load_queues(args.queues)
+    config = fleet_config_from_args(args)
+    with member_clients(config) as clients:
+        require_reachable(config.names, list(clients), "no queue usage could be read")
+        running = placed_work(clients, args.catalog)
+    usage = Usage(queues)
+    for item in running:
+        usage.add(
+            membership(item.workload, queues).queue, item.workload.total_requests(), item.cluster
+        )
+    rows = queue_rows(queues, usage)
+    if args.output != "text":
+        print_data({"queues": rows}, args.output)
+        return 0
+    table = [["QUEUE", "PARENT", "RESOURCE", "QUOTA", "LIMIT", "ALLOCATED", "OVER QUOTA"]]
+    for row in rows:
+        for resource, values in row["resources"].items():
+            table.append(
+                [
+                    row["name"],
+                    row["parent"] or "-",
+                    resource,
+                    _number(values["quota"]),
+                    "-" if values["limit"] is None else _number(values["limit"]),
+                    _number(values["allocated"]),
+                    _number(values["overQuota"]),
+                ]
+            )
+    print_table(table)
+    return 0
+
+
+def _number(value: float) -> str:
+    return f"{value:g}"

@@ -23,8 +23,9 @@ def queue_rows(
     pending: Mapping[str, Mapping[str, int]] | None = None,
 ) -> list[dict[str, Any]]:
     """One row per queue (in the set's order) with, per resource it lists: ``quota``,
-    ``limit``, ``allocated``, ``pending`` (demand of its workloads not placed, children
-    included) and ``overQuota`` (allocated beyond the quota)."""
+    ``limit``, ``overQuotaWeight``, ``allocated``, ``overQuota`` (allocated beyond the quota)
+    and, when ``pending`` is given, ``pending`` (demand of its workloads not placed, children
+    included)."""
     rows = []
     for queue in queues:
         resources: dict[str, Any] = {}
@@ -36,8 +37,9 @@ def queue_rows(
                 "limit": None if rule.limit is None else to_base(resource, rule.limit),
                 "overQuotaWeight": rule.over_quota_weight,
                 "allocated": to_base(resource, used),
-                "pending": to_base(resource, waiting.get(resource, 0)),
                 "overQuota": to_base(resource, max(0, used - rule.quota)),
             }
+            if pending is not None:
+                resources[resource]["pending"] = to_base(resource, waiting.get(resource, 0))
         rows.append({"name": queue.name, "parent": queue.parent, "resources": resources})
     return rows

@@ -147,6 +147,8 @@ class PreemptionRecord:
     cluster: str
     #: (victim input index, ``reclaim`` or ``preempt``).
     victims: tuple[tuple[int, str], ...]
+    #: when each victim had started the run it lost (same order).
+    started: tuple[float, ...]
     gpu_milli: int
     #: GPU-seconds of work the victims had done and lose (they start over).
     lost_gpu_seconds: float
@@ -539,12 +541,14 @@ class _Stream:
                 continue
             lost = 0.0
             evicted = []
+            begun = []
             for victim in eviction.victims:
                 i = index_of[victim.workload]
                 placement = self.placements.pop(i)
                 self.fleet = release(self.fleet, [placement])
                 self.allocated -= gpu_milli(placement.requests)
                 lost += victim.gpu_milli / 1000 * (now - self.start.get(i, now))
+                begun.append(self.start.get(i, now))
                 self.placed.pop(i, None)
                 self.start.pop(i, None)
                 self.end.pop(i, None)
@@ -568,6 +572,7 @@ class _Stream:
                     preemptor=index,
                     cluster=eviction.cluster,
                     victims=tuple(evicted),
+                    started=tuple(begun),
                     gpu_milli=eviction.gpu_milli,
                     lost_gpu_seconds=lost,
                 )

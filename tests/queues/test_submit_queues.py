@@ -55,3 +55,33 @@ def test_placed_work_counts_toward_the_queue_limit(
     assert set(reasons) == {"east", "west", "central"}
     for text in reasons.values():
         assert "queue team-a is at its limit for nvidia.com/gpu: 8 in use + 8 requested" in text
+    # placer get queues: the same usage, read from the members
+    get = ["get", "queues", "--queues", str(tight), "--kubeconfig", str(kubeconfig)]
+    assert main([*get, "-o", "json"]) == 0
+    rows = {r["name"]: r for r in json.loads(capsys.readouterr().out)["queues"]}
+    assert rows["team-a"]["resources"]["nvidia.com/gpu"] == {
+        "quota": 8,
+        "limit": 8,
+        "overQuotaWeight": 1.0,
+        "allocated": 8,
+        "overQuota": 0,
+    }
+    assert rows["research"]["resources"]["nvidia.com/gpu"]["allocated"] == 8
+    assert rows["team-b"]["resources"]["nvidia.com/gpu"]["allocated"] == 0
+    assert main(get) == 0
+    lines = capsys.readouterr().out.splitlines()
+    assert lines[0].split() == [
+        "QUEUE",
+        "PARENT",
+        "RESOURCE",
+        "QUOTA",
+        "LIMIT",
+        "ALLOCATED",
+        "OVER",
+        "QUOTA",
+    ]
+    assert any(
+        line.split()[:6] == ["team-a", "research", "nvidia.com/gpu", "8", "8", "8"]
+        for line in lines
+    )
+    assert main(["get", "queues", "--kubeconfig", str(kubeconfig)]) == 2
