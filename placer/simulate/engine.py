@@ -537,7 +537,12 @@ class _Stream:
                 seed=self.settings.seed,
                 time_limit=self.settings.time_limit,
             )
-            if eviction is None or not eviction.victims or index in self.placements:
+            if eviction is None or index in self.placements:
+                continue
+            if not eviction.victims:  # it fits as things stand: place it, evicting nothing
+                self.fleet = charge(self.fleet, [eviction.placement])
+                self._start(index, eviction.placement, now)
+                started.add(index)
                 continue
             lost = 0.0
             evicted = []

@@ -18,8 +18,11 @@ Model, per cluster ``c`` the preemptor may use (CP-SAT, one small model over the
 
 * ``x_v ∈ {0, 1}``: evict ``v``; ``d_v`` its requests, ``D`` the preemptor's, ``f_c`` the
   cluster's free totals.
-* room: ``f_{c,r} + Σ_v d_{v,r} x_v ≥ D_r`` for every resource ``r`` the preemptor asks for
-  (necessary; the real packer decides, below);
+* room: ``f_{c,r} + Σ_v d_{v,r} x_v ≥ D_r`` for every resource ``r`` the preemptor asks for,
+  GPUs counted in thousandths of a device (whole and shared together; ``f`` from the devices'
+  free thousandths) — necessary; the real packer decides, below;
+* whole-GPU slots per node (:func:`_whole_gpu_slots`): the preemptor's pods of whole GPUs fit
+  the devices wholly free on each node once the victims there are gone;
 * reclaim only over quota: ``Σ_{v ∈ q} d_{v,r} x_v ≤ U_{q,r} − Q_{q,r}`` per victim queue ``q``
   taken by reclaim and resource ``r`` it lists (ancestors shared with the preemptor aside);
 * reclaim only in quota: ``U_{p,r} − Σ_{v under p} d_{v,r} x_v + D_r ≤ Q_{p,r}`` for every
@@ -50,12 +53,13 @@ from dataclasses import dataclass
 
 from ortools.sat.python import cp_model
 
-from placer.model import GPU_SHARE, Fleet, Placement, Workload, WorkloadRef
+from placer.model import GPU_SHARE, Fleet, Node, Placement, Workload, WorkloadRef
 from placer.policy import PlacementPolicy
 from placer.quantity import GPU
 from placer.queues import QueueSet, Usage, membership
 from placer.solver.charging import release
 from placer.solver.decide import solve
+from placer.solver.state import node_devices
 
 __all__ = [
     "LABEL_PREEMPTIBLE",
@@ -215,6 +219,7 @@ def _on_cluster(
     policies, seed, time_limit = knobs
     cluster = fleet.cluster(name)
     free = cluster.free()
+    free_milli = sum(sum(node_devices(n)) for n in cluster.nodes if n.usable)
     requests = [v.workload.total_requests() for v, _ in here]
     gpu = [_milli(r) for r in requests]
     priorities = _ranks([float(membership(v.workload, queues).priority) for v, _ in here])
@@ -223,7 +228,7 @@ def _on_cluster(
     for _ in range(MAX_ROUNDS):
         chosen = _solve_model(
             demand,
-            free,
+            (free, free_milli, _Nodes.of(preemptor, cluster.nodes)),
             requests,
             gpu,
             priorities,
@@ -264,9 +269,65 @@ def _on_cluster(
     return None
 
 
+@dataclass(frozen=True)
+class _Nodes:
+    """What the whole-GPU slot rows need: each usable node's wholly free devices, and the
+    preemptor's pods of whole GPUs as (GPUs a pod, pods)."""
+
+    free: Mapping[str, int]
+    runs: tuple[tuple[int, int], ...]
+
+    @classmethod
+    def of(cls, preemptor: Workload, nodes: Sequence[Node]) -> _Nodes:
+        free = {n.name: sum(1 for d in node_devices(n) if d >= 1000) for n in nodes if n.usable}
+        runs = tuple(
+            (c.pod.gpus, c.replicas) for c in preemptor.components if c.pod.gpus and c.replicas
+        )
+        return cls(free=free, runs=runs)
+
+
+def _whole_gpu_slots(
+    model: cp_model.CpModel,
+    x: Sequence[cp_model.IntVar],
+    here: Sequence[tuple[Victim, str]],
+    nodes: _Nodes,
+) -> None:
+    """Node-level rows for the preemptor's whole-GPU pods: ``s_{n,k}`` pods of run ``k`` on
+    node ``n``, ``Σ_k g_k s_{n,k} ≤ F_n + Σ_v w_{v,n} x_v`` (``F_n`` wholly free devices,
+    ``w_{v,n}`` the whole GPUs victim ``v``'s pods hold there) and ``Σ_n s_{n,k} ≥ count_k``:
+    the aggregate row cannot tell 8 GPUs on one node from 1 on each of eight."""
+    if not nodes.runs:
+        return
+    held: dict[str, list[tuple[int, int]]] = {}
+    for i, (victim, _) in enumerate(here):
+        per_node: dict[str, int] = {}
+        for pod in victim.placement.pods:
+            per_node[pod.node] = per_node.get(pod.node, 0) + pod.requests.get(GPU, 0)
+        for name, amount in per_node.items():
+            if amount:
+                held.setdefault(name, []).append((i, amount))
+    placed: list[list[cp_model.IntVar]] = [[] for _ in nodes.runs]
+    for name, free in nodes.free.items():
+        most = free + sum(amount for _, amount in held.get(name, []))
+        if most <= 0:
+            continue
+        slots = []
+        for k, (gpus, count) in enumerate(nodes.runs):
+            top = min(count, most // gpus)
+            if top <= 0:
+                continue
+            slot = model.new_int_var(0, top, f"s-{name}-{k}")
+            slots.append(gpus * slot)
+            placed[k].append(slot)
+        if slots:
+            model.add(sum(slots) <= free + sum(amount * x[i] for i, amount in held.get(name, [])))
+    for k, (_, count) in enumerate(nodes.runs):
+        model.add(sum(placed[k]) >= count)
+
+
 def _solve_model(
     demand: Mapping[str, int],
-    free: Mapping[str, int],
+    room: tuple[Mapping[str, int], int, _Nodes],
     requests: list[dict[str, int]],
     gpu: list[int],
     priorities: list[int],
@@ -279,12 +340,19 @@ def _solve_model(
     seed: int,
     time_limit: float,
 ) -> list[int] | None:
+    free, free_milli, nodes = room
     model = cp_model.CpModel()
     x = [model.new_bool_var(f"x{i}") for i in range(len(here))]
     for resource, amount in demand.items():
+        if resource in (GPU, GPU_SHARE):
+            continue  # counted together, in thousandths of a device, below
         short = amount - free.get(resource, 0)
         if short > 0:
             model.add(sum(requests[i].get(resource, 0) * x[i] for i in range(len(x))) >= short)
+    short_milli = _milli(demand) - free_milli
+    if short_milli > 0:
+        model.add(sum(gpu[i] * x[i] for i in range(len(x))) >= short_milli)
+    _whole_gpu_slots(model, x, here, nodes)
     # reclaim only what is over quota, per victim queue
     reclaimed: dict[str, list[int]] = {}
     for i, (victim, kind) in enumerate(here):

@@ -1,0 +1,596 @@
+"""Fair share: a multi-tenant stream on openb-8 with queues sized from Helios virtual clusters.
+
+Command (a few minutes on 2 cores)::
+
+    python -m simulations.bench_fairshare
+    python -m simulations.bench_fairshare --count 200 --load 1.3
+
+Fleet and tenants: the first ``--clusters`` clusters of ``clusters/openb-8.yaml`` (default 2,
+1,554 GPUs: the whole fleet needs some 1,500 gangs to be loaded, more than a shared 2-core
+machine replays four times in minutes; ``--clusters 0`` takes all eight). The queues are the
+``--queues`` largest Helios "Venus" virtual clusters of 2020-09-28 (``simulations/data/helios-
+venus-vc-gpus``): each deserves (``quota``) the fleet's GPUs in proportion to its VC's GPUs;
+over-quota weights cycle 1, 2, 3. Workloads: the synthetic openb gangs of ``bench_stream``
+(openb run times, Kalos size tail), arrivals squeezed to ``--load`` × the fleet's GPUs (≥ 1.1:
+more is asked than fits), each gang given to a queue at random with a skew (some tenants ask
+several times their share, some little) and 10 % of them priority 10 (the rest 0). One decision
+every ``--interval`` seconds.
+
+Contenders, side by side on the same stream (CP-SAT, ``--time-limit`` per solver call):
+
+``no queues``
+    today's placer: one batch decision over everything pending, no tenant accounting.
+``placer``
+    the queues (limits none), fair share in every decision and preemption (reclaim, preempt).
+``kueue-like``
+    Kueue-style borrowing: the same nominal quotas, unlimited borrowing within one cohort,
+    borrowed capacity not weighted (every weight 1), ``reclaimWithinCohort: LowerPriority`` —
+    here reclaim only of strictly lower priorities, which is what that policy evicts (placer's
+    engine, with preemption off and the priority levels doing the rest: an approximation).
+``fifo per queue``
+    strict quotas (``limit`` = ``quota``: no borrowing), no preemption.
+
+Reported per contender and per queue: allocation against deserved over time, wait p50/p99,
+preemptions and GPU-hours lost to eviction; and the targets of issue #14:
+
+* **reclaim within one interval**: whenever a queue is owed in-quota GPUs (pending gangs that fit
+  its remaining quota) while other queues hold at least that much over their quota, the share of
+  such moments after which it holds ≥ 95 % of what it was owed at the next decision; and the
+  same counting only what can be reclaimed: whole running gangs within each other queue's
+  surplus (a queue is never taken below its quota), at least one pending gang's worth;
+* **over-quota split**: at moments when two or more queues are over their quota and still ask
+  for more, the largest gap (percentage points) between a queue's share of the over-quota GPUs
+  and its weight's share (mean over those moments);
+* **priority inversions**: a gang started while a higher-priority gang of at most as many GPUs
+  waited (its queue's limit allowing it) — a check that may count a few false alarms where node
+  shapes differ, never miss a real inversion of that kind;
+* **Jain's index** of allocation / fair share (KAI's: quota capped by demand, the rest divided by
+  weight capped by what is left of the demand), time-summed per queue;
+* **victim minimality**: on small random fleets, the victims' GPUs chosen by
+  :mod:`placer.solver.preempt` against the fewest GPUs any eviction that packs needs (exhaustive
+  search), as the worst ratio.
+
+Results: ``simulations/results/bench_fairshare.{json,md}``.
+"""
+
+from __future__ import annotations
+
+import argparse
+import itertools
+import os
+import random
+import sys
+import time
+from collections.abc import Sequence
+from dataclasses import dataclass, replace
+from typing import Any
+
+from placer.model import LABEL_PRIORITY, LABEL_QUEUE, Fleet, Workload
+from placer.queues import QueueSet, Usage, queues_from_yaml
+from placer.simulate import Settings, simulate
+from placer.simulate.engine import Run
+from placer.simulate.metrics import percentile
+from placer.solver import charge, solve
+from placer.solver.preempt import Victim, _realise, find_victims
+from placer.traces.specs import resolve_workloads
+from placer.traces.workloads import TimedWorkload, fleet_gpu_milli
+from simulations.benchmarking import (
+    busy_part,
+    compress_arrivals,
+    fleet_file,
+    heading,
+    measure,
+    offered_load,
+    table,
+)
+from simulations.fleets import HELIOS_DAY, helios_vc_gpus
+
+__all__ = ["Config", "main", "run"]
+
+CONTENDERS = ("no queues", "placer", "kueue-like", "fifo per queue")
+
+
+@dataclass(frozen=True)
+class Config:
+    fleet: str = "openb-8"
+    #: the first this many clusters of the fleet (0: all).
+    clusters: int = 2
+    count: int = 400
+    seed: int = 1
+    load: float = 1.2
+    interval: float = 60.0
+    queues: int = 6
+    time_limit: float = 0.3
+    skip: float = 0.1
+    exact_cases: int = 30
+
+
+# --------------------------------------------------------------------------------------------
+# input
+
+
+def queue_sizes(config: Config, capacity_gpus: int) -> list[tuple[str, int, int]]:
+    """(name, quota GPUs, weight) of each queue, from the Helios VC sizes."""
+    vcs = helios_vc_gpus()[: config.queues]
+    total = sum(vcs)
+    return [(f"vc{i}", capacity_gpus * size // total, (i % 3) + 1) for i, size in enumerate(vcs)]
+
+
+def queues_yaml(sizes: Sequence[tuple[str, int, int]], contender: str) -> QueueSet:
+    docs = []
+    for name, quota, weight in sizes:
+        rule = f"quota: {quota}"
+        if contender == "placer":
+            rule += f", overQuotaWeight: {weight}"
+        elif contender == "fifo per queue":
+            rule += f", limit: {quota}"
+        docs.append(
+            "apiVersion: placer.dev/v1alpha1\nkind: Queue\n"
+            f"metadata: {{name: {name}}}\nspec:\n  resources:\n"
+            f"    nvidia.com/gpu: {{{rule}}}\n"
+        )
+    return queues_from_yaml("---\n".join(docs), source=f"bench_fairshare ({contender})")
+
+
+def workloads(config: Config, fleet: Fleet, names: Sequence[str]) -> tuple[TimedWorkload, ...]:
+    """bench_stream's gangs, squeezed to the load, each given a queue and a priority."""
+    spec = f"synthetic:gangs?seed={config.seed}&count={config.count}"
+    items = busy_part(resolve_workloads(spec, fleet=fleet), config.skip)
+    items = compress_arrivals(items, load=config.load, capacity_milli=fleet_gpu_milli(fleet))
+    rng = random.Random(config.seed)
+    appetite = [rng.choice([0.3, 0.6, 1.0, 2.0, 3.0]) for _ in names]
+    out = []
+    for item in items:
+        queue = rng.choices(list(names), weights=appetite)[0]
+        priority = 10 if rng.random() < 0.1 else 0
+        labels = {
+            **item.workload.labels,
+            LABEL_QUEUE: queue,
+            LABEL_PRIORITY: str(priority),
+        }
+        out.append(replace(item, workload=replace(item.workload, labels=labels, priority=priority)))
+    return tuple(out)
+
+
+# --------------------------------------------------------------------------------------------
+# measures
+
+
+@dataclass(frozen=True)
+class Span:
+    index: int
+    start: float
+    end: float
+    evicted: bool
+
+
+def spans_of(run: Run, horizon: float) -> list[Span]:
+    spans = []
+    for record in run.preemptions:
+        for (index, _), started in zip(record.victims, record.started, strict=True):
+            spans.append(Span(index, started, record.time_s, True))
+    for index, outcome in enumerate(run.outcomes):
+        if outcome.start_s is not None:
+            end = outcome.end_s if outcome.end_s is not None else horizon
+            spans.append(Span(index, outcome.start_s, end, False))
+    return spans
+
+
+def fair_shares(
+    capacity: int, demand: dict[str, int], sizes: Sequence[tuple[str, int, int]]
+) -> dict[str, float]:
+    """KAI's fair share: quota capped by demand, then the rest divided by weight, capped by
+    what each queue still asks (water-filling)."""
+    share = {name: float(min(quota, demand.get(name, 0))) for name, quota, _ in sizes}
+    weights = {name: weight for name, _, weight in sizes}
+    left = capacity - sum(share.values())
+    for _ in range(len(sizes) + 1):
+        wanting = [n for n in share if demand.get(n, 0) - share[n] > 1e-9]
+        if left <= 1e-9 or not wanting:
+            break
+        total = sum(weights[n] for n in wanting)
+        given = 0.0
+        for name in wanting:
+            more = min(left * weights[name] / total, demand.get(name, 0) - share[name])
+            share[name] += more
+            given += more
+        left -= given
+    return share
+
+
+def measures(
+    run: Run,
+    items: Sequence[TimedWorkload],
+    sizes: Sequence[tuple[str, int, int]],
+    capacity: int,
+    interval: float,
+    limited: bool,
+) -> dict[str, Any]:
+    names = [n for n, _, _ in sizes]
+    quota = {n: q for n, q, _ in sizes}
+    weight = {n: w for n, _, w in sizes}
+    queue_of = [item.workload.labels[LABEL_QUEUE] for item in items]
+    gpus = [item.workload.gpus for item in items]
+    priority = [item.workload.priority for item in items]
+    times = sorted({s.time_s for s in run.timeline})
+    horizon = times[-1] + interval if times else 0.0
+    spans = spans_of(run, horizon)
+    final_start = {i: o.start_s for i, o in enumerate(run.outcomes)}
+    alloc_sum = dict.fromkeys(names, 0.0)
+    fair_sum = dict.fromkeys(names, 0.0)
+    owed_events = 0
+    owed_met = 0
+    split_gaps: list[float] = []
+    inversions = 0
+    owed_prev: dict[str, float] = {}
+    owed_strict_prev: dict[str, float] = {}
+    strict_events = 0
+    strict_met = 0
+    for t in times:
+        running = [s for s in spans if s.start <= t < s.end]
+        alloc = dict.fromkeys(names, 0)
+        for s in running:
+            alloc[queue_of[s.index]] += gpus[s.index]
+        busy = {s.index for s in running}
+        pending: dict[str, list[int]] = {n: [] for n in names}
+        for i, item in enumerate(items):
+            start = final_start[i]
+            if item.arrival_s <= t and i not in busy and (start is None or start > t):
+                pending[queue_of[i]].append(i)
+        demand = {n: alloc[n] + sum(gpus[i] for i in pending[n]) for n in names}
+        fair = fair_shares(capacity, demand, sizes)
+        for n in names:
+            alloc_sum[n] += alloc[n]
+            fair_sum[n] += fair[n]
+        # reclaim: was a queue owed at the previous decision paid by this one?
+        for n, owed in owed_prev.items():
+            owed_events += 1
+            if alloc[n] >= 0.95 * owed:
+                owed_met += 1
+        for n, owed in owed_strict_prev.items():
+            strict_events += 1
+            if alloc[n] >= 0.95 * owed:
+                strict_met += 1
+        owed_prev = {}
+        owed_strict_prev = {}
+        over = {n: max(0, alloc[n] - quota[n]) for n in names}
+        # what could be reclaimed from each queue: whole gangs within its surplus, smallest
+        # first (a queue is never taken below its quota)
+        evictable = dict.fromkeys(names, 0)
+        for m in names:
+            for size in sorted(gpus[s.index] for s in running if queue_of[s.index] == m):
+                if evictable[m] + size <= over[m]:
+                    evictable[m] += size
+        for n in names:
+            room = quota[n] - alloc[n]
+            fitting = []
+            for i in pending[n]:
+                if sum(fitting) + gpus[i] <= room:
+                    fitting.append(gpus[i])
+            prefix = sum(fitting)
+            others = sum(over[m] for m in names if m != n)
+            if prefix > 0 and others >= prefix:
+                owed_prev[n] = alloc[n] + prefix
+            held = sum(evictable[m] for m in names if m != n)
+            if fitting and held >= min(fitting):
+                owed_strict_prev[n] = alloc[n] + min(prefix, held)
+        contending = [n for n in names if over[n] > 0 and pending[n]]
+        if len(contending) >= 2:
+            total_over = sum(over[n] for n in contending)
+            total_weight = sum(weight[n] for n in contending)
+            split_gaps.append(
+                max(abs(over[n] / total_over - weight[n] / total_weight) * 100 for n in contending)
+            )
+        started_now = [s for s in spans if s.start == t and not s.evicted]
+        for s in started_now:
+            for n in names:
+                for i in pending[n]:
+                    if priority[i] > priority[s.index] and gpus[i] <= gpus[s.index]:
+                        if limited and alloc[n] + gpus[i] > quota[n]:
+                            continue
+                        inversions += 1
+                        break
+    per_queue = {}
+    lost_by_queue = dict.fromkeys(names, 0.0)
+    evictions_by_queue = dict.fromkeys(names, 0)
+    for record in run.preemptions:
+        for (index, _), started in zip(record.victims, record.started, strict=True):
+            lost_by_queue[queue_of[index]] += gpus[index] * (record.time_s - started) / 3600
+            evictions_by_queue[queue_of[index]] += 1
+    for n in names:
+        waits = [
+            o.start_s - items[i].arrival_s
+            for i, o in enumerate(run.outcomes)
+            if queue_of[i] == n and o.start_s is not None
+        ]
+        per_queue[n] = {
+            "quota_gpus": quota[n],
+            "weight": weight[n],
+            "gangs": sum(1 for q in queue_of if q == n),
+            "alloc_of_fair_pct": round(100 * alloc_sum[n] / fair_sum[n], 1)
+            if fair_sum[n]
+            else None,
+            "mean_alloc_gpus": round(alloc_sum[n] / max(1, len(times)), 1),
+            "wait_p50_s": _r(percentile(waits, 50)),
+            "wait_p99_s": _r(percentile(waits, 99)),
+            "never_started": sum(
+                1 for i, o in enumerate(run.outcomes) if queue_of[i] == n and o.start_s is None
+            ),
+            "evicted": evictions_by_queue[n],
+            "gpu_hours_lost": round(lost_by_queue[n], 2),
+        }
+    ratios = [alloc_sum[n] / fair_sum[n] for n in names if fair_sum[n] > 0]
+    jain = (sum(ratios) ** 2) / (len(ratios) * sum(r * r for r in ratios)) if ratios else None
+    return {
+        "queues": per_queue,
+        "jain_alloc_of_fair": round(jain, 4) if jain is not None else None,
+        "reclaim_events": owed_events,
+        "reclaim_within_interval_pct": round(100 * owed_met / owed_events, 1)
+        if owed_events
+        else None,
+        "reclaim_evictable_events": strict_events,
+        "reclaim_evictable_within_interval_pct": round(100 * strict_met / strict_events, 1)
+        if strict_events
+        else None,
+        "over_quota_split_gap_pp_mean": round(sum(split_gaps) / len(split_gaps), 2)
+        if split_gaps
+        else None,
+        "over_quota_split_moments": len(split_gaps),
+        "suspected_priority_inversions": inversions,
+        "preemptions": len(run.preemptions),
+        "gpu_hours_lost": round(sum(lost_by_queue.values()), 2),
+    }
+
+
+def _r(value: float | None) -> float | None:
+    return None if value is None else round(value, 1)
+
+
+def victim_minimality(cases: int, seed: int) -> dict[str, Any]:
+    """find_victims against an exhaustive search on small random fleets."""
+    from placer.model import Cluster, ComponentDemand, Node, PodDemand, WorkloadRef
+
+    the_queues = queues_from_yaml(
+        "apiVersion: placer.dev/v1alpha1\nkind: Queue\nmetadata: {name: a}\n"
+        "spec: {resources: {nvidia.com/gpu: {quota: 0}}}\n---\n"
+        "apiVersion: placer.dev/v1alpha1\nkind: Queue\nmetadata: {name: b}\n"
+        "spec: {resources: {nvidia.com/gpu: {quota: 64}}}\n"
+    )
+
+    def node(name: str) -> Node:
+        return Node(name, {"cpu": 64000, "memory": 512 << 30, "pods": 110, "nvidia.com/gpu": 8})
+
+    def job(name: str, queue: str, pods: int, gpus: int) -> Workload:
+        pod = PodDemand(requests={"cpu": 1000, "memory": 1 << 30, "nvidia.com/gpu": gpus})
+        return Workload(
+            ref=WorkloadRef("batch/v1", "Job", "default", name),
+            components=(ComponentDemand("w", "", pods, pod),),
+            labels={LABEL_QUEUE: queue},
+        )
+
+    rng = random.Random(seed)
+    worst = 0.0
+    compared = 0
+    for case in range(cases * 3):
+        if compared >= cases:
+            break
+        fleet = Fleet(
+            (
+                Cluster("c0", (node(f"c0n{i}") for i in range(2))),  # type: ignore[arg-type]
+                Cluster("c1", (node("c1n0"),)),  # type: ignore[arg-type]
+            )
+        )
+        fleet = Fleet(tuple(replace(c, nodes=tuple(c.nodes)) for c in fleet.clusters))
+        victims: list[Victim] = []
+        usage = Usage(the_queues)
+        for i in range(rng.randint(3, 8)):
+            candidate = job(f"a{case}-{i}", "a", rng.choice([1, 2]), rng.choice([1, 2, 4]))
+            decision = solve([candidate], fleet, solver="first-fit")
+            if not decision.placements:
+                continue
+            fleet = charge(fleet, decision.placements)
+            victims.append(Victim(candidate, decision.placements[0], float(i)))
+            usage.add("a", candidate.total_requests(), decision.placements[0].cluster)
+        preemptor = job(f"b{case}", "b", 1, rng.choice([2, 4, 8]))
+        if solve([preemptor], fleet, solver="first-fit").placements:
+            continue
+        eviction = find_victims(preemptor, fleet, victims, the_queues, usage)
+        least = None
+        for size in range(1, len(victims) + 1):
+            for subset in itertools.combinations(victims, size):
+                clusters = {v.placement.cluster for v in subset}
+                if len(clusters) == 1 and _realise(preemptor, fleet, clusters.pop(), subset, (), 0):
+                    g = sum(v.workload.gpus for v in subset)
+                    least = g if least is None else min(least, g)
+        if least is None or eviction is None:
+            if (least is None) != (eviction is None):
+                worst = float("inf")
+            continue
+        compared += 1
+        worst = max(worst, eviction.gpu_milli / 1000 / least)
+    return {"cases": compared, "worst_ratio_to_fewest_gpus": worst}
+
+
+# --------------------------------------------------------------------------------------------
+# run
+
+
+def run(config: Config) -> dict[str, Any]:
+    fleet = fleet_file(config.fleet)
+    if config.clusters:
+        fleet = replace(fleet, clusters=fleet.clusters[: config.clusters])
+    capacity = fleet_gpu_milli(fleet) // 1000
+    sizes = queue_sizes(config, capacity)
+    names = [n for n, _, _ in sizes]
+    items = workloads(config, fleet, names)
+    load_start = os.getloadavg()
+    contenders: dict[str, Any] = {}
+    for contender in CONTENDERS:
+        the_queues = None if contender == "no queues" else queues_yaml(sizes, contender)
+        settings = Settings(
+            "cpsat",
+            "stream",
+            time_limit=config.time_limit,
+            seed=config.seed,
+            interval=config.interval,
+            queues=the_queues,
+            preemption=contender == "placer",
+        )
+        started = time.perf_counter()
+        cpu = time.process_time()
+        result = simulate(items, fleet, settings)
+        row = measures(
+            result, items, sizes, capacity, config.interval, contender == "fifo per queue"
+        )
+        row["wall_s"] = round(time.perf_counter() - started, 1)
+        row["cpu_s"] = round(time.process_time() - cpu, 1)
+        row["verifier_problems"] = sum(len(d.problems) for d in result.decisions)
+        contenders[contender] = row
+        print(f"{contender}: done in {row['wall_s']} s", file=sys.stderr)
+    return {
+        "config": config.__dict__,
+        "helios_day": HELIOS_DAY,
+        "capacity_gpus": capacity,
+        "queues": [{"name": n, "quota_gpus": q, "weight": w} for n, q, w in sizes],
+        "workloads": len(items),
+        "offered_load": round(offered_load(items, capacity * 1000), 3),
+        "load_average": {
+            "start": [round(x, 2) for x in load_start],
+            "end": [round(x, 2) for x in os.getloadavg()],
+        },
+        "contenders": contenders,
+        "victim_minimality": victim_minimality(config.exact_cases, config.seed),
+    }
+
+
+def markdown(result: dict[str, Any], meta: dict[str, Any]) -> str:
+    config = result["config"]
+    lines = heading(
+        "Fair share: queues on a multi-tenant stream",
+        meta,
+        f"{result['workloads']} gangs on the first {config['clusters'] or 'all'} clusters of "
+        f"`{config['fleet']}` ({result['capacity_gpus']} GPUs), "
+        f"offered load {result['offered_load']:g}×, {len(result['queues'])} queues sized from "
+        f"the Helios Venus VCs of {result['helios_day']}, a decision every "
+        f"{config['interval']:g} s, CP-SAT {config['time_limit']:g} s per call. Load average "
+        f"at start {result['load_average']['start']}, at end {result['load_average']['end']}.",
+    )
+    rows = []
+    for name, row in result["contenders"].items():
+        rows.append(
+            [
+                name,
+                row["jain_alloc_of_fair"],
+                row["reclaim_within_interval_pct"],
+                row["reclaim_events"],
+                row["reclaim_evictable_within_interval_pct"],
+                row["reclaim_evictable_events"],
+                row["over_quota_split_gap_pp_mean"],
+                row["suspected_priority_inversions"],
+                row["preemptions"],
+                row["gpu_hours_lost"],
+                row["verifier_problems"],
+                row["wall_s"],
+            ]
+        )
+    lines += [
+        table(
+            [
+                "contender",
+                "Jain (alloc/fair)",
+                "owed: paid ≥95% at next decision %",
+                "owed moments",
+                "owed, whole gangs evictable: paid %",
+                "such moments",
+                "over-quota split gap (pp, mean)",
+                "suspected inversions",
+                "preemptions",
+                "GPU-h lost",
+                "verifier problems",
+                "wall s",
+            ],
+            rows,
+        ),
+        "",
+        f"Victim minimality: {result['victim_minimality']['cases']} small fleets, worst ratio "
+        f"of the victims' GPUs to the fewest any packing eviction needs: "
+        f"{result['victim_minimality']['worst_ratio_to_fewest_gpus']:g} (target ≤ 1.1).",
+        "",
+    ]
+    for name, row in result["contenders"].items():
+        lines += [f"## {name}", ""]
+        lines.append(
+            table(
+                [
+                    "queue",
+                    "quota",
+                    "weight",
+                    "gangs",
+                    "alloc / fair %",
+                    "mean GPUs",
+                    "wait p50 s",
+                    "wait p99 s",
+                    "never started",
+                    "evicted",
+                    "GPU-h lost",
+                ],
+                [
+                    [
+                        q,
+                        v["quota_gpus"],
+                        v["weight"],
+                        v["gangs"],
+                        v["alloc_of_fair_pct"],
+                        v["mean_alloc_gpus"],
+                        v["wait_p50_s"],
+                        v["wait_p99_s"],
+                        v["never_started"],
+                        v["evicted"],
+                        v["gpu_hours_lost"],
+                    ]
+                    for q, v in row["queues"].items()
+                ],
+            )
+        )
+        lines.append("")
+    return "\n".join(lines)
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(
+        prog="python -m simulations.bench_fairshare", description=__doc__
+    )
+    parser.add_argument("--fleet", default="openb-8")
+    parser.add_argument("--clusters", type=int, default=2, help="first N clusters (0: all)")
+    parser.add_argument("--count", type=int, default=400)
+    parser.add_argument("--seed", type=int, default=1)
+    parser.add_argument("--load", type=float, default=1.2)
+    parser.add_argument("--interval", type=float, default=60.0)
+    parser.add_argument("--queues", type=int, default=6)
+    parser.add_argument("--time-limit", type=float, default=0.3)
+    args = parser.parse_args(argv)
+    config = Config(
+        fleet=args.fleet,
+        clusters=args.clusters,
+        count=args.count,
+        seed=args.seed,
+        load=args.load,
+        interval=args.interval,
+        queues=args.queues,
+        time_limit=args.time_limit,
+    )
+    result, paths = measure("bench_fairshare", lambda: run(config), markdown)
+    for name, row in result["contenders"].items():
+        print(
+            f"{name:15s} jain {row['jain_alloc_of_fair']} reclaim "
+            f"{row['reclaim_within_interval_pct']}% split gap "
+            f"{row['over_quota_split_gap_pp_mean']} pp inversions "
+            f"{row['suspected_priority_inversions']} preemptions {row['preemptions']}"
+        )
+    print("victims:", result["victim_minimality"])
+    print("wrote", *paths)
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
