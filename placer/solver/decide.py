@@ -155,7 +155,10 @@ def _solve(
     bound = bounds.report(problem, placed)
     if cpsat_bound is not None:
         bound["cpsat_value"] = round(cpsat_bound, 3)
-    reasons = _explain(problem, pristine, placed, failures, solver, mode)
+    # a decision whose limit is spent (a busy machine, a huge batch) explains without trial
+    # packings, which can cost many times the limit when thousands of units are refused
+    tried = clock() < time_limit
+    reasons = _explain(problem, pristine, placed, failures, solver, mode, try_pack=tried)
     return _decision(problem, placed, reasons, solver, mode, status, started, bound)
 
 
@@ -367,8 +370,11 @@ def _explain(
     failures: dict[int, dict[str, str]],
     solver: str,
     mode: str,
+    *,
+    try_pack: bool = True,
 ) -> dict[int, dict[str, str]]:
-    """Reasons per unplaced unit and cluster (fleet order); see :mod:`placer.solver.explain`."""
+    """Reasons per unplaced unit and cluster (fleet order); see :mod:`placer.solver.explain`.
+    ``try_pack=False``: no trial packings (the decision's time limit is spent)."""
     done = {u.index for u, _, _ in placed}
     unplaced = [u for u in problem.units if u.index not in done]
     if not unplaced:
@@ -380,7 +386,7 @@ def _explain(
     cache: RunReasons = {}
     for unit in unplaced:
         final[unit.index] = {
-            name: why_not(problem.states[name], unit, cache=cache)
+            name: why_not(problem.states[name], unit, try_pack=try_pack, cache=cache)
             for name in unit.rank
             if name in problem.states
         }
@@ -414,6 +420,11 @@ def _explain(
                 names = ", ".join(u.label for u in higher[:3])
                 more = f" and {len(higher) - 3} more" if len(higher) > 3 else ""
                 texts[name] = f"displaced by higher-priority workloads ({names}{more})"
+            elif now is None and not try_pack:
+                texts[name] = (
+                    f"{solver} did not choose this cluster; whether the workload packs on its "
+                    "nodes was not checked (the decision's time limit ran out)"
+                )
             elif now is None:
                 texts[name] = f"fits, but {solver} did not choose this cluster"
             elif mode == "online":

@@ -144,13 +144,15 @@ def solve_level(
         result.status = "optimal" if best else "fallback"
         result.notes.append("one unit, in the best-ranked cluster where it packs")
         return result
+    # past the deadline (a busy machine) neither the master nor the search runs: no pairs
+    late = clock() >= deadline
     pairs = [
         (unit, name)
-        for unit in units
+        for unit in (() if late else units)
         for name in unit.allowed()
         if name in states and not infeasible_alone(states[name], unit)
     ]
-    if len(pairs) <= SMALL_MODEL:
+    if not late and len(pairs) <= SMALL_MODEL:
         now = clock()
         margin = 1.5 * hints.pass_seconds
         until = min(deadline - margin, now + MASTER_SHARE * (deadline - now))

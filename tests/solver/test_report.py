@@ -102,3 +102,18 @@ def test_the_bound_names_cover_every_bound_a_decision_reports() -> None:
     from placer.solver.report import BOUND_NAMES
 
     assert tuple(BOUND_NAMES) == BOUND_KEYS
+
+
+def test_a_decision_past_its_limit_explains_without_trial_packings(kit: Any, decide: Any) -> None:
+    # a limit far too short for anything (as on a busy machine): the explanation of what was
+    # not placed makes no trial packings, and says so instead of claiming that it fits
+    the_fleet = kit.fleet(
+        kit.cluster("a", kit.node("a1", gpus=8), kit.node("a2", gpus=8)),
+        kit.cluster("b", kit.node("b1", gpus=8)),
+    )
+    jobs = [kit.workload(f"j{i}", ("w", 2, kit.pod(gpus=2, cpu=4))) for i in range(12)]
+    decision = decide(jobs, the_fleet, time_limit=1e-9)
+    texts = [text for u in decision.unplaced for text in u.reasons.values()]
+    assert texts
+    assert all("fits, but" not in text for text in texts)
+    assert any("was not checked (the decision's time limit ran out)" in text for text in texts)
