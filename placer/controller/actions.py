@@ -39,7 +39,6 @@ from placer.controller.records import (
     clear_record_patch,
     condition_of,
     finalizer_patch,
-    format_time,
     mark_copy,
     phase_patch,
     placed_condition,
@@ -67,6 +66,7 @@ from placer.errors import (
 from placer.model import Fleet, Workload, WorkloadRef
 from placer.objects import generation_of, name_of, uid_of
 from placer.solver import release, solve
+from placer.timestamps import rfc3339
 
 log = logging.getLogger(__name__)
 
@@ -150,7 +150,7 @@ class Actions:
     def adopt(self, ref: WorkloadRef, obj: JSON, cluster: str, copy: JSON) -> JSON:
         record = PlacementRecord.from_object(copy)
         decision = record.decision if record and record.decision else "adopted"
-        placed_at = record.placed_at if record and record.placed_at else format_time(time.time())
+        placed_at = record.placed_at if record and record.placed_at else rfc3339()
         obj = self.writer.patch_meta(
             ref, obj, lambda o: record_patch(o, cluster, decision, placed_at)
         )
@@ -186,7 +186,7 @@ class Actions:
         decomposition = self.hub.decompose(obj)
         own = record_of(obj)
         record = PlacementRecord.from_object(copy) or PlacementRecord(
-            cluster, own.decision if own else "", format_time(time.time())
+            cluster, own.decision if own else "", rfc3339()
         )
         problem = self.edit_does_not_fit(cluster, copy, decomposition.workload)
         if problem:
@@ -351,7 +351,7 @@ class Actions:
             "status": "False" if problem else "True",
             "reason": reason if problem else "Valid",
             "message": (problem or "in use")[:1024],
-            "lastTransitionTime": format_time(time.time()),
+            "lastTransitionTime": rfc3339(),
         }
         api_version, kind = str(obj.get("apiVersion")), str(obj.get("kind"))
         name = name_of(obj)

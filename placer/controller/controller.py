@@ -74,7 +74,6 @@ from placer.controller.records import (
     JSON,
     CopyRef,
     condition_of,
-    format_time,
     hub_uid_of,
     key_of,
     record_of,
@@ -92,6 +91,7 @@ from placer.model import WorkloadRef
 from placer.objects import generation_of, labels_of, name_key, uid_of
 from placer.policy import PlacementPolicy
 from placer.snapshot import fleet_to_dict
+from placer.timestamps import rfc3339
 
 log = logging.getLogger(__name__)
 
@@ -385,9 +385,7 @@ class Controller:
                     "queue": labels_of(obj).get("placer.dev/queue", ""),
                     "cluster": record.cluster if record else "",
                     "decision": record.decision if record else "",
-                    "placedAt": format_time(record.placed_at)
-                    if record and record.placed_at
-                    else "",
+                    "placedAt": rfc3339(record.placed_at) if record and record.placed_at else "",
                     "phase": record.phase if record else "",
                     "state": "placed"
                     if record

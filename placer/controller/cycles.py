@@ -40,7 +40,6 @@ from placer.controller.records import (
     CopyRef,
     as_written,
     describe_error,
-    format_time,
     is_own_copy,
     mark_copy,
     placed_condition,
@@ -79,6 +78,7 @@ from placer.model import Decision, Fleet, WorkloadRef
 from placer.objects import generation_of, is_deleting, uid_of
 from placer.policy import PlacementPolicy
 from placer.solver import solve
+from placer.timestamps import rfc3339
 
 log = logging.getLogger(__name__)
 
@@ -534,7 +534,7 @@ class DecisionCycle:
         ref = manifest.ref
         cluster = outcome.cluster or ""
         record = outcome.record
-        placed_at = record.placed_at if record else format_time(time.time())
+        placed_at = record.placed_at if record else rfc3339()
         obj = dict(manifest.body)
         try:
             obj = self.writer.patch_meta(

@@ -22,10 +22,11 @@ from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import Any
 
-from placer.controller.records import cut_message, format_time
+from placer.controller.records import cut_message
 from placer.errors import KubeError, NotFoundError
 from placer.kube import KubeClient
 from placer.objects import meta, name_of, namespace_of, uid_of
+from placer.timestamps import rfc3339
 
 __all__ = ["COMPONENT", "EventRecorder", "event_body"]
 
@@ -60,7 +61,7 @@ def event_body(
     }
     if metadata.get("namespace"):
         involved["namespace"] = namespace
-    stamp = format_time(now)
+    stamp = rfc3339(now)
     return {
         "apiVersion": "v1",
         "kind": "Event",
@@ -114,7 +115,7 @@ class EventRecorder:
                         "v1",
                         "Event",
                         last.name,
-                        {"count": last.count, "lastTimestamp": format_time(now)},
+                        {"count": last.count, "lastTimestamp": rfc3339(now)},
                         namespace=last.namespace,
                     )
                     return

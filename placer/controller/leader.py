@@ -31,10 +31,10 @@ from dataclasses import dataclass
 from typing import Any
 
 from placer.controller.settings import LeaseSettings
-from placer.dispatch.storage import micro_time
 from placer.errors import ConflictError, KubeError, NotFoundError
 from placer.kube import KubeClient
 from placer.objects import version_of
+from placer.timestamps import rfc3339
 
 __all__ = ["LeaderElector", "LeaseView", "next_lease"]
 
@@ -88,7 +88,7 @@ def next_lease(
         if now - view.observed_at < held_seconds:
             return None, view
     transitions = int((spec or {}).get("leaseTransitions") or 0)
-    stamp = micro_time(wall)
+    stamp = rfc3339(wall, digits=6)
     new: dict[str, Any] = {
         "holderIdentity": identity,
         "leaseDurationSeconds": max(1, math.ceil(duration)),
@@ -248,7 +248,7 @@ class LeaderElector:
             if spec.get("holderIdentity") != self.identity:
                 return
             spec.update(
-                holderIdentity="", leaseDurationSeconds=1, renewTime=micro_time(time.time())
+                holderIdentity="", leaseDurationSeconds=1, renewTime=rfc3339(time.time(), digits=6)
             )
             lease["spec"] = spec
             self.client.replace(lease, namespace=namespace)

@@ -13,8 +13,9 @@ from __future__ import annotations
 import json
 import logging
 import sys
-from datetime import UTC, datetime
 from typing import Any, TextIO
+
+from placer.timestamps import rfc3339
 
 __all__ = ["CONTEXT_KEYS", "JsonFormatter", "configure_logging"]
 
@@ -39,9 +40,8 @@ class JsonFormatter(logging.Formatter):
     """Formats a record as one JSON line (see the module docstring)."""
 
     def format(self, record: logging.LogRecord) -> str:
-        stamp = datetime.fromtimestamp(record.created, UTC)
         line: dict[str, Any] = {
-            "time": stamp.strftime("%Y-%m-%dT%H:%M:%S.") + f"{stamp.microsecond // 1000:03d}Z",
+            "time": rfc3339(record.created, digits=3),
             "level": record.levelname.lower(),
             "logger": record.name,
             "msg": record.getMessage(),

@@ -32,7 +32,6 @@ from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
-from datetime import UTC, datetime
 from typing import Any, NamedTuple
 
 from placer.definitions import workload_ref
@@ -42,7 +41,6 @@ from placer.dispatch.record import (
     ANNOTATION_PLACED_AT,
     LABEL_PLACED_CLUSTER,
     label_value,
-    rfc3339,
 )
 from placer.errors import PlacerError
 from placer.model import LABEL_QUEUE, WorkloadRef
@@ -54,6 +52,7 @@ from placer.objects import (
     name_key,
     version_of,
 )
+from placer.timestamps import parse_rfc3339, rfc3339
 
 __all__ = [
     "ANNOTATION_CLUSTER",
@@ -75,14 +74,12 @@ __all__ = [
     "copy_marks",
     "cut_message",
     "finalizer_patch",
-    "format_time",
     "has_finalizer",
     "is_opted_in",
     "is_own_copy",
     "key_of",
     "mark_copy",
     "merge_conditions",
-    "parse_time",
     "phase_patch",
     "placed_condition",
     "record_of",
@@ -167,7 +164,7 @@ def record_of(obj: Mapping[str, Any]) -> Record | None:
     return Record(
         cluster=cluster,
         decision=annotations.get(ANNOTATION_DECISION, ""),
-        placed_at=parse_time(annotations.get(ANNOTATION_PLACED_AT)),
+        placed_at=parse_rfc3339(annotations.get(ANNOTATION_PLACED_AT)),
         confirmed=confirmed,
         phase=annotations.get(ANNOTATION_PHASE, ""),
     )
@@ -179,21 +176,6 @@ def _cluster_in(condition: Mapping[str, Any]) -> str:
     if not message.startswith("cluster "):
         return ""
     return message[len("cluster ") :].split(" ", 1)[0].rstrip(":;,")
-
-
-def format_time(seconds: float) -> str:
-    """RFC 3339 (second precision, UTC) for a Unix time."""
-    return rfc3339(datetime.fromtimestamp(seconds, UTC))
-
-
-def parse_time(text: str | None) -> float | None:
-    """Unix time of an RFC 3339 timestamp, or ``None`` when absent or malformed."""
-    if not text:
-        return None
-    try:
-        return datetime.fromisoformat(text.replace("Z", "+00:00")).timestamp()
-    except ValueError:
-        return None
 
 
 # --------------------------------------------------------------------------------------------
@@ -288,7 +270,7 @@ def placed_condition(
         "status": "True" if status else "False",
         "reason": reason,
         "message": message,
-        "lastTransitionTime": format_time(now),
+        "lastTransitionTime": rfc3339(now),
     }
     if isinstance(generation, int):
         condition["observedGeneration"] = generation

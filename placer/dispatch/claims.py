@@ -117,11 +117,12 @@ from dataclasses import dataclass, field
 from functools import partial
 from typing import Any
 
-from placer.dispatch.storage import NAMESPACE, create_configmap, micro_time, parse_micro_time
+from placer.dispatch.storage import NAMESPACE, create_configmap
 from placer.errors import ConflictError, KubeError, NotFoundError
 from placer.kube import KubeClient
 from placer.model import WorkloadRef
 from placer.objects import version_of
+from placer.timestamps import parse_rfc3339, rfc3339
 
 __all__ = [
     "CLAIM_TTL",
@@ -205,8 +206,8 @@ class Claim:
             "decision": self.decision,
             "holder": self.holder,
             "token": self.token,
-            "acquired": micro_time(self.acquired),
-            "renewed": micro_time(self.renewed),
+            "acquired": rfc3339(self.acquired, digits=6),
+            "renewed": rfc3339(self.renewed, digits=6),
             "ttlSeconds": self.ttl,
         }
         if self.lease:
@@ -218,8 +219,8 @@ class Claim:
         """The claim of :meth:`encode`'s text, or ``None`` when it is unreadable."""
         try:
             data = json.loads(str(text))
-            acquired = parse_micro_time(data["acquired"])
-            renewed = parse_micro_time(data["renewed"])
+            acquired = parse_rfc3339(data["acquired"])
+            renewed = parse_rfc3339(data["renewed"])
             if acquired is None or renewed is None:
                 return None
             return cls(

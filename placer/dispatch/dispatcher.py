@@ -79,7 +79,6 @@ from placer.dispatch.record import (
     PlacementRecord,
     dispatch_manifest,
     new_decision_id,
-    rfc3339,
 )
 from placer.dispatch.redecide import Redecider
 from placer.dispatch.reservation import reserve
@@ -96,6 +95,7 @@ from placer.errors import (
 from placer.kube import KubeClient
 from placer.model import Decision, Fleet, Placement, Unplaced, WorkloadRef
 from placer.objects import name_of, uid_of
+from placer.timestamps import rfc3339
 
 __all__ = ["Dispatcher"]
 

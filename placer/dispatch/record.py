@@ -36,6 +36,7 @@ from typing import Any
 
 from placer.model import ANNOTATION_PREFIX, Placement, WorkloadRef
 from placer.objects import meta
+from placer.timestamps import rfc3339
 
 __all__ = [
     "ANNOTATION_CLUSTER",
@@ -52,7 +53,6 @@ __all__ = [
     "label_value",
     "new_decision_id",
     "plan_of",
-    "rfc3339",
 ]
 
 #: the field manager of every server-side apply placer makes.
@@ -81,11 +81,6 @@ _SERVER_METADATA = (
     "finalizers",
 )
 _LAST_APPLIED = "kubectl.kubernetes.io/last-applied-configuration"
-
-
-def rfc3339(moment: datetime | None = None) -> str:
-    """``moment`` (default now) as RFC 3339 in UTC, seconds precision."""
-    return (moment or datetime.now(UTC)).astimezone(UTC).strftime("%Y-%m-%dT%H:%M:%SZ")
 
 
 def new_decision_id(moment: datetime | None = None) -> str:

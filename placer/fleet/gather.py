@@ -29,7 +29,6 @@ from collections.abc import Callable, Sequence
 from concurrent.futures import Future, ThreadPoolExecutor
 from concurrent.futures import TimeoutError as FutureTimeout
 from contextlib import AbstractContextManager
-from datetime import UTC, datetime
 from typing import Any
 
 from placer.accelerators import AcceleratorTable, default_accelerators
@@ -39,6 +38,7 @@ from placer.fleet.config import ClusterSource, FleetConfig
 from placer.fleet.devices import DRA_API_VERSION, node_device_groups
 from placer.kube import ClientSettings, KubeClient, open_client
 from placer.model import Cluster, DeviceGroup, Fleet, Node
+from placer.timestamps import rfc3339
 
 __all__ = [
     "GRACE",
@@ -186,7 +186,7 @@ def gather_fleet(
     Returns:
         The fleet, clusters in configuration order, ``captured_at`` = start time (UTC).
     """
-    captured_at = datetime.now(UTC).strftime("%Y-%m-%dT%H:%M:%SZ")
+    captured_at = rfc3339()
     sources: Sequence[ClusterSource] = config.clusters
     if not sources:
         return Fleet((), captured_at, accelerators=dict(config.accelerators_data))

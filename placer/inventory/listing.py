@@ -37,6 +37,7 @@ from placer.kube import KubeClient
 from placer.model import GPU_SHARE
 from placer.objects import labels_of, meta, name_of, namespace_of, owner_references_of, uid_of
 from placer.quantity import GPU
+from placer.timestamps import parse_rfc3339
 
 __all__ = [
     "Inventory",
@@ -347,13 +348,10 @@ def components_text(workload: LiveWorkload) -> str:
 
 def age(timestamp: object, now: datetime | None = None) -> str:
     """kubectl-style age (``45s``, ``3m``, ``5h``, ``2d``) of an RFC 3339 timestamp."""
-    if not isinstance(timestamp, str):
+    then = parse_rfc3339(timestamp)
+    if then is None:
         return "<unknown>"
-    try:
-        then = datetime.strptime(timestamp, "%Y-%m-%dT%H:%M:%SZ").replace(tzinfo=UTC)
-    except ValueError:
-        return "<unknown>"
-    seconds = max(0, int(((now or datetime.now(UTC)) - then).total_seconds()))
+    seconds = max(0, int((now or datetime.now(UTC)).timestamp() - then))
     if seconds < 120:
         return f"{seconds}s"
     if seconds < 7200:

@@ -39,7 +39,6 @@ import logging
 import re
 import threading
 from collections.abc import Callable, Iterable, Mapping
-from datetime import UTC, datetime
 from typing import Any
 
 from placer.definitions import (
@@ -66,6 +65,7 @@ from placer.objects import (
 from placer.podspec import node_mismatch
 from placer.quantity import PODS
 from placer.testing import ApiServer, StatusError, Store, WriteEvent
+from placer.timestamps import rfc3339
 from placer.virtual.crds import crd_facts
 from placer.virtual.seeding import running_pod_status
 
@@ -308,7 +308,7 @@ def _pod(
     }
     if template_meta.get("annotations"):
         metadata["annotations"] = dict(template_meta["annotations"])
-    now = datetime.now(UTC).strftime("%Y-%m-%dT%H:%M:%SZ")
+    now = rfc3339()
     if node:
         spec["nodeName"] = node
         status = running_pod_status(spec, node=node, pod=metadata["name"], now=now)
@@ -332,7 +332,7 @@ def _bind_root_pod(store: Store, obj: Mapping[str, Any], node: str) -> None:
     spec = dict(pod.get("spec") or {})
     if node:
         spec["nodeName"] = node
-        now = datetime.now(UTC).strftime("%Y-%m-%dT%H:%M:%SZ")
+        now = rfc3339()
         pod["status"] = running_pod_status(spec, node=node, pod=name_of(pod), now=now)
     else:
         pod["status"] = {
@@ -369,7 +369,7 @@ def _candidates(obj: Mapping[str, Any], d: Decomposition) -> list[dict[str, Any]
     pods = sum(c.replicas for c in d.components)
     replicas = _replicas(obj, 1)
     generation = generation_of(obj) or 1
-    now = datetime.now(UTC).strftime("%Y-%m-%dT%H:%M:%SZ")
+    now = rfc3339()
     ready = [{"type": "Ready", "status": "True", "reason": "Ready", "lastTransitionTime": now}]
     known: dict[tuple[str, str], list[dict[str, Any]]] = {
         ("apps", "Deployment"): [

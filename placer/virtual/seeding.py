@@ -33,13 +33,13 @@ from __future__ import annotations
 
 import zlib
 from collections.abc import Iterator, Mapping
-from datetime import UTC, datetime
 from typing import Any
 
 from placer.fleet.capacity import GPU_DEVICES_ANNOTATION
 from placer.fleet.devices import DRA_API_VERSION
 from placer.model import Cluster, Node
 from placer.quantity import PODS, format_quantity
+from placer.timestamps import rfc3339
 
 __all__ = [
     "KUBELET_VERSION",
@@ -211,7 +211,9 @@ def _pod(name: str, requests: Mapping[str, int], *, node: str | None) -> dict[st
     if node:
         spec["nodeName"] = node
     status = (
-        running_pod_status(spec, node=node, pod=name, now=_now()) if node else {"phase": "Pending"}
+        running_pod_status(spec, node=node, pod=name, now=rfc3339())
+        if node
+        else {"phase": "Pending"}
     )
     return {
         "apiVersion": "v1",
@@ -299,10 +301,6 @@ def _usage_claim(name: str, driver: str, node: str, devices: list[str]) -> dict[
             }
         },
     }
-
-
-def _now() -> str:
-    return datetime.now(UTC).strftime("%Y-%m-%dT%H:%M:%SZ")
 
 
 def _quantities(resources: Mapping[str, int]) -> dict[str, str]:

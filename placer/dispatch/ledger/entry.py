@@ -18,9 +18,10 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
-from placer.dispatch.storage import NAMESPACE, micro_time, parse_micro_time
+from placer.dispatch.storage import NAMESPACE
 from placer.model import Placement, PodAssignment, WorkloadRef
 from placer.objects import name_of
+from placer.timestamps import parse_rfc3339, rfc3339
 
 __all__ = [
     "DEFAULT_TTL",
@@ -106,8 +107,8 @@ def encode_entry(entry: InFlight) -> str:
         },
         "cluster": p.cluster,
         "decision": entry.decision,
-        "created": micro_time(entry.created),
-        "expires": micro_time(entry.expires),
+        "created": rfc3339(entry.created, digits=6),
+        "expires": rfc3339(entry.expires, digits=6),
         "requests": dict(p.requests),
         "pods": pods,
     }
@@ -134,8 +135,8 @@ def decode_entry(text: str, *, store: str = "") -> InFlight | None:
             for c, i, x, n, r, devs in data["pods"]
         )
         requests = {str(k): int(v) for k, v in dict(data.get("requests") or {}).items()}
-        created = parse_micro_time(data["created"])
-        expires = parse_micro_time(data["expires"])
+        created = parse_rfc3339(data["created"])
+        expires = parse_rfc3339(data["expires"])
         if created is None or expires is None:
             return None
         placement = Placement(ref, str(data["cluster"]), pods, requests)
