@@ -78,6 +78,7 @@ from placer.model import Decision, Fleet, WorkloadRef
 from placer.objects import generation_of, is_deleting, uid_of
 from placer.policy import PlacementPolicy
 from placer.solver import solve
+from placer.stopwatch import Stopwatch
 from placer.timestamps import rfc3339
 
 log = logging.getLogger(__name__)
@@ -318,15 +319,8 @@ class DecisionCycle:
         Recording (hub writes) runs in the worker pool while the next cycle may already
         decide: the dispatched placements are in the ledger, the refs stay busy until recorded.
         """
-        timings: dict[str, float] = {}
-        mark = time.perf_counter()
-
-        def lap(step: str) -> None:
-            nonlocal mark
-            now = time.perf_counter()
-            timings[step] = round(now - mark, 3)
-            mark = now
-
+        stopwatch = Stopwatch(digits=3)
+        lap = stopwatch.lap
         fleet = self.gather()
         lap("gather")
         manifests: list[Manifest] = []
@@ -413,7 +407,7 @@ class DecisionCycle:
         log.info(
             "decision %s dispatched",
             decision_id,
-            extra={"event": "cycle-timings", "decision": decision_id, "timings": timings},
+            extra={"event": "cycle-timings", "decision": decision_id, "timings": stopwatch.timings},
         )
         return handed
 

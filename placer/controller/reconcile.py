@@ -47,11 +47,11 @@ objects of that kind are listed, and never for an object with work in flight.
 
 from __future__ import annotations
 
-import math
 from collections.abc import Collection, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
+from placer.backoff import doubling
 from placer.controller.records import (
     CONDITION,
     Record,
@@ -419,10 +419,7 @@ class Backoff:
         return now + self.delay(failures)
 
     def delay(self, failures: int) -> float:
-        if failures <= 0:
-            return 0.0
-        exponent = min(failures - 1, 62)
-        return float(min(self.maximum, self.initial * math.pow(2, exponent)))
+        return doubling(failures, self.initial, self.maximum)
 
     def forget(self, key: Any) -> None:
         """The workload was placed, changed or deleted."""

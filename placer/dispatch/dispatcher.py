@@ -54,6 +54,7 @@ from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, field, replace
 from typing import Any
 
+from placer.backoff import Doubling
 from placer.definitions import can_suspend, resume
 from placer.dispatch.claims import Claim, Claims
 from placer.dispatch.existing import find_existing, settle_existing
@@ -95,6 +96,7 @@ from placer.errors import (
 from placer.kube import KubeClient
 from placer.model import Decision, Fleet, Placement, Unplaced, WorkloadRef
 from placer.objects import name_of, uid_of
+from placer.quantity import add
 from placer.timestamps import rfc3339
 
 __all__ = ["Dispatcher"]
@@ -237,7 +239,7 @@ class Dispatcher:
         they are reported ``in-flight``, or ``unchanged`` once its copy is found.
         """
         deadline = time.monotonic() + self.options.claim_wait
-        pause = 0.2
+        pauses = Doubling(0.2, 1.0)
         todo = list(placements)
         waiting = list(unplaced)
         while todo or waiting:
@@ -252,8 +254,7 @@ class Dispatcher:
                 for ref, claim in lost.items():
                     state.done[ref] = in_flight_outcome(ref, claim)
                 return
-            time.sleep(min(pause, left))
-            pause = min(pause * 2, 1.0)
+            time.sleep(min(pauses.failed(), left))
             todo = [p for p in todo if p.workload in lost]
             waiting = [ref for ref in waiting if ref in lost]
 
@@ -639,15 +640,7 @@ class Dispatcher:
         summary = replace(
             decision.summary,
             placed=len(placements),
-            placed_requests=_sum_requests(placements),
+            placed_requests=add(*(p.requests for p in placements)),
         )
         final = Decision(tuple(placements), tuple(unplaced), summary)
         return DispatchResult(decision_id, final, tuple(outcomes), tuple(warnings))
-
-
-def _sum_requests(placements: Sequence[Placement]) -> dict[str, int]:
-    total: dict[str, int] = {}
-    for placement in placements:
-        for name, amount in placement.requests.items():
-            total[name] = total.get(name, 0) + amount
-    return total

@@ -62,12 +62,14 @@ from placer.model import (
 )
 from placer.podspec import taint_not_tolerated
 from placer.policy import PlacementPolicy, policy_for
+from placer.quantity import add
 from placer.queues import QueueSet
 from placer.solver import solve
 
 if TYPE_CHECKING:
     from placer.solver.fairshare import Running
 from placer.solver.refusals import refusals
+from placer.stopwatch import Stopwatch
 
 __all__ = ["CLAIM_WAIT", "SubmitReport", "gather_charged", "snapshot_free_decision", "submit"]
 
@@ -129,15 +131,8 @@ def submit(
     dispatch failures are in the outcomes.
     """
     warnings: list[str] = []
-    timings: dict[str, float] = {}
-    clock = time.perf_counter()
-
-    def lap(step: str) -> None:
-        nonlocal clock
-        now = time.perf_counter()
-        timings[step] = round(now - clock, 4)
-        clock = now
-
+    stopwatch = Stopwatch(digits=4)
+    lap = stopwatch.lap
     ledger = Ledger()
     if snapshot_free:
         fleet = _probe_fleet(config, clients)
@@ -146,7 +141,7 @@ def submit(
         warnings += problems
     lap("gather")
     if not snapshot_free:
-        timings["ledger"] = round(slowest, 4)
+        stopwatch.record("ledger", slowest)
     reachable = {
         c.name: clients[c.name] for c in fleet.clusters if c.reachable and c.name in clients
     }
@@ -218,7 +213,9 @@ def submit(
         )
     final = _merge(result.decision, outcomes, manifests)
     lap("explain")
-    return SubmitReport(decision_id, final, outcomes, refused, fleet, tuple(warnings), timings)
+    return SubmitReport(
+        decision_id, final, outcomes, refused, fleet, tuple(warnings), stopwatch.timings
+    )
 
 
 # --------------------------------------------------------------------------------------------
@@ -276,14 +273,8 @@ def _merge(
             unplaced[outcome.workload] = Unplaced(outcome.workload, reasons)
     order = [m.ref for m in manifests]
     placed = tuple(placements[r] for r in order if r in placements)
-    total: dict[str, int] = {}
-    for p in placed:
-        for k, v in p.requests.items():
-            total[k] = total.get(k, 0) + v
-    demand: dict[str, int] = {}
-    for m in manifests:
-        for k, v in m.workload.total_requests().items():
-            demand[k] = demand.get(k, 0) + v
+    total = add(*(p.requests for p in placed))
+    demand = add(*(m.workload.total_requests() for m in manifests))
     summary = replace(
         decision.summary,
         workloads=len(manifests),
@@ -365,14 +356,8 @@ def snapshot_free_decision(
                 for i in range(c.replicas)
             )
             placements.append(Placement(w.ref, target, pods, w.total_requests()))
-    demand: dict[str, int] = {}
-    for w in workloads:
-        for k, v in w.total_requests().items():
-            demand[k] = demand.get(k, 0) + v
-    placed_requests: dict[str, int] = {}
-    for p in placements:
-        for k, v in p.requests.items():
-            placed_requests[k] = placed_requests.get(k, 0) + v
+    demand = add(*(w.total_requests() for w in workloads))
+    placed_requests = add(*(p.requests for p in placements))
     summary = DecisionSummary(
         solver="snapshot-free",
         mode="batch",

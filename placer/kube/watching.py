@@ -34,6 +34,7 @@ from typing import TYPE_CHECKING, Any
 
 import urllib3.exceptions
 
+from placer.backoff import Doubling
 from placer.errors import ClusterUnreachableError, KubeError
 from placer.kube.requests import watch_request
 from placer.kube.settings import WatchSettings
@@ -46,6 +47,9 @@ if TYPE_CHECKING:
 __all__ = ["Action", "Listed", "WatchEvent", "WatchState", "Watcher", "iter_lines"]
 
 log = logging.getLogger(__name__)
+
+#: the longest wait between reconnects (unless ``reconnect_backoff`` itself is longer).
+_MAX_RECONNECT_WAIT = 30.0
 
 #: Event types passed on to consumers.
 OBJECT_EVENTS = ("ADDED", "MODIFIED", "DELETED")
@@ -274,17 +278,16 @@ class _Backoff:
         self.reset()
 
     def reset(self) -> None:
-        self.failures = 0
-        self.delay = self.settings.reconnect_backoff
+        initial = self.settings.reconnect_backoff
+        self.waits = Doubling(initial, max(initial, _MAX_RECONNECT_WAIT))
 
     def failed(self, err: ClusterUnreachableError, what: str) -> None:
         """Count ``err``; re-raise it past ``max_reconnects``, else wait before the retry."""
-        self.failures += 1
-        if self.failures > self.settings.max_reconnects:
+        wait = self.waits.failed()
+        if self.waits.failures > self.settings.max_reconnects:
             raise err
         log.warning("cluster %s: %s failed (%s); retrying", self.cluster, what, err)
-        self.stop.wait(self.delay)
-        self.delay = min(self.delay * 2, 30.0)
+        self.stop.wait(wait)
 
 
 def _chunks(response: Any) -> Iterator[bytes]:
