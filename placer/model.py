@@ -20,7 +20,7 @@ from __future__ import annotations
 from collections.abc import Mapping
 from dataclasses import dataclass, field
 
-from placer.quantity import GPU, PODS, Resources
+from placer.quantity import GPU, PODS, Resources, add
 
 __all__ = [
     "ANNOTATION_PREFIX",
@@ -239,6 +239,7 @@ class Workload:
 
     def total_requests(self) -> dict[str, int]:
         """Sum of all pods' requests (no ``pods`` entry)."""
+        # written out rather than add(scale(...)): a hot path of simulation
         total: dict[str, int] = {}
         for component in self.components:
             for name, amount in component.pod.requests.items():
@@ -338,11 +339,7 @@ class Cluster:
     pending: PendingPods = field(default_factory=PendingPods)
 
     def allocatable(self) -> dict[str, int]:
-        total: dict[str, int] = {}
-        for node in self.nodes:
-            for name, amount in node.allocatable.items():
-                total[name] = total.get(name, 0) + amount
-        return total
+        return add(*(node.allocatable for node in self.nodes))
 
     def free(self, *, usable_only: bool = True) -> dict[str, int]:
         total: dict[str, int] = {}

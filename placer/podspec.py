@@ -39,7 +39,7 @@ from placer.model import (
     Taint,
     Toleration,
 )
-from placer.quantity import overcommit_allowed, resource_amount, to_canonical
+from placer.quantity import add, overcommit_allowed, resource_amount, to_canonical
 
 __all__ = [
     "container_requests",
@@ -109,14 +109,14 @@ def pod_requests(spec: Mapping[str, Any], *, strict: bool = True) -> dict[str, i
 
     ``strict=False`` for pods read from a cluster: only the quantities are checked.
     """
-    running: dict[str, int] = {}
-    for index, container in enumerate(_list(spec.get("containers"))):
-        _add(
-            running,
+    running = add(
+        *(
             container_requests(
                 _mapping(container.get("resources")), f"containers[{index}].", strict=strict
-            ),
+            )
+            for index, container in enumerate(_list(spec.get("containers")))
         )
+    )
     init_peak: dict[str, int] = {}
     sidecars: dict[str, int] = {}
     for index, container in enumerate(_list(spec.get("initContainers"))):
@@ -124,12 +124,11 @@ def pod_requests(spec: Mapping[str, Any], *, strict: bool = True) -> dict[str, i
             _mapping(container.get("resources")), f"initContainers[{index}].", strict=strict
         )
         if container.get("restartPolicy") == "Always":
-            _add(running, own)
-            _add(sidecars, own)
+            running = add(running, own)
+            sidecars = add(sidecars, own)
             need = dict(sidecars)
         else:
-            need = dict(sidecars)
-            _add(need, own)
+            need = add(sidecars, own)
         for name, amount in need.items():
             init_peak[name] = max(init_peak.get(name, 0), amount)
     total = dict(running)
@@ -139,7 +138,7 @@ def pod_requests(spec: Mapping[str, Any], *, strict: bool = True) -> dict[str, i
     for name in _POD_LEVEL:
         if name in pod_level:
             total[name] = pod_level[name]
-    _add(total, _amounts(_mapping(spec.get("overhead")), "overhead", strict))
+    total = add(total, _amounts(_mapping(spec.get("overhead")), "overhead", strict))
     return {name: amount for name, amount in total.items() if amount}
 
 
@@ -284,8 +283,3 @@ def _list(value: object) -> list[Mapping[str, Any]]:
     if not isinstance(value, list):
         return []
     return [item for item in value if isinstance(item, Mapping)]
-
-
-def _add(total: dict[str, int], more: Mapping[str, int]) -> None:
-    for name, amount in more.items():
-        total[name] = total.get(name, 0) + amount
