@@ -15,6 +15,8 @@ import pytest
 import yaml
 from hypothesis import HealthCheck, settings
 
+from tests.builders import objects
+
 settings.register_profile(
     "placer",
     max_examples=60,
@@ -26,33 +28,7 @@ settings.register_profile(
 settings.load_profile("placer")
 
 #: A valid Karta whose root status expression is replaced by the hostile one under test.
-KARTA: dict[str, Any] = {
-    "apiVersion": "run.ai/v1alpha1",
-    "kind": "Karta",
-    "metadata": {"name": "hostile"},
-    "spec": {
-        "structureDefinition": {
-            "rootComponent": {
-                "name": "widget",
-                "kind": {"group": "example.com", "version": "v1", "kind": "Widget"},
-                "specDefinition": {"podTemplateSpecPath": ".spec.template"},
-                "scaleDefinition": {"replicasPath": ".spec.replicas"},
-                "statusDefinition": {
-                    "statusMappings": {
-                        "running": [
-                            {
-                                "byExpression": {
-                                    "expression": ".status.ready == true",
-                                    "expectedResult": "true",
-                                }
-                            }
-                        ]
-                    }
-                },
-            }
-        }
-    },
-}
+KARTA: dict[str, Any] = objects.karta("hostile", kind="Widget", component="widget")
 #: Where :func:`karta_with` puts the expression, as validation names it.
 EXPRESSION_FIELD = (
     "spec.structureDefinition.rootComponent.statusDefinition.statusMappings.running[0]"

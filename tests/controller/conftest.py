@@ -28,6 +28,7 @@ from placer.controller.settings import BackoffSettings
 from placer.fleet import FleetConfig, fleet_from_kubeconfigs
 from placer.kube import ClientSettings, KubeClient, load_kubeconfigs, open_client
 from placer.testing import ApiServer, write_kubeconfig
+from tests.builders import objects
 
 MEMBERS = ("m1", "m2", "m3")
 NODES = 12
@@ -36,17 +37,7 @@ NAMESPACE = "team-a"
 
 
 def node(name: str, gpus: int = GPUS) -> dict[str, Any]:
-    allocatable = {"cpu": "64", "memory": "512Gi", "nvidia.com/gpu": str(gpus), "pods": "110"}
-    return {
-        "apiVersion": "v1",
-        "kind": "Node",
-        "metadata": {"name": name, "labels": {"kubernetes.io/hostname": name}},
-        "status": {
-            "allocatable": allocatable,
-            "capacity": allocatable,
-            "conditions": [{"type": "Ready", "status": "True"}],
-        },
-    }
+    return objects.node(name, gpus=gpus)
 
 
 def job(

@@ -21,6 +21,7 @@ import pytest
 from placer.controller import Endpoints, HttpServer
 from placer.definitions import Catalog
 from placer.virtual.realism import register_catalog_kinds
+from tests.builders import objects
 
 
 def job_state(hubfleet: Any, name: str, plural: str = "jobs") -> tuple[str | None, dict[str, Any]]:
@@ -40,23 +41,9 @@ def placed_on(hubfleet: Any, names: list[str], plural: str = "jobs") -> dict[str
 
 
 def jobset(name: str, gpus: int = 2) -> dict[str, Any]:
-    pod = {
-        "restartPolicy": "Never",
-        "containers": [
-            {"name": "t", "image": "t", "resources": {"limits": {"nvidia.com/gpu": str(gpus)}}}
-        ],
-    }
-    return {
-        "apiVersion": "jobset.x-k8s.io/v1alpha2",
-        "kind": "JobSet",
-        "metadata": {"name": name, "namespace": "team-a", "labels": {"placer.dev/queue": "q"}},
-        "spec": {
-            "suspend": True,
-            "replicatedJobs": [
-                {"name": "w", "replicas": 1, "template": {"spec": {"template": {"spec": pod}}}}
-            ],
-        },
-    }
+    return objects.jobset(
+        name, gpus=gpus, namespace="team-a", labels={"placer.dev/queue": "q"}, suspend=True
+    )
 
 
 def metric(controller: Any, prefix: str) -> float | None:

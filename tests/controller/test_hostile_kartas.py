@@ -10,7 +10,6 @@
 
 from __future__ import annotations
 
-import copy
 import json
 import logging
 from pathlib import Path
@@ -21,63 +20,19 @@ import pytest
 import yaml
 
 from placer.controller import Endpoints, HttpServer
+from tests.builders import objects
 
 DEPLOY = Path(__file__).resolve().parents[2] / "deploy"
 SECRET = "AKIA-s3cr3t-never-to-be-shown"
 TOKEN = "tok-" + "q" * 2000
 
-KARTA: dict[str, Any] = {
-    "apiVersion": "run.ai/v1alpha1",
-    "kind": "Karta",
-    "metadata": {"name": "x"},
-    "spec": {
-        "structureDefinition": {
-            "rootComponent": {
-                "name": "root",
-                "kind": {"group": "example.com", "version": "v1", "kind": "X"},
-                "specDefinition": {"podTemplateSpecPath": ".spec.template"},
-                "scaleDefinition": {"replicasPath": ".spec.replicas"},
-                "statusDefinition": {
-                    "statusMappings": {
-                        "running": [
-                            {
-                                "byExpression": {
-                                    "expression": ".status.ready == true",
-                                    "expectedResult": "true",
-                                }
-                            }
-                        ]
-                    }
-                },
-            }
-        }
-    },
-}
-
 
 def _karta(name: str, kind: str, *, replicas: str = ".spec.replicas") -> dict[str, Any]:
-    data = copy.deepcopy(KARTA)
-    data["metadata"]["name"] = name
-    root = data["spec"]["structureDefinition"]["rootComponent"]
-    root["kind"]["kind"] = kind
-    root["scaleDefinition"]["replicasPath"] = replicas
-    return data
+    return objects.karta(name, kind=kind, replicas_path=replicas)
 
 
 def _object(kind: str, name: str, **spec: Any) -> dict[str, Any]:
-    pod = {
-        "spec": {
-            "containers": [
-                {"name": "c", "image": "c", "resources": {"limits": {"nvidia.com/gpu": "1"}}}
-            ]
-        }
-    }
-    return {
-        "apiVersion": "example.com/v1",
-        "kind": kind,
-        "metadata": {"name": name, "namespace": "team-a", "labels": {"placer.dev/queue": "q"}},
-        "spec": {"replicas": 1, "template": pod, **spec},
-    }
+    return objects.custom_object(kind, name, **spec)
 
 
 def test_hostile_kartas_are_refused_and_leak_nothing(

@@ -8,34 +8,28 @@ from placer.fleet import PodTally, cluster_from_api, complete_labels, node_from_
 from placer.fleet.capacity import GPU_DEVICES_ANNOTATION, gpu_models
 from placer.model import Node, Taint
 from placer.quantity import GPU
+from tests.builders import objects
 
 MIG = "nvidia.com/mig-1g.10gb"
 
 
-def node(name: str, *, ready: str = "True", **extra: Any) -> dict[str, Any]:
-    return {
-        "metadata": {
-            "name": name,
-            "labels": {
-                "nvidia.com/gpu.product": "NVIDIA-H100-80GB-HBM3",
-                "topology.kubernetes.io/region": "eu-1",
-                "topology.kubernetes.io/zone": f"eu-1{name[-1]}",
-            },
-            **extra.pop("metadata", {}),
-        },
-        "spec": extra.pop("spec", {}),
-        "status": {
-            "allocatable": {
-                "cpu": "64",
-                "memory": "512Gi",
-                "pods": "110",
-                "nvidia.com/gpu": "8",
-                MIG: "7",
-                "hugepages-1Gi": "4Gi",
-            },
-            "conditions": [{"type": "Ready", "status": ready}],
-        },
+def node(
+    name: str,
+    *,
+    ready: str = "True",
+    spec: dict[str, Any] | None = None,
+    annotations: dict[str, str] | None = None,
+) -> dict[str, Any]:
+    """An H100 node of region eu-1 with MIG slices and huge pages."""
+    labels = {
+        "nvidia.com/gpu.product": "NVIDIA-H100-80GB-HBM3",
+        "topology.kubernetes.io/region": "eu-1",
+        "topology.kubernetes.io/zone": f"eu-1{name[-1]}",
     }
+    extra = {MIG: "7", "hugepages-1Gi": "4Gi"}
+    return objects.node(
+        name, labels=labels, extra=extra, ready=ready, spec=spec, annotations=annotations
+    )
 
 
 def pod(
@@ -47,16 +41,9 @@ def pod(
     deleting: bool = False,
     **resources: str,
 ) -> dict[str, Any]:
-    requests: dict[str, Any] = {"cpu": cpu, "memory": "1Gi", **resources}
-    if gpu:
-        requests["nvidia.com/gpu"] = str(gpu)
-    meta: dict[str, Any] = {"name": "p", "namespace": "default"}
-    if deleting:
-        meta["deletionTimestamp"] = "2026-11-29T12:00:00Z"
-    spec: dict[str, Any] = {"containers": [{"name": "c", "resources": {"requests": requests}}]}
-    if node_name:
-        spec["nodeName"] = node_name
-    return {"metadata": meta, "spec": spec, "status": {"phase": phase}}
+    return objects.pod(
+        node=node_name, phase=phase, cpu=cpu, gpus=gpu, deleting=deleting, extra=resources
+    )
 
 
 def test_free_is_allocatable_minus_bound_non_terminal_requests_for_every_resource() -> None:
@@ -101,7 +88,7 @@ def test_node_state_taints_and_devices() -> None:
                 {"key": "weird", "effect": "Sometimes"},  # not a real effect: ignored
             ],
         },
-        metadata={"annotations": {GPU_DEVICES_ANNOTATION: "1000,500,0"}},
+        annotations={GPU_DEVICES_ANNOTATION: "1000,500,0"},
     )
     built = node_from_api(cordoned)
     assert built.unschedulable and built.ready and not built.usable

@@ -10,6 +10,7 @@ from __future__ import annotations
 import logging
 import time
 from collections.abc import Callable
+from functools import partial
 from pathlib import Path
 from typing import Any
 
@@ -22,55 +23,18 @@ from placer.model import Fleet
 from placer.quantity import GPU
 from placer.snapshot import dumps_snapshot
 from placer.testing import ApiServer
+from tests.builders import objects
 
 MIG = "nvidia.com/mig-3g.40gb"
 
 
-def node(name: str, gpus: int = 8, **status: Any) -> dict[str, Any]:
-    allocatable = {"cpu": "64", "memory": "512Gi", "pods": "110", "nvidia.com/gpu": str(gpus)}
-    allocatable.update(status.pop("extra", {}))
-    return {
-        "apiVersion": "v1",
-        "kind": "Node",
-        "metadata": {
-            "name": name,
-            "labels": {
-                "kubernetes.io/hostname": name,
-                "nvidia.com/gpu.product": "NVIDIA-A100-SXM4-80GB",
-                "topology.kubernetes.io/region": "r1",
-            },
-        },
-        "spec": status.pop("spec", {}),
-        "status": {
-            "allocatable": allocatable,
-            "capacity": allocatable,
-            "conditions": [{"type": "Ready", "status": status.pop("ready", "True")}],
-        },
-    }
+def node(name: str, **options: Any) -> dict[str, Any]:
+    return objects.node(name, labels=LABELS | {"kubernetes.io/hostname": name}, **options)
 
 
-def pod(name: str, node_name: str | None, phase: str = "Running", **opts: Any) -> dict[str, Any]:
-    requests = {"cpu": opts.pop("cpu", "1"), "memory": "2Gi"}
-    if "gpu" in opts:
-        requests["nvidia.com/gpu"] = str(opts.pop("gpu"))
-    requests.update(opts.pop("extra", {}))
-    metadata: dict[str, Any] = {"name": name, "namespace": "team-a"}
-    if opts.pop("deleting", False):
-        metadata["deletionTimestamp"] = "2026-11-29T12:00:00Z"
-        metadata["finalizers"] = ["example.com/hold"]
-    spec: dict[str, Any] = {
-        "containers": [{"name": "main", "image": "x", "resources": {"requests": requests}}]
-    }
-    spec.update(opts)
-    if node_name:
-        spec["nodeName"] = node_name
-    return {
-        "apiVersion": "v1",
-        "kind": "Pod",
-        "metadata": metadata,
-        "spec": spec,
-        "status": {"phase": phase},
-    }
+LABELS = {"nvidia.com/gpu.product": "NVIDIA-A100-SXM4-80GB", "topology.kubernetes.io/region": "r1"}
+#: the pods of these tests: 2 GiB each, in team-a.
+pod = partial(objects.pod, namespace="team-a", memory="2Gi")
 
 
 def seed_cluster(server: ApiServer, prefix: str) -> None:
@@ -79,21 +43,21 @@ def seed_cluster(server: ApiServer, prefix: str) -> None:
         [
             node(f"{prefix}-0", extra={MIG: "2"}),
             node(f"{prefix}-1", spec={"unschedulable": True}),
-            pod("train", f"{prefix}-0", gpu=4, cpu="8"),
-            pod("mig", f"{prefix}-0", extra={MIG: "1"}),
+            pod("train", node=f"{prefix}-0", gpus=4, cpu="8"),
+            pod("mig", node=f"{prefix}-0", extra={MIG: "1"}),
             pod(
                 "with-init",
-                f"{prefix}-0",
+                node=f"{prefix}-0",
                 cpu="500m",
                 initContainers=[
                     {"name": "i", "image": "x", "resources": {"requests": {"cpu": "6"}}}
                 ],
             ),
-            pod("done", f"{prefix}-0", "Succeeded", gpu=2),
-            pod("crashed", f"{prefix}-0", "Failed", gpu=2),
-            pod("stopping", f"{prefix}-1", gpu=1, deleting=True),
-            pod("bound-pending", f"{prefix}-1", "Pending", gpu=2),
-            pod("waiting", None, "Pending", gpu=8),
+            pod("done", node=f"{prefix}-0", phase="Succeeded", gpus=2),
+            pod("crashed", node=f"{prefix}-0", phase="Failed", gpus=2),
+            pod("stopping", node=f"{prefix}-1", gpus=1, deleting=True),
+            pod("bound-pending", node=f"{prefix}-1", phase="Pending", gpus=2),
+            pod("waiting", phase="Pending", gpus=8),
         ]
     )
 
@@ -145,7 +109,9 @@ def test_gathering_paginates_with_the_non_terminal_field_selector(
     start_apiserver: Callable[..., ApiServer], kubeconfig_for: Callable[..., Path]
 ) -> None:
     server = start_apiserver("big")
-    server.store.seed([node("n0", gpus=8)] + [pod(f"p{i}", "n0", cpu="10m") for i in range(1203)])
+    server.store.seed(
+        [node("n0", gpus=8)] + [pod(f"p{i}", node="n0", cpu="10m") for i in range(1203)]
+    )
     from placer.kube import ClientSettings
 
     config = fleet_from_kubeconfigs([kubeconfig_for(server)])

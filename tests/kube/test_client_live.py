@@ -29,18 +29,14 @@ from placer.kube import (
     open_client,
 )
 from placer.testing import ApiServer
+from tests.builders import objects
 
 GROUP = "jobset.x-k8s.io"
 API_VERSION = f"{GROUP}/v1alpha2"
 
 
 def jobset(name: str, replicas: int = 1) -> dict[str, Any]:
-    return {
-        "apiVersion": API_VERSION,
-        "kind": "JobSet",
-        "metadata": {"name": name, "labels": {"app": "demo"}},
-        "spec": {"replicatedJobs": [{"name": "w", "replicas": replicas}]},
-    }
+    return objects.jobset(name, replicas=replicas, namespace=None, labels={"app": "demo"})
 
 
 @pytest.fixture

@@ -1,4 +1,5 @@
-"""Hand-made fleets and workloads for solver tests, and a checked ``decide`` helper.
+"""Hand-made fleets and workloads for solver tests (the builders of
+:mod:`tests.builders.fleets`), and a checked ``decide`` helper.
 
 Every decision made through ``decide`` is checked by the independent verifier, so each test
 also asserts a zero realisation gap.
@@ -12,92 +13,10 @@ from typing import Any
 
 import pytest
 
-from placer.model import (
-    Cluster,
-    ComponentDemand,
-    Decision,
-    Fleet,
-    Node,
-    PodDemand,
-    Taint,
-    Toleration,
-    Workload,
-    WorkloadRef,
-)
+from placer.model import Decision, Fleet, Node, Workload
 from placer.policy import PlacementPolicy
-from placer.quantity import CPU, GPU, MEMORY, PODS
 from placer.solver import solve, verify
-
-GIB = 2**30
-
-
-def node(
-    name: str,
-    gpus: int = 8,
-    used: int = 0,
-    *,
-    cpu: int = 64,
-    memory: int = 512,
-    labels: Mapping[str, str] | None = None,
-    taints: Sequence[Taint] = (),
-    devices: Sequence[int] | None = None,
-    extra: Mapping[str, int] | None = None,
-    ready: bool = True,
-) -> Node:
-    """A node with ``gpus`` GPUs of which ``used`` are taken (cpu cores, memory GiB)."""
-    allocatable = {CPU: cpu * 1000, MEMORY: memory * GIB, PODS: 110, **(extra or {})}
-    if gpus:
-        allocatable[GPU] = gpus
-    return Node(
-        name=name,
-        allocatable=allocatable,
-        requested={GPU: used} if used else {},
-        labels=dict(labels or {}),
-        taints=tuple(taints),
-        gpu_devices=tuple(devices) if devices is not None else None,
-        ready=ready,
-    )
-
-
-def cluster(name: str, *nodes: Node, **kwargs: Any) -> Cluster:
-    return Cluster(name=name, nodes=tuple(nodes), **kwargs)
-
-
-def fleet(*clusters: Cluster) -> Fleet:
-    return Fleet(clusters=tuple(clusters))
-
-
-def pod(
-    gpus: int = 0,
-    cpu: int = 1,
-    *,
-    share: int = 0,
-    selector: Mapping[str, str] | None = None,
-    tolerations: Sequence[Toleration] = (),
-    extra: Mapping[str, int] | None = None,
-) -> PodDemand:
-    requests = {CPU: cpu * 1000, MEMORY: GIB, **(extra or {})}
-    if gpus:
-        requests[GPU] = gpus
-    if share:
-        requests["placer.dev/gpu-milli"] = share
-    return PodDemand(
-        requests=requests, node_selector=dict(selector or {}), tolerations=tuple(tolerations)
-    )
-
-
-def workload(
-    name: str,
-    *components: tuple[str, int, PodDemand],
-    namespace: str = "default",
-    **kwargs: Any,
-) -> Workload:
-    """``components`` as (name, replicas, pod)."""
-    return Workload(
-        ref=WorkloadRef("jobset.x-k8s.io/v1alpha2", "JobSet", namespace, name),
-        components=tuple(ComponentDemand(n, "", r, p) for n, r, p in components),
-        **kwargs,
-    )
+from tests.builders.fleets import cluster, fleet, node, pod, workload
 
 
 def random_jobs(

@@ -31,6 +31,7 @@ from placer.testing import ApiServer
 from placer.testing._faults import Target
 from placer.virtual.fleet import VirtualFleet
 from placer.virtual.realism import realism_setup
+from tests.builders import objects
 
 ROOT = Path(__file__).resolve().parents[2]
 SEED = ROOT / "examples" / "jobset-demo.yaml"
@@ -52,25 +53,7 @@ def gpu_fleet() -> Fleet:
 
 
 def jobset(name: str, replicas: int, gpus: int) -> dict[str, Any]:
-    pod = {
-        "restartPolicy": "Never",
-        "containers": [
-            {
-                "name": "main",
-                "image": "trainer:1",
-                "resources": {"requests": {"cpu": "4"}, "limits": {GPU: gpus}},
-            }
-        ],
-    }
-    job = {"parallelism": 1, "completions": 1, "template": {"spec": pod}}
-    return {
-        "apiVersion": "jobset.x-k8s.io/v1alpha2",
-        "kind": "JobSet",
-        "metadata": {"name": name, "namespace": "default"},
-        "spec": {
-            "replicatedJobs": [{"name": "w", "replicas": replicas, "template": {"spec": job}}]
-        },
-    }
+    return objects.jobset(name, replicas=replicas, gpus=gpus, cpu="4")
 
 
 def gpus_of(obj: dict[str, Any]) -> int:

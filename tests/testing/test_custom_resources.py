@@ -13,18 +13,13 @@ from kubernetes import client, dynamic
 from kubernetes.client.rest import ApiException
 
 from placer.testing import ApiServer, StatusError
+from tests.builders import objects
 
 Client = Callable[..., client.ApiClient]
 GROUP, VERSION, PLURAL = "jobset.x-k8s.io", "v1alpha2", "jobsets"
 
 
-def _jobset(name: str, replicas: int = 1, **spec: Any) -> dict[str, Any]:
-    return {
-        "apiVersion": f"{GROUP}/{VERSION}",
-        "kind": "JobSet",
-        "metadata": {"name": name, "namespace": "default"},
-        "spec": {"replicatedJobs": [{"name": "w", "replicas": replicas}], **spec},
-    }
+_jobset = objects.jobset
 
 
 def _status(err: pytest.ExceptionInfo[ApiException]) -> dict[str, Any]:
