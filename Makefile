@@ -5,7 +5,7 @@ VENV ?= .venv
 BIN := $(VENV)/bin
 STAMP := $(VENV)/.installed
 
-.PHONY: demo test lint typecheck unit install clean bench
+.PHONY: demo test test-fast lint typecheck unit install clean bench
 
 $(STAMP): pyproject.toml
 	test -x $(BIN)/python || $(PYTHON) -m venv $(VENV)
@@ -30,6 +30,11 @@ unit: $(STAMP)
 	$(BIN)/pytest -q
 
 test: lint typecheck unit
+
+# the inner loop: lint, types and every test but the slow ones (processes, the demo, the wheel,
+# benchmark runs, the docs' commands: @pytest.mark.slow); `make test` still runs them all
+test-fast: lint typecheck
+	$(BIN)/pytest -q -m "not slow"
 
 clean:
 	rm -rf $(VENV) build *.egg-info .mypy_cache .pytest_cache .ruff_cache .import_linter_cache .grimp_cache

@@ -23,6 +23,9 @@ from placer.testing import ApiServer
 from placer.virtual.fleet import VirtualFleet
 from placer.yamlload import MAX_ALIAS_VALUES
 
+#: one `python -m placer` process per case: slow (make test-fast leaves them out).
+pytestmark = pytest.mark.slow
+
 REPO = Path(__file__).resolve().parents[2]
 DEMO = REPO / "clusters" / "demo.yaml"
 

@@ -15,7 +15,6 @@ import signal
 import subprocess
 import sys
 import threading
-import time
 from collections.abc import Callable, Iterator
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -29,6 +28,7 @@ from placer.fleet import FleetConfig, fleet_from_kubeconfigs
 from placer.kube import ClientSettings, KubeClient, load_kubeconfigs, open_client
 from placer.testing import ApiServer, write_kubeconfig
 from tests.builders import objects
+from tests.builders.waiting import wait_until
 
 MEMBERS = ("m1", "m2", "m3")
 NODES = 12
@@ -82,14 +82,7 @@ def job(
 
 def wait_for(predicate: Callable[[], Any], timeout: float = 20.0, what: str = "") -> Any:
     """Poll ``predicate`` until it returns something truthy; fail the test after ``timeout``."""
-    deadline = time.monotonic() + timeout
-    while True:
-        value = predicate()
-        if value:
-            return value
-        if time.monotonic() > deadline:
-            pytest.fail(f"timed out after {timeout:g}s waiting for {what or predicate}")
-        time.sleep(0.05)
+    return wait_until(predicate, timeout=timeout, interval=0.05, what=what)
 
 
 def annotations(obj: dict[str, Any]) -> dict[str, str]:

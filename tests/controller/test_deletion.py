@@ -84,7 +84,10 @@ def hold_answers_until_seen_gone(hubfleet: Any, controller: Any) -> None:
 
 def assert_idle(hubfleet: Any, controller: Any, log_events: EventCounter, window: float) -> None:
     """Over ``window`` seconds, the controller reconciles nothing and logs (almost) nothing."""
-    time.sleep(0.5)  # let the last deletions settle
+    hubfleet.wait_for(
+        lambda: not any(controller.queue.sizes()[k] for k in ("queued", "processing")),
+        what="the controller's work queue drained",
+    )
     before_reconciles, before_logs = reconciles(controller), log_events.total
     time.sleep(window)
     spent = reconciles(controller) - before_reconciles

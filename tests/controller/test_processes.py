@@ -13,9 +13,13 @@ import time
 from typing import Any
 
 import httpx
+import pytest
 
 from placer.controller.leader import API_VERSION, KIND
 from placer.dispatch.ledger import LABEL_IN_FLIGHT
+
+#: controller processes started, killed and restarted: slow (make test-fast leaves them out).
+pytestmark = pytest.mark.slow
 
 IN_FLIGHT = f"{LABEL_IN_FLIGHT}=true"
 

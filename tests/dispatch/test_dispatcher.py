@@ -451,6 +451,7 @@ def submit_seed(members: Members) -> tuple[subprocess.Popen[str], Gate, Any]:
     return process, gate, entry
 
 
+@pytest.mark.slow
 def test_an_entry_of_a_process_still_applying_is_kept_by_every_reader(members: Members) -> None:
     process, gate, entry = submit_seed(members)
     try:
@@ -471,6 +472,7 @@ def test_an_entry_of_a_process_still_applying_is_kept_by_every_reader(members: M
     assert members.jobsets("central") == ["demo"]
 
 
+@pytest.mark.slow
 def test_an_entry_of_a_process_killed_before_its_apply_is_retired_once_its_claim_is_gone(
     members: Members,
 ) -> None:

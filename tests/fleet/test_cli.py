@@ -88,6 +88,7 @@ def test_show_rejects_snapshot_and_fleet_options_together(
     assert code == 2 and "either SNAPSHOT or fleet options" in err
 
 
+@pytest.mark.slow
 def test_snapshot_then_fleet_up_then_snapshot_round_trips(
     tmp_path: Path, capsys: pytest.CaptureFixture[str]
 ) -> None:

@@ -30,6 +30,7 @@ from placer.kube import (
 )
 from placer.testing import ApiServer
 from tests.builders import objects
+from tests.builders.waiting import wait_until
 
 GROUP = "jobset.x-k8s.io"
 API_VERSION = f"{GROUP}/v1alpha2"
@@ -168,13 +169,13 @@ def test_watch_lists_then_streams_tracks_bookmarks_and_relists_on_410(
 
     thread = threading.Thread(target=consume, daemon=True)
     thread.start()
-    _wait(lambda: len(items) >= 1)
+    wait_until(lambda: len(items) >= 1, timeout=10, what="the first event")
     first = items[0]
     assert isinstance(first, Listed) and [o["metadata"]["name"] for o in first.items] == ["one"]
 
     client.create(jobset("two"))
     client.delete(API_VERSION, "JobSet", "one")
-    _wait(lambda: len(items) >= 3)
+    wait_until(lambda: len(items) >= 3, timeout=10, what="three events")
     assert [(i.type, i.object["metadata"]["name"]) for i in items[1:3]] == [  # type: ignore[union-attr]
         ("ADDED", "two"),
         ("DELETED", "one"),
@@ -190,7 +191,9 @@ def test_watch_lists_then_streams_tracks_bookmarks_and_relists_on_410(
             }
         ]
     )
-    _wait(lambda: int(watcher.resource_version) > int(version), timeout=5)
+    wait_until(
+        lambda: int(watcher.resource_version) > int(version), timeout=5, what="a newer version"
+    )
     assert len(items) == 3
 
     # changes while the watch is down, then history compacted: the watch from the old
@@ -217,7 +220,7 @@ def test_watch_stop_unblocks_a_quiet_stream(client: KubeClient) -> None:
     seen: list[object] = []
     thread = threading.Thread(target=lambda: seen.extend(watcher), daemon=True)
     thread.start()
-    _wait(lambda: len(seen) >= 1)
+    wait_until(lambda: len(seen) >= 1, timeout=10, what="an event")
     watcher.stop()
     thread.join(5)
     assert not thread.is_alive()
@@ -231,15 +234,6 @@ def test_client_settings_reach_the_requests(
         kube.list("v1", "Namespace")
     record = [r for r in server.requests if r.resource == "namespaces"][-1]
     assert record.user_agent == "placer-test/1" and record.query["limit"] == "7"
-
-
-def _wait(condition: Callable[[], bool], timeout: float = 10.0) -> None:
-    event = threading.Event()
-    for _ in range(int(timeout / 0.02)):
-        if condition():
-            return
-        event.wait(0.02)
-    raise AssertionError("condition not met in time")
 
 
 def test_watch_retries_the_list_while_the_server_is_down(

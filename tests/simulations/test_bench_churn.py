@@ -16,6 +16,9 @@ import pytest
 
 from simulations import bench_churn
 
+#: a 60 s benchmark run: slow (make test-fast leaves it out).
+pytestmark = pytest.mark.slow
+
 
 @pytest.fixture(scope="module")
 def report(tmp_path_factory: pytest.TempPathFactory) -> Iterator[dict[str, Any]]:

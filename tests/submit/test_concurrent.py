@@ -33,6 +33,9 @@ from placer.virtual.fleet import VirtualFleet
 from placer.virtual.realism import realism_setup
 from tests.builders import objects
 
+#: concurrent `placer submit` processes: slow (make test-fast leaves them out).
+pytestmark = pytest.mark.slow
+
 ROOT = Path(__file__).resolve().parents[2]
 SEED = ROOT / "examples" / "jobset-demo.yaml"
 GPU = "nvidia.com/gpu"
