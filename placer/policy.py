@@ -48,12 +48,12 @@ pure.
 
 from __future__ import annotations
 
-import math
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+from placer.decoding import Decoder
 from placer.errors import PolicyError
 from placer.model import Cluster, Workload
 from placer.spread import SPEC_FIELDS as SPREAD_FIELDS
@@ -234,39 +234,21 @@ def policies_from_yaml(text: str, *, source: str = "<policy>") -> list[Placement
 
 def policy_from_dict(data: object, *, source: str = "<policy>") -> PlacementPolicy:
     """Validate one parsed document and build the policy."""
+    read = Decoder(PolicyError, source)
     if not isinstance(data, Mapping):
-        raise PolicyError(
-            "a policy must be a mapping with apiVersion, kind, metadata and spec", source=source
-        )
+        read.fail(None, "a policy must be a mapping with apiVersion, kind, metadata and spec")
     if data.get("apiVersion") != API_VERSION:
-        raise PolicyError(
-            f"apiVersion is {data.get('apiVersion')!r}, expected {API_VERSION!r}",
-            source=source,
-            field="apiVersion",
+        read.fail(
+            "apiVersion", f"apiVersion is {data.get('apiVersion')!r}, expected {API_VERSION!r}"
         )
     if data.get("kind") != KIND:
-        raise PolicyError(
-            f"kind is {data.get('kind')!r}, expected {KIND!r}", source=source, field="kind"
-        )
+        read.fail("kind", f"kind is {data.get('kind')!r}, expected {KIND!r}")
     metadata = data.get("metadata")
     if not isinstance(metadata, Mapping):
-        raise PolicyError("must be a mapping with a name", source=source, field="metadata")
-    name = metadata.get("name")
-    if not isinstance(name, str) or not name:
-        raise PolicyError("must be a non-empty string", source=source, field="metadata.name")
-    spec = data.get("spec", {})
-    if spec is None:
-        spec = {}
-    if not isinstance(spec, Mapping):
-        raise PolicyError("must be a mapping", source=source, field="spec")
-    for key in spec:
-        if key not in _SPEC_FIELDS:
-            raise PolicyError(
-                f"unknown field {key!r}",
-                source=source,
-                field=f"spec.{key}",
-                hint=f"known fields: {', '.join(_SPEC_FIELDS)}",
-            )
+        read.fail("metadata", "must be a mapping with a name")
+    name = read.string(metadata.get("name"), "metadata.name", required=True)
+    spec = read.mapping(data.get("spec"), "spec")
+    read.only(spec, _SPEC_FIELDS, "spec", hint=f"known fields: {', '.join(_SPEC_FIELDS)}")
     namespace_selector = _optional_selector(spec, "namespaceSelector", source)
     workload_selectors: tuple[LabelSelector, ...] = ()
     resource_selectors = spec.get("resourceSelectors")
@@ -274,56 +256,33 @@ def policy_from_dict(data: object, *, source: str = "<policy>") -> PlacementPoli
         if not isinstance(resource_selectors, Mapping) or set(resource_selectors) - {
             "labelSelectors"
         }:
-            raise PolicyError(
-                "must be a mapping with labelSelectors",
-                source=source,
-                field="spec.resourceSelectors",
-            )
-        items = resource_selectors.get("labelSelectors") or []
-        if not isinstance(items, list):
-            raise PolicyError(
-                "must be a list of label selectors",
-                source=source,
-                field="spec.resourceSelectors.labelSelectors",
-            )
+            read.fail("spec.resourceSelectors", "must be a mapping with labelSelectors")
         workload_selectors = tuple(
-            _selector(item, source, f"spec.resourceSelectors.labelSelectors[{i}]")
-            for i, item in enumerate(items)
+            _selector(item, source, where)
+            for where, item in read.entries(
+                resource_selectors.get("labelSelectors") or [],
+                "spec.resourceSelectors.labelSelectors",
+                message="must be a list of label selectors",
+            )
         )
     cluster_selector = _optional_selector(spec, "clusterSelector", source)
     preferred = spec.get("preferredClusters") or []
     if not isinstance(preferred, list) or not all(isinstance(c, str) and c for c in preferred):
-        raise PolicyError(
-            "must be a list of cluster names", source=source, field="spec.preferredClusters"
-        )
+        read.fail("spec.preferredClusters", "must be a list of cluster names")
     if len(set(preferred)) != len(preferred):
-        raise PolicyError("names a cluster twice", source=source, field="spec.preferredClusters")
+        read.fail("spec.preferredClusters", "names a cluster twice")
     objective = spec.get("objective", "pack")
     if objective not in OBJECTIVES:
-        raise PolicyError(
-            f"{objective!r} is not one of {', '.join(OBJECTIVES)}",
-            source=source,
-            field="spec.objective",
-        )
-    costs_data = spec.get("clusterCosts") or {}
-    if not isinstance(costs_data, Mapping):
-        raise PolicyError(
-            "must map cluster names to numbers", source=source, field="spec.clusterCosts"
-        )
-    costs: dict[str, float] = {}
-    for cluster, cost in costs_data.items():
-        if (
-            isinstance(cost, bool)
-            or not isinstance(cost, (int, float))
-            or not math.isfinite(cost)
-            or cost < 0
-        ):
-            raise PolicyError(
-                f"must be a number >= 0, got {cost!r}",
-                source=source,
-                field=f"spec.clusterCosts.{cluster}",
-            )
-        costs[str(cluster)] = float(cost)
+        read.fail("spec.objective", f"{objective!r} is not one of {', '.join(OBJECTIVES)}")
+    costs_data = read.mapping(
+        spec.get("clusterCosts") or {},
+        "spec.clusterCosts",
+        message="must map cluster names to numbers",
+    )
+    costs = {
+        str(cluster): read.number(cost, f"spec.clusterCosts.{cluster}")
+        for cluster, cost in costs_data.items()
+    }
     return PlacementPolicy(
         name=name,
         namespace_selector=namespace_selector,
@@ -344,66 +303,45 @@ def _optional_selector(spec: Mapping[str, Any], key: str, source: str) -> LabelS
 
 
 def _selector(data: object, source: str, where: str) -> LabelSelector:
+    read = Decoder(PolicyError, source)
     if not isinstance(data, Mapping):
-        raise PolicyError(
-            "must be a label selector (matchLabels, matchExpressions)", source=source, field=where
-        )
+        read.fail(where, "must be a label selector (matchLabels, matchExpressions)")
     unknown = set(data) - {"matchLabels", "matchExpressions"}
     if unknown:
-        raise PolicyError(
+        read.fail(
+            where,
             f"unknown field {sorted(unknown)[0]!r}",
-            source=source,
-            field=where,
             hint="a label selector has matchLabels and matchExpressions",
         )
-    labels_data = data.get("matchLabels") or {}
-    if not isinstance(labels_data, Mapping):
-        raise PolicyError("must map labels to values", source=source, field=f"{where}.matchLabels")
+    labels_data = read.mapping(
+        data.get("matchLabels") or {}, f"{where}.matchLabels", message="must map labels to values"
+    )
     labels: dict[str, str] = {}
     for key, value in labels_data.items():
         if not isinstance(key, str) or isinstance(value, (Mapping, list)) or value is None:
-            raise PolicyError(
-                f"entry {key!r} must map a string to a string",
-                source=source,
-                field=f"{where}.matchLabels",
-            )
+            read.fail(f"{where}.matchLabels", f"entry {key!r} must map a string to a string")
         labels[key] = str(value).lower() if isinstance(value, bool) else str(value)
-    expressions_data = data.get("matchExpressions") or []
-    if not isinstance(expressions_data, list):
-        raise PolicyError(
-            "must be a list of {key, operator, values}",
-            source=source,
-            field=f"{where}.matchExpressions",
-        )
     expressions = []
-    for i, item in enumerate(expressions_data):
-        field_path = f"{where}.matchExpressions[{i}]"
+    for field_path, item in read.entries(
+        data.get("matchExpressions") or [],
+        f"{where}.matchExpressions",
+        message="must be a list of {key, operator, values}",
+    ):
         if not isinstance(item, Mapping) or not isinstance(item.get("key"), str):
-            raise PolicyError("must be a mapping with a key", source=source, field=field_path)
+            read.fail(field_path, "must be a mapping with a key")
         operator = item.get("operator")
         if operator not in _OPERATORS:
-            raise PolicyError(
+            read.fail(
+                f"{field_path}.operator",
                 f"operator {operator!r} is not one of {', '.join(_OPERATORS)}",
-                source=source,
-                field=f"{field_path}.operator",
             )
         values = item.get("values") or []
         if not isinstance(values, list) or any(isinstance(v, (Mapping, list)) for v in values):
-            raise PolicyError(
-                "must be a list of strings", source=source, field=f"{field_path}.values"
-            )
+            read.fail(f"{field_path}.values", "must be a list of strings")
         if operator in ("In", "NotIn") and not values:
-            raise PolicyError(
-                f"operator {operator} needs at least one value",
-                source=source,
-                field=f"{field_path}.values",
-            )
+            read.fail(f"{field_path}.values", f"operator {operator} needs at least one value")
         if operator in ("Exists", "DoesNotExist") and values:
-            raise PolicyError(
-                f"operator {operator} takes no values",
-                source=source,
-                field=f"{field_path}.values",
-            )
+            read.fail(f"{field_path}.values", f"operator {operator} takes no values")
         expressions.append(
             SelectorRequirement(
                 key=item["key"], operator=operator, values=tuple(str(v) for v in values)

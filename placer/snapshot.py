@@ -45,9 +45,10 @@ from pathlib import Path
 from typing import Any
 
 from placer.accelerators import accelerators_from_dict
+from placer.decoding import Decoder
 from placer.errors import InputError, SnapshotError
 from placer.model import Cluster, DeviceGroup, Fleet, Node, PendingPods, Taint
-from placer.quantity import format_resources, resource_amount
+from placer.quantity import format_resources
 from placer.yamlload import parse_yaml, read_text
 from placer.yamltext import dump_plain
 
@@ -114,34 +115,22 @@ def dumps_snapshot(fleet: Fleet) -> str:
 
 def fleet_from_dict(data: object, *, source: str = "<snapshot>") -> Fleet:
     """Build a :class:`Fleet` from parsed snapshot data, validating every field."""
+    read = Decoder(SnapshotError, source)
     if not isinstance(data, Mapping):
-        raise SnapshotError(
+        read.fail(
+            None,
             "a snapshot must be a mapping with apiVersion, kind and clusters",
-            source=source,
             hint="create one with `placer snapshot -o FILE` or copy one from clusters/",
         )
-    if data.get("kind") != KIND:
-        raise SnapshotError(
-            f"kind is {data.get('kind')!r}, expected {KIND!r}", source=source, field="kind"
-        )
-    if data.get("apiVersion") != API_VERSION:
-        raise SnapshotError(
-            f"apiVersion is {data.get('apiVersion')!r}, expected {API_VERSION!r}",
-            source=source,
-            field="apiVersion",
-        )
-    clusters_data = data.get("clusters")
-    if not isinstance(clusters_data, list):
-        raise SnapshotError("must be a list of clusters", source=source, field="clusters")
+    read.header(data, API_VERSION, KIND)
+    if not isinstance(data.get("clusters"), list):
+        read.fail("clusters", "must be a list of clusters")
     clusters: list[Cluster] = []
     seen: set[str] = set()
-    for index, item in enumerate(clusters_data):
-        where = f"clusters[{index}]"
-        cluster = _cluster_from_dict(item, source, where)
+    for where, item in read.entries(data["clusters"], "clusters"):
+        cluster = _cluster_from_dict(read, item, where)
         if cluster.name in seen:
-            raise SnapshotError(
-                f"duplicate cluster name {cluster.name!r}", source=source, field=f"{where}.name"
-            )
+            read.fail(f"{where}.name", f"duplicate cluster name {cluster.name!r}")
         seen.add(cluster.name)
         clusters.append(cluster)
     captured = data.get("capturedAt", "")
@@ -155,108 +144,78 @@ def fleet_from_dict(data: object, *, source: str = "<snapshot>") -> Fleet:
     )
 
 
-def _cluster_from_dict(item: object, source: str, where: str) -> Cluster:
+def _cluster_from_dict(read: Decoder, item: object, where: str) -> Cluster:
     if not isinstance(item, Mapping):
-        raise SnapshotError("must be a mapping", source=source, field=where)
-    name = item.get("name")
-    if not isinstance(name, str) or not name:
-        raise SnapshotError("must be a non-empty string", source=source, field=f"{where}.name")
-    reachable = item.get("reachable", True)
-    if not isinstance(reachable, bool):
-        raise SnapshotError("must be true or false", source=source, field=f"{where}.reachable")
+        read.fail(where, "must be a mapping")
+    name = read.string(item.get("name"), f"{where}.name", required=True)
+    reachable = read.flag(item.get("reachable"), f"{where}.reachable", default=True)
     nodes: list[Node] = []
     names: set[str] = set()
-    groups = item.get("nodeGroups", []) or []
-    if not isinstance(groups, list):
-        raise SnapshotError("must be a list", source=source, field=f"{where}.nodeGroups")
-    for gi, group in enumerate(groups):
-        for node in _nodes_from_group(group, source, f"{where}.nodeGroups[{gi}]"):
+    for group_at, group in read.entries(item.get("nodeGroups") or [], f"{where}.nodeGroups"):
+        for node in _nodes_from_group(read, group, group_at):
             if node.name in names:
-                raise SnapshotError(
-                    f"duplicate node name {node.name!r}",
-                    source=source,
-                    field=f"{where}.nodeGroups[{gi}]",
-                )
+                read.fail(group_at, f"duplicate node name {node.name!r}")
             names.add(node.name)
             nodes.append(node)
-    pending_data = item.get("pending") or {}
-    if not isinstance(pending_data, Mapping):
-        raise SnapshotError("must be a mapping", source=source, field=f"{where}.pending")
+    pending_data = read.mapping(item.get("pending") or {}, f"{where}.pending")
     pending = PendingPods(
-        count=_int(pending_data.get("pods", 0), source, f"{where}.pending.pods"),
-        requests=_resources(pending_data.get("requests"), source, f"{where}.pending.requests"),
+        count=read.count(pending_data.get("pods", 0), f"{where}.pending.pods", maximum=MAX_COUNT),
+        requests=read.resources(pending_data.get("requests"), f"{where}.pending.requests"),
     )
     return Cluster(
         name=name,
         nodes=tuple(nodes),
-        labels=_string_map(item.get("labels"), source, f"{where}.labels"),
-        taints=_taints(item.get("taints"), source, f"{where}.taints"),
+        labels=read.labels(item.get("labels"), f"{where}.labels"),
+        taints=_taints(read, item.get("taints"), f"{where}.taints"),
         reachable=reachable,
         reason=str(item.get("reason") or ""),
         pending=pending,
     )
 
 
-def _nodes_from_group(group: object, source: str, where: str) -> list[Node]:
+def _nodes_from_group(read: Decoder, group: object, where: str) -> list[Node]:
     if not isinstance(group, Mapping):
-        raise SnapshotError("must be a mapping", source=source, field=where)
+        read.fail(where, "must be a mapping")
     names_data = group.get("names")
     if names_data is not None:
         if not isinstance(names_data, list) or not all(
             isinstance(n, str) and n for n in names_data
         ):
-            raise SnapshotError(
-                "must be a list of node names", source=source, field=f"{where}.names"
-            )
+            read.fail(f"{where}.names", "must be a list of node names")
         names = list(names_data)
-        if "count" in group and _int(group["count"], source, f"{where}.count") != len(names):
-            raise SnapshotError(
-                f"count {group['count']} differs from the {len(names)} names",
-                source=source,
-                field=f"{where}.count",
+        if "count" in group and read.count(
+            group["count"], f"{where}.count", maximum=MAX_COUNT
+        ) != len(names):
+            read.fail(
+                f"{where}.count", f"count {group['count']} differs from the {len(names)} names"
             )
     else:
         prefix = group.get("namePrefix")
         if not isinstance(prefix, str) or not prefix:
-            raise SnapshotError(
-                "a node group needs `names` or `namePrefix` with `count`",
-                source=source,
-                field=where,
-            )
-        count = _int(group.get("count", 1), source, f"{where}.count")
+            read.fail(where, "a node group needs `names` or `namePrefix` with `count`")
+        count = read.count(group.get("count", 1), f"{where}.count", maximum=MAX_COUNT)
         names = [f"{prefix}-{i}" for i in range(count)]
-    labels = _string_map(group.get("labels"), source, f"{where}.labels")
-    allocatable = _resources(group.get("allocatable"), source, f"{where}.allocatable")
+    labels = read.labels(group.get("labels"), f"{where}.labels")
+    allocatable = read.resources(group.get("allocatable"), f"{where}.allocatable")
     if not allocatable:
-        raise SnapshotError(
-            "must list the node's resources", source=source, field=f"{where}.allocatable"
-        )
-    requested = _resources(group.get("requested"), source, f"{where}.requested")
-    taints = _taints(group.get("taints"), source, f"{where}.taints")
-    unschedulable = group.get("unschedulable", False)
-    ready = group.get("ready", True)
-    for key, value in (("unschedulable", unschedulable), ("ready", ready)):
-        if not isinstance(value, bool):
-            raise SnapshotError("must be true or false", source=source, field=f"{where}.{key}")
-    devices_data = group.get("gpuDevices")
+        read.fail(f"{where}.allocatable", "must list the node's resources")
+    requested = read.resources(group.get("requested"), f"{where}.requested")
+    taints = _taints(read, group.get("taints"), f"{where}.taints")
+    unschedulable = read.flag(group.get("unschedulable"), f"{where}.unschedulable", default=False)
+    ready = read.flag(group.get("ready"), f"{where}.ready", default=True)
     devices: tuple[int, ...] | None = None
-    if devices_data is not None:
-        if not isinstance(devices_data, list):
-            raise SnapshotError(
-                "must be a list of free thousandths per GPU device",
-                source=source,
-                field=f"{where}.gpuDevices",
-            )
+    if group.get("gpuDevices") is not None:
         devices = tuple(
-            _int(v, source, f"{where}.gpuDevices[{i}]") for i, v in enumerate(devices_data)
+            read.count(v, at, maximum=MAX_COUNT)
+            for at, v in read.entries(
+                group["gpuDevices"],
+                f"{where}.gpuDevices",
+                message="must be a list of free thousandths per GPU device",
+            )
         )
         if any(not 0 <= d <= 1000 for d in devices):
-            raise SnapshotError(
-                "each device's free share must be between 0 and 1000",
-                source=source,
-                field=f"{where}.gpuDevices",
-            )
-    device_groups = _device_groups(group.get("devices"), source, f"{where}.devices")
+            read.fail(f"{where}.gpuDevices", "each device's free share must be between 0 and 1000")
+    device_groups = _device_groups(read, group.get("devices"), f"{where}.devices")
     nodes = []
     for name in names:
         node_labels = dict(labels)
@@ -277,29 +236,20 @@ def _nodes_from_group(group: object, source: str, where: str) -> list[Node]:
     return nodes
 
 
-def _device_groups(value: object, source: str, where: str) -> tuple[DeviceGroup, ...]:
-    if value is None:
-        return ()
-    if not isinstance(value, list):
-        raise SnapshotError("must be a list of DRA device groups", source=source, field=where)
+def _device_groups(read: Decoder, value: object, where: str) -> tuple[DeviceGroup, ...]:
     groups = []
-    for i, item in enumerate(value):
-        at = f"{where}[{i}]"
+    for at, item in read.entries(value, where, message="must be a list of DRA device groups"):
         if not isinstance(item, Mapping):
-            raise SnapshotError("must be a mapping", source=source, field=at)
-        driver = item.get("driver")
-        if not isinstance(driver, str) or not driver:
-            raise SnapshotError("must be a non-empty string", source=source, field=f"{at}.driver")
+            read.fail(at, "must be a mapping")
+        driver = read.string(item.get("driver"), f"{at}.driver", required=True)
         resource = item.get("resource") or ""
         if not isinstance(resource, str):
-            raise SnapshotError("must be a string", source=source, field=f"{at}.resource")
-        count = _int(item.get("count", 0), source, f"{at}.count")
-        allocated = _int(item.get("allocated", 0), source, f"{at}.allocated")
+            read.fail(f"{at}.resource", "must be a string")
+        count = read.count(item.get("count", 0), f"{at}.count", maximum=MAX_COUNT)
+        allocated = read.count(item.get("allocated", 0), f"{at}.allocated", maximum=MAX_COUNT)
         if allocated > count:
-            raise SnapshotError(
-                f"{allocated} allocated of {count} devices", source=source, field=f"{at}.allocated"
-            )
-        attributes = _string_map(item.get("attributes"), source, f"{at}.attributes")
+            read.fail(f"{at}.allocated", f"{allocated} allocated of {count} devices")
+        attributes = read.labels(item.get("attributes"), f"{at}.attributes")
         groups.append(DeviceGroup(driver, resource, count, allocated, attributes))
     return tuple(groups)
 
@@ -308,57 +258,12 @@ def _device_groups(value: object, source: str, where: str) -> tuple[DeviceGroup,
 MAX_COUNT = 100_000
 
 
-def _int(value: object, source: str, where: str) -> int:
-    if isinstance(value, bool) or not isinstance(value, int) or not 0 <= value <= MAX_COUNT:
-        raise SnapshotError(
-            f"must be a whole number from 0 to {MAX_COUNT:,}, got {value!r}",
-            source=source,
-            field=where,
-        )
-    return value
-
-
 def parse_labels(
     value: object, *, source: str, field: str, error: type[InputError] = SnapshotError
 ) -> dict[str, str]:
     """A ``{string: string}`` map (labels) from data; numbers and booleans become their JSON
     text. Raises ``error`` naming ``source`` and ``field``."""
-    if value is None:
-        return {}
-    if not isinstance(value, Mapping):
-        raise error("must be a mapping of strings", source=source, field=field)
-    result: dict[str, str] = {}
-    for key, item in value.items():
-        if not isinstance(key, str) or isinstance(item, (Mapping, list)) or item is None:
-            raise error(f"entry {key!r} must map a string to a string", source=source, field=field)
-        result[key] = item if isinstance(item, str) else json.dumps(item)
-    return result
-
-
-def _string_map(value: object, source: str, where: str) -> dict[str, str]:
-    return parse_labels(value, source=source, field=where)
-
-
-def _resources(value: object, source: str, where: str) -> dict[str, int]:
-    if value is None:
-        return {}
-    if not isinstance(value, Mapping):
-        raise SnapshotError("must be a mapping of resource quantities", source=source, field=where)
-    result: dict[str, int] = {}
-    for name, quantity in value.items():
-        try:
-            amount = resource_amount(str(name), quantity)
-        except ValueError as exc:
-            raise SnapshotError(
-                str(exc)
-                if "not a quantity" not in str(exc)
-                else f"{quantity!r} is not a Kubernetes quantity",
-                source=source,
-                field=f"{where}.{name}",
-                hint='write quantities like "4", "500m", "64Gi"',
-            ) from None
-        result[str(name)] = amount
-    return result
+    return Decoder(error, source).labels(value, field)
 
 
 def parse_taints(
@@ -366,27 +271,21 @@ def parse_taints(
 ) -> tuple[Taint, ...]:
     """Taints from a ``[{key, value, effect}]`` list (effect defaults to ``NoSchedule``).
     Raises ``error`` naming ``source`` and ``field``."""
-    if value is None:
-        return ()
-    if not isinstance(value, list):
-        raise error("must be a list of {key, value, effect}", source=source, field=field)
+    return _taints(Decoder(error, source), value, field)
+
+
+def _taints(read: Decoder, value: object, field: str) -> tuple[Taint, ...]:
     taints = []
-    for i, item in enumerate(value):
+    for at, item in read.entries(value, field, message="must be a list of {key, value, effect}"):
         if not isinstance(item, Mapping) or not isinstance(item.get("key"), str):
-            raise error("must be a mapping with a key", source=source, field=f"{field}[{i}]")
+            read.fail(at, "must be a mapping with a key")
         effect = item.get("effect", "NoSchedule")
         if effect not in _TAINT_EFFECTS:
-            raise error(
-                f"effect {effect!r} is not one of {', '.join(_TAINT_EFFECTS)}",
-                source=source,
-                field=f"{field}[{i}].effect",
+            read.fail(
+                f"{at}.effect", f"effect {effect!r} is not one of {', '.join(_TAINT_EFFECTS)}"
             )
         taints.append(Taint(key=item["key"], value=str(item.get("value") or ""), effect=effect))
     return tuple(taints)
-
-
-def _taints(value: object, source: str, where: str) -> tuple[Taint, ...]:
-    return parse_taints(value, source=source, field=where)
 
 
 # --------------------------------------------------------------------------------------------

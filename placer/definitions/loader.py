@@ -16,6 +16,7 @@ from collections.abc import Iterable, Mapping, Sequence
 from pathlib import Path
 from typing import Any
 
+from placer.decoding import type_name
 from placer.definitions.documents import Document, read_documents
 from placer.definitions.model import (
     INJECTED_KINDS,
@@ -101,7 +102,7 @@ def definition_from_dict(
     where = f"{source}: " if source else ""
     if not isinstance(data, Mapping):
         raise DefinitionError(
-            f"{where}not a Workload Map definition: expected a mapping, got {_type(data)}"
+            f"{where}not a Workload Map definition: expected a mapping, got {type_name(data)}"
         )
     if not is_definition(data):
         found = f"{data.get('apiVersion') or '<no apiVersion>'} {data.get('kind') or '<no kind>'}"
@@ -122,22 +123,6 @@ def _name_of(data: Mapping[str, Any]) -> str:
     return name_of(data) or "<unnamed>"
 
 
-def _type(value: object) -> str:
-    if value is None:
-        return "null"
-    if isinstance(value, bool):
-        return "a boolean"
-    if isinstance(value, int | float):
-        return "a number"
-    if isinstance(value, str):
-        return "a string"
-    if isinstance(value, list):
-        return "a list"
-    if isinstance(value, Mapping):
-        return "a mapping"
-    return type(value).__name__
-
-
 class _Reader:
     """Decodes the document, collecting every type problem with its field path."""
 
@@ -154,7 +139,7 @@ class _Reader:
         if value is None:
             return None
         if not isinstance(value, Mapping):
-            self.problem(f"{field}.{key}", f"expected a mapping, got {_type(value)}")
+            self.problem(f"{field}.{key}", f"expected a mapping, got {type_name(value)}")
             return None
         return value
 
@@ -163,7 +148,7 @@ class _Reader:
         if value is None:
             return []
         if not isinstance(value, list):
-            self.problem(f"{field}.{key}", f"expected a list, got {_type(value)}")
+            self.problem(f"{field}.{key}", f"expected a list, got {type_name(value)}")
             return []
         return [(f"{field}.{key}[{i}]", item) for i, item in enumerate(value)]
 
@@ -176,7 +161,7 @@ class _Reader:
                 self.problem(f"{field}.{key}", "is required")
             return None
         if not isinstance(value, str):
-            self.problem(f"{field}.{key}", f"expected a string, got {_type(value)}")
+            self.problem(f"{field}.{key}", f"expected a string, got {type_name(value)}")
             return None
         return value
 
@@ -186,7 +171,7 @@ class _Reader:
             if isinstance(item, str):
                 out.append(item)
             else:
-                self.problem(item_field, f"expected a string, got {_type(item)}")
+                self.problem(item_field, f"expected a string, got {type_name(item)}")
         return tuple(out)
 
     def string_map(self, data: Mapping[str, Any], key: str, field: str) -> dict[str, str]:
@@ -198,13 +183,13 @@ class _Reader:
             if isinstance(v, str):
                 out[str(k)] = v
             else:
-                self.problem(f"{field}.{key}.{k}", f"expected a string, got {_type(v)}")
+                self.problem(f"{field}.{key}.{k}", f"expected a string, got {type_name(v)}")
         return out
 
     def entry(self, field: str, item: object) -> Mapping[str, Any] | None:
         if isinstance(item, Mapping):
             return item
-        self.problem(field, f"expected a mapping, got {_type(item)}")
+        self.problem(field, f"expected a mapping, got {type_name(item)}")
         return None
 
     # -- document ----------------------------------------------------------------------------

@@ -34,16 +34,16 @@ The result is a :class:`FleetConfig` of :class:`ClusterSource`; nothing is conta
 
 from __future__ import annotations
 
-import math
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 
 from placer.accelerators import AcceleratorTable, accelerators_from_dict, default_accelerators
+from placer.decoding import Decoder
 from placer.errors import FleetConfigError, InputError
 from placer.kube import KubeconfigSet, load_kubeconfigs
 from placer.model import Taint
-from placer.snapshot import parse_labels, parse_taints
+from placer.snapshot import parse_taints
 from placer.topology import Topologies, topologies_from_list
 from placer.yamlload import read_yaml_file
 
@@ -170,20 +170,19 @@ def fleet_from_data(
     environ: Mapping[str, str] | None = None,
 ) -> FleetConfig:
     """Validate parsed fleet-file data; kubeconfig paths are relative to ``source``'s folder."""
+    read = Decoder(FleetConfigError, source)
     if not isinstance(data, Mapping):
-        raise FleetConfigError(
+        read.fail(
+            None,
             "a fleet file must be a mapping with a clusters list",
-            source=source,
             hint="see `placer snapshot --help` for the format",
         )
     for key, expected in (("apiVersion", FLEET_API_VERSION), ("kind", FLEET_KIND)):
         if key in data and data[key] != expected:
-            raise FleetConfigError(
-                f"is {data[key]!r}, expected {expected!r}", source=source, field=key
-            )
+            read.fail(key, f"is {data[key]!r}, expected {expected!r}")
     items = data.get("clusters")
     if not isinstance(items, list) or not items:
-        raise FleetConfigError("must be a non-empty list", source=source, field="clusters")
+        read.fail("clusters", "must be a non-empty list")
     accelerators = data.get("accelerators") or {}
     try:  # NB: checked now, so that a typo is an error before any cluster is contacted
         accelerators_from_dict(accelerators, source=source, field="accelerators")
@@ -196,13 +195,10 @@ def fleet_from_data(
     base = Path(source).parent
     loaded: dict[tuple[str, ...], KubeconfigSet | FleetConfigError] = {}
     clusters: list[ClusterSource] = []
-    for index, item in enumerate(items):
-        where = f"clusters[{index}]"
-        cluster = _cluster(item, source, where, base, timeout, environ, loaded)
+    for where, item in read.entries(items, "clusters"):
+        cluster = _cluster(read, item, where, base, timeout, environ, loaded)
         if cluster.name in {c.name for c in clusters}:
-            raise FleetConfigError(
-                f"duplicate cluster name {cluster.name!r}", source=source, field=f"{where}.name"
-            )
+            read.fail(f"{where}.name", f"duplicate cluster name {cluster.name!r}")
         clusters.append(cluster)
     return FleetConfig(
         tuple(clusters),
@@ -213,41 +209,29 @@ def fleet_from_data(
 
 
 def _cluster(
+    read: Decoder,
     item: object,
-    source: str,
     where: str,
     base: Path,
     default_timeout: float,
     environ: Mapping[str, str] | None,
     loaded: dict[tuple[str, ...], KubeconfigSet | FleetConfigError],
 ) -> ClusterSource:
+    source = read.source
     if not isinstance(item, Mapping):
-        raise FleetConfigError("must be a mapping", source=source, field=where)
+        read.fail(where, "must be a mapping")
     unknown = sorted(set(map(str, item)) - set(_CLUSTER_KEYS))
     if unknown:
-        raise FleetConfigError(
-            f"unknown field(s) {', '.join(unknown)} (known: {', '.join(_CLUSTER_KEYS)})",
-            source=source,
-            field=where,
+        read.fail(
+            where, f"unknown field(s) {', '.join(unknown)} (known: {', '.join(_CLUSTER_KEYS)})"
         )
-    name = _string(item.get("name"), source, f"{where}.name", required=True)
-    context = _string(item.get("context"), source, f"{where}.context") or name
-    path_text = _string(item.get("kubeconfig"), source, f"{where}.kubeconfig")
-    timeout = item.get("timeout", default_timeout)
-    if (
-        isinstance(timeout, bool)
-        or not isinstance(timeout, (int, float))
-        or not math.isfinite(timeout)
-        or timeout <= 0
-    ):
-        raise FleetConfigError(
-            f"must be a positive number of seconds, got {timeout!r}",
-            source=source,
-            field=f"{where}.timeout",
-        )
-    labels = parse_labels(
-        item.get("labels"), source=source, field=f"{where}.labels", error=FleetConfigError
+    name = read.string(item.get("name"), f"{where}.name", required=True)
+    context = read.string(item.get("context"), f"{where}.context") or name
+    path_text = read.string(item.get("kubeconfig"), f"{where}.kubeconfig")
+    timeout = read.number(
+        item.get("timeout", default_timeout), f"{where}.timeout", positive=True, unit="seconds"
     )
+    labels = read.labels(item.get("labels"), f"{where}.labels")
     taints = parse_taints(
         item.get("taints"), source=source, field=f"{where}.taints", error=FleetConfigError
     )
@@ -277,14 +261,6 @@ def _cluster(
         kubeconfig=kubeconfig,
         labels=labels,
         taints=taints,
-        timeout=float(timeout),
+        timeout=timeout,
         problem=problem,
     )
-
-
-def _string(value: object, source: str, where: str, *, required: bool = False) -> str:
-    if value is None and not required:
-        return ""
-    if not isinstance(value, str) or not value:
-        raise FleetConfigError("must be a non-empty string", source=source, field=where)
-    return value
