@@ -14,6 +14,7 @@ from placer.model import Fleet, Node
 from placer.quantity import CPU, GPU, MEMORY, PODS
 from placer.testing import ApiServer
 from placer.virtual.seeding import node_object
+from tests.builders import objects
 
 DRA = "resource.k8s.io/v1"
 H100 = "NVIDIA H100 80GB HBM3"
@@ -36,31 +37,16 @@ def pod(
     claims: Iterable[Mapping[str, str]] = (),
 ) -> dict[str, Any]:
     """A Pod (bound to ``node`` and Running when given, else Pending)."""
-    spec: dict[str, Any] = {
-        "containers": [
-            {
-                "name": "main",
-                "image": "x",
-                "resources": {"requests": dict(requests or {"cpu": "1"})},
-            }
-        ]
-    }
-    if claims:
-        spec["resourceClaims"] = [dict(c) for c in claims]
-    if node:
-        spec["nodeName"] = node
-    metadata: dict[str, Any] = {"name": name, "namespace": namespace}
-    if annotations:
-        metadata["annotations"] = dict(annotations)
-    if labels:
-        metadata["labels"] = dict(labels)
-    return {
-        "apiVersion": "v1",
-        "kind": "Pod",
-        "metadata": metadata,
-        "spec": spec,
-        "status": {"phase": "Running" if node else "Pending"},
-    }
+    extra: dict[str, Any] = {"resourceClaims": [dict(c) for c in claims]} if claims else {}
+    return objects.pod(
+        name,
+        node=node,
+        namespace=namespace,
+        annotations=annotations,
+        labels=labels,
+        requests=requests or {"cpu": "1"},
+        **extra,
+    )
 
 
 def resource_slice(

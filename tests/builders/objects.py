@@ -63,35 +63,46 @@ def pod(
     *,
     node: str | None = None,
     namespace: str = "default",
-    phase: str = "Running",
+    phase: str | None = None,
     cpu: str = "1",
     memory: str = "1Gi",
     gpus: int = 0,
     extra: Mapping[str, str] | None = None,
+    requests: Mapping[str, str] | None = None,
     labels: Mapping[str, str] | None = None,
+    annotations: Mapping[str, str] | None = None,
     deleting: bool = False,
     container: str = "main",
     **spec: Any,
 ) -> dict[str, Any]:
-    """A Pod requesting ``cpu``, ``memory``, ``gpus`` and ``extra`` in one container, bound to
-    ``node`` (``None``: not scheduled); ``deleting`` gives it a deletionTimestamp and a finalizer
-    that holds it; further keyword arguments are ``spec`` fields."""
-    requests = {"cpu": cpu, "memory": memory}
-    if gpus:
-        requests[GPU] = str(gpus)
-    requests.update(extra or {})
+    """A Pod requesting ``cpu``, ``memory``, ``gpus`` and ``extra`` in one container (or exactly
+    ``requests``), bound to ``node`` (``None``: not scheduled), ``Running`` when bound and
+    ``Pending`` when not unless ``phase`` says otherwise; ``deleting`` gives it a
+    deletionTimestamp and a finalizer that holds it; further keyword arguments are ``spec``
+    fields (``resourceClaims=[...]``)."""
+    if requests is None:
+        requests = {"cpu": cpu, "memory": memory}
+        if gpus:
+            requests[GPU] = str(gpus)
+        requests.update(extra or {})
     metadata: dict[str, Any] = {"name": name, "namespace": namespace}
     if labels:
         metadata["labels"] = dict(labels)
+    if annotations:
+        metadata["annotations"] = dict(annotations)
     if deleting:
         metadata["deletionTimestamp"] = "2026-11-29T12:00:00Z"
         metadata["finalizers"] = ["example.com/hold"]
     pod_spec: dict[str, Any] = {
-        "containers": [{"name": container, "image": "x", "resources": {"requests": requests}}],
+        "containers": [
+            {"name": container, "image": "x", "resources": {"requests": dict(requests)}}
+        ],
         **spec,
     }
     if node:
         pod_spec["nodeName"] = node
+    if phase is None:
+        phase = "Running" if node else "Pending"
     return {
         "apiVersion": "v1",
         "kind": "Pod",

@@ -11,7 +11,6 @@ import pytest
 
 from placer.model import (
     GPU_SHARE,
-    Cluster,
     ComponentDemand,
     Fleet,
     Gang,
@@ -20,7 +19,8 @@ from placer.model import (
     Workload,
     WorkloadRef,
 )
-from placer.quantity import CPU, GPU, MEMORY, PODS
+from placer.quantity import CPU, GPU, MEMORY
+from tests.builders import fleets as builders
 
 GIB = 2**30
 
@@ -35,18 +35,15 @@ class Item:
 
 
 def gpu_node(name: str, gpus: int = 8, cpu: int = 64, memory_gib: int = 512) -> Node:
-    return Node(
-        name=name,
-        allocatable={CPU: cpu * 1000, MEMORY: memory_gib * GIB, GPU: gpus, PODS: 110},
-        gpu_devices=(1000,) * gpus,
-    )
+    """A node whose ``gpus`` GPU devices are all free."""
+    return builders.node(name, gpus, cpu=cpu, memory=memory_gib, devices=(1000,) * gpus)
 
 
 def fleet(*sizes: int, gpus: int = 8) -> Fleet:
     """Clusters ``c0``, ``c1``, ... with ``sizes[i]`` identical GPU nodes each."""
-    return Fleet(
-        clusters=tuple(
-            Cluster(name=f"c{i}", nodes=tuple(gpu_node(f"c{i}-n{k}", gpus) for k in range(n)))
+    return builders.fleet(
+        *(
+            builders.cluster(f"c{i}", *(gpu_node(f"c{i}-n{k}", gpus) for k in range(n)))
             for i, n in enumerate(sizes)
         )
     )

@@ -25,13 +25,13 @@ from placer.dispatch.ledger import InFlight, read_entries, write_entry
 from placer.dispatch.record import PlacementRecord, dispatch_manifest
 from placer.dispatch.submit import submit as submit_in_process
 from placer.fleet import fleet_from_kubeconfigs, member_clients
-from placer.model import Cluster, Fleet, Node, Placement, PodAssignment, WorkloadRef
+from placer.model import Fleet, Placement, PodAssignment, WorkloadRef
 from placer.snapshot import load_snapshot
 from placer.testing import ApiServer
 from placer.testing._faults import Target
 from placer.virtual.fleet import VirtualFleet
 from placer.virtual.realism import realism_setup
-from tests.builders import objects
+from tests.builders import fleets, objects
 
 #: concurrent `placer submit` processes: slow (make test-fast leaves them out).
 pytestmark = pytest.mark.slow
@@ -46,10 +46,9 @@ SIZES = [(1, 8), (2, 4), (1, 4), (2, 8), (1, 2), (2, 2), (1, 8), (2, 4)] * 2
 
 
 def gpu_fleet() -> Fleet:
-    node = {GPU: 8, "cpu": 64_000, "memory": 512 * 2**30, "pods": 110}
-    return Fleet(
-        tuple(
-            Cluster(name, tuple(Node(f"{name}-n{i}", dict(node)) for i in range(6)))
+    return fleets.fleet(
+        *(
+            fleets.cluster(name, *(fleets.node(f"{name}-n{i}") for i in range(6)))
             for name in CLUSTERS
         )
     )
