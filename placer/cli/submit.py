@@ -1,8 +1,9 @@
 """``placer submit``: place workloads on the fleet and dispatch them to the chosen clusters.
 
     placer submit -f FILE... [fleet options | --snapshot-free] [--policy FILE]... [--dry-run]
-                  [--wait[=TIMEOUT]] [--no-create-namespace] [--in-flight-ttl S]
-                  [--solver NAME] [--time-limit S] [--seed N] [--catalog DIR]... [-o text|json|yaml]
+                  [--wait[=TIMEOUT]] [--move [--allow-restart]] [--no-create-namespace]
+                  [--in-flight-ttl S] [--solver NAME] [--time-limit S] [--seed N]
+                  [--catalog DIR]... [-o text|json|yaml]
 
 Decomposes every object of the files with its Workload Map definition, gathers the fleet's
 node-level capacity (in-flight placements charged), decides all objects in one batch and
@@ -16,13 +17,19 @@ plan``, plus ``decision`` (id), per placement ``dispatched``, ``state``, ``error
 ``--wait[=TIMEOUT]`` (default 300 s; ``90s``, ``5m`` accepted) then follows each placed
 workload's phase (its definition's status mapping) until Running, Completed or Failed.
 
+A workload placer already placed is ``unchanged`` when its manifest is the same; when it
+changed, the change is applied where it runs if it still fits there (``updated``, with what
+changed: replicas, requests, images, fields), else it fails with the reason and nothing
+changes — ``--move`` then places it on another cluster (``moved``; kinds that cannot be
+suspended only with ``--allow-restart``). :mod:`placer.dispatch.update` has the rules.
+
 A workload another ``placer`` process is dispatching at the same moment (a retried CI job) is
 not sent twice: this one waits for it (up to 35 s) and reports it ``unchanged`` where the other
 placed it, or ``in-flight`` if the other is still at it.
 
-Exit code: 0 when every workload is placed (dispatched now, already placed, accepted by the
-dry run, or in flight from another placer process) and, with ``--wait``, settled without
-failing; 1 otherwise.
+Exit code: 0 when every workload is placed (dispatched now, already placed, updated, moved,
+accepted by the dry run, or in flight from another placer process) and, with ``--wait``,
+settled without failing; 1 otherwise (a change that does not fit, without ``--move``, too).
 """
 
 from __future__ import annotations
@@ -85,6 +92,18 @@ def register(subparsers: argparse._SubParsersAction[argparse.ArgumentParser]) ->
         metavar="TIMEOUT",
         help=f"follow each workload's phase until Running/Completed/Failed "
         f"(default timeout {DEFAULT_WAIT:g}s; e.g. --wait=90s, --wait=5m)",
+    )
+    parser.add_argument(
+        "--move",
+        action="store_true",
+        help="a changed workload that no longer fits its cluster is moved to another one (the "
+        "new copy is applied suspended, the old one removed, then the new one resumed)",
+    )
+    parser.add_argument(
+        "--allow-restart",
+        action="store_true",
+        help="with --move: also move kinds that cannot be suspended (the old copy is removed "
+        "before the new one is applied)",
     )
     parser.add_argument(
         "--no-create-namespace",
@@ -201,6 +220,7 @@ def placed_work(clients: Any, catalog_dirs: Sequence[str]) -> list[Any]:
 def run(args: argparse.Namespace) -> int:
     from placer.dispatch.ledger import DEFAULT_TTL
     from placer.dispatch.submit import submit
+    from placer.dispatch.update import MoveOptions
     from placer.fleet import member_clients
 
     policies = decision_policies(args)
@@ -210,6 +230,8 @@ def run(args: argparse.Namespace) -> int:
         raise UsageError(f"--in-flight-ttl must be positive, got {ttl:g}")
     if wait is not None and args.dry_run:
         raise UsageError("--wait cannot be combined with --dry-run (nothing is created)")
+    if args.allow_restart and not args.move:
+        raise UsageError("--allow-restart only applies to moves: add --move")
     manifests = read_manifests(args.filename, args.catalog, accelerators_for(args))
     refuse_spread([m.workload for m in manifests], policies)
     config = fleet_config_from_args(args)
@@ -230,6 +252,7 @@ def run(args: argparse.Namespace) -> int:
             in_flight_ttl=ttl,
             queues=queues,
             running=running,
+            moves=MoveOptions(move=args.move, allow_restart=args.allow_restart),
         )
         report_unreachable(report.fleet)
         if args.output != "text":
@@ -266,18 +289,31 @@ def report_to_dict(report: Any) -> dict[str, Any]:
         item["refused"] = dict(report.refused.get(placement.workload, {}))
         if outcome.notes:
             item["notes"] = list(outcome.notes)
+        _change_fields(item, outcome)
     for item, unplaced in zip(data["unplaced"], report.decision.unplaced, strict=True):
         outcome = outcomes[unplaced.workload]
         item["state"] = outcome.state
         item["dispatched"] = False
         item["error"] = outcome.error or None
         item["attempts"] = [a.to_dict() for a in outcome.attempts]
+        _change_fields(item, outcome)
     return {
         "decision": report.decision_id,
         **data,
         "warnings": list(report.warnings),
         "timings": dict(report.timings),
     }
+
+
+def _change_fields(item: dict[str, Any], outcome: Any) -> None:
+    """``changes``, ``previous`` (the copy's record before) and ``movedFrom`` of a changed
+    workload (updated, moved, or not changed for a reason)."""
+    if outcome.changes:
+        item["changes"] = list(outcome.changes)
+    if outcome.previous is not None:
+        item["previous"] = outcome.previous.to_dict()
+    if outcome.moved_from:
+        item["movedFrom"] = outcome.moved_from
 
 
 def render(report: Any, out: Any = None) -> None:
@@ -314,6 +350,11 @@ def render(report: Any, out: Any = None) -> None:
         if outcome.state == "unchanged":
             when = f" (decision {outcome.record.decision})" if outcome.record else ""
             lines.append(f"  already placed on {p.cluster}{when}: nothing sent")
+        elif outcome.changes:
+            was = f" (was decision {outcome.previous.decision})" if outcome.previous else ""
+            verb = {"updated": "updated on", "moved": "moved to"}.get(outcome.state, "on")
+            lines.append(f"  {verb} {p.cluster}{was}:")
+            lines += [f"    {change}" for change in outcome.changes]
         width = max((len(c) for c in refused), default=0)
         for cluster, text in refused.items():
             lines.append(f"  {cluster.ljust(width)}  refused: {text}")
@@ -324,7 +365,11 @@ def render(report: Any, out: Any = None) -> None:
     for unplaced in decision.unplaced:
         outcome = outcomes[unplaced.workload]
         status = "in flight" if outcome.state == "in-flight" else "not placed"
+        if outcome.previous is not None:
+            status = f"not changed (still on {outcome.cluster})"
         stream.write(f"\n{unplaced.workload}: {status}\n")
+        for change in outcome.changes:
+            stream.write(f"  change: {change}\n")
         for attempt in outcome.attempts:
             stream.write(f"  {attempt.cluster}: dispatch failed: {attempt.error}\n")
         tried = {a.cluster for a in outcome.attempts}

@@ -39,6 +39,7 @@ from placer.dispatch.record import (
     ANNOTATION_CLUSTER,
     ANNOTATION_DECISION,
     ANNOTATION_PLACED_AT,
+    LABEL_HUB,
     LABEL_PLACED_CLUSTER,
     label_value,
 )
@@ -94,8 +95,6 @@ JSON = dict[str, Any]
 ANNOTATION_PHASE = "placer.dev/phase"
 FINALIZER = "placer.dev/placement"
 CONDITION = "Placed"
-#: on member copies: which hub placed the copy.
-LABEL_HUB = "placer.dev/hub"
 #: on member copies: the uid of the hub object the copy stands for.
 ANNOTATION_HUB_UID = "placer.dev/hub-uid"
 #: phases after which a copy is never re-created.

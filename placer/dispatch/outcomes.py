@@ -2,7 +2,8 @@
 
 A :class:`Manifest` is a workload as the user (or the hub) has it, with its decomposition. A
 dispatch reports an :class:`Outcome` per workload — its state (:data:`DISPATCHED`,
-:data:`DRY_RUN`, :data:`UNCHANGED`, :data:`IN_FLIGHT`, :data:`FAILED`, :data:`UNPLACED`), the
+:data:`DRY_RUN`, :data:`UNCHANGED`, :data:`UPDATED`, :data:`MOVED`, :data:`IN_FLIGHT`,
+:data:`FAILED`, :data:`UNPLACED`), the
 cluster, the placement and record applied, and every failed :class:`Attempt` with the server's
 Status — and the decision as carried out (:class:`DispatchResult`).
 """
@@ -24,8 +25,10 @@ __all__ = [
     "DRY_RUN",
     "FAILED",
     "IN_FLIGHT",
+    "MOVED",
     "UNCHANGED",
     "UNPLACED",
+    "UPDATED",
     "Attempt",
     "DispatchResult",
     "Manifest",
@@ -39,6 +42,8 @@ __all__ = [
 DISPATCHED = "dispatched"
 DRY_RUN = "dry-run"
 UNCHANGED = "unchanged"
+UPDATED = "updated"
+MOVED = "moved"
 IN_FLIGHT = "in-flight"
 FAILED = "failed"
 UNPLACED = "unplaced"
@@ -85,7 +90,10 @@ class Outcome:
     """What happened to one workload.
 
     ``state``: ``dispatched`` (applied now), ``dry-run`` (the server accepted the dry run),
-    ``unchanged`` (already placed by placer on ``cluster``; nothing was sent), ``in-flight``
+    ``unchanged`` (already placed by placer on ``cluster``; nothing was sent), ``updated`` (its
+    changed manifest applied over the copy on ``cluster``; ``changes`` says what changed),
+    ``moved`` (the changed workload no longer fit its cluster and was placed on ``cluster``
+    instead; ``moved_from`` names the old one), ``in-flight``
     (another placer process holds its claim and is dispatching it: nothing was sent here;
     ``error`` names the decision), ``failed`` (no cluster took it, or the clean-up after a
     failure did not finish: ``error`` says what) or ``unplaced`` (the solver found no cluster).
@@ -104,16 +112,22 @@ class Outcome:
     namespace_created: bool = False
     #: remarks (dry-run notes, ledger warnings).
     notes: tuple[str, ...] = ()
+    #: what a changed manifest changes (updates and moves, and their dry runs).
+    changes: tuple[str, ...] = ()
+    #: the record the copy carried before an update or a move.
+    previous: PlacementRecord | None = None
+    #: the cluster a moved workload left.
+    moved_from: str = ""
 
     @property
     def dispatched(self) -> bool:
         """Applied now (a dry run or an unchanged workload is not)."""
-        return self.state == DISPATCHED
+        return self.state in (DISPATCHED, UPDATED, MOVED)
 
     @property
     def placed(self) -> bool:
         """It runs (or would run, in a dry run) on ``cluster``."""
-        return self.state in (DISPATCHED, DRY_RUN, UNCHANGED)
+        return self.state in (DISPATCHED, DRY_RUN, UNCHANGED, UPDATED, MOVED)
 
 
 @dataclass(frozen=True)

@@ -10,10 +10,18 @@ A dispatched object carries, next to the user's own metadata:
   ``placer.dev/decision``, ``placer.dev/placed-at`` (RFC 3339, UTC) and ``placer.dev/pod-nodes``,
   the decision's pod-to-node plan as compact JSON ``{"worker/0": ["node-a", "node-b"], ...}``
   (pods of each component instance by replica index). The plan is informative for real
-  clusters (kube-scheduler decides) and honoured by the virtual fleet's pod materialisation.
+  clusters (kube-scheduler decides) and honoured by the virtual fleet's pod materialisation;
+* the annotation ``placer.dev/manifest-hash``: a hash of the manifest as the user wrote it
+  (cleaned, without the record: :func:`manifest_hash`), so that a later ``placer submit`` of the
+  same file knows the copy is unchanged and one of a changed file knows it changed, whatever
+  the API server defaulted or normalised in the stored object;
+* while a copy is being moved (``placer submit --move``, :mod:`placer.dispatch.update`), the
+  new copy waits suspended with the annotation ``placer.dev/moving-from: <old cluster>``
+  until the old copy is gone; the resume removes it.
 
-The record is how placer recognises its own objects: re-submitting a workload that carries a
-record on some member is a no-op (it stays there), and ``placer get``/``describe`` show it.
+The record is how placer recognises its own objects: re-submitting an unchanged workload that
+carries a record on some member is a no-op (it stays there), a changed one is updated there
+(:mod:`placer.dispatch.update`), and ``placer get``/``describe``/``delete`` use it.
 Why on the object and not elsewhere: the object is what users and other tools look at, it is
 deleted with the workload, and it needs no extra permission.
 
@@ -41,16 +49,20 @@ from placer.timestamps import rfc3339
 __all__ = [
     "ANNOTATION_CLUSTER",
     "ANNOTATION_DECISION",
+    "ANNOTATION_MANIFEST",
+    "ANNOTATION_MOVING_FROM",
     "ANNOTATION_PLACED_AT",
     "ANNOTATION_PLAN",
     "FIELD_MANAGER",
     "LABEL_DECISION",
+    "LABEL_HUB",
     "LABEL_PLACED_BY",
     "LABEL_PLACED_CLUSTER",
     "PLACED_BY",
     "PlacementRecord",
     "dispatch_manifest",
     "label_value",
+    "manifest_hash",
     "new_decision_id",
     "plan_of",
 ]
@@ -61,10 +73,15 @@ PLACED_BY = "placer"
 LABEL_PLACED_BY = f"{ANNOTATION_PREFIX}placed-by"
 LABEL_DECISION = f"{ANNOTATION_PREFIX}decision"
 LABEL_PLACED_CLUSTER = f"{ANNOTATION_PREFIX}placed-cluster"
+#: on the copies the placement controller places: the hub they come from
+#: (:mod:`placer.controller.records`).
+LABEL_HUB = f"{ANNOTATION_PREFIX}hub"
 ANNOTATION_CLUSTER = f"{ANNOTATION_PREFIX}placed-cluster"
 ANNOTATION_DECISION = f"{ANNOTATION_PREFIX}decision"
 ANNOTATION_PLACED_AT = f"{ANNOTATION_PREFIX}placed-at"
 ANNOTATION_PLAN = f"{ANNOTATION_PREFIX}pod-nodes"
+ANNOTATION_MANIFEST = f"{ANNOTATION_PREFIX}manifest-hash"
+ANNOTATION_MOVING_FROM = f"{ANNOTATION_PREFIX}moving-from"
 
 _LABEL_VALUE = re.compile(r"^(([A-Za-z0-9][-A-Za-z0-9_.]*)?[A-Za-z0-9])?$")
 #: metadata the API server owns: never sent back, never copied from a hub object.
@@ -200,13 +217,25 @@ class PlacementRecord:
         )
 
 
-def dispatch_manifest(
-    manifest: Mapping[str, Any], ref: WorkloadRef, record: PlacementRecord | None
-) -> dict[str, Any]:
-    """The body to apply on the member: ``manifest`` cleaned, namespaced, with ``record``.
+def manifest_hash(manifest: Mapping[str, Any], ref: WorkloadRef) -> str:
+    """A hash of ``manifest`` as placer applies it, without the record (24 hex digits): equal
+    for two submissions of the same object however its keys are ordered, different as soon as
+    any field the user wrote differs."""
+    body = dispatch_manifest(manifest, ref, None)
+    text = json.dumps(body, sort_keys=True, separators=(",", ":"), ensure_ascii=False)
+    return hashlib.sha256(text.encode()).hexdigest()[:24]
 
-    ``record=None`` gives the cleaned body without a record (used to compare or to dry-run
-    what a user wrote).
+
+def dispatch_manifest(
+    manifest: Mapping[str, Any],
+    ref: WorkloadRef,
+    record: PlacementRecord | None,
+) -> dict[str, Any]:
+    """The body to apply on the member: ``manifest`` cleaned, namespaced, with ``record`` and
+    the manifest's hash (:data:`ANNOTATION_MANIFEST`).
+
+    ``record=None`` gives the cleaned body without a record or hash (used to compare or to
+    dry-run what a user wrote).
     """
     body: dict[str, Any] = copy.deepcopy(dict(manifest))
     body.pop("status", None)
@@ -219,9 +248,12 @@ def dispatch_manifest(
     labels = dict(metadata.get("labels") or {})
     annotations = dict(metadata.get("annotations") or {})
     annotations.pop(_LAST_APPLIED, None)
+    for key in (ANNOTATION_MANIFEST, ANNOTATION_MOVING_FROM):
+        annotations.pop(key, None)
     if record is not None:
         labels.update(record.labels())
         annotations.update(record.annotations())
+        annotations[ANNOTATION_MANIFEST] = manifest_hash(manifest, ref)
     if labels:
         metadata["labels"] = labels
     if annotations:

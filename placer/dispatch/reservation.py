@@ -47,6 +47,7 @@ def reserve(
             decision_id,
             ttl=ttl,
             claimed=claims is not None and run.name in claims.members_of(ref),
+            update=ref in run.updates,
         )
         for unit in units
         for placement in unit.placements

@@ -12,12 +12,16 @@
    member of its ``placer.dev/group`` is pinned to the same cluster); one that exists on a
    member *without* placer's record is not placed anywhere (it would run twice) and fails with
    an explanation;
-3. decide the rest in one batch (:func:`placer.solver.solve`) and dispatch the decision
+3. apply the changed ones (their manifest differs from the copy placer placed) where they
+   are, when they still fit there, or move them with ``moves`` (``--move``), under their
+   claims (:class:`~placer.dispatch.update.Updater`): ``updated``, ``moved``, or ``failed``
+   with the reason and nothing changed; the fleet is then charged with what they take now;
+4. decide the rest in one batch (:func:`placer.solver.solve`) and dispatch the decision
    (:class:`~placer.dispatch.dispatcher.Dispatcher`), which claims each workload on the
    members first (:mod:`placer.dispatch.claims`): a workload another ``placer`` process is
    dispatching at the same moment is waited for (up to :data:`CLAIM_WAIT` seconds) and then
    reported ``unchanged`` where that process put it, or ``in-flight`` if it is still at it;
-4. explain, for every newly placed workload, why each other cluster was not chosen
+5. explain, for every newly placed workload, why each other cluster was not chosen
    (:func:`placer.solver.refusals.refusals`).
 
 Snapshot-free mode (``--snapshot-free``): for users who may not list nodes and pods on the
@@ -43,8 +47,17 @@ from placer.dispatch.dispatcher import Dispatcher
 from placer.dispatch.existing import find_existing, settle_existing
 from placer.dispatch.ledger import DEFAULT_TTL, Ledger, sync_cluster
 from placer.dispatch.options import DispatchOptions
-from placer.dispatch.outcomes import IN_FLIGHT, UNCHANGED, Manifest, Outcome
+from placer.dispatch.outcomes import (
+    DRY_RUN,
+    IN_FLIGHT,
+    MOVED,
+    UNCHANGED,
+    UPDATED,
+    Manifest,
+    Outcome,
+)
 from placer.dispatch.record import new_decision_id
+from placer.dispatch.update import MoveOptions, Updater, changed_copies
 from placer.errors import ClusterUnreachableError, KubeError
 from placer.fleet import ClusterSource, FleetConfig, gather_fleet
 from placer.fleet.gather import unavailable
@@ -75,6 +88,8 @@ __all__ = ["CLAIM_WAIT", "SubmitReport", "gather_charged", "snapshot_free_decisi
 
 log = logging.getLogger(__name__)
 
+#: states of workloads settled before the decision that stay placed where their outcome says.
+SETTLED_PLACED = (UNCHANGED, UPDATED, MOVED, DRY_RUN)
 #: seconds a submission waits for workloads another placer process is dispatching (longer
 #: than a claim lives: the claim of a process that died is taken over within the wait).
 CLAIM_WAIT = CLAIM_TTL + 5.0
@@ -95,7 +110,7 @@ class SubmitReport:
     fleet: Fleet
     warnings: tuple[str, ...] = ()
     #: seconds per step: gather (the ledger read included), ledger (the slowest member's
-    #: ledger read), existing, decide, dispatch, explain.
+    #: ledger read), existing, update (when a manifest changed), decide, dispatch, explain.
     timings: Mapping[str, float] = field(default_factory=dict)
 
     @property
@@ -121,11 +136,15 @@ def submit(
     claim_wait: float = CLAIM_WAIT,
     queues: QueueSet | None = None,
     running: Sequence[Running] = (),
+    moves: MoveOptions | None = None,
 ) -> SubmitReport:
     """Place and dispatch ``manifests`` on the fleet of ``config`` (see the module docstring).
 
     With ``queues`` the decision honours them (:func:`placer.solver.fairshare.solve_fair`),
     ``running`` (the work placer placed on the members) booked to its queues first.
+
+    ``moves``: whether a changed workload that no longer fits its cluster moves
+    (:class:`~placer.dispatch.update.MoveOptions`; default: it does not).
 
     Never raises for cluster trouble: unreachable clusters are left out with their reason,
     dispatch failures are in the outcomes.
@@ -153,7 +172,27 @@ def submit(
         )
     decision_id = new_decision_id()
     todo, settled = settle_existing(manifests, existing)
+    changes = changed_copies(manifests, settled, existing)
     lap("existing")
+    options = DispatchOptions(
+        policies=tuple(policies),
+        create_namespaces=create_namespaces,
+        dry_run=dry_run,
+        member_ledger=not snapshot_free,
+        in_flight_ttl=in_flight_ttl,
+        solver=solver,
+        time_limit=time_limit,
+        seed=seed,
+        decide=(lambda w, f: snapshot_free_decision(w, f, policies)) if snapshot_free else None,
+        claim_wait=claim_wait,
+    )
+    if changes:
+        updater = Updater(reachable, options, ledger=ledger, moves=moves)
+        updated = updater.update(changes, fleet, decision_id=decision_id)
+        settled.update(updated.outcomes)
+        fleet = updated.fleet
+        warnings += updated.warnings
+        lap("update")
     if snapshot_free:
         decision = snapshot_free_decision([m.workload for m in todo], fleet, policies)
     elif queues is not None:
@@ -179,18 +218,6 @@ def submit(
             seed=seed,
         )
     lap("decide")
-    options = DispatchOptions(
-        policies=tuple(policies),
-        create_namespaces=create_namespaces,
-        dry_run=dry_run,
-        member_ledger=not snapshot_free,
-        in_flight_ttl=in_flight_ttl,
-        solver=solver,
-        time_limit=time_limit,
-        seed=seed,
-        decide=(lambda w, f: snapshot_free_decision(w, f, policies)) if snapshot_free else None,
-        claim_wait=claim_wait,
-    )
     dispatcher = Dispatcher(reachable, options, ledger=ledger)
     result = dispatcher.dispatch(todo, decision, fleet, decision_id=decision_id)
     lap("dispatch")
@@ -262,11 +289,12 @@ def gather_charged(
 def _merge(
     decision: Decision, outcomes: Sequence[Outcome], manifests: Sequence[Manifest]
 ) -> Decision:
-    """The dispatch's decision plus the unchanged and refused-as-foreign workloads."""
+    """The dispatch's decision plus the workloads settled before it: unchanged, updated,
+    moved (and their dry runs), refused as foreign."""
     placements = {p.workload: p for p in decision.placements}
     unplaced = {u.workload: u for u in decision.unplaced}
     for outcome in outcomes:
-        if outcome.state == UNCHANGED and outcome.placement is not None:
+        if outcome.state in SETTLED_PLACED and outcome.placement is not None:
             placements[outcome.workload] = outcome.placement
         elif outcome.workload not in placements and outcome.workload not in unplaced:
             reasons = {outcome.cluster: outcome.error} if outcome.cluster else {}

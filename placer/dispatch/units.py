@@ -77,6 +77,9 @@ class ClusterRun:
     reserved: dict[WorkloadRef, InFlight] = field(default_factory=dict)
     #: the workload claims of this dispatch (``None``: not claiming).
     claims: Claims | None = None
+    #: workloads whose placement here is a changed manifest applied over their running copy:
+    #: their ledger entries are updates (:attr:`placer.dispatch.ledger.InFlight.update`).
+    updates: set[WorkloadRef] = field(default_factory=set)
 
 
 class DispatchError(Exception):

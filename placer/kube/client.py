@@ -261,6 +261,18 @@ class KubeClient:
             return {}
         return resources_from_discovery(api_version, document or {})
 
+    def group_versions(self) -> list[str]:
+        """The preferred version of every API group the server serves (``v1`` for the core
+        group first, then ``apps/v1``...), from ``/api`` and ``/apis`` (not cached)."""
+        core = self.send(Request("GET", "/api", action="discover API versions")) or {}
+        found = [str(v) for v in (core.get("versions") or ())[:1]]
+        groups = self.send(Request("GET", "/apis", action="discover API groups")) or {}
+        for group in groups.get("groups") or ():
+            preferred = (group.get("preferredVersion") or {}).get("groupVersion")
+            if isinstance(preferred, str) and preferred:
+                found.append(preferred)
+        return found
+
     def forget_discovery(self) -> None:
         """Drop cached discovery (after CRDs changed)."""
         with self._lock:

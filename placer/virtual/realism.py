@@ -24,7 +24,10 @@ kube-scheduler and kubelet for every workload kind of the catalog:
   running status cannot be produced keep no status);
 * **deletion**: deleting the workload deletes its pods (owner-reference garbage collection of
   the store); suspending it (its definition's status reports ``Suspended``/``Suspending``)
-  deletes its pods too, and resuming materialises them again.
+  deletes its pods too, and resuming materialises them again;
+* **changes**: a change of the workload's spec (a new ``metadata.generation``: ``placer
+  submit`` of a changed manifest) replaces its pods with the new spec's, as a framework rolls
+  its pods (all at once here).
 
 Not modelled: intermediate objects (a JobSet's Jobs, a Deployment's ReplicaSet: pods are owned
 by the workload directly), per-device GPU sharing on nodes that model devices, completion, and
@@ -138,8 +141,8 @@ class Realism:
         self.name = name
         self._kinds = {(g, k) for g, _, k in catalog_kinds(catalog)}
         self._lock = threading.Lock()
-        #: uids of workloads whose pods exist.
-        self._materialised: set[str] = set()
+        #: uids of workloads whose pods exist -> the generation they were made for.
+        self._materialised: dict[str, object] = {}
 
     def __call__(self, event: WriteEvent) -> None:
         rt = event.resource
@@ -149,7 +152,7 @@ class Realism:
         uid = uid_of(obj)
         if event.type == "DELETED":
             with self._lock:
-                self._materialised.discard(uid)
+                self._materialised.pop(uid, None)
             return
         try:
             decomposition = decompose(obj, self.catalog)
@@ -160,18 +163,20 @@ class Realism:
             )
             return
         suspended = any(p in _SUSPENDED for p in phases)
+        generation = (obj.get("metadata") or {}).get("generation")
         with self._lock:
             done = uid in self._materialised
+            changed = done and self._materialised[uid] != generation
             if suspended and done:
-                self._materialised.discard(uid)
-            elif not suspended and not done:
-                self._materialised.add(uid)
+                del self._materialised[uid]
+            elif not suspended and (not done or changed):
+                self._materialised[uid] = generation
             else:
                 return
-        if suspended:
+        if suspended or changed:
             _delete_pods(event.store, obj, uid)
-            return
-        self._materialise(event.store, obj, decomposition)
+        if not suspended:
+            self._materialise(event.store, obj, decomposition)
 
     # ----------------------------------------------------------------------------------------
 

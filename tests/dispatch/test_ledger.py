@@ -17,7 +17,9 @@ from placer.dispatch.ledger import (
     OBSERVED_KEEP,
     InFlight,
     Ledger,
+    decode_entry,
     delete_entry,
+    encode_entry,
     entry_from_configmap,
     entry_to_configmap,
     observe,
@@ -262,3 +264,28 @@ def test_a_new_controller_retires_its_predecessors_unapplied_entries_at_once(
     assert Claims({"c1": client}, decision="d-new", succession=new).acquire([REF]).won == (REF,)
     old.renew()
     assert old.taken(REF) is not None and not old.holds(REF)
+
+
+def test_an_update_entry_charges_what_the_running_pods_do_not_cover() -> None:
+    """An update's entry (a changed workload over its running copy): a running 4-GPU pod
+    retires the 8-GPU pod planned on its node only in part; 4 GPUs stay charged there, and
+    one pod of the new size covers it whole."""
+    ref = WorkloadRef("v1", "Pod", "default", "grown")
+    pods = tuple(PodAssignment("w", "", i, f"n{i}", {GPU: 8, "cpu": 1000}) for i in range(2))
+    placement = Placement(ref, "c", pods, {GPU: 16, "cpu": 2000})
+    entry = InFlight.new(placement, "d2", update=True, now=1_700_000_000.0)
+    old = {GPU: 4, "cpu": 1000}
+    partly = observe(entry, [("n0", old), ("n1", old)])
+    assert [(p.node, dict(p.requests)) for p in partly.placement.pods] == [
+        ("n0", {GPU: 4}),
+        ("n1", {GPU: 4}),
+    ]
+    assert partly.placement.requests[GPU] == 8
+    new = {GPU: 8, "cpu": 1000}
+    assert observe(entry, [("n0", new), ("n1", old)]).placement.requests[GPU] == 4
+    assert observe(entry, [("n0", new), ("n1", new)]).placement.pods == ()
+    # a first placement's entry is retired whole by any matching pod, as before
+    plain = InFlight.new(placement, "d1")
+    assert observe(plain, [("n0", old), ("n1", old)]).placement.pods == ()
+    # the mark survives the ConfigMap
+    assert decode_entry(encode_entry(entry)) == entry

@@ -88,7 +88,7 @@ dispatcher's read-back after reserving settles that. A decision dispatched more 
 meanwhile (``placer submit`` and the controller dispatch within seconds of reading).
 """
 
-from placer.dispatch.ledger.book import Ledger, charge_known
+from placer.dispatch.ledger.book import Ledger, charge_known, release_known
 from placer.dispatch.ledger.entry import (
     DEFAULT_TTL,
     LABEL_IN_FLIGHT,
@@ -130,6 +130,7 @@ __all__ = [
     "entry_to_configmap",
     "observe",
     "read_entries",
+    "release_known",
     "remove_entries",
     "sync_cluster",
     "write_entries",

@@ -16,8 +16,9 @@ from dataclasses import replace
 from placer.dispatch.ledger.entry import InFlight
 from placer.model import Fleet, Placement, WorkloadRef
 from placer.solver import charge as charge_fleet
+from placer.solver.charging import release as release_fleet
 
-__all__ = ["Ledger", "charge_known"]
+__all__ = ["Ledger", "charge_known", "release_known"]
 
 
 class Ledger:
@@ -86,13 +87,26 @@ def charge_known(fleet: Fleet, placements: Iterable[Placement]) -> Fleet:
     Placements on clusters the fleet lacks or could not reach, and pods on nodes that are
     gone (or without a node: snapshot-free decisions), have nothing to be charged to.
     """
+    chargeable = _on_known_nodes(fleet, placements)
+    return charge_fleet(fleet, chargeable) if chargeable else fleet
+
+
+def release_known(fleet: Fleet, placements: Iterable[Placement]) -> Fleet:
+    """``fleet`` with ``placements`` taken off again (an updated copy's pods), skipping pods
+    it has no node for, as :func:`charge_known` does."""
+    known = _on_known_nodes(fleet, placements)
+    return release_fleet(fleet, known) if known else fleet
+
+
+def _on_known_nodes(fleet: Fleet, placements: Iterable[Placement]) -> list[Placement]:
+    """``placements`` cut to the pods on nodes of reachable clusters of ``fleet``."""
     nodes = {c.name: {n.name for n in c.nodes} for c in fleet.clusters if c.reachable}
-    chargeable = []
+    found = []
     for placement in placements:
         known = nodes.get(placement.cluster)
         if not known:
             continue
         pods = tuple(p for p in placement.pods if p.node in known)
         if pods:
-            chargeable.append(replace(placement, pods=pods))
-    return charge_fleet(fleet, chargeable) if chargeable else fleet
+            found.append(replace(placement, pods=pods))
+    return found

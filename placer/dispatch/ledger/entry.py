@@ -4,7 +4,8 @@ An entry (:class:`InFlight`) is a placement with its decision id, creation and e
 whether it was written under the workload's claim. On a member it is one data key of a ledger
 ConfigMap in :data:`LEDGER_NAMESPACE`, labelled :data:`LABEL_IN_FLIGHT`: the key is
 :func:`entry_name` of the workload, the value the JSON of :func:`encode_entry` (workload,
-cluster, decision, times, every pod with its node, requests and GPU devices). The package
+cluster, decision, times, every pod with its node, requests and GPU devices; whether it was
+written under a claim, and whether it is an update of a running copy). The package
 docstring (:mod:`placer.dispatch.ledger`) says why the ledger exists and when entries stop
 counting.
 """
@@ -57,6 +58,11 @@ class InFlight:
     #: written while its decider held the workload's claim on this member
     #: (:mod:`placer.dispatch.claims`): it is still to be applied only while that claim lives.
     claimed: bool = False
+    #: the placement of a changed workload applied over its running copy
+    #: (:mod:`placer.dispatch.update`): the copy's pods already hold part of it, so an
+    #: observed pod retires only what its requests cover of the planned pod it matches
+    #: (:func:`~placer.dispatch.ledger.sync.observe`) — the entry charges the difference.
+    update: bool = False
 
     @property
     def cluster(self) -> str:
@@ -78,9 +84,10 @@ class InFlight:
         now: float | None = None,
         ttl: float = DEFAULT_TTL,
         claimed: bool = False,
+        update: bool = False,
     ) -> InFlight:
         created = time.time() if now is None else now
-        return cls(placement, decision, created, created + ttl, claimed=claimed)
+        return cls(placement, decision, created, created + ttl, claimed=claimed, update=update)
 
 
 def entry_name(ref: WorkloadRef) -> str:
@@ -114,6 +121,8 @@ def encode_entry(entry: InFlight) -> str:
     }
     if entry.claimed:
         data["claimed"] = True
+    if entry.update:
+        data["update"] = True
     return json.dumps(data, separators=(",", ":"), sort_keys=True)
 
 
@@ -142,7 +151,8 @@ def decode_entry(text: str, *, store: str = "") -> InFlight | None:
         placement = Placement(ref, str(data["cluster"]), pods, requests)
         decision = str(data.get("decision", ""))
         claimed = data.get("claimed") is True
-        return InFlight(placement, decision, created, expires, store, claimed)
+        update = data.get("update") is True
+        return InFlight(placement, decision, created, expires, store, claimed, update)
     except (ValueError, KeyError, TypeError):
         return None
 

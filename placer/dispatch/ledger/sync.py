@@ -41,9 +41,16 @@ def observe(entry: InFlight, observed: Sequence[tuple[str, Mapping[str, int]]]) 
 
     Matching order per observed pod: same node and requests, same requests, same node, any
     (see the module docstring). The placement's total ``requests`` shrink with the pods.
+
+    An update's entry (:attr:`InFlight.update`: a changed workload applied over its running
+    copy) is charged the difference: an observed pod retires only what its requests cover of
+    the planned pod it matches, and what it does not cover (the copy's old pod asked for 4
+    GPUs, the changed one plans 8) stays charged on the planned node until a pod that covers
+    it is observed.
     """
     left = list(entry.placement.pods)
     retired: list[PodAssignment] = []
+    remainders: list[PodAssignment] = []
     pending = list(observed)
     for match in (_same_node_and_requests, _same_requests, _same_node, _any):
         still = []
@@ -51,8 +58,16 @@ def observe(entry: InFlight, observed: Sequence[tuple[str, Mapping[str, int]]]) 
             index = next((i for i, pod in enumerate(left) if match(pod, node, requests)), None)
             if index is None:
                 still.append((node, requests))
-            else:
-                retired.append(left.pop(index))
+                continue
+            pod = left.pop(index)
+            retired.append(pod)
+            uncovered = {
+                name: amount - requests.get(name, 0)
+                for name, amount in pod.requests.items()
+                if amount > requests.get(name, 0)
+            }
+            if entry.update and uncovered:
+                remainders.append(replace(pod, requests=uncovered, devices=()))
         pending = still
         if not pending or not left:
             break
@@ -62,7 +77,10 @@ def observe(entry: InFlight, observed: Sequence[tuple[str, Mapping[str, int]]]) 
     for pod in retired:
         for name, amount in pod.requests.items():
             total[name] = max(0, total.get(name, 0) - amount)
-    placement = replace(entry.placement, pods=tuple(left), requests=total)
+    for pod in remainders:
+        for name, amount in pod.requests.items():
+            total[name] = total.get(name, 0) + amount
+    placement = replace(entry.placement, pods=(*left, *remainders), requests=total)
     return replace(entry, placement=placement)
 
 
