@@ -31,7 +31,7 @@ from placer.definitions.documents import partition_claims, read_input
 from placer.definitions.view import build_view, render_text, to_json
 from placer.errors import InputError, PlacerError, UsageError
 
-__all__ = ["decompose_all", "read_manifests", "register", "run", "run_live"]
+__all__ = ["decompose_all", "read_manifests", "register", "run", "run_live", "split_target"]
 
 
 def register(subparsers: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
@@ -114,6 +114,23 @@ def run(args: argparse.Namespace) -> int:
     return 0
 
 
+def split_target(target: Sequence[str]) -> tuple[str, str]:
+    """TYPE and NAME of a ``TYPE/NAME`` (or ``TYPE NAME``) argument.
+
+    Raises:
+        UsageError: anything else.
+    """
+    if len(target) == 1 and "/" in target[0]:
+        type_token, _, name = target[0].partition("/")
+    elif len(target) == 2:
+        type_token, name = target
+    else:
+        raise UsageError("give TYPE/NAME (or TYPE NAME) of a workload, or -f FILE")
+    if not type_token or not name:
+        raise UsageError(f"{'/'.join(target)!r}: expected TYPE/NAME")
+    return type_token, name
+
+
 def run_live(args: argparse.Namespace) -> int:
     """``describe TYPE/NAME``: the workload on the member clusters, with its pods."""
     from placer.fleet import member_clients
@@ -126,14 +143,7 @@ def run_live(args: argparse.Namespace) -> int:
         resolve_type_on,
     )
 
-    if len(args.target) == 1 and "/" in args.target[0]:
-        type_token, _, name = args.target[0].partition("/")
-    elif len(args.target) == 2:
-        type_token, name = args.target
-    else:
-        raise UsageError("give TYPE/NAME (or TYPE NAME) of a workload, or -f FILE")
-    if not type_token or not name:
-        raise UsageError(f"{'/'.join(args.target)!r}: expected TYPE/NAME")
+    type_token, name = split_target(args.target)
     namespace = args.namespace or "default"
     catalog = load_catalog(args)
     config = fleet_config_from_args(args)
