@@ -4,12 +4,16 @@
   (reachable or why not, nodes, free/allocatable GPU, CPU, memory, the largest free GPU block
   on one node, pending pods, GPU models), or one row per node with ``--nodes``. JSON as
   :mod:`placer.fleet.summary` documents.
-* ``fleet up SNAPSHOT --kubeconfig-out PATH [--fleet-out PATH]``: the virtual fleet — one
-  loopback HTTPS API server per cluster of the snapshot, seeded so that gathering from it gives
-  the snapshot's capacity back; one kubeconfig context per cluster. Every catalog kind is
-  served, and applied workloads get pods bound to nodes and a Running status
-  (:mod:`placer.virtual.realism`; ``--no-pods`` turns that off). Runs until SIGINT/SIGTERM,
-  then stops the servers and removes nothing the user asked for.
+* ``fleet up [SNAPSHOT] [--hub NAME] --kubeconfig-out PATH [--fleet-out PATH]``: the virtual
+  fleet — one loopback HTTPS API server per cluster of the snapshot, seeded so that gathering
+  from it gives the snapshot's capacity back; one kubeconfig context per cluster. Every catalog
+  kind is served, and applied workloads get pods bound to nodes and a Running status
+  (:mod:`placer.virtual.realism`; ``--no-pods`` turns that off). ``--hub NAME`` adds an empty
+  hub cluster for ``placer controller`` (:mod:`placer.virtual.hub`: the catalog's kinds and
+  placer's CRDs served, no nodes, no pods), its context marked as a hub so that commands
+  reaching members leave it out, and made the current context (kubectl talks to the hub);
+  without SNAPSHOT only the hub is served. Runs until
+  SIGINT/SIGTERM, then stops the servers and removes nothing the user asked for.
 """
 
 from __future__ import annotations
@@ -68,14 +72,23 @@ def register(subparsers: Any) -> None:
 
     up = commands.add_parser(
         "up",
-        help="serve a snapshot as a virtual fleet of loopback API servers",
+        help="serve a snapshot as a virtual fleet of loopback API servers (and a hub)",
         description=(
             "Start one loopback HTTPS API server per cluster of SNAPSHOT, seeded with its "
-            "nodes and pods, write a kubeconfig with one context per cluster, and run until "
-            "interrupted."
+            "nodes and pods, and with --hub an empty hub cluster for `placer controller`; "
+            "write a kubeconfig with one context per cluster, and run until interrupted."
         ),
     )
-    up.add_argument("snapshot", metavar="SNAPSHOT", help="snapshot file")
+    up.add_argument(
+        "snapshot", nargs="?", metavar="SNAPSHOT", help="snapshot file (optional with --hub)"
+    )
+    up.add_argument(
+        "--hub",
+        metavar="NAME",
+        help="also serve an empty hub cluster named NAME for `placer controller --hub-context "
+        "NAME`: the catalog's kinds and placer's CRDs (PlacementPolicy, Karta), no nodes; its "
+        "context is the current one, and commands reaching members leave it out",
+    )
     up.add_argument(
         "--kubeconfig-out",
         type=output_file,
@@ -137,13 +150,22 @@ def run_up(args: argparse.Namespace) -> int:
     from placer.virtual.fleet import VirtualFleet
     from placer.virtual.realism import realism_setup
 
-    fleet = load_snapshot(args.snapshot)
+    if not args.snapshot and not args.hub:
+        raise UsageError("give a SNAPSHOT to serve, or --hub NAME (or both)")
+    if args.fleet_out and not args.snapshot:
+        raise UsageError("--fleet-out lists member clusters: give the SNAPSHOT to serve")
+    fleet = load_snapshot(args.snapshot) if args.snapshot else Fleet(())
+    if args.hub and args.hub in fleet.names:
+        raise UsageError(
+            f"--hub {args.hub}: the snapshot has a cluster of that name",
+            hint="name the hub differently (e.g. --hub hub)",
+        )
     stop = threading.Event()
     previous = {
         sig: signal.signal(sig, lambda *_: stop.set()) for sig in (signal.SIGINT, signal.SIGTERM)
     }
     try:
-        with VirtualFleet(fleet, setup=realism_setup(pods=args.pods)) as virtual:
+        with VirtualFleet(fleet, setup=realism_setup(pods=args.pods), hub=args.hub) as virtual:
             try:
                 path = virtual.write_kubeconfig(Path(args.kubeconfig_out))
                 if args.fleet_out:
@@ -155,6 +177,9 @@ def run_up(args: argparse.Namespace) -> int:
                     hint="choose a path in a folder you can write",
                 ) from None
             for name, url in virtual.urls.items():
+                if name == args.hub:
+                    print(f"hub {name}: {url} (the current context)", flush=True)
+                    continue
                 cluster = virtual.fleet.cluster(name)
                 state = "" if cluster.reachable else " (stopped: unreachable in the snapshot)"
                 print(f"cluster {name}: {url}{state}", flush=True)

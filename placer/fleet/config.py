@@ -4,8 +4,10 @@ Two ways to say it:
 
 * **kubeconfigs** (``--kubeconfig PATH`` and ``--context NAME``, both repeatable, ``KUBECONFIG``
   honoured): without ``--context`` every context of the merged kubeconfigs is a member cluster
-  named after its context. A missing file or an unknown ``--context`` is an error right away:
-  the user typed it.
+  named after its context — except a context marked as a placement controller's hub (the
+  context extension ``placer.dev/role`` with ``role: hub``, which ``placer fleet up --hub``
+  writes), which is a member only when named with ``--context``. A missing file or an unknown
+  ``--context`` is an error right away: the user typed it.
 * **a fleet file** (``--fleet FILE``)::
 
       apiVersion: placer.dev/v1alpha1      # optional
@@ -41,7 +43,7 @@ from pathlib import Path
 from placer.accelerators import AcceleratorTable, accelerators_from_dict, default_accelerators
 from placer.decoding import Decoder
 from placer.errors import FleetConfigError, InputError
-from placer.kube import KubeconfigSet, load_kubeconfigs
+from placer.kube import ROLE_HUB, KubeconfigSet, load_kubeconfigs
 from placer.model import Taint
 from placer.snapshot import parse_taints
 from placer.topology import Topologies, topologies_from_list
@@ -114,16 +116,23 @@ def fleet_from_kubeconfigs(
     timeout: float = DEFAULT_TIMEOUT,
     environ: Mapping[str, str] | None = None,
 ) -> FleetConfig:
-    """Member clusters from kubeconfig files: the given contexts, or all of them.
+    """Member clusters from kubeconfig files: the given contexts, or all of them but those
+    marked as a placement controller's hub (``placer fleet up --hub`` marks its hub with the
+    context extension ``placer.dev/role: {role: hub}``).
 
     Raises:
         FleetConfigError: a missing or malformed kubeconfig, an unknown context, or no context.
     """
     merged = load_kubeconfigs(kubeconfigs, environ=environ)
-    names = list(dict.fromkeys(contexts)) or list(merged.context_names())
+    names = list(dict.fromkeys(contexts)) or [
+        name for name in merged.context_names() if not _is_hub(merged, name)
+    ]
     if not names:
+        hubs = merged.context_names()
         raise FleetConfigError(
-            "the kubeconfig defines no context",
+            f"the kubeconfig's only contexts are hubs ({', '.join(hubs)})"
+            if hubs
+            else "the kubeconfig defines no context",
             source=merged.describe_sources(),
             field="contexts",
             hint="add a context, or describe the fleet in a --fleet FILE",
@@ -137,6 +146,14 @@ def fleet_from_kubeconfigs(
         ),
         source=merged.describe_sources(),
     )
+
+
+def _is_hub(kubeconfigs: KubeconfigSet, name: str) -> bool:
+    """Whether context ``name`` is marked as a placement controller's hub (not a member)."""
+    try:
+        return kubeconfigs.context(name).role == ROLE_HUB
+    except FleetConfigError:  # a dangling context: reported when it is used
+        return False
 
 
 def load_fleet_file(

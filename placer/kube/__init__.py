@@ -22,6 +22,8 @@ from typing import TYPE_CHECKING
 from placer._lazy import lazy_exports
 
 __all__ = [
+    "ROLE_EXTENSION",
+    "ROLE_HUB",
     "ClientSettings",
     "ContextInfo",
     "KubeClient",
@@ -45,7 +47,13 @@ __all__ = [
 
 if TYPE_CHECKING:
     from placer.kube.client import KubeClient, ObjectList, open_client
-    from placer.kube.kubeconfig import ContextInfo, KubeconfigSet, load_kubeconfigs
+    from placer.kube.kubeconfig import (
+        ROLE_EXTENSION,
+        ROLE_HUB,
+        ContextInfo,
+        KubeconfigSet,
+        load_kubeconfigs,
+    )
     from placer.kube.owners import OwnerWalker
     from placer.kube.requests import PatchType, Request
     from placer.kube.resources import ResourceRef, split_api_version

@@ -35,7 +35,7 @@ from typing import Any
 from placer.errors import FleetConfigError
 from placer.yamlload import read_yaml_file
 
-__all__ = ["ContextInfo", "KubeconfigSet", "load_kubeconfigs"]
+__all__ = ["ROLE_EXTENSION", "ROLE_HUB", "ContextInfo", "KubeconfigSet", "load_kubeconfigs"]
 
 #: Keys of a kubeconfig ``user`` entry whose values are secrets.
 _SECRET_USER_KEYS = ("token", "password", "client-key-data")
@@ -45,6 +45,11 @@ _SECRET_PROVIDER_KEYS = ("id-token", "refresh-token", "access-token", "client-se
 _CLUSTER_FILES = ("certificate-authority",)
 _USER_FILES = ("client-certificate", "client-key", "tokenFile")
 _REDACTED = "<redacted>"
+#: the context extension saying what a context is to placer (``{"role": "hub"}``), written by
+#: ``placer fleet up --hub`` for its hub.
+ROLE_EXTENSION = "placer.dev/role"
+#: :attr:`ContextInfo.role` of a placement controller's hub.
+ROLE_HUB = "hub"
 
 
 @dataclass(frozen=True)
@@ -62,6 +67,22 @@ class ContextInfo:
     namespace: str
     #: the kubeconfig file that defines the context.
     source: str
+    #: what placer is told the context is (its ``placer.dev/role`` extension): ``hub`` for a
+    #: placement controller's hub, which commands reaching member clusters leave out unless
+    #: it is named; ``""`` otherwise.
+    role: str = ""
+
+
+def _role(extensions: object) -> str:
+    """The ``role`` of a context's :data:`ROLE_EXTENSION` extension (``""`` when none)."""
+    if not isinstance(extensions, list):
+        return ""
+    for item in extensions:
+        if isinstance(item, Mapping) and item.get("name") == ROLE_EXTENSION:
+            extension = item.get("extension")
+            if isinstance(extension, Mapping) and isinstance(extension.get("role"), str):
+                return str(extension["role"])
+    return ""
 
 
 @dataclass(frozen=True)
@@ -148,6 +169,7 @@ class KubeconfigSet:
             user=user_name,
             namespace=str(namespace),
             source=entry.source,
+            role=_role(body.get("extensions")),
         )
 
     def client_config(self, name: str) -> dict[str, Any]:

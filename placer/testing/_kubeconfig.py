@@ -39,6 +39,7 @@ def kubeconfig_dict(
     namespaces: Mapping[str, str] | None = None,
     tokens: Mapping[str, str] | None = None,
     without_ca: Collection[str] = (),
+    extensions: Mapping[str, Mapping[str, Any]] | None = None,
 ) -> dict[str, Any]:
     """The kubeconfig document for ``servers`` (context name -> server).
 
@@ -49,6 +50,8 @@ def kubeconfig_dict(
         tokens: token per context overriding the server's (e.g. a wrong one, for 401 tests).
         without_ca: contexts written without ``certificate-authority-data`` (the client then
             fails TLS verification, as with a cluster whose CA you do not have).
+        extensions: per context, its ``extensions`` (name -> extension object), as kubeconfig
+            context extensions (minikube's ``context_info``, placer's ``placer.dev/role``).
 
     Raises:
         ValueError: no servers, or an option names an unknown context.
@@ -59,6 +62,7 @@ def kubeconfig_dict(
         ("namespaces", namespaces or {}),
         ("tokens", tokens or {}),
         ("without_ca", without_ca),
+        ("extensions", extensions or {}),
     ):
         unknown = sorted(set(names) - set(servers))
         if unknown:
@@ -77,6 +81,10 @@ def kubeconfig_dict(
         context: dict[str, Any] = {"cluster": name, "user": f"{name}-user"}
         if namespaces and name in namespaces:
             context["namespace"] = namespaces[name]
+        if extensions and name in extensions:
+            context["extensions"] = [
+                {"name": key, "extension": dict(value)} for key, value in extensions[name].items()
+            ]
         contexts.append({"name": name, "context": context})
     return {
         "apiVersion": "v1",
@@ -97,6 +105,7 @@ def write_kubeconfig(
     namespaces: Mapping[str, str] | None = None,
     tokens: Mapping[str, str] | None = None,
     without_ca: Collection[str] = (),
+    extensions: Mapping[str, Mapping[str, Any]] | None = None,
 ) -> Path:
     """Write a kubeconfig file (mode 0600) for ``servers``; see :func:`kubeconfig_dict`.
 
@@ -109,6 +118,7 @@ def write_kubeconfig(
         namespaces=namespaces,
         tokens=tokens,
         without_ca=without_ca,
+        extensions=extensions,
     )
     target = Path(path)
     target.parent.mkdir(parents=True, exist_ok=True)

@@ -11,6 +11,11 @@ keeps them too).
 A cluster the snapshot marks unreachable gets a server that is started and stopped again: its
 context points at a closed port and gathering reports it unreachable, as in the snapshot.
 
+With ``hub=NAME`` it also serves an empty hub cluster for the placement controller
+(:mod:`placer.virtual.hub`) — alone when the snapshot has no clusters — whose context in the
+kubeconfig is marked as a hub, so that commands reaching members leave it out, and is the
+current context, so that kubectl talks to the hub.
+
 Seam for "realism" (materialising pods of workloads applied to a virtual cluster): pass
 ``setup=callback``; it is called as ``callback(cluster, server)`` for every cluster after
 seeding and before serving, and may register reactors or admission hooks on ``server.store``.
@@ -29,8 +34,10 @@ import trustme
 import yaml
 
 from placer.fleet.config import FLEET_API_VERSION, FLEET_KIND
+from placer.kube import ROLE_EXTENSION, ROLE_HUB
 from placer.model import Cluster, Fleet
 from placer.testing import ApiServer, write_kubeconfig
+from placer.virtual.hub import serve_hub
 from placer.virtual.seeding import cluster_objects
 
 __all__ = ["Setup", "VirtualFleet"]
@@ -48,6 +55,10 @@ class VirtualFleet:
         fleet: the snapshot to serve.
         setup: per-cluster hook (see module docstring).
         bookmark_interval: seconds between watch BOOKMARKs on the servers.
+        hub: also serve an empty hub cluster of this name (:mod:`placer.virtual.hub`).
+
+    Raises:
+        ValueError: ``hub`` is the name of a cluster of the snapshot.
     """
 
     def __init__(
@@ -56,10 +67,14 @@ class VirtualFleet:
         *,
         setup: Setup | None = None,
         bookmark_interval: float = 1.0,
+        hub: str | None = None,
     ) -> None:
+        if hub is not None and hub in fleet.names:
+            raise ValueError(f"the hub cannot be named {hub!r}: a member cluster is")
         self.fleet = fleet
         self.setup = setup
         self.bookmark_interval = bookmark_interval
+        self.hub = hub
         self.servers: dict[str, ApiServer] = {}
         self._ca: trustme.CA | None = None
 
@@ -94,6 +109,13 @@ class VirtualFleet:
                     # reserve a port, then close it: the context points at a refusing port
                     server.start()
                     server.stop()
+            if self.hub is not None:
+                hub = ApiServer(
+                    name=self.hub, ca=self._ca, bookmark_interval=self.bookmark_interval
+                )
+                self.servers[self.hub] = hub
+                serve_hub(hub.store)
+                hub.start()
         except BaseException:
             self.stop()
             raise
@@ -115,10 +137,19 @@ class VirtualFleet:
         return {name: server.url for name, server in self.servers.items()}
 
     def write_kubeconfig(self, path: str | os.PathLike[str]) -> Path:
-        """Write a kubeconfig (mode 0600) with one context per cluster, named after it."""
+        """Write a kubeconfig (mode 0600) with one context per cluster, named after it. The
+        hub's context is marked as a hub and is the current context (kubectl talks to the hub,
+        where users create workloads); without a hub the first cluster's is."""
         if not self.servers:
             raise RuntimeError("the virtual fleet is not started")
-        return write_kubeconfig(path, self.servers)
+        if self.hub is None:
+            return write_kubeconfig(path, self.servers)
+        return write_kubeconfig(
+            path,
+            self.servers,
+            current_context=self.hub,
+            extensions={self.hub: {ROLE_EXTENSION: {"role": ROLE_HUB}}},
+        )
 
     def write_fleet_file(
         self, path: str | os.PathLike[str], *, kubeconfig: str | os.PathLike[str]

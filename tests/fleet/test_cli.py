@@ -4,11 +4,9 @@ from __future__ import annotations
 
 import json
 import os
-import selectors
 import signal
 import subprocess
 import sys
-import time
 from dataclasses import replace
 from pathlib import Path
 
@@ -17,6 +15,7 @@ import pytest
 from placer.cli import main
 from placer.snapshot import load_snapshot
 from placer.virtual.fleet import VirtualFleet
+from tests.fleet.processes import read_until
 
 ROOT = Path(__file__).resolve().parents[2]
 DEMO = ROOT / "clusters" / "demo.yaml"
@@ -121,7 +120,7 @@ def test_snapshot_then_fleet_up_then_snapshot_round_trips(
         cwd=ROOT,
     )
     try:
-        output = _read_until(proc, b"serving", timeout=60)
+        output = read_until(proc, b"serving", timeout=60)
         assert b"kubeconfig: " in output and b"cluster central: https://127.0.0.1:" in output
         # 3. a snapshot of the virtual fleet, through the fleet file it wrote
         code, _, err = run(
@@ -139,21 +138,3 @@ def test_snapshot_then_fleet_up_then_snapshot_round_trips(
     assert replace(after, captured_at="") == replace(before, captured_at="")
     for cluster in after.clusters:
         assert cluster.labels["region"] and cluster.reachable
-
-
-def _read_until(proc: subprocess.Popen[bytes], marker: bytes, *, timeout: float) -> bytes:
-    assert proc.stdout is not None
-    data = b""
-    deadline = time.monotonic() + timeout
-    with selectors.DefaultSelector() as selector:
-        selector.register(proc.stdout, selectors.EVENT_READ)
-        while marker not in data:
-            left = deadline - time.monotonic()
-            if left <= 0 or not selector.select(left):
-                proc.kill()
-                raise AssertionError(f"no {marker!r} in time: {data!r}")
-            chunk = os.read(proc.stdout.fileno(), 65536)
-            if not chunk:
-                raise AssertionError(f"exited early: {data!r} {proc.stderr.read()!r}")  # type: ignore[union-attr]
-            data += chunk
-    return data
