@@ -70,10 +70,10 @@ def add_decision_options(parser: argparse.ArgumentParser, *, with_mode: bool = F
         "--time-limit",
         type=seconds,
         default=1.0,
-        metavar="S",
+        metavar="SECONDS",
         help="seconds for the decision, CPU time of this process (default 1)",
     )
-    parser.add_argument("--seed", type=SEED, default=0, help="solver seed (default 0)")
+    parser.add_argument("--seed", type=SEED, default=0, metavar="N", help="solver seed (default 0)")
 
 
 def decision_policies(args: argparse.Namespace) -> list[PlacementPolicy]:

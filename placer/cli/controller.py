@@ -2,7 +2,7 @@
 
     placer controller --hub-context NAME [--hub-kubeconfig PATH] [fleet options]
                       [--policy FILE]... [--catalog DIR]... [--metrics-port N]
-                      [--batch-window S] [--grace-period S] [--hub-name NAME] ...
+                      [--batch-window SECONDS] [--grace-period SECONDS] [--hub-name NAME] ...
 
 The hub is one kubeconfig context (``--hub-kubeconfig``, else the fleet's kubeconfig files);
 the members are the fleet options as for every other command, except that without
@@ -77,21 +77,21 @@ def register(subparsers: Any) -> None:
         "--batch-window",
         type=seconds,
         default=1.0,
-        metavar="S",
+        metavar="SECONDS",
         help="seconds pending workloads are collected before a cycle decides them (default 1)",
     )
     placing.add_argument(
         "--grace-period",
         type=seconds_or_zero,
         default=300.0,
-        metavar="S",
+        metavar="SECONDS",
         help="seconds a member may be unreachable before its workloads move (default 300)",
     )
     placing.add_argument(
         "--resync-interval",
         type=seconds,
         default=30.0,
-        metavar="S",
+        metavar="SECONDS",
         help="seconds between capacity and health checks while idle (default 30)",
     )
     placing.add_argument("--solver", choices=SOLVERS, default="cpsat", help="default cpsat")
@@ -99,7 +99,7 @@ def register(subparsers: Any) -> None:
         "--time-limit",
         type=seconds,
         default=1.0,
-        metavar="S",
+        metavar="SECONDS",
         help="solver seconds per cycle (default 1)",
     )
     placing.add_argument(
@@ -110,16 +110,22 @@ def register(subparsers: Any) -> None:
         help="workloads per cycle at most",
     )
     placing.add_argument(
+        "--in-flight-ttl",
         "--ledger-ttl",
+        dest="ledger_ttl",
         type=seconds,
         default=600.0,
-        metavar="S",
-        help="seconds an in-flight placement is charged at most (default 600)",
+        metavar="SECONDS",
+        help="seconds an in-flight placement is charged at most while its pods do not appear "
+        "(default 600; as placer submit's --in-flight-ttl; --ledger-ttl is its older name)",
     )
     placing.add_argument(
+        "--no-create-namespace",
         "--no-create-namespaces",
+        dest="no_create_namespaces",
         action="store_true",
-        help="never create a workload's namespace on a member (a missing one fails there)",
+        help="never create a workload's namespace on a member (a missing one fails there; as "
+        "placer submit's --no-create-namespace; --no-create-namespaces is its older name)",
     )
     placing.add_argument(
         "--workers",
@@ -142,18 +148,56 @@ def register(subparsers: Any) -> None:
     ops.add_argument(
         "--identity", metavar="NAME", help="name in the Lease (default: $POD_NAME or host-pid)"
     )
-    ops.add_argument("--lease-namespace", default="placer-system", metavar="NS")
-    ops.add_argument("--lease-name", default="placer-controller", metavar="NAME")
-    ops.add_argument("--lease-duration", type=seconds, default=15.0, metavar="S")
-    ops.add_argument("--renew-deadline", type=seconds, default=10.0, metavar="S")
-    ops.add_argument("--retry-period", type=seconds, default=2.0, metavar="S")
+    ops.add_argument(
+        "--lease-namespace",
+        default="placer-system",
+        metavar="NS",
+        help="namespace of the leader-election Lease on the hub (default placer-system)",
+    )
+    ops.add_argument(
+        "--lease-name",
+        default="placer-controller",
+        metavar="NAME",
+        help="name of the Lease (default placer-controller)",
+    )
+    ops.add_argument(
+        "--lease-duration",
+        type=seconds,
+        default=15.0,
+        metavar="SECONDS",
+        help="how long a Lease not renewed stays taken (default 15)",
+    )
+    ops.add_argument(
+        "--renew-deadline",
+        type=seconds,
+        default=10.0,
+        metavar="SECONDS",
+        help="the leader stops acting if it cannot renew for this long (default 10)",
+    )
+    ops.add_argument(
+        "--retry-period",
+        type=seconds,
+        default=2.0,
+        metavar="SECONDS",
+        help="seconds between tries to take or renew the Lease (default 2)",
+    )
     ops.add_argument(
         "--no-leader-election",
         action="store_true",
         help="act without a Lease (only for a single replica)",
     )
-    ops.add_argument("--log-format", choices=("json", "text"), default="json")
-    ops.add_argument("--log-level", choices=("debug", "info", "warning", "error"), default="info")
+    ops.add_argument(
+        "--log-format",
+        choices=("json", "text"),
+        default="json",
+        help="one JSON object per line, or text for people (default json)",
+    )
+    ops.add_argument(
+        "--log-level",
+        choices=("debug", "info", "warning", "error"),
+        default="info",
+        help="default info",
+    )
     parser.set_defaults(func=run)
 
 

@@ -93,21 +93,22 @@ def register(subparsers: argparse._SubParsersAction[argparse.ArgumentParser]) ->
         "--seed",
         type=SEED,
         default=None,
+        metavar="N",
         help="solver seed, and the seed of trace/generator specs that have none (default 42)",
     )
     parser.add_argument(
         "--time-limit",
         type=seconds,
         default=1.0,
-        metavar="S",
+        metavar="SECONDS",
         help="seconds per decision (default 1)",
     )
     parser.add_argument(
         "--interval",
         type=seconds_or_zero,
         default=0.0,
-        metavar="S",
-        help="stream: decide every S seconds of simulated time (default: at every event)",
+        metavar="SECONDS",
+        help="stream: decide every SECONDS seconds of simulated time (default: at every event)",
     )
     add_catalog_option(parser)
     add_output_option(parser)
