@@ -8,9 +8,10 @@ STAMP := $(VENV)/.installed
 .PHONY: demo test test-fast lint typecheck unit install clean bench
 
 $(STAMP): pyproject.toml
+	@echo "installing placer and its dependencies into $(VENV) (a few minutes the first time)"
 	test -x $(BIN)/python || $(PYTHON) -m venv $(VENV)
 	$(BIN)/python -m pip install -q --upgrade pip
-	$(BIN)/python -m pip install -q -e '.[dev]'
+	$(BIN)/python -m pip install -e '.[dev]'
 	touch $(STAMP)
 
 install: $(STAMP)

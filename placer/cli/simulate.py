@@ -46,7 +46,7 @@ __all__ = ["register", "run"]
 #: text output lists at most this many workloads, and reasons for this many unplaced ones.
 TEXT_WORKLOADS = 40
 TEXT_REASONS = 10
-#: progress lines on stderr at most this often (seconds), once a run takes longer than this.
+#: progress lines on stderr (a TTY, or --progress) at most this often, in seconds.
 PROGRESS_EVERY = 5.0
 DRAIN_REASON = "drained (what-if: placer simulate --drain)"
 
@@ -115,6 +115,14 @@ def register(subparsers: argparse._SubParsersAction[argparse.ArgumentParser]) ->
     parser.add_argument(
         "--report", metavar="DIR", help="also write JSON, Markdown and PNG plots to DIR"
     )
+    parser.add_argument(
+        "--progress",
+        action=argparse.BooleanOptionalAction,
+        default=None,
+        help="progress lines on stderr: each solver's start and end, and every "
+        f"{PROGRESS_EVERY:.0f} s how far it is (stream: events, simulated time, running and "
+        "queued workloads); default: when stderr is a terminal. stdout gets only the result",
+    )
     parser.set_defaults(func=run)
 
 
@@ -139,6 +147,8 @@ def run(args: argparse.Namespace) -> int:
     for warning in warnings:
         print(f"warning: {warning}", file=sys.stderr)
     runs: list[Run] = []
+    shown = sys.stderr.isatty() if args.progress is None else args.progress
+    progress = _Progress(sys.stderr) if shown else None
     for solver in solvers:
         settings = Settings(
             solver=solver,
@@ -150,7 +160,7 @@ def run(args: argparse.Namespace) -> int:
             queues=queues,
             preemption=args.allow_preemption,
         )
-        runs.append(simulate(items, simulated, settings, progress=_Progress(sys.stderr)))
+        runs.append(simulate(items, simulated, settings, progress=progress))
     doc = document(
         runs,
         items,
@@ -320,19 +330,25 @@ def resource_warnings(items: Sequence[Timed], fleet: Fleet, source: str) -> list
 
 
 class _Progress:
-    """Throttled progress lines on stderr for runs that take a while."""
+    """Progress lines (``simulate: SOLVER: DONE/TOTAL (ELAPSED s) DETAIL``): a solver's first
+    report and its first with ``DONE == TOTAL``, and in between one every ``every`` seconds."""
 
-    def __init__(self, out: TextIO) -> None:
+    def __init__(self, out: TextIO, every: float = PROGRESS_EVERY) -> None:
         self.out = out
+        self.every = every
         self.started = time.monotonic()
         self.last = self.started
+        self.solver = ""
+        self.ended = False
 
     def __call__(self, solver: str, done: int, total: int, detail: str) -> None:
         now = time.monotonic()
-        long_run = now - self.started >= PROGRESS_EVERY
-        if not long_run or (now - self.last < PROGRESS_EVERY and done < total):
+        first = solver != self.solver
+        if not first and (self.ended or (done < total and now - self.last < self.every)):
             return
-        self.last = now
+        if first:
+            self.solver, self.started = solver, now
+        self.last, self.ended = now, done >= total
         self.out.write(
             f"simulate: {solver}: {done}/{total} ({now - self.started:.0f} s) {detail}\n"
         )
