@@ -45,7 +45,7 @@ from __future__ import annotations
 import logging
 from collections import Counter
 from collections.abc import Iterable, Mapping, Sequence
-from dataclasses import replace
+from dataclasses import dataclass, replace
 from typing import Any
 
 from placer.accelerators import AcceleratorTable, default_accelerators, fraction_share
@@ -60,11 +60,14 @@ __all__ = [
     "GPU_PRODUCT_LABELS",
     "NON_TERMINAL_PODS",
     "PodTally",
+    "PodUsage",
     "cluster_from_api",
     "complete_labels",
     "gpu_models",
     "gpu_product",
     "node_from_api",
+    "pod_usage",
+    "with_shares",
 ]
 
 log = logging.getLogger(__name__)
@@ -107,73 +110,26 @@ class PodTally:
 
     def add(self, pod: Mapping[str, Any]) -> None:
         """Count one pod (see the module docstring for the rules)."""
-        status = pod.get("status") or {}
-        if status.get("phase") in _TERMINAL:
-            return
-        spec = pod.get("spec") or {}
-        node = spec.get("nodeName")
-        metadata = meta(pod)
-        deleting = is_deleting(pod)
-        if not node and deleting:
-            return
-        requests = pod_requests(spec, strict=False)  # validated by the API server
-        share = self._share(metadata, requests)
-        if metadata.get("namespace") in self.table.reservation_namespaces:
-            requests.pop(GPU, None)  # holds a shared device: its fractional pods count it
-        if node:
-            total = self.requested.get(node)
-            if total is None:
-                total = self.requested[node] = {}
-            for name, amount in requests.items():
-                total[name] = total.get(name, 0) + amount
-            total[PODS] = total.get(PODS, 0) + 1
-            if deleting:
-                self.terminating += 1
-            if share is not None:
-                group, devices, milli = share
-                if devices:
-                    total[GPU] = total.get(GPU, 0) + devices
-                else:
-                    total[GPU_SHARE] = total.get(GPU_SHARE, 0) + milli
-                    self.shares.setdefault(node, []).append((group, milli))
-        else:
-            if share is not None:
-                _, devices, milli = share
-                extra = {GPU: devices} if devices else {GPU_SHARE: milli}
-                for name, amount in extra.items():
-                    requests[name] = requests.get(name, 0) + amount
-            self.pending_count += 1
-            for name, amount in requests.items():
-                self.pending_requests[name] = self.pending_requests.get(name, 0) + amount
+        usage = pod_usage(pod, self.table)
+        if usage is not None:
+            self.count(usage)
 
-    def _share(
-        self, metadata: Mapping[str, Any], requests: Mapping[str, int]
-    ) -> tuple[str, int, int] | None:
-        """``(GPU group, whole devices, thousandths of one device)`` of a fractional pod."""
-        annotations = metadata.get("annotations") or {}
-        if not annotations or requests.get(GPU, 0) > 0:
-            return None
-        try:
-            found = fraction_share(annotations, self.table)
-        except ValueError as exc:
-            log.warning(
-                "pod %s/%s: ignoring its GPU fraction annotation: %s",
-                metadata.get("namespace"),
-                metadata.get("name"),
-                exc,
-            )
-            return None
-        if found is None:
-            return None
-        _, _, devices, milli = found
-        labels = metadata.get("labels") or {}
-        group = labels.get(self.table.gpu_group_label) if self.table.gpu_group_label else None
-        key = (
-            f"group:{group}" if group else f"pod:{metadata.get('namespace')}/{metadata.get('name')}"
-        )
-        if devices > 1 or milli >= 1000:
-            return key, devices, 0
-        return key, 0, milli
+    def count(self, usage: PodUsage) -> None:
+        """Count one pod's :class:`PodUsage`."""
+        if usage.node:
+            total = self.requested.get(usage.node)
+            if total is None:
+                total = self.requested[usage.node] = {}
+            for name, amount in usage.requests.items():
+                total[name] = total.get(name, 0) + amount
+            if usage.deleting:
+                self.terminating += 1
+            if usage.share is not None:
+                self.shares.setdefault(usage.node, []).append(usage.share)
+        else:
+            self.pending_count += 1
+            for name, amount in usage.requests.items():
+                self.pending_requests[name] = self.pending_requests.get(name, 0) + amount
 
     def add_all(self, pods: Iterable[Mapping[str, Any]]) -> None:
         """Count every pod of ``pods``."""
@@ -183,6 +139,90 @@ class PodTally:
     @property
     def pending(self) -> PendingPods:
         return PendingPods(count=self.pending_count, requests=dict(self.pending_requests))
+
+
+@dataclass(frozen=True)
+class PodUsage:
+    """What one non-terminal pod counts for (see the module docstring), before summing.
+
+    Attributes:
+        node: the node it is bound to (``""``: pending).
+        requests: its effective requests; bound, with ``pods`` = 1 and its GPU share (whole
+            devices as ``nvidia.com/gpu``, a fraction as ``GPU_SHARE``); pending, with its
+            share added the same way.
+        deleting: a bound pod being deleted (still counted).
+        share: a bound pod's ``(GPU group, thousandths of one device)``, packed onto the node's
+            devices by :func:`cluster_from_api`.
+    """
+
+    node: str
+    requests: dict[str, int]
+    deleting: bool = False
+    share: tuple[str, int] | None = None
+
+
+def pod_usage(pod: Mapping[str, Any], table: AcceleratorTable) -> PodUsage | None:
+    """What ``pod`` counts for, or ``None`` when it counts for nothing (a finished pod, a
+    pending pod being deleted). :class:`PodTally` sums these; so does the controller's
+    capacity cache, pod by pod as they change."""
+    status = pod.get("status") or {}
+    if status.get("phase") in _TERMINAL:
+        return None
+    spec = pod.get("spec") or {}
+    node = spec.get("nodeName")
+    metadata = meta(pod)
+    deleting = is_deleting(pod)
+    if not node and deleting:
+        return None
+    requests = pod_requests(spec, strict=False)  # validated by the API server
+    share = _share(metadata, requests, table)
+    if metadata.get("namespace") in table.reservation_namespaces:
+        requests.pop(GPU, None)  # holds a shared device: its fractional pods count it
+    if node:
+        requests[PODS] = requests.get(PODS, 0) + 1
+        fraction: tuple[str, int] | None = None
+        if share is not None:
+            group, devices, milli = share
+            if devices:
+                requests[GPU] = requests.get(GPU, 0) + devices
+            else:
+                requests[GPU_SHARE] = requests.get(GPU_SHARE, 0) + milli
+                fraction = (group, milli)
+        return PodUsage(str(node), requests, deleting, fraction)
+    if share is not None:
+        _, devices, milli = share
+        extra = {GPU: devices} if devices else {GPU_SHARE: milli}
+        for name, amount in extra.items():
+            requests[name] = requests.get(name, 0) + amount
+    return PodUsage("", requests)
+
+
+def _share(
+    metadata: Mapping[str, Any], requests: Mapping[str, int], table: AcceleratorTable
+) -> tuple[str, int, int] | None:
+    """``(GPU group, whole devices, thousandths of one device)`` of a fractional pod."""
+    annotations = metadata.get("annotations") or {}
+    if not annotations or requests.get(GPU, 0) > 0:
+        return None
+    try:
+        found = fraction_share(annotations, table)
+    except ValueError as exc:
+        log.warning(
+            "pod %s/%s: ignoring its GPU fraction annotation: %s",
+            metadata.get("namespace"),
+            metadata.get("name"),
+            exc,
+        )
+        return None
+    if found is None:
+        return None
+    _, _, devices, milli = found
+    labels = metadata.get("labels") or {}
+    group = labels.get(table.gpu_group_label) if table.gpu_group_label else None
+    key = f"group:{group}" if group else f"pod:{metadata.get('namespace')}/{metadata.get('name')}"
+    if devices > 1 or milli >= 1000:
+        return key, devices, 0
+    return key, 0, milli
 
 
 def node_from_api(obj: Mapping[str, Any], requested: Mapping[str, int] | None = None) -> Node:
@@ -253,10 +293,10 @@ def _with_requests(node: Mapping[str, Any] | Node, tally: PodTally) -> Node:
     else:
         built = node_from_api(node, tally.requested.get(name_of(node)))
     shares = tally.shares.get(built.name)
-    return _with_shares(built, shares) if shares else built
+    return with_shares(built, shares) if shares else built
 
 
-def _with_shares(node: Node, shares: Sequence[tuple[str, int]]) -> Node:
+def with_shares(node: Node, shares: Sequence[tuple[str, int]]) -> Node:
     """``node`` with its fractional pods' shares packed onto its GPU devices (module doc)."""
     if node.gpu_devices is not None:
         devices = list(node.gpu_devices)
