@@ -94,6 +94,13 @@ def register(subparsers: Any) -> None:
         metavar="SECONDS",
         help="seconds between capacity and health checks while idle (default 30)",
     )
+    placing.add_argument(
+        "--capacity",
+        choices=("watch", "list"),
+        default="watch",
+        help="how the members' capacity is known: watch (informer caches, no list per "
+        "cycle) or list (every cycle lists every member); default watch",
+    )
     placing.add_argument("--solver", choices=SOLVERS, default="cpsat", help="default cpsat")
     placing.add_argument(
         "--time-limit",
@@ -238,6 +245,7 @@ def run(args: argparse.Namespace) -> int:
             max_batch=args.max_batch,
             grace_period=args.grace_period,
             resync_interval=args.resync_interval,
+            capacity=args.capacity,
             ledger_ttl=args.ledger_ttl,
             solve_time_limit=args.time_limit,
             solver=args.solver,

@@ -20,7 +20,8 @@ Modules, by concept (pure first, then I/O):
 * the state, one object each: :mod:`~placer.controller.workqueue` (the loop's queue),
   :mod:`~placer.controller.pending` (objects waiting for a cycle),
   :mod:`~placer.controller.hubcache` (the hub's objects, definitions, policies),
-  :mod:`~placer.controller.members` (the members' clients, health, copies);
+  :mod:`~placer.controller.members` (the members' clients, health, copies),
+  :mod:`~placer.controller.capacity` (the members' capacity and ledgers, kept by watches);
 * :mod:`~placer.controller.hubwrites` — hub writes that keep the hub cache current;
 * :mod:`~placer.controller.reconciler` — the loop: reconcile objects, judge copies;
 * :mod:`~placer.controller.actions` — single-object actions (worker threads);

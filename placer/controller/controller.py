@@ -11,6 +11,8 @@
   one worker per key, delayed adds, per-key backoff of failed actions);
 * :class:`~placer.controller.pending.PendingQueue` — the objects waiting for a placement cycle,
   their unschedulable backoff and the capacity epoch;
+* :class:`~placer.controller.capacity.MemberCapacity` — the members' capacity and in-flight
+  ledgers, kept by watches (``settings.capacity == "watch"``, the default);
 
 with the pure rules (:mod:`~placer.controller.reconcile`, :mod:`~placer.controller.records`),
 the hub writes (:class:`~placer.controller.hubwrites.HubWriter`), the single-object actions
@@ -29,8 +31,9 @@ Threads:
 
 * **informers** — one per catalog kind on the hub (every object, so that hub PlacementPolicies
   can opt objects in), one for hub definitions, one for hub policies, and one per member and
-  kind in use for this hub's copies (label ``placer.dev/hub``); their callbacks only update
-  the caches and queue work;
+  kind in use for this hub's copies (label ``placer.dev/hub``), and five per member for its
+  capacity (:mod:`~placer.controller.capacity`); their callbacks only update the caches and
+  queue work;
 * the **loop** (:class:`~placer.controller.reconciler.Reconciler`) — takes the queue's ready
   keys: reconciles each hub object on what the caches hold, puts objects to place in the
   pending queue and hands every other action to the worker pool (the object stays busy until
@@ -53,6 +56,7 @@ from concurrent.futures import Future, ThreadPoolExecutor
 from typing import Any
 
 from placer.controller.actions import Actions
+from placer.controller.capacity import MemberCapacity
 from placer.controller.cycles import DecisionCycle
 from placer.controller.events import EventRecorder
 from placer.controller.hubcache import HubCache
@@ -182,6 +186,18 @@ class Controller:
             Backoff(settings.backoff.initial, settings.backoff.maximum), lock=self._lock
         )
         self.writer = HubWriter(hub, self.hub_cache, on_gone=self.forget)
+        #: the members' capacity kept by watches (``None``: each cycle lists the members).
+        self.capacity = (
+            MemberCapacity(
+                fleet,
+                fleet.accelerators,
+                on_state=self._on_capacity_state,
+                discovery_interval=settings.discovery_interval,
+                retry_interval=max(1.0, min(10.0, settings.grace_period / 4)),
+            )
+            if settings.capacity == "watch"
+            else None
+        )
         self.cycle = DecisionCycle(
             settings,
             fleet,
@@ -198,6 +214,7 @@ class Controller:
             submit=self._submit,
             halt=self._halt,
             lock=self._lock,
+            capacity=self.capacity,
             clock=clock,
         )
         self.actions = Actions(
@@ -299,6 +316,8 @@ class Controller:
             self.hub_cache.watch_config(api_version, kind, self._refresh_definitions)
         self.hub_cache.watch_config(*POLICY_KIND, self._refresh_policies)
         self.hub_cache.watch_claims()
+        if self.capacity is not None:
+            self.capacity.start(self.members.clients)
         self.hub_cache.wait_config(timeout=10.0)
         self._refresh_definitions()
         self._refresh_policies()
@@ -321,6 +340,8 @@ class Controller:
             # a graceful stop records what was dispatched; a lost leader must not write on
             self._pool.shutdown(wait=True, cancel_futures=self._lost.is_set())
         informers = [*self.hub_cache.all_informers(), *self.members.informers()]
+        if self.capacity is not None:
+            informers += self.capacity.informers()
         for informer in informers:
             informer.stop()
         for informer in informers:
@@ -472,6 +493,18 @@ class Controller:
                     if self.hub_cache.ref_of(hub_uid_of(copy)) is None:
                         self.queue.add(CopyRef.of(cluster, api_version, kind, copy))
             self.queue.wake()
+
+    def _on_capacity_state(self, cluster: str, reachable: bool, reason: str) -> None:
+        """A member's capacity watch failed (``reason``) or listed (``""``): a member that
+        does not answer is unreachable now; the next gather says the rest (its capacity is
+        not known while a watch fails, so it is left out with that reason)."""
+        if reason and not reachable:
+            with self._lock:
+                changed = self.members.set_health(cluster, False, reason)
+            if changed:
+                self.queue.wake()
+        if reason or not self.members.health(cluster).reachable:
+            self.cycle.gather_soon()
 
     def _refresh_definitions(self) -> None:
         objects = self.hub_cache.config_objects(*DEFINITION_KINDS)

@@ -3,9 +3,11 @@
 :class:`DecisionCycle` runs in its own thread. A cycle takes every ready pending object from
 the :class:`~placer.controller.pending.PendingQueue` (after the batch window; unschedulable
 ones when their backoff allows) and marks it busy in the loop's
-:class:`~placer.controller.workqueue.WorkQueue`, gathers the fleet and syncs the in-flight
-ledger (a member whose nodes, pods, ledger or copies of a kind in use cannot be listed is left
-out, with its reason: :meth:`~placer.controller.members.MembersView.exclude`), decomposes,
+:class:`~placer.controller.workqueue.WorkQueue`, reads the members' capacity and syncs the
+in-flight ledger — from the watches' caches (:mod:`placer.controller.capacity`: no LIST in
+steady state), or by listing every member (``settings.capacity == "list"``) — (a member
+whose nodes, pods, ledger or copies of a kind in use cannot be listed or watched is left out,
+with its reason: :meth:`~placer.controller.members.MembersView.exclude`), decomposes,
 solves in batch, dispatches through :class:`placer.dispatch.Dispatcher` in concurrent parts
 (:mod:`placer.controller.fanout`; the parts' re-decisions of refused workloads are made one at
 a time) and hands the recording of each outcome on the hub to the worker pool, so that the next
@@ -23,8 +25,10 @@ import time
 from collections.abc import Callable, Mapping, Sequence
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import replace
+from datetime import UTC, datetime
 from functools import partial
 
+from placer.controller.capacity import MemberCapacity
 from placer.controller.events import EventRecorder
 from placer.controller.fanout import Part, Redecisions, ensure_namespaces, split_decision
 from placer.controller.hubcache import HubCache
@@ -64,6 +68,7 @@ from placer.dispatch import (
     sync_cluster,
 )
 from placer.dispatch.claims import Succession
+from placer.dispatch.ledger.sync import LedgerReads
 from placer.errors import (
     ClusterUnreachableError,
     KubeError,
@@ -72,7 +77,7 @@ from placer.errors import (
     PlacerError,
 )
 from placer.fleet import ClusterSource, FleetConfig, gather_fleet
-from placer.fleet.gather import failure_reason
+from placer.fleet.gather import failure_reason, unavailable
 from placer.kube import KubeClient
 from placer.model import Decision, Fleet, WorkloadRef
 from placer.objects import generation_of, is_deleting, uid_of
@@ -121,6 +126,7 @@ class DecisionCycle:
         submit: runs a function in the worker pool.
         halt: set when the controller stops.
         lock: the lock the state objects share.
+        capacity: the members' capacity kept by watches (``None``: each cycle lists them).
         clock: monotonic seconds.
     """
 
@@ -142,9 +148,11 @@ class DecisionCycle:
         submit: Callable[..., object],
         halt: threading.Event,
         lock: threading.RLock,
+        capacity: MemberCapacity | None = None,
         clock: Callable[[], float] = time.monotonic,
     ) -> None:
         self.settings = settings
+        self.capacity = capacity
         self.config = config
         self.hub = hub
         self.members = members
@@ -220,33 +228,14 @@ class DecisionCycle:
     # -- a cycle ---------------------------------------------------------------------------------
 
     def gather(self) -> Fleet:
-        """Gather the fleet, sync the ledger, update health and the capacity epoch."""
-        config = replace(  # (the fleet file's accelerator table counts the members' devices)
-            self.config,
-            clusters=tuple(
-                replace(s, timeout=min(s.timeout, self.settings.gather_timeout))
-                for s in self.config.clusters
-            ),
-        )
+        """The members' capacity (from the watches' caches, or listed: ``settings.capacity``),
+        the ledger synced, health and the capacity epoch updated."""
         now = time.time()
         unreadable: dict[str, str] = {}
-
-        def sync(source: ClusterSource) -> None:
-            """Each member's ledger is read before its pods (see ``gather_charged``)."""
-            client = self.members.clients.get(source.name)
-            if client is None:
-                return
-            try:
-                entries = sync_cluster(client, now=now, succession=self.succession)
-            except ClusterUnreachableError:
-                raise
-            except KubeError as err:
-                problem = failure_reason(err)
-                unreadable[source.name] = f"its in-flight ledger cannot be read: {problem}"
-                return
-            self.ledger.replace_cluster(source.name, entries)
-
-        gathered = gather_fleet(config, before=sync)
+        if self.capacity is not None:
+            gathered = self._from_caches(self.capacity, now, unreadable)
+        else:
+            gathered = self._listed(now, unreadable)
         for cluster in gathered.clusters:
             self._set_health(cluster.name, cluster.reachable, cluster.reason)
         fleet = self.members.exclude(gathered, unreadable)
@@ -259,6 +248,67 @@ class DecisionCycle:
             self._fleet = charged
             self._last_gather = self._clock()
         return charged
+
+    def _sync_ledger(
+        self,
+        source: ClusterSource,
+        now: float,
+        unreadable: dict[str, str],
+        reads: LedgerReads | None = None,
+    ) -> None:
+        """Sync one member's in-flight ledger (before its pods are read: ``gather_charged``);
+        a ledger that cannot be read leaves the member out (``unreadable``)."""
+        client = self.members.clients.get(source.name)
+        if client is None:
+            return
+        try:
+            entries = sync_cluster(client, now=now, succession=self.succession, reads=reads)
+        except ClusterUnreachableError:
+            raise
+        except KubeError as err:
+            problem = failure_reason(err)
+            unreadable[source.name] = f"its in-flight ledger cannot be read: {problem}"
+            return
+        self.ledger.replace_cluster(source.name, entries)
+
+    def _listed(self, now: float, unreadable: dict[str, str]) -> Fleet:
+        """Every member listed (``placer.fleet.gather_fleet``), each within its timeout."""
+        config = replace(  # (the fleet file's accelerator table counts the members' devices)
+            self.config,
+            clusters=tuple(
+                replace(s, timeout=min(s.timeout, self.settings.gather_timeout))
+                for s in self.config.clusters
+            ),
+        )
+        return gather_fleet(
+            config, before=partial(self._sync_ledger, now=now, unreadable=unreadable)
+        )
+
+    def _from_caches(
+        self, capacity: MemberCapacity, now: float, unreadable: dict[str, str]
+    ) -> Fleet:
+        """Every member as its watches know it (:mod:`placer.controller.capacity`): the
+        ledger synced from the caches, then the capacity read (no LIST in steady state)."""
+        capacity.wait_synced(self.settings.gather_timeout)  # (only the first time waits)
+        captured_at = datetime.now(UTC).strftime("%Y-%m-%dT%H:%M:%SZ")
+        clusters = []
+        for source in self.config.clusters:
+            client = self.members.clients.get(source.name)
+            if client is not None and not capacity.problem(source.name):
+                reads = capacity.ledger_reads(
+                    source.name,
+                    client,
+                    ledger=self.ledger,
+                    workloads=self.members.informer,
+                    now=now,
+                )
+                try:
+                    self._sync_ledger(source, now, unreadable, reads)
+                except KubeError as err:
+                    clusters.append(unavailable(source, failure_reason(err)))
+                    continue
+            clusters.append(capacity.cluster(source))
+        return Fleet(tuple(clusters), captured_at, accelerators=dict(self.config.accelerators_data))
 
     def _set_health(self, cluster: str, reachable: bool, reason: str) -> None:
         """A member's health as gathered; one back makes every object worth a look."""

@@ -47,6 +47,10 @@ class Informer:
             answers with an error such as 401 or 403; ``reason`` says what failed and what to
             do) and with ``(informer, True, "")`` after each successful list.
         label_selector: only objects matching it.
+        namespace: only objects of this namespace (default: every namespace).
+        transform: what is kept of each object (client-go's transform; it must keep the
+            metadata's name, namespace, uid and resourceVersion), applied before caching and
+            callbacks.
         watch: watch settings (server timeout, reconnects).
         discovery_interval: seconds between looks for a kind the server does not serve.
         retry_interval: longest wait between attempts while the cluster does not answer.
@@ -61,6 +65,8 @@ class Informer:
         on_change: Change,
         on_state: Callable[[Informer, bool, str], None] | None = None,
         label_selector: str | None = None,
+        namespace: str | None = None,
+        transform: Callable[[JSON], JSON] | None = None,
         watch: WatchSettings | None = None,
         discovery_interval: float = 30.0,
         retry_interval: float = 10.0,
@@ -69,6 +75,8 @@ class Informer:
         self.api_version = api_version
         self.kind = kind
         self.label_selector = label_selector
+        self.namespace = namespace
+        self._transform = transform
         self._on_change = on_change
         self._on_state = on_state
         self._watch_settings = watch
@@ -171,6 +179,7 @@ class Informer:
             watcher = self.client.watch(
                 self.api_version,
                 self.kind,
+                namespace=self.namespace,
                 label_selector=self.label_selector,
                 settings=self._watch_settings,
             )
@@ -178,14 +187,15 @@ class Informer:
             if self._stop.is_set():
                 return
             try:
+                kept = self._transform
                 for item in watcher:
                     if isinstance(item, Listed):
-                        self._listed(item.items)
+                        self._listed([kept(o) for o in item.items] if kept else item.items)
                         failures = 0
                     elif item.type == "DELETED":
-                        self._delete(item.object)
+                        self._delete(kept(item.object) if kept else item.object)
                     else:
-                        self._upsert(item.object)
+                        self._upsert(kept(item.object) if kept else item.object)
                     if self._stop.is_set():
                         return
             except NotFoundError:

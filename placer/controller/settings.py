@@ -84,8 +84,11 @@ class ControllerSettings:
     ignored_namespaces: tuple[str, ...] = ("kube-system", "kube-public", "kube-node-lease")
     #: create a missing namespace on the member (the workload's namespace).
     create_namespaces: bool = True
-    #: seconds a gather of one member may take.
+    #: seconds a gather of one member may take (and the first listing of its watches).
     gather_timeout: float = 10.0
+    #: how a cycle knows the members' capacity: ``watch`` (informer caches kept by watches,
+    #: :mod:`placer.controller.capacity`) or ``list`` (every cycle lists every member).
+    capacity: str = "watch"
     lease: LeaseSettings = field(default_factory=LeaseSettings)
     backoff: BackoffSettings = field(default_factory=BackoffSettings)
     #: leader election; off only for tests and single-replica setups that want none.
@@ -111,12 +114,16 @@ class ControllerSettings:
             problems.append("workers must be >= 1")
         if not self.dispatch_parts >= 1:
             problems.append("dispatch parts must be >= 1")
+        if self.capacity not in CAPACITY_MODES:
+            problems.append(f"capacity must be one of {', '.join(CAPACITY_MODES)}")
         if not _LABEL_VALUE.fullmatch(self.hub):
             problems.append(f"hub name {self.hub!r} is not a valid label value")
         if problems:
             raise ValueError("; ".join(problems))
 
 
+#: the ways a cycle may know the members' capacity (``ControllerSettings.capacity``).
+CAPACITY_MODES = ("watch", "list")
 _LABEL_VALUE = re.compile(r"[A-Za-z0-9]([-A-Za-z0-9_.]{0,61}[A-Za-z0-9])?")
 
 

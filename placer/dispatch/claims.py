@@ -133,6 +133,7 @@ __all__ = [
     "Claims",
     "Succession",
     "claim_key",
+    "claims_from_configmaps",
     "default_holder",
     "identity",
     "live_claims",
@@ -266,8 +267,13 @@ def read_claims(client: KubeClient) -> dict[str, Claim]:
     listed = client.list(
         "v1", "ConfigMap", namespace=NAMESPACE, label_selector=f"{LABEL_CLAIMS}=true"
     )
+    return claims_from_configmaps(listed.items)
+
+
+def claims_from_configmaps(items: Iterable[Mapping[str, Any]]) -> dict[str, Claim]:
+    """Every readable claim of the claim ConfigMaps ``items``, by key."""
     claims: dict[str, Claim] = {}
-    for item in listed.items:
+    for item in items:
         for key, text in (item.get("data") or {}).items():
             claim = Claim.decode(text)
             if claim is not None:

@@ -12,7 +12,7 @@ import logging
 import time
 from collections.abc import Mapping, Sequence
 from dataclasses import replace
-from typing import Any
+from typing import Any, Protocol
 
 from placer.dispatch.claims import Claim, Succession, claim_key, live_claims
 from placer.dispatch.ledger.entry import InFlight
@@ -24,7 +24,7 @@ from placer.model import PodAssignment, WorkloadRef
 from placer.objects import name_of, uid_of
 from placer.podspec import pod_demand
 
-__all__ = ["APPLY_GRACE", "OBSERVED_KEEP", "observe", "sync_cluster"]
+__all__ = ["APPLY_GRACE", "OBSERVED_KEEP", "LedgerReads", "ListedReads", "observe", "sync_cluster"]
 
 log = logging.getLogger(__name__)
 
@@ -100,12 +100,68 @@ def _any(pod: PodAssignment, node: str, requests: Mapping[str, int]) -> bool:
     return True
 
 
+class LedgerReads(Protocol):
+    """Where :func:`sync_cluster` reads a member's entries, claims, workloads and pods.
+
+    :class:`ListedReads` lists them from the member; the controller reads its watch caches
+    (:mod:`placer.controller.capacity`). Each method may raise :class:`KubeError`.
+    """
+
+    def entries(self) -> list[InFlight]:
+        """Every readable entry stored on the member."""
+        ...
+
+    def claims(self, now: float) -> Mapping[str, Claim]:
+        """The member's live claims, by key."""
+        ...
+
+    def workload(
+        self, api_version: str, kind: str, namespace: str, name: str
+    ) -> Mapping[str, Any] | None:
+        """A workload root (``None``: not there, or its kind is not served)."""
+        ...
+
+    def pods(self, namespace: str) -> Sequence[Mapping[str, Any]]:
+        """Every pod of ``namespace``, finished ones included."""
+        ...
+
+
+class ListedReads:
+    """:class:`LedgerReads` by listing: one list of entries, one of claims, then per kind and
+    namespace one list of workloads and per namespace one of pods (each listed once)."""
+
+    def __init__(self, client: KubeClient) -> None:
+        self.client = client
+        self._roots: dict[tuple[str, str, str], dict[str, Mapping[str, Any]]] = {}
+        self._pods: dict[str, list[Mapping[str, Any]]] = {}
+
+    def entries(self) -> list[InFlight]:
+        return read_entries(self.client)
+
+    def claims(self, now: float) -> Mapping[str, Claim]:
+        return live_claims(self.client, now=now)
+
+    def workload(
+        self, api_version: str, kind: str, namespace: str, name: str
+    ) -> Mapping[str, Any] | None:
+        key = (api_version, kind, namespace)
+        if key not in self._roots:
+            self._roots[key] = _list_by_name(self.client, *key)
+        return self._roots[key].get(name)
+
+    def pods(self, namespace: str) -> Sequence[Mapping[str, Any]]:
+        if namespace not in self._pods:
+            self._pods[namespace] = _list_pods(self.client, namespace)
+        return self._pods[namespace]
+
+
 def sync_cluster(
     client: KubeClient,
     *,
     now: float | None = None,
     delete: bool = True,
     succession: Succession | None = None,
+    reads: LedgerReads | None = None,
 ) -> list[InFlight]:
     """The entries of ``client``'s cluster, reconciled with what it shows (module docstring,
     "When an entry stops counting"): the ones that still count, and fully observed ones kept
@@ -116,10 +172,12 @@ def sync_cluster(
     when nothing is in flight) — in this order, so that a claim released after its apply is
     never missed together with the object it was released for. Retired entries are deleted
     from the cluster (``delete=False`` leaves them, e.g. for dry runs). ``succession``: the
-    caller is an elected controller; claims of its predecessors protect nothing.
+    caller is an elected controller; claims of its predecessors protect nothing. ``reads``:
+    where they are read (default: :class:`ListedReads`, listing them from ``client``).
     """
     when = time.time() if now is None else now
-    entries = read_entries(client)
+    source = reads if reads is not None else ListedReads(client)
+    entries = source.entries()
     keep: list[InFlight] = []
     done: list[InFlight] = []
     live: list[InFlight] = []
@@ -128,18 +186,13 @@ def sync_cluster(
     claims: Mapping[str, Claim] | None = None
     if any(entry.claimed for entry in live):
         try:
-            claims = live_claims(client, now=when)
+            claims = source.claims(when)
         except KubeError as err:  # the grace rule decides for them
             log.info("cluster %s: claims not read: %s", client.name, err)
-    roots: dict[tuple[str, str, str], dict[str, Mapping[str, Any]]] = {}
-    pods_by_ns: dict[str, list[Mapping[str, Any]]] = {}
     owners = OwnerWalker(client)
     for entry in live:
         ref = entry.workload
-        key = (ref.api_version, ref.kind, ref.namespace)
-        if key not in roots:
-            roots[key] = _list_by_name(client, *key)
-        root = roots[key].get(ref.name)
+        root = source.workload(ref.api_version, ref.kind, ref.namespace, ref.name)
         record = PlacementRecord.from_object(root) if root is not None else None
         if record is None or record.decision != entry.decision:
             # not applied (yet), deleted, or superseded by another decision's placement
@@ -149,12 +202,10 @@ def sync_cluster(
                 done.append(entry)
             continue
         assert root is not None
-        if ref.namespace not in pods_by_ns:
-            pods_by_ns[ref.namespace] = _list_pods(client, ref.namespace)
         uid = uid_of(root)
         seen = [
             (str(pod["spec"].get("nodeName", "")), pod_demand(pod["spec"], strict=False).requests)
-            for pod in pods_by_ns[ref.namespace]
+            for pod in source.pods(ref.namespace)
             if _counted(pod) and (uid_of(pod) == uid or owners.owned_by(pod, uid))
         ]
         updated = observe(entry, seen) if seen else entry

@@ -1,0 +1,340 @@
+"""The members' capacity kept by watches (placer.controller.capacity), over real HTTPS to
+loopback API servers: equal to a fresh gather node by node after random churn (410 re-lists
+included), members refusing or going away left out as a gather leaves them out, and no LIST
+sent to the members once the watches run."""
+
+from __future__ import annotations
+
+import time
+from collections.abc import Iterator
+from dataclasses import replace
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from placer.accelerators import default_accelerators
+from placer.controller.capacity import MemberCapacity
+from placer.fleet import ClusterSource, FleetConfig, fleet_from_kubeconfigs
+from placer.fleet.gather import gather_cluster
+from placer.kube import ClientSettings, KubeClient, WatchSettings, open_client
+from placer.model import Cluster
+from placer.testing import ApiServer, write_kubeconfig
+from tests.controller.conftest import wait_for
+from tests.fleet.churn import Churn
+
+FAST = WatchSettings(server_timeout=2, reconnect_backoff=0.2, max_reconnects=2)
+PLURALS = {
+    "Node": "nodes",
+    "Pod": "pods",
+    "ResourceSlice": "resourceslices",
+    "ResourceClaim": "resourceclaims",
+}
+
+
+class Members:
+    """Loopback members seeded from :class:`Churn`, their fleet config and clients."""
+
+    def __init__(self, tmp: Path, seeds: tuple[int, ...]) -> None:
+        self.churns = {f"m{i + 1}": Churn(nodes=25, pods=200, seed=s) for i, s in enumerate(seeds)}
+        self.servers = {name: ApiServer().start() for name in self.churns}
+        for name, churn in self.churns.items():
+            store = self.servers[name].store
+            for kind in ("Node", "Pod", "ResourceSlice", "ResourceClaim"):
+                store.seed(churn.items(kind))
+        path = write_kubeconfig(tmp / "members.kubeconfig", self.servers)
+        config = fleet_from_kubeconfigs([path])
+        self.config: FleetConfig = replace(
+            config, clusters=tuple(replace(s, timeout=5.0) for s in config.clusters)
+        )
+        settings = ClientSettings(request_timeout=5.0, connect_timeout=2.0, watch=FAST)
+        self.clients: dict[str, KubeClient] = {
+            s.name: open_client(s.kubeconfig, s.context, name=s.name, settings=settings)  # type: ignore[arg-type]
+            for s in self.config.clusters
+        }
+
+    def apply(self, name: str, count: int) -> None:
+        """``count`` random changes on member ``name``, through its store (as its kubelet,
+        scheduler and users would make them)."""
+        store = self.servers[name].store
+        for kind, old, new in self.churns[name].changes(count):
+            if new is None:
+                assert old is not None
+                meta = old["metadata"]
+                store.delete(PLURALS[kind], meta["name"], meta.get("namespace"))
+            else:
+                body = {**new, "metadata": {**new["metadata"]}}
+                body["metadata"].pop("resourceVersion", None)
+                store.put(body)
+
+    def gathered(self, name: str) -> Cluster:
+        source = next(s for s in self.config.clusters if s.name == name)
+        return gather_cluster(source, accelerators=default_accelerators())
+
+    def close(self) -> None:
+        for client in self.clients.values():
+            client.close()
+        for server in self.servers.values():
+            server.stop()
+
+
+@pytest.fixture
+def members(tmp_path: Path) -> Iterator[Members]:
+    made = Members(tmp_path, (11, 12))
+    yield made
+    made.close()
+
+
+@pytest.fixture
+def capacity(members: Members) -> Iterator[MemberCapacity]:
+    watched = MemberCapacity(members.config, default_accelerators(), watch=FAST, retry_interval=1.0)
+    watched.start(members.clients)
+    assert watched.wait_synced(10.0)
+    yield watched
+    watched.stop()
+    watched.join(5.0)
+
+
+def same(members: Members, capacity: MemberCapacity, name: str) -> bool:
+    source = next(s for s in members.config.clusters if s.name == name)
+    return capacity.cluster(source) == members.gathered(name)
+
+
+def assert_node_by_node(members: Members, capacity: MemberCapacity, name: str) -> None:
+    source = next(s for s in members.config.clusters if s.name == name)
+    mine, fresh = capacity.cluster(source), members.gathered(name)
+    assert mine.reachable and fresh.reachable
+    assert [n.name for n in mine.nodes] == [n.name for n in fresh.nodes]
+    for a, b in zip(mine.nodes, fresh.nodes, strict=True):
+        assert a == b, a.name
+    assert mine.pending == fresh.pending
+    assert mine == fresh
+
+
+def test_watched_capacity_equals_a_fresh_gather_after_random_churn(
+    members: Members, capacity: MemberCapacity
+) -> None:
+    for name in members.churns:
+        assert_node_by_node(members, capacity, name)
+    for _ in range(4):
+        for name in members.churns:
+            members.apply(name, 80)
+        for name in members.churns:
+            wait_for(
+                lambda n=name: same(members, capacity, n), timeout=10, what=f"{name} caught up"
+            )  # type: ignore[misc]
+            assert_node_by_node(members, capacity, name)
+
+
+def test_changes_missed_while_a_member_was_away_come_with_the_re_list_after_410(
+    members: Members, capacity: MemberCapacity
+) -> None:
+    server = members.servers["m1"]
+    before = int(server.store.resource_version)
+    server.stop()
+    members.apply("m1", 120)  # while the watches cannot see them
+    server.store.compact()  # the watches' resourceVersion is too old now: 410 Expired
+    server.clear_requests()
+    server.start()
+    wait_for(lambda: same(members, capacity, "m1"), timeout=15, what="m1 listed again")
+    assert_node_by_node(members, capacity, "m1")
+    # the watch from the old resourceVersion got 410 Expired (an ERROR event), then a re-list
+    requests = [(r.verb, r.resource, r.query) for r in server.requests]
+    old = next(
+        i
+        for i, (verb, resource, query) in enumerate(requests)
+        if verb == "watch" and resource == "pods" and int(query["resourceVersion"]) <= before
+    )
+    assert ("list", "pods") in [(verb, resource) for verb, resource, _ in requests[old:]]
+
+
+def test_a_member_that_goes_away_is_unavailable_with_the_gathers_reason_then_back(
+    members: Members, capacity: MemberCapacity
+) -> None:
+    source = next(s for s in members.config.clusters if s.name == "m2")
+    members.servers["m2"].stop()
+    down = wait_for(
+        lambda: unavailable(capacity, source),
+        timeout=15,
+        what="m2 unavailable",
+    )
+    gathered = members.gathered("m2")
+    assert not gathered.reachable
+    # the same reason, said of the watch that failed rather than of the list
+    assert down.reason.split(": ", 1)[1] == gathered.reason.split(": ", 1)[1]
+    assert capacity.cluster(next(s for s in members.config.clusters if s.name == "m1")).reachable
+    members.servers["m2"].start()
+    wait_for(lambda: capacity.cluster(source).reachable, timeout=20, what="m2 back")
+    assert_node_by_node(members, capacity, "m2")
+
+
+def test_a_member_refusing_its_watches_is_unavailable_with_what_to_do(
+    members: Members, capacity: MemberCapacity
+) -> None:
+    source = next(s for s in members.config.clusters if s.name == "m1")
+    members.servers["m1"].faults.fail(403, times=None, resource="pods")
+    down = wait_for(
+        lambda: unavailable(capacity, source),
+        timeout=15,
+        what="m1 unavailable",
+    )
+    gathered = members.gathered("m1")
+    assert not gathered.reachable
+    assert down.reason.replace("watch", "list") == gathered.reason
+    assert "forbidden" in down.reason.lower() or "403" in down.reason
+
+
+def test_no_list_reaches_the_members_once_the_watches_run(
+    members: Members, capacity: MemberCapacity
+) -> None:
+    for server in members.servers.values():
+        server.clear_requests()
+    for _ in range(3):
+        for name in members.churns:
+            members.apply(name, 20)
+        for name in members.churns:
+            wait_for(lambda n=name: same_cached(members, capacity, n), timeout=10, what=name)
+    for server in members.servers.values():
+        lists = [r for r in server.requests if r.verb == "list"]
+        assert lists == []
+
+
+def unavailable(capacity: MemberCapacity, source: ClusterSource) -> Cluster | None:
+    cluster = capacity.cluster(source)
+    return None if cluster.reachable else cluster
+
+
+def same_cached(members: Members, capacity: MemberCapacity, name: str) -> Any:
+    """The cache caught up (compared with a gather made from the store, not over HTTP)."""
+    from placer.fleet.capacity import PodTally, cluster_from_api, node_from_api
+    from placer.fleet.devices import node_device_groups
+
+    churn = members.churns[name]
+    table = default_accelerators()
+    tally = PodTally(table)
+    tally.add_all(churn.items("Pod"))
+    slices = churn.items("ResourceSlice")
+    devices = node_device_groups(slices, churn.items("ResourceClaim"), table) if slices else {}
+    source = next(s for s in members.config.clusters if s.name == name)
+    expected = cluster_from_api(
+        name,
+        [node_from_api(n) for n in churn.items("Node")],
+        tally,
+        labels=source.labels,
+        taints=source.taints,
+        devices=devices,
+    )
+    return capacity.cluster(source) == expected
+
+
+def member_lists(hubfleet: Any) -> dict[str, list[str]]:
+    """The LIST requests each member received (``resource namespace?labelSelector``)."""
+    return {
+        name: [
+            f"{r.resource} {r.namespace or ''}?{r.query.get('labelSelector', '')}"
+            for r in server.requests
+            if r.verb == "list"
+        ]
+        for name, server in hubfleet.members.items()
+    }
+
+
+def placed(hubfleet: Any, names: list[str]) -> dict[str, str] | None:
+    where = {}
+    for name in names:
+        cluster = hubfleet.placed_cluster(hubfleet.hub.store.get("jobs", name, hubfleet.NAMESPACE))
+        if not cluster:
+            return None
+        where[name] = cluster
+    return where
+
+
+def test_the_controllers_cycles_list_nothing_of_capacity_from_the_members(
+    hubfleet: Any,
+) -> None:
+    controller = hubfleet.controller(capacity="watch").controller
+    hubfleet.hub.store.create(hubfleet.job("first", gpus=2))
+    hubfleet.wait_for(lambda: placed(hubfleet, ["first"]), what="placed")
+    # resync gathers while nothing is pending (every 0.5 s here): no LIST at all
+    for server in hubfleet.members.values():
+        server.clear_requests()
+    gathered = controller.cycle._last_gather
+    hubfleet.wait_for(lambda: controller.cycle._last_gather > gathered + 1.0, what="2 gathers")
+    assert member_lists(hubfleet) == {name: [] for name in hubfleet.members}
+    # a placement cycle: the capacity step lists nothing; the dispatch lists, on each member,
+    # the copies of the kind placed by others (two copies of one workload are never made)
+    # and, on the member placed on, the ledger read back after reserving (the concurrent-
+    # decision check must read the member itself)
+    for server in hubfleet.members.values():
+        server.clear_requests()
+    hubfleet.hub.store.create(hubfleet.job("second", gpus=2))
+    where = hubfleet.wait_for(lambda: placed(hubfleet, ["second"]), what="placed")
+    lists = member_lists(hubfleet)
+    for name, seen in lists.items():
+        expected = {f"jobs {hubfleet.NAMESPACE}?placer.dev/hub!=hub"}
+        if name == where["second"]:
+            expected.add("configmaps placer-system?placer.dev/in-flight=true")
+        assert set(seen) <= expected, (name, seen)
+
+
+def test_pods_seen_bound_retire_the_in_flight_entry_and_count_once(hubfleet: Any) -> None:
+    controller = hubfleet.controller(capacity="watch").controller
+    total = len(hubfleet.MEMBERS) * hubfleet.NODES * hubfleet.GPUS
+
+    def free_gpus() -> int:
+        fleet = controller.cycle.fleet
+        return sum(c.free().get("nvidia.com/gpu", 0) for c in fleet.clusters) if fleet else -1
+
+    hubfleet.hub.store.create(hubfleet.job("watched", gpus=2))
+    where = hubfleet.wait_for(lambda: placed(hubfleet, ["watched"]), what="placed")["watched"]
+    entry = hubfleet.wait_for(
+        lambda: next((e for e in controller.ledger.entries() if e.cluster == where), None),
+        what="the in-flight entry",
+    )
+    assert entry.placement.pods
+    hubfleet.wait_for(lambda: free_gpus() == total - 2, what="the entry charged")
+    # the member's scheduler binds the copy's pod where the entry planned it
+    member = hubfleet.members[where].store
+    copy = member.get("jobs", "watched", hubfleet.NAMESPACE)
+    member.put(
+        {
+            "apiVersion": "v1",
+            "kind": "Pod",
+            "metadata": {
+                "name": "watched-0",
+                "namespace": hubfleet.NAMESPACE,
+                "ownerReferences": [
+                    {
+                        "apiVersion": "batch/v1",
+                        "kind": "Job",
+                        "name": "watched",
+                        "uid": copy["metadata"]["uid"],
+                        "controller": True,
+                    }
+                ],
+            },
+            "spec": {
+                "nodeName": entry.placement.pods[0].node,
+                "containers": [
+                    {
+                        "name": "main",
+                        "resources": {
+                            "requests": {"cpu": "1", "memory": "1Gi"},
+                            "limits": {"nvidia.com/gpu": "2"},
+                        },
+                    }
+                ],
+            },
+            "status": {"phase": "Running"},
+        }
+    )
+    hubfleet.wait_for(
+        lambda: all(
+            not e.placement.pods for e in controller.ledger.entries() if e.cluster == where
+        ),
+        what="the entry observed",
+    )
+    # counted once: by the pod now, no longer by the entry
+    hubfleet.wait_for(lambda: free_gpus() == total - 2, what="counted once")
+    time.sleep(1.2)  # a few more gathers
+    assert free_gpus() == total - 2
