@@ -120,6 +120,24 @@ def test_member_role_covers_capacity_gathering() -> None:
         assert "list" in _allowed(member, group, resource), (group, resource)
 
 
+def test_member_role_covers_the_controllers_capacity_watches() -> None:
+    """The controller lists once and then watches what capacity and the ledger read
+    (placer/controller/capacity.py): a 403 on a watch leaves the member out as Forbidden."""
+    member = _rules("member/rbac.yaml", "placer-dispatcher")
+    for group, resource in (
+        ("", "nodes"),
+        ("", "pods"),
+        ("resource.k8s.io", "resourceslices"),
+        ("resource.k8s.io", "resourceclaims"),
+    ):
+        assert {"list", "watch"} <= _allowed(member, group, resource), (group, resource)
+    (role,) = [d for d in _documents("member/rbac.yaml") if d["kind"] == "Role"]
+    verbs = {
+        v for rule in role["rules"] if "configmaps" in rule["resources"] for v in rule["verbs"]
+    }
+    assert {"list", "watch"} <= verbs
+
+
 def test_deployment_arguments_are_placer_controller_options(tmp_path: Path) -> None:
     (deployment,) = [d for d in _documents("deployment.yaml") if d["kind"] == "Deployment"]
     container = deployment["spec"]["template"]["spec"]["containers"][0]
