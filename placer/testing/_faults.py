@@ -304,15 +304,24 @@ class Faults:
 
 
 class RequestLog:
-    """The most recent requests (bounded), thread-safe."""
+    """The most recent requests (bounded), and how many of each verb and resource came since
+    the start (unbounded counts), thread-safe."""
 
     def __init__(self, size: int = 10_000) -> None:
         self._lock = threading.Lock()
         self._records: deque[RequestRecord] = deque(maxlen=size)
+        self._counts: dict[tuple[str, str], int] = {}
 
     def add(self, record: RequestRecord) -> None:
+        key = (record.verb, record.resource or "")
         with self._lock:
             self._records.append(record)
+            self._counts[key] = self._counts.get(key, 0) + 1
+
+    def counts(self) -> dict[tuple[str, str], int]:
+        """``(verb, resource)`` -> requests since the start (``""``: no resource)."""
+        with self._lock:
+            return dict(self._counts)
 
     def snapshot(self) -> list[RequestRecord]:
         with self._lock:

@@ -26,6 +26,10 @@ which every client accepts as fallback. What kubectl needs beyond that is served
   application/json;as=Table;v=v1;g=meta.k8s.io``): the real server's columns for built-in
   kinds, a CRD's ``additionalPrinterColumns`` for custom resources
   (:mod:`placer.testing._tables`).
+
+Not Kubernetes: ``GET /placer-testing/requests`` (authenticated) answers how many requests of
+each verb and resource the server has had since it started, for benchmarks that count what a
+client asks of servers running in other processes (:meth:`ApiServerProcess.request_counts`).
 """
 
 from __future__ import annotations
@@ -221,6 +225,17 @@ class _Handler(BaseHTTPRequestHandler):
         media = TABLE_MEDIA if code < 300 and self._table_sent else "application/json"
         self._send_json(code, payload, headers, media)
 
+    def _request_counts(self) -> dict[str, Any]:
+        """The server's request counts (``GET /placer-testing/requests``: not Kubernetes; for
+        benchmarks whose servers run in other processes)."""
+        counts = self.ctx.requests.counts()
+        return {
+            "counts": [
+                {"verb": verb, "resource": resource, "count": count}
+                for (verb, resource), count in sorted(counts.items())
+            ]
+        }
+
     def _record(
         self, route: _Route, path: str, query: dict[str, str], code: int, content_type: str
     ) -> None:
@@ -291,6 +306,8 @@ class _Handler(BaseHTTPRequestHandler):
             return _Route("get", document=lambda: dict(self.ctx.version))
         if parts and parts[0] in {"healthz", "livez", "readyz"}:
             return _Route("get", document=lambda: "ok")
+        if parts == ["placer-testing", "requests"]:
+            return _Route("get", document=self._request_counts)
         if parts[:1] == ["openapi"]:
             return self._openapi_route(parts[1:])
         if parts == ["api"]:

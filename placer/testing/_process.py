@@ -17,10 +17,12 @@ import json
 import os
 import secrets
 import selectors
+import ssl
 import subprocess
 import sys
 import tempfile
 import time
+import urllib.request
 from collections.abc import Iterator
 from pathlib import Path
 from types import TracebackType
@@ -198,6 +200,18 @@ class ApiServerProcess:
         self._ca_pem = str(ready["ca_pem"]).encode()
         self.objects = int(ready["objects"])
         return self
+
+    def request_counts(self) -> dict[tuple[str, str], int]:
+        """``(verb, resource)`` -> requests the child has had since it started (asked of it
+        over HTTPS: ``GET /placer-testing/requests``, which counts itself as a ``get``)."""
+        context = ssl.create_default_context(cadata=self.ca_pem.decode())
+        request = urllib.request.Request(
+            f"{self.url}/placer-testing/requests",
+            headers={"Authorization": f"Bearer {self.token}"},
+        )
+        with urllib.request.urlopen(request, context=context, timeout=10) as answer:
+            data = json.loads(answer.read())
+        return {(c["verb"], c["resource"]): int(c["count"]) for c in data["counts"]}
 
     def _fail(self, what: str) -> None:
         proc = self._proc

@@ -158,6 +158,11 @@ class ApiServer:
         """The most recent requests (up to 10,000), oldest first."""
         return self._requests.snapshot()
 
+    def request_counts(self) -> dict[tuple[str, str], int]:
+        """``(verb, resource)`` -> requests since the server was made (not cleared by
+        :meth:`clear_requests`; ``""`` for discovery and other non-resource paths)."""
+        return self._requests.counts()
+
     def clear_requests(self) -> None:
         """Forget the recorded requests."""
         self._requests.clear()

@@ -3,7 +3,10 @@
 from __future__ import annotations
 
 import json
+import ssl
 import stat
+import urllib.error
+import urllib.request
 from collections.abc import Callable
 from pathlib import Path
 
@@ -75,3 +78,27 @@ def test_child_process_reports_a_bad_seed(tmp_path: Path) -> None:
     bad.write_text("{nope")
     with pytest.raises(RuntimeError, match=r"bad\.json"):
         ApiServerProcess(seed=[bad]).start()
+
+
+def test_request_counts_of_a_server_in_a_child_process(tmp_path: Path) -> None:
+    """What a client asked of a server in another process, counted by verb and resource
+    (GET /placer-testing/requests, authenticated), for benchmarks."""
+    with ApiServerProcess(synthetic=(3, 4)) as proc:
+        path = write_kubeconfig(tmp_path / "kc", {"child": proc})
+        api = config.new_client_from_config(str(path), context="child", persist_config=False)
+        core = client.CoreV1Api(api)
+        core.list_node()
+        core.list_node()
+        core.list_pod_for_all_namespaces(watch=False)
+        core.read_node("node-00000")
+        api.close()
+        counts = proc.request_counts()
+        assert counts[("list", "nodes")] == 2
+        assert counts[("list", "pods")] == 1
+        assert counts[("get", "nodes")] == 1
+        assert proc.request_counts()[("get", "")] == counts.get(("get", ""), 0) + 1
+        context = ssl.create_default_context(cadata=proc.ca_pem.decode())
+        with pytest.raises(urllib.error.HTTPError) as refused:
+            urllib.request.urlopen(f"{proc.url}/placer-testing/requests", context=context)
+        refused.value.close()
+        assert refused.value.code == 401  # the counts are not for anyone
