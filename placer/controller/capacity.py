@@ -187,6 +187,12 @@ class MemberCapacity:
                 return False
         return True
 
+    def changes(self) -> int:
+        """Changes applied to the members' capacity objects so far (all members)."""
+        with self._lock:
+            members = list(self._members.values())
+        return sum(m.live.changes for m in members)
+
     # -- what the informers say ------------------------------------------------------------------
 
     def _member(self, name: str) -> _Member | None:
