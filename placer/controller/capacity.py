@@ -55,7 +55,7 @@ from placer.errors import NotFoundError
 from placer.fleet import ClusterSource, FleetConfig
 from placer.fleet.devices import DRA_API_VERSION
 from placer.fleet.gather import unavailable
-from placer.fleet.livecluster import LiveCluster, compact_pod, object_key
+from placer.fleet.livecluster import LiveCluster, compact_node, compact_pod, object_key
 from placer.kube import KubeClient, WatchSettings
 from placer.model import Cluster
 
@@ -128,6 +128,7 @@ class MemberCapacity:
         self._on_state = on_state
         self._lock = threading.Lock()
         self._members: dict[str, _Member] = {}
+        self._first_synced = False
 
     # -- running ---------------------------------------------------------------------------------
 
@@ -141,7 +142,7 @@ class MemberCapacity:
             with self._lock:
                 self._members[source.name] = member
             kinds: list[tuple[tuple[str, str], str | None, Callable[[JSON], JSON] | None]] = [
-                (NODES, None, None),
+                (NODES, None, compact_node),
                 (PODS, None, compact_pod),
                 (SLICES, None, None),
                 (CLAIMS, None, None),
@@ -176,6 +177,14 @@ class MemberCapacity:
     def join(self, timeout: float | None = None) -> None:
         for informer in self.informers():
             informer.join(timeout)
+
+    def first_sync(self, timeout: float) -> None:
+        """The first time only: wait until every member's capacity watches have listed, at
+        most ``timeout`` (a member that does not answer must not hold every cycle up)."""
+        if self._first_synced:
+            return
+        self.wait_synced(timeout)
+        self._first_synced = True
 
     def wait_synced(self, timeout: float) -> bool:
         """Wait until every member's capacity watches have listed (or ``timeout``)."""

@@ -289,7 +289,7 @@ class DecisionCycle:
     ) -> Fleet:
         """Every member as its watches know it (:mod:`placer.controller.capacity`): the
         ledger synced from the caches, then the capacity read (no LIST in steady state)."""
-        capacity.wait_synced(self.settings.gather_timeout)  # (only the first time waits)
+        capacity.first_sync(self.settings.gather_timeout)
         captured_at = datetime.now(UTC).strftime("%Y-%m-%dT%H:%M:%SZ")
         clusters = []
         for source in self.config.clusters:

@@ -11,9 +11,9 @@ change marks the nodes it touches, and :meth:`LiveCluster.cluster` rebuilds only
 per-node steps, :func:`~placer.fleet.devices.node_device_groups`), so that both give equal
 clusters node by node (``tests/fleet/test_livecluster.py`` checks it after random churn).
 
-Pods are kept in the compact form of :func:`compact_pod` (what counting and the in-flight
-ledger read of them), not as listed. No I/O; one lock, so that watch threads may feed it while
-another thread reads.
+Pods and nodes are kept in the compact forms of :func:`compact_pod` and :func:`compact_node`
+(what counting and the in-flight ledger read of them), not as listed. No I/O; one lock, so
+that watch threads may feed it while another thread reads.
 """
 
 from __future__ import annotations
@@ -34,7 +34,7 @@ from placer.fleet.capacity import (
 from placer.fleet.devices import node_device_groups, with_devices
 from placer.model import Cluster, DeviceGroup, Node, PendingPods, Taint
 
-__all__ = ["LiveCluster", "ObjectKey", "compact_pod", "object_key"]
+__all__ = ["LiveCluster", "ObjectKey", "compact_node", "compact_pod", "object_key"]
 
 ObjectKey = tuple[str, str]
 #: annotations that are large and never counted (kept out of :func:`compact_pod`).
@@ -81,6 +81,30 @@ def compact_pod(pod: Mapping[str, Any]) -> dict[str, Any]:
     compact: dict[str, Any] = {"metadata": metadata, "spec": small}
     if isinstance(status, Mapping) and "phase" in status:
         compact["status"] = {"phase": status["phase"]}
+    return compact
+
+
+def compact_node(node: Mapping[str, Any]) -> dict[str, Any]:
+    """What :func:`~placer.fleet.capacity.node_from_api` reads of a node (a real Node, with
+    its image list, is many times that): identity, labels, annotations, taints, cordon,
+    allocatable, capacity and conditions."""
+    meta = node.get("metadata") or {}
+    spec = node.get("spec") or {}
+    status = node.get("status") or {}
+    metadata = {k: meta[k] for k in ("name", "uid", "resourceVersion", "labels") if k in meta}
+    annotations = meta.get("annotations")
+    if isinstance(annotations, Mapping) and annotations:
+        metadata["annotations"] = {
+            k: v for k, v in annotations.items() if k not in _DROPPED_ANNOTATIONS
+        }
+    compact: dict[str, Any] = {
+        "metadata": metadata,
+        "spec": {k: spec[k] for k in ("unschedulable", "taints") if k in spec},
+    }
+    if isinstance(status, Mapping):
+        compact["status"] = {
+            k: status[k] for k in ("allocatable", "capacity", "conditions") if k in status
+        }
     return compact
 
 

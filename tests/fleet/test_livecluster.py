@@ -10,7 +10,7 @@ import pytest
 from placer.accelerators import default_accelerators
 from placer.fleet.capacity import PodTally, cluster_from_api, node_from_api
 from placer.fleet.devices import node_device_groups
-from placer.fleet.livecluster import LiveCluster, compact_pod, object_key
+from placer.fleet.livecluster import LiveCluster, compact_node, compact_pod, object_key
 from placer.model import GPU_SHARE, Cluster, Taint
 from tests.fleet.churn import Churn
 
@@ -117,3 +117,15 @@ def test_compact_pods_count_as_the_pods_they_come_from() -> None:
     assert whole.requested == compact.requested
     assert whole.pending == compact.pending
     assert whole.shares == compact.shares
+
+
+def test_compact_nodes_read_as_the_nodes_they_come_from() -> None:
+    churn = Churn(nodes=12, pods=0, seed=6)
+    for node in churn.items("Node"):
+        node["status"]["images"] = [
+            {"names": [f"registry/image-{i}"], "sizeBytes": i} for i in range(50)
+        ]
+        node["metadata"].setdefault("annotations", {})["placer.dev/gpu-devices"] = "1000,500"
+        small = compact_node(node)
+        assert "images" not in small["status"]
+        assert node_from_api(small) == node_from_api(node)
