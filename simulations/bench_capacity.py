@@ -15,9 +15,10 @@ of a placement cycle — itself.
 
 Each cycle, first the churn of 10 new workloads, made over HTTPS by this process as the members'
 users, scheduler and kubelets would: per workload, on a random member, a Job copy (labelled as
-this hub's copy, watched by the watch controller as a controller watches its copies), its
-in-flight ledger entry (4 pods on random nodes, as a dispatch writes it) and its 4 pods bound
-to those nodes (owned by the Job: the ledger sees them and retires the entry); the pods of the
+this hub's copy with its placement record, watched by the watch controller as a controller
+watches its copies) after its in-flight ledger entry (4 pods on random nodes), as a dispatch
+writes them, and its 4 pods bound to those nodes (owned by the Job: the ledger sees them and
+retires the entry's pods); the pods of the
 workload made 5 cycles earlier deleted (steady pod count); 2 synthetic pods finished
 (``Succeeded``); one node cordoned or uncordoned. Then, once the watch caches have caught up,
 the capacity step of each controller, alternating which goes first, each timed alone (CPU of
@@ -47,6 +48,7 @@ from typing import Any
 from placer.controller import Controller, ControllerSettings
 from placer.dispatch.ledger import InFlight
 from placer.dispatch.ledger.store import write_entry
+from placer.dispatch.record import PlacementRecord
 from placer.fleet import FleetConfig, fleet_from_kubeconfigs
 from placer.kube import ClientSettings, KubeClient, load_kubeconfigs, open_client
 from placer.model import Fleet, Placement, PodAssignment, WorkloadRef
@@ -130,6 +132,19 @@ class Churn:
     def workload(self, name: str, pods: int) -> None:
         member = self.rng.choice(sorted(self.clients))
         client = self.clients[member]
+        nodes = [self.rng.choice(self.nodes) for _ in range(pods)]
+        requests = {"cpu": 2000, "memory": 8 * 1024**3, "nvidia.com/gpu": 1}
+        ref = WorkloadRef("batch/v1", "Job", NAMESPACE, name)
+        placement = Placement(
+            ref,
+            member,
+            tuple(PodAssignment("main", "0", i, node, requests) for i, node in enumerate(nodes)),
+            {k: v * pods for k, v in requests.items()},
+        )
+        decision = f"bench-{name}"
+        # as a dispatch does it: the entry, then the copy with this hub's mark and the record
+        write_entry(client, InFlight.new(placement, decision))
+        record = PlacementRecord.for_placement(placement, decision)
         job = client.create(
             {
                 "apiVersion": "batch/v1",
@@ -137,7 +152,8 @@ class Churn:
                 "metadata": {
                     "name": name,
                     "namespace": NAMESPACE,
-                    "labels": {"placer.dev/hub": "hub"},
+                    "labels": {**record.labels(), "placer.dev/hub": "hub"},
+                    "annotations": record.annotations(),
                 },
                 "spec": {
                     "template": {
@@ -149,16 +165,6 @@ class Churn:
                 },
             }
         )
-        nodes = [self.rng.choice(self.nodes) for _ in range(pods)]
-        requests = {"cpu": 2000, "memory": 8 * 1024**3, "nvidia.com/gpu": 1}
-        ref = WorkloadRef("batch/v1", "Job", NAMESPACE, name)
-        placement = Placement(
-            ref,
-            member,
-            tuple(PodAssignment("main", "0", i, node, requests) for i, node in enumerate(nodes)),
-            {k: v * pods for k, v in requests.items()},
-        )
-        write_entry(client, InFlight.new(placement, f"bench-{name}"))
         names = []
         for i, node in enumerate(nodes):
             pod = f"{name}-{i}"
@@ -224,6 +230,15 @@ def same_fleet(a: Fleet, b: Fleet) -> bool:
         if tuple(cluster.nodes) != tuple(other.nodes) or cluster.pending != other.pending:
             return False
     return True
+
+
+def same_room(ctl: Controller, fleet: Fleet) -> bool:
+    """The free room the cycle kept (node by node, for its more-room check) is the fleet's."""
+    kept = {name: {k: v for k, v in room.items() if v} for name, room in ctl.cycle._free.items()}
+    fresh = {
+        c.name: {k: v for k, v in c.free().items() if v} for c in fleet.clusters if c.reachable
+    }
+    return kept == fresh
 
 
 def caught_up(controller: Controller, quiet: float = 0.4, timeout: float = 60.0) -> None:
@@ -327,6 +342,7 @@ def run(args: argparse.Namespace) -> dict[str, Any]:
                     "requests": {f"{v} {r}": n for (v, r), n in sorted(seen.items())},
                 }
             row["equal_node_by_node"] = same_fleet(fleets["watch"], fleets["list"])
+            row["free_room_equal"] = same_room(watching, fleets["watch"])
             row["charged_entries"] = {
                 mode: len(ctl.ledger.placements())
                 for mode, ctl in (("watch", watching), ("list", listing))
@@ -381,6 +397,7 @@ def summarize(rows: list[dict[str, Any]]) -> dict[str, Any]:
         statistics.median(r["informers_cpu_ms"] for r in rows), 1
     )
     out["equal_node_by_node"] = sum(1 for r in rows if r["equal_node_by_node"])
+    out["free_room_equal"] = sum(1 for r in rows if r["free_room_equal"])
     out["cpu_ratio_list_over_watch"] = round(
         out["list"]["cpu_ms_median"] / max(out["watch"]["cpu_ms_median"], 1e-9), 1
     )
@@ -440,7 +457,8 @@ def markdown(report: dict[str, Any]) -> str:
         f"- the informers' CPU absorbing one cycle's churn (median): "
         f"{s['informers_cpu_ms_per_cycle_median']} ms (in their own threads, between cycles)",
         f"- fleets equal node by node (watch vs list, both charged with their ledgers): "
-        f"{s['equal_node_by_node']} of {len(report['cycles'])} cycles",
+        f"{s['equal_node_by_node']} of {len(report['cycles'])} cycles; the free room kept "
+        f"node by node equal to the fleet's in {s['free_room_equal']}",
         f"- first listing of every member by the watches: {report['first_sync_s']} s; "
         f"peak RSS of this process (both controllers): {report['peak_rss_mib']} MiB",
         "",

@@ -56,7 +56,7 @@ from placer.fleet import ClusterSource, FleetConfig
 from placer.fleet.devices import DRA_API_VERSION
 from placer.fleet.gather import unavailable
 from placer.fleet.livecluster import LiveCluster, compact_node, compact_pod, object_key
-from placer.kube import KubeClient, WatchSettings
+from placer.kube import KubeClient, OwnerWalker, WatchSettings
 from placer.model import Cluster
 
 __all__ = ["WATCH_LAG", "CachedReads", "MemberCapacity"]
@@ -253,6 +253,12 @@ class MemberCapacity:
             return unavailable(source, problem)
         return member.live.cluster(labels=source.labels, taints=source.taints)
 
+    def room(self, cluster: Cluster) -> dict[str, int] | None:
+        """``cluster.free()`` when ``cluster`` is the member's capacity as last read from the
+        watches (kept node by node), else ``None``."""
+        member = self._member(cluster.name)
+        return member.live.room(cluster) if member is not None else None
+
     def problem(self, name: str) -> str:
         """Why ``name``'s capacity is not known now (``""``: it is)."""
         member = self._member(name)
@@ -383,3 +389,15 @@ class CachedReads:
         if not self._pods.synced:
             return self._listed.pods(namespace)
         return self._member.live.pods_in(namespace)
+
+    def owners(self) -> OwnerWalker:
+        """Owners looked for among this hub's copies first (a pod's Job is often one)."""
+        return OwnerWalker(self._client, lookup=self._cached_owner)
+
+    def _cached_owner(
+        self, api_version: str, kind: str, namespace: str, name: str
+    ) -> Mapping[str, Any] | None:
+        informer = self._workloads(self._member.live.name, api_version, kind)
+        if informer is None or not informer.synced:
+            return None
+        return informer.get(namespace, name)

@@ -78,8 +78,9 @@ from placer.errors import (
 )
 from placer.fleet import ClusterSource, FleetConfig, gather_fleet
 from placer.fleet.gather import failure_reason, unavailable
+from placer.fleet.livecluster import add_room, usable_room
 from placer.kube import KubeClient
-from placer.model import Decision, Fleet, WorkloadRef
+from placer.model import Cluster, Decision, Fleet, WorkloadRef
 from placer.objects import generation_of, is_deleting, uid_of
 from placer.policy import PlacementPolicy
 from placer.solver import solve
@@ -240,7 +241,7 @@ class DecisionCycle:
             self._set_health(cluster.name, cluster.reachable, cluster.reason)
         fleet = self.members.exclude(gathered, unreadable)
         charged = self.ledger.charge(fleet, now=now)
-        free = {c.name: c.free() for c in charged.clusters if c.reachable}
+        free = {c.name: self._room(c, fleet) for c in charged.clusters if c.reachable}
         with self._lock:
             if more_room(self._free, free):
                 self.pending.bump()
@@ -248,6 +249,21 @@ class DecisionCycle:
             self._fleet = charged
             self._last_gather = self._clock()
         return charged
+
+    def _room(self, cluster: Cluster, uncharged: Fleet) -> dict[str, int]:
+        """``cluster.free()``; for a cluster read from the watches, from the free room they
+        keep, adjusted on the nodes the ledger charged (not summed over every node again)."""
+        if self.capacity is None:
+            return cluster.free()
+        base = next((c for c in uncharged.clusters if c.name == cluster.name), None)
+        room = self.capacity.room(base) if base is not None else None
+        if room is None or base is None or len(base.nodes) != len(cluster.nodes):
+            return cluster.free()
+        for before, after in zip(base.nodes, cluster.nodes, strict=True):
+            if before is not after:
+                add_room(room, usable_room(before), -1)
+                add_room(room, usable_room(after))
+        return room
 
     def _sync_ledger(
         self,

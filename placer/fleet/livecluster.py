@@ -34,7 +34,15 @@ from placer.fleet.capacity import (
 from placer.fleet.devices import node_device_groups, with_devices
 from placer.model import Cluster, DeviceGroup, Node, PendingPods, Taint
 
-__all__ = ["LiveCluster", "ObjectKey", "compact_node", "compact_pod", "object_key"]
+__all__ = [
+    "LiveCluster",
+    "ObjectKey",
+    "add_room",
+    "compact_node",
+    "compact_pod",
+    "object_key",
+    "usable_room",
+]
 
 ObjectKey = tuple[str, str]
 #: annotations that are large and never counted (kept out of :func:`compact_pod`).
@@ -50,6 +58,20 @@ _METADATA = (
 )
 _POD_SPEC = ("nodeName", "resources", "overhead")
 _CONTAINER = ("name", "resources", "restartPolicy")
+
+
+def usable_room(node: Node) -> dict[str, int]:
+    """What ``node`` adds to :meth:`Cluster.free <placer.model.Cluster.free>` (usable nodes
+    only, nothing below zero)."""
+    if not node.usable:
+        return {}
+    return {name: max(amount, 0) for name, amount in node.free.items()}
+
+
+def add_room(total: dict[str, int], room: Mapping[str, int], sign: int = 1) -> None:
+    """``total`` += ``sign`` × ``room``, per resource."""
+    for name, amount in room.items():
+        total[name] = total.get(name, 0) + sign * amount
 
 
 def object_key(obj: Mapping[str, Any]) -> ObjectKey:
@@ -139,6 +161,12 @@ class LiveCluster:
         self._pending_pods = PendingPods()
         self._pending_changed = False
         self._cluster: Cluster | None = None
+        #: the built nodes' names, sorted (``None``: nodes came or went since).
+        self._names: list[str] | None = None
+        #: ``Cluster.free()`` of the cluster built, kept node by node.
+        self._room: dict[str, int] = {}
+        #: the labels derived from the nodes, for the configured labels of the last call.
+        self._labels: dict[str, str] | None = None
         self._cluster_key: tuple[tuple[tuple[str, str], ...], tuple[Taint, ...]] | None = None
         #: changes applied since this object was made (nodes, pods, DRA objects).
         self.changes = 0
@@ -149,11 +177,15 @@ class LiveCluster:
         """A Node object as now (``None``: the node ``name`` is gone)."""
         with self._lock:
             self.changes += 1
+            self._labels = None  # (node labels make cluster labels)
             if obj is None:
                 self._nodes.pop(name, None)
                 self._dirty.add(name)
+                self._names = None
                 return
             node = node_from_api(obj)
+            if node.name not in self._nodes:
+                self._names = None
             self._nodes[node.name] = node
             self._dirty.add(node.name)
 
@@ -235,10 +267,14 @@ class LiveCluster:
             if self._devices_changed:
                 self._refresh_devices()
             for name in self._dirty:
+                old = self._built.pop(name, None)
+                if old is not None:
+                    add_room(self._room, usable_room(old), -1)
                 if name in self._nodes:
-                    self._built[name] = self._build(name)
-                else:
-                    self._built.pop(name, None)
+                    new = self._built[name] = self._build(name)
+                    add_room(self._room, usable_room(new))
+                    if old is None or old.devices != new.devices:
+                        self._labels = None  # (DRA product names make cluster labels)
             rebuilt = bool(self._dirty) or self._pending_changed
             self._dirty.clear()
             if self._pending_changed:
@@ -246,17 +282,29 @@ class LiveCluster:
                 self._pending_changed = False
             if self._cluster is not None and not rebuilt and self._cluster_key == key:
                 return self._cluster
-            nodes = tuple(self._built[n] for n in sorted(self._built))
+            if self._names is None:
+                self._names = sorted(self._built)
+            nodes = tuple(self._built[n] for n in self._names)
+            if self._labels is None or self._cluster_key is None or self._cluster_key[0] != key[0]:
+                self._labels = complete_labels(labels or {}, nodes)
             self._cluster = Cluster(
                 name=self.name,
                 nodes=nodes,
-                labels=complete_labels(labels or {}, nodes),
+                labels=dict(self._labels),
                 taints=tuple(taints),
                 reachable=True,
                 pending=self._pending_pods,
             )
             self._cluster_key = key
             return self._cluster
+
+    def room(self, cluster: Cluster) -> dict[str, int] | None:
+        """``cluster.free()`` when ``cluster`` is the one :meth:`cluster` last built (kept
+        node by node; ``None`` for any other cluster)."""
+        with self._lock:
+            if cluster is not self._cluster:
+                return None
+            return {name: amount for name, amount in self._room.items()}
 
     def _refresh_devices(self) -> None:
         slices = list(self._slices.values())

@@ -66,7 +66,12 @@ def test_live_cluster_equals_a_fresh_gather_after_random_churn(seed: int) -> Non
         for kind, old, new in churn.changes(60):
             kinds.add(kind)
             feed(live, kind, old, new)
-        assert_same(live.cluster(labels=LABELS, taints=TAINTS), gathered(churn))
+        built = live.cluster(labels=LABELS, taints=TAINTS)
+        assert_same(built, gathered(churn))
+        # the free room kept node by node is the cluster's free room
+        room = live.room(built)
+        assert room is not None
+        assert {k: v for k, v in room.items() if v} == {k: v for k, v in built.free().items() if v}
     assert kinds == {"Node", "Pod", "ResourceSlice", "ResourceClaim"}
     built = live.cluster(labels=LABELS, taints=TAINTS)
     # the churn exercised what is counted: shared GPUs, DRA devices, pending pods, cordons

@@ -12,6 +12,7 @@ def test_the_short_benchmark_runs_and_its_checks_hold() -> None:
     report = bench_capacity.run(parsed)
     summary = report["summary"]
     assert summary["equal_node_by_node"] == 3
+    assert summary["free_room_equal"] == 3
     assert summary["watch"]["lists_total"] == 0
     assert summary["list"]["lists_total"] > 0  # the count sees lists when there are some
     assert all(row["watch"]["cpu_ms"] > 0 for row in report["cycles"])

@@ -22,7 +22,7 @@ from placer.errors import KubeError, NotFoundError
 from placer.kube import KubeClient, OwnerWalker
 from placer.model import PodAssignment, WorkloadRef
 from placer.objects import name_of, uid_of
-from placer.podspec import pod_demand
+from placer.podspec import pod_requests
 
 __all__ = ["APPLY_GRACE", "OBSERVED_KEEP", "LedgerReads", "ListedReads", "observe", "sync_cluster"]
 
@@ -125,6 +125,10 @@ class LedgerReads(Protocol):
         """Every pod of ``namespace``, finished ones included."""
         ...
 
+    def owners(self) -> OwnerWalker:
+        """Where the pods' owner chains are followed."""
+        ...
+
 
 class ListedReads:
     """:class:`LedgerReads` by listing: one list of entries, one of claims, then per kind and
@@ -153,6 +157,9 @@ class ListedReads:
         if namespace not in self._pods:
             self._pods[namespace] = _list_pods(self.client, namespace)
         return self._pods[namespace]
+
+    def owners(self) -> OwnerWalker:
+        return OwnerWalker(self.client)
 
 
 def sync_cluster(
@@ -189,10 +196,22 @@ def sync_cluster(
             claims = source.claims(when)
         except KubeError as err:  # the grace rule decides for them
             log.info("cluster %s: claims not read: %s", client.name, err)
-    owners = OwnerWalker(client)
+    owners = source.owners()
+    #: namespace -> owner uid -> (node, requests) of the counted pods it owns, in pod order.
+    by_owner: dict[str, dict[str, list[tuple[str, Mapping[str, int]]]]] = {}
+    roots = {
+        id(entry): source.workload(
+            entry.workload.api_version,
+            entry.workload.kind,
+            entry.workload.namespace,
+            entry.workload.name,
+        )
+        for entry in live
+    }
+    root_uids = {uid_of(root) for root in roots.values() if root is not None} - {""}
     for entry in live:
         ref = entry.workload
-        root = source.workload(ref.api_version, ref.kind, ref.namespace, ref.name)
+        root = roots[id(entry)]
         record = PlacementRecord.from_object(root) if root is not None else None
         if record is None or record.decision != entry.decision:
             # not applied (yet), deleted, or superseded by another decision's placement
@@ -202,12 +221,14 @@ def sync_cluster(
                 done.append(entry)
             continue
         assert root is not None
+        if not entry.placement.pods:  # fully observed: nothing left to retire
+            (keep if when - entry.created < OBSERVED_KEEP else done).append(entry)
+            continue
         uid = uid_of(root)
-        seen = [
-            (str(pod["spec"].get("nodeName", "")), pod_demand(pod["spec"], strict=False).requests)
-            for pod in source.pods(ref.namespace)
-            if _counted(pod) and (uid_of(pod) == uid or owners.owned_by(pod, uid))
-        ]
+        if ref.namespace not in by_owner:
+            pods = source.pods(ref.namespace)
+            by_owner[ref.namespace] = _pods_by_owner(pods, owners, root_uids)
+        seen = by_owner[ref.namespace].get(uid, []) if uid else []
         updated = observe(entry, seen) if seen else entry
         if updated.placement.pods or when - entry.created < OBSERVED_KEEP:
             keep.append(updated)
@@ -223,6 +244,26 @@ def sync_cluster(
             except KubeError as err:  # someone else's cleanup, or no right to delete: harmless
                 log.info("cluster %s: in-flight entries not deleted: %s", client.name, err)
     return keep
+
+
+def _pods_by_owner(
+    pods: Sequence[Mapping[str, Any]], owners: OwnerWalker, roots: set[str]
+) -> dict[str, list[tuple[str, Mapping[str, int]]]]:
+    """``(node, requests)`` of each pod gathering accounts for (:func:`_counted`), under its
+    own uid and every uid of its owner chain up to a root of ``roots``
+    (:meth:`OwnerWalker.owner_uids`): one walk per pod, however many entries look for their
+    pods there."""
+    index: dict[str, list[tuple[str, Mapping[str, int]]]] = {}
+    for pod in pods:
+        if not _counted(pod):
+            continue
+        seen = (str(pod["spec"].get("nodeName", "")), pod_requests(pod["spec"], strict=False))
+        uids = owners.owner_uids(pod, roots)
+        uids.add(uid_of(pod))
+        for uid in uids:
+            if uid:
+                index.setdefault(uid, []).append(seen)
+    return index
 
 
 def _may_still_apply(
