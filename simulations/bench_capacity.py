@@ -13,19 +13,19 @@ process), one with ``capacity="list"`` (each cycle lists every member, as before
 threads are not started: the benchmark calls each one's ``cycle.gather()`` — the capacity step
 of a placement cycle — itself.
 
-Each cycle, first the churn of 10 new workloads, made over HTTPS by this process as the members'
-users, scheduler and kubelets would: per workload, on a random member, a Job copy (labelled as
-this hub's copy with its placement record, watched by the watch controller as a controller
-watches its copies) after its in-flight ledger entry (4 pods on random nodes), as a dispatch
-writes them, and its 4 pods bound to those nodes (owned by the Job: the ledger sees them and
-retires the entry's pods); the pods of the
-workload made 5 cycles earlier deleted (steady pod count); 2 synthetic pods finished
-(``Succeeded``); one node cordoned or uncordoned. Then, once the watch caches have caught up,
-the capacity step of each controller, alternating which goes first, each timed alone (CPU of
-this process: nothing else runs in it then) with the LIST and other requests the members saw
-during it. Both controllers' fleets (capacity charged with their own ledgers) are compared node
-by node every cycle. The CPU the watch controller's informer threads spent absorbing the churn
-is reported apart (read per thread from ``/proc``).
+Each cycle, first the churn of 10 new workloads, made over HTTPS by this process as a
+dispatch, the members' scheduler and kubelets would: per workload, on a random member, its
+in-flight ledger entry (4 pods on random nodes), then its Job copy (labelled as this hub's copy,
+with its placement record; watched by the watch controller as a controller watches its
+copies) and its 4 pods bound to those nodes (owned by the Job: the ledger sees them and
+retires the entry's pods); the workload made 5 cycles earlier done (its pods, Job and ledger
+entry deleted, as the controller deletes a copy and its entry: steady counts); 2 synthetic
+pods finished (``Succeeded``); one node cordoned or uncordoned. Then, once the watch caches
+have caught up, the capacity step of each controller, alternating which goes first, each
+timed alone (CPU of this process: nothing else runs in it then) with the LIST and other
+requests the members saw during it. Both controllers' fleets (capacity charged with their own
+ledgers) are compared node by node every cycle. The CPU the watch controller's informer
+threads spent absorbing the churn is reported apart (read per thread from ``/proc``).
 
 Run: ``python -m simulations.bench_capacity`` (defaults as above; about 5 minutes), results in
 ``simulations/results/bench_capacity.{json,md}``.
@@ -46,8 +46,8 @@ from pathlib import Path
 from typing import Any
 
 from placer.controller import Controller, ControllerSettings
-from placer.dispatch.ledger import InFlight
-from placer.dispatch.ledger.store import write_entry
+from placer.dispatch.ledger import InFlight, entry_name
+from placer.dispatch.ledger.store import remove_entries, write_entry
 from placer.dispatch.record import PlacementRecord
 from placer.fleet import FleetConfig, fleet_from_kubeconfigs
 from placer.kube import ClientSettings, KubeClient, load_kubeconfigs, open_client
@@ -110,16 +110,23 @@ class Churn:
         self.clients = clients
         self.rng = random.Random(seed)
         self.nodes = [f"node-{i:05d}" for i in range(nodes)]
-        self.made: list[tuple[str, list[str]]] = []  # (member, pod names) per workload
+        #: (member, Job, its pods) per workload, oldest first.
+        self.made: list[tuple[str, str, list[str]]] = []
         self.cordoned: dict[str, set[str]] = {name: set() for name in clients}
 
     def cycle(self, index: int, workloads: int, pods: int, keep: int) -> None:
         for w in range(workloads):
             self.workload(f"w{index:03d}-{w:02d}", pods)
         while len(self.made) > keep * workloads:
-            member, names = self.made.pop(0)
+            # a workload done: its pods, its copy and its ledger entry go (as the controller
+            # deletes a copy and its entry when its hub object goes)
+            member, job, names = self.made.pop(0)
+            client = self.clients[member]
             for name in names:
-                self.clients[member].delete("v1", "Pod", name, namespace=NAMESPACE)
+                client.delete("v1", "Pod", name, namespace=NAMESPACE)
+            client.delete("batch/v1", "Job", job, namespace=NAMESPACE)
+            ref = WorkloadRef("batch/v1", "Job", NAMESPACE, job)
+            remove_entries(client, entry_name(ref), [ref])
         for _ in range(2):
             member = self.rng.choice(sorted(self.clients))
             self.finish(member)
@@ -199,7 +206,7 @@ class Churn:
                 }
             )
             names.append(pod)
-        self.made.append((member, names))
+        self.made.append((member, name, names))
 
     def finish(self, member: str) -> None:
         """One running synthetic pod of ``member`` finishes."""

@@ -25,8 +25,9 @@ The rules of gathering hold (:mod:`placer.fleet.gather`):
 
 The ledger's entries are read from the ConfigMap cache, and its workloads from the caches of
 this hub's copies (``workloads``; a workload not found there is read with a GET). An entry this
-process wrote less than :data:`WATCH_LAG` seconds ago and not yet seen by the watch is kept as
-written, so that a cycle right after a dispatch still charges it.
+process wrote less than :data:`WATCH_LAG` seconds ago and not yet shown by the watch is kept as
+written, so that a cycle right after a dispatch still charges it (one the watch showed and
+shows no more was removed).
 """
 
 from __future__ import annotations
@@ -57,7 +58,7 @@ from placer.fleet.devices import DRA_API_VERSION
 from placer.fleet.gather import unavailable
 from placer.fleet.livecluster import LiveCluster, compact_node, compact_pod, object_key
 from placer.kube import KubeClient, OwnerWalker, WatchSettings
-from placer.model import Cluster
+from placer.model import Cluster, WorkloadRef
 
 __all__ = ["WATCH_LAG", "CachedReads", "MemberCapacity"]
 
@@ -91,6 +92,8 @@ class _Member:
     problems: dict[tuple[str, str], str] = field(default_factory=dict)
     #: ledger ConfigMap name -> (resourceVersion, its entries), parsed once per version.
     parsed: dict[str, tuple[str, list[InFlight]]] = field(default_factory=dict)
+    #: (workload, decision) of the entries the watch has shown -> when first shown (epoch s).
+    shown: dict[tuple[WorkloadRef, str], float] = field(default_factory=dict)
 
 
 class MemberCapacity:
@@ -351,15 +354,23 @@ class CachedReads:
         if not self._configmaps.synced:
             return read_entries(self._client)
         entries = self._capacity._entries(self._member, self._configmaps.objects())
+        shown = self._member.shown
+        for entry in entries:
+            shown.setdefault((entry.workload, entry.decision), self._now)
+        for key in [k for k, when in shown.items() if self._now - when > 2 * WATCH_LAG]:
+            del shown[key]
         known = {e.workload for e in entries}
         cluster = self._member.live.name
         for entry in self._ledger.entries():
             if (
                 entry.cluster == cluster
                 and entry.workload not in known
+                and (entry.workload, entry.decision) not in shown
                 and 0 <= self._now - entry.created < WATCH_LAG
             ):
-                entries.append(entry)  # written by this process; its watch event follows
+                # written by this process, not shown by the watch yet (its event follows); one
+                # the watch showed and no longer shows was removed
+                entries.append(entry)
         return entries
 
     def claims(self, now: float) -> Mapping[str, Claim]:

@@ -15,10 +15,12 @@ import pytest
 
 from placer.accelerators import default_accelerators
 from placer.controller.capacity import MemberCapacity
+from placer.dispatch.ledger import InFlight, Ledger
+from placer.dispatch.ledger.store import remove_entries, write_entry
 from placer.fleet import ClusterSource, FleetConfig, fleet_from_kubeconfigs
 from placer.fleet.gather import gather_cluster
 from placer.kube import ClientSettings, KubeClient, WatchSettings, open_client
-from placer.model import Cluster
+from placer.model import Cluster, Placement, PodAssignment, WorkloadRef
 from placer.testing import ApiServer, write_kubeconfig
 from tests.controller.conftest import wait_for
 from tests.fleet.churn import Churn
@@ -338,3 +340,32 @@ def test_pods_seen_bound_retire_the_in_flight_entry_and_count_once(hubfleet: Any
     hubfleet.wait_for(lambda: free_gpus() == total - 2, what="counted once")
     time.sleep(1.2)  # a few more gathers
     assert free_gpus() == total - 2
+
+
+def test_an_entry_just_written_counts_until_its_watch_shows_it_and_not_after_its_removal(
+    members: Members, capacity: MemberCapacity
+) -> None:
+    client = members.clients["m1"]
+    ref = WorkloadRef("batch/v1", "Job", "team-0", "fresh")
+    node = members.churns["m1"].node_names()[0]
+    placement = Placement(
+        ref, "m1", (PodAssignment("main", "0", 0, node, {"cpu": 1000}),), {"cpu": 1000}
+    )
+    entry = InFlight.new(placement, "d-1")
+    ledger = Ledger([entry])  # this process's book: dispatched, its write not seen yet
+
+    def entries() -> list[InFlight]:
+        reads = capacity.ledger_reads(
+            "m1", client, ledger=ledger, workloads=lambda *_: None, now=time.time()
+        )
+        return [e for e in reads.entries() if e.workload == ref]
+
+    assert [e.decision for e in entries()] == ["d-1"]  # kept as written
+    stored = write_entry(client, entry)
+    wait_for(lambda: any(e.store for e in entries()), what="the watch shows the entry")
+    assert len(entries()) == 1
+    remove_entries(client, stored.store, [ref])
+    # the watch showed it and shows it no more: removed, not kept from the book
+    wait_for(lambda: entries() == [], what="the removal seen")
+    time.sleep(0.3)
+    assert entries() == []
