@@ -59,6 +59,7 @@ from placer.fleet.gather import unavailable
 from placer.fleet.livecluster import LiveCluster, compact_node, compact_pod, object_key
 from placer.kube import KubeClient, OwnerWalker, WatchSettings
 from placer.model import Cluster, WorkloadRef
+from placer.podspec import pod_requests
 
 __all__ = ["WATCH_LAG", "CachedReads", "MemberCapacity"]
 
@@ -66,6 +67,8 @@ log = logging.getLogger(__name__)
 
 #: seconds an entry written by this process is kept while the watch has not shown it yet.
 WATCH_LAG = 30.0
+#: pods' requests kept per member for the ledger's observation (all dropped when full).
+REQUESTS_KEPT = 50_000
 #: ``timeoutSeconds`` of each capacity watch request: a member that starts refusing (401, 403:
 #: an open stream goes on) is noticed when its watches are asked again, within this.
 WATCH_TIMEOUT = 10
@@ -92,6 +95,8 @@ class _Member:
     problems: dict[tuple[str, str], str] = field(default_factory=dict)
     #: ledger ConfigMap name -> (resourceVersion, its entries), parsed once per version.
     parsed: dict[str, tuple[str, list[InFlight]]] = field(default_factory=dict)
+    #: pod -> (resourceVersion, its effective requests), read once per version.
+    requests: dict[tuple[str, str], tuple[str, Mapping[str, int]]] = field(default_factory=dict)
     #: (workload, decision) of the entries the watch has shown -> when first shown (epoch s).
     shown: dict[tuple[WorkloadRef, str], float] = field(default_factory=dict)
 
@@ -400,6 +405,20 @@ class CachedReads:
         if not self._pods.synced:
             return self._listed.pods(namespace)
         return self._member.live.pods_in(namespace)
+
+    def requests(self, pod: Mapping[str, Any]) -> Mapping[str, int]:
+        """A pod's effective requests, read once per version of the pod."""
+        meta = pod.get("metadata") or {}
+        key = (str(meta.get("namespace") or ""), str(meta.get("name") or ""))
+        version = str(meta.get("resourceVersion") or "")
+        memo = self._member.requests
+        found = memo.get(key)
+        if found is None or found[0] != version or not version:
+            if len(memo) > REQUESTS_KEPT:
+                memo.clear()
+            found = (version, pod_requests(pod["spec"], strict=False))
+            memo[key] = found
+        return found[1]
 
     def owners(self) -> OwnerWalker:
         """Owners looked for among this hub's copies first (a pod's Job is often one)."""

@@ -10,7 +10,7 @@ from __future__ import annotations
 
 import logging
 import time
-from collections.abc import Mapping, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import replace
 from typing import Any, Protocol
 
@@ -129,6 +129,10 @@ class LedgerReads(Protocol):
         """Where the pods' owner chains are followed."""
         ...
 
+    def requests(self, pod: Mapping[str, Any]) -> Mapping[str, int]:
+        """A pod's effective requests (:func:`placer.podspec.pod_requests`)."""
+        ...
+
 
 class ListedReads:
     """:class:`LedgerReads` by listing: one list of entries, one of claims, then per kind and
@@ -160,6 +164,9 @@ class ListedReads:
 
     def owners(self) -> OwnerWalker:
         return OwnerWalker(self.client)
+
+    def requests(self, pod: Mapping[str, Any]) -> Mapping[str, int]:
+        return pod_requests(pod["spec"], strict=False)
 
 
 def sync_cluster(
@@ -227,7 +234,7 @@ def sync_cluster(
         uid = uid_of(root)
         if ref.namespace not in by_owner:
             pods = source.pods(ref.namespace)
-            by_owner[ref.namespace] = _pods_by_owner(pods, owners, root_uids)
+            by_owner[ref.namespace] = _pods_by_owner(pods, owners, root_uids, source.requests)
         seen = by_owner[ref.namespace].get(uid, []) if uid else []
         updated = observe(entry, seen) if seen else entry
         if updated.placement.pods or when - entry.created < OBSERVED_KEEP:
@@ -247,7 +254,10 @@ def sync_cluster(
 
 
 def _pods_by_owner(
-    pods: Sequence[Mapping[str, Any]], owners: OwnerWalker, roots: set[str]
+    pods: Sequence[Mapping[str, Any]],
+    owners: OwnerWalker,
+    roots: set[str],
+    requests: Callable[[Mapping[str, Any]], Mapping[str, int]],
 ) -> dict[str, list[tuple[str, Mapping[str, int]]]]:
     """``(node, requests)`` of each pod gathering accounts for (:func:`_counted`), under its
     own uid and every uid of its owner chain up to a root of ``roots``
@@ -257,7 +267,7 @@ def _pods_by_owner(
     for pod in pods:
         if not _counted(pod):
             continue
-        seen = (str(pod["spec"].get("nodeName", "")), pod_requests(pod["spec"], strict=False))
+        seen = (str(pod["spec"].get("nodeName", "")), requests(pod))
         uids = owners.owner_uids(pod, roots)
         uids.add(uid_of(pod))
         for uid in uids:
