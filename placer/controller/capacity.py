@@ -56,9 +56,10 @@ from placer.errors import NotFoundError
 from placer.fleet import ClusterSource, FleetConfig
 from placer.fleet.devices import DRA_API_VERSION
 from placer.fleet.gather import unavailable
-from placer.fleet.livecluster import LiveCluster, compact_node, compact_pod, object_key
+from placer.fleet.livecluster import LiveCluster, compact_node, compact_pod
 from placer.kube import KubeClient, OwnerWalker, WatchSettings
 from placer.model import Cluster, WorkloadRef
+from placer.objects import labels_of, name_key, name_of, version_of
 from placer.podspec import pod_requests
 
 __all__ = ["WATCH_LAG", "CachedReads", "MemberCapacity"]
@@ -224,7 +225,7 @@ class MemberCapacity:
         obj = new if new is not None else old
         if obj is None or what == CONFIGMAPS:
             return
-        key = object_key(obj)
+        key = name_key(obj)
         if what == NODES:
             member.live.set_node(new, name=key[1])
         elif what == PODS:
@@ -307,11 +308,10 @@ class MemberCapacity:
         entries: list[InFlight] = []
         seen: set[str] = set()
         for item in configmaps:
-            meta = item.get("metadata") or {}
-            if (meta.get("labels") or {}).get(LABEL_IN_FLIGHT) != "true":
+            if labels_of(item).get(LABEL_IN_FLIGHT) != "true":
                 continue
-            name = str(meta.get("name") or "")
-            version = str(meta.get("resourceVersion") or "")
+            name = name_of(item)
+            version = version_of(item)
             seen.add(name)
             cached = member.parsed.get(name)
             if cached is None or cached[0] != version:
@@ -381,11 +381,7 @@ class CachedReads:
     def claims(self, now: float) -> Mapping[str, Claim]:
         if not self._configmaps.synced:
             return self._listed.claims(now)
-        items = [
-            o
-            for o in self._configmaps.objects()
-            if ((o.get("metadata") or {}).get("labels") or {}).get(LABEL_CLAIMS) == "true"
-        ]
+        items = [o for o in self._configmaps.objects() if labels_of(o).get(LABEL_CLAIMS) == "true"]
         return {k: c for k, c in claims_from_configmaps(items).items() if c.live(now)}
 
     def workload(
@@ -408,9 +404,8 @@ class CachedReads:
 
     def requests(self, pod: Mapping[str, Any]) -> Mapping[str, int]:
         """A pod's effective requests, read once per version of the pod."""
-        meta = pod.get("metadata") or {}
-        key = (str(meta.get("namespace") or ""), str(meta.get("name") or ""))
-        version = str(meta.get("resourceVersion") or "")
+        key = name_key(pod)
+        version = version_of(pod)
         memo = self._member.requests
         found = memo.get(key)
         if found is None or found[0] != version or not version:

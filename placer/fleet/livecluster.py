@@ -33,6 +33,7 @@ from placer.fleet.capacity import (
 )
 from placer.fleet.devices import node_device_groups, with_devices
 from placer.model import Cluster, DeviceGroup, Node, PendingPods, Taint
+from placer.objects import meta
 
 __all__ = [
     "LiveCluster",
@@ -40,7 +41,6 @@ __all__ = [
     "add_room",
     "compact_node",
     "compact_pod",
-    "object_key",
     "usable_room",
 ]
 
@@ -74,19 +74,13 @@ def add_room(total: dict[str, int], room: Mapping[str, int], sign: int = 1) -> N
         total[name] = total.get(name, 0) + sign * amount
 
 
-def object_key(obj: Mapping[str, Any]) -> ObjectKey:
-    """``(namespace, name)`` of an API object."""
-    meta = obj.get("metadata") or {}
-    return str(meta.get("namespace") or ""), str(meta.get("name") or "")
-
-
 def compact_pod(pod: Mapping[str, Any]) -> dict[str, Any]:
     """What is read of a pod (capacity, the in-flight ledger's observation, owners): identity,
     owners, labels, annotations, node, phase and the containers' resources."""
-    meta = pod.get("metadata") or {}
+    metadata_in = meta(pod)
     spec = pod.get("spec") or {}
-    metadata = {k: meta[k] for k in _METADATA if k in meta}
-    annotations = meta.get("annotations")
+    metadata = {k: metadata_in[k] for k in _METADATA if k in metadata_in}
+    annotations = metadata_in.get("annotations")
     if isinstance(annotations, Mapping) and annotations:
         metadata["annotations"] = {
             k: v for k, v in annotations.items() if k not in _DROPPED_ANNOTATIONS
@@ -110,11 +104,13 @@ def compact_node(node: Mapping[str, Any]) -> dict[str, Any]:
     """What :func:`~placer.fleet.capacity.node_from_api` reads of a node (a real Node, with
     its image list, is many times that): identity, labels, annotations, taints, cordon,
     allocatable, capacity and conditions."""
-    meta = node.get("metadata") or {}
+    metadata_in = meta(node)
     spec = node.get("spec") or {}
     status = node.get("status") or {}
-    metadata = {k: meta[k] for k in ("name", "uid", "resourceVersion", "labels") if k in meta}
-    annotations = meta.get("annotations")
+    metadata = {
+        k: metadata_in[k] for k in ("name", "uid", "resourceVersion", "labels") if k in metadata_in
+    }
+    annotations = metadata_in.get("annotations")
     if isinstance(annotations, Mapping) and annotations:
         metadata["annotations"] = {
             k: v for k, v in annotations.items() if k not in _DROPPED_ANNOTATIONS

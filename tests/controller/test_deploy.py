@@ -106,17 +106,21 @@ def test_member_role_covers_the_ledger_and_the_workload_claims() -> None:
     assert {"get", "list", "create", "update", "patch", "delete"} <= verbs
 
 
+#: what capacity gathering reads on a member (placer/fleet/gather.py), group and resource.
+CAPACITY_READS = (
+    ("", "nodes"),
+    ("", "pods"),
+    ("resource.k8s.io", "resourceslices"),
+    ("resource.k8s.io", "resourceclaims"),
+)
+
+
 def test_member_role_covers_capacity_gathering() -> None:
     """Gathering a member lists its nodes and pods, and its ResourceSlices and ResourceClaims
     where it serves resource.k8s.io/v1 (placer/fleet/gather.py): a 403 on any of them leaves
     the whole member out of decisions as Forbidden."""
     member = _rules("member/rbac.yaml", "placer-dispatcher")
-    for group, resource in (
-        ("", "nodes"),
-        ("", "pods"),
-        ("resource.k8s.io", "resourceslices"),
-        ("resource.k8s.io", "resourceclaims"),
-    ):
+    for group, resource in CAPACITY_READS:
         assert "list" in _allowed(member, group, resource), (group, resource)
 
 
@@ -124,12 +128,7 @@ def test_member_role_covers_the_controllers_capacity_watches() -> None:
     """The controller lists once and then watches what capacity and the ledger read
     (placer/controller/capacity.py): a 403 on a watch leaves the member out as Forbidden."""
     member = _rules("member/rbac.yaml", "placer-dispatcher")
-    for group, resource in (
-        ("", "nodes"),
-        ("", "pods"),
-        ("resource.k8s.io", "resourceslices"),
-        ("resource.k8s.io", "resourceclaims"),
-    ):
+    for group, resource in CAPACITY_READS:
         assert {"list", "watch"} <= _allowed(member, group, resource), (group, resource)
     (role,) = [d for d in _documents("member/rbac.yaml") if d["kind"] == "Role"]
     verbs = {

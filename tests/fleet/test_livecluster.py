@@ -10,8 +10,9 @@ import pytest
 from placer.accelerators import default_accelerators
 from placer.fleet.capacity import PodTally, cluster_from_api, node_from_api
 from placer.fleet.devices import node_device_groups
-from placer.fleet.livecluster import LiveCluster, compact_node, compact_pod, object_key
+from placer.fleet.livecluster import LiveCluster, compact_node, compact_pod
 from placer.model import GPU_SHARE, Cluster, Taint
+from placer.objects import name_key
 from tests.fleet.churn import Churn
 
 LABELS = {"team": "ml"}
@@ -34,7 +35,7 @@ def feed(
 ) -> None:
     obj = new if new is not None else old
     assert obj is not None
-    key = object_key(obj)
+    key = name_key(obj)
     if kind == "Node":
         live.set_node(new, name=key[1])
     elif kind == "Pod":
