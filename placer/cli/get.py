@@ -1,6 +1,7 @@
 """``placer get``: the workloads of every catalog type on every member cluster.
 
-    placer get [TYPE] [-A | -n NAMESPACE] [fleet options] [--catalog DIR]... [-o text|json|yaml]
+    placer get [TYPE] [-A | -n NAMESPACE] [-w] [fleet options] [--catalog DIR]...
+               [-o text|json|yaml]
     placer get queues --queues FILE [fleet options] [--catalog DIR]... [-o text|json|yaml]
 
 One row per top-level workload (:mod:`placer.inventory.listing`): CLUSTER, NAMESPACE, NAME,
@@ -12,6 +13,13 @@ TYPE is a kind, its plural, ``kind.group`` or a definition name (``jobset``,
 stderr; the others are shown. JSON: ``{"items": [...], "count": N}``, each item as
 :meth:`placer.inventory.LiveWorkload.to_dict`.
 
+``-w``/``--watch``: after the listing, follow the workloads as ``kubectl get -w`` does — a
+watch on every member (:class:`placer.inventory.follow.Follower`), one line per change of a
+row (a workload appears, its phase, components or GPUs change, it is deleted: PHASE
+``Deleted``), until Ctrl-C (SIGINT) or SIGTERM, then exit 0. With ``-o json|yaml`` each change
+is one document, the item with ``"event"`` (``ADDED``, ``MODIFIED``, ``DELETED``). A cluster
+whose watch ends for good is a warning; when every watch has ended, exit 1.
+
 ``placer get queues`` shows the queues of ``--queues FILE`` with what the work placer placed on
 the members (every namespace; finished work aside) uses of each: per queue and resource QUOTA,
 LIMIT, ALLOCATED and OVER QUOTA (:func:`placer.queues.report.queue_rows`; JSON:
@@ -21,7 +29,10 @@ LIMIT, ALLOCATED and OVER QUOTA (:func:`placer.queues.report.queue_rows`; JSON:
 from __future__ import annotations
 
 import argparse
+import signal
 import sys
+import threading
+from typing import Any
 
 from placer.cli._fleet import add_fleet_options, fleet_config_from_args, require_reachable
 from placer.cli._output import add_output_option, print_data, print_table
@@ -54,6 +65,13 @@ def register(subparsers: argparse._SubParsersAction[argparse.ArgumentParser]) ->
         metavar="FILE",
         help="with TYPE queues: the Queue YAML whose usage to show (docs/queues.md)",
     )
+    parser.add_argument(
+        "-w",
+        "--watch",
+        action="store_true",
+        help="after listing, print one line per change (phase, components, GPUs, deletion) "
+        "until interrupted (Ctrl-C)",
+    )
     add_fleet_options(parser)
     add_catalog_option(parser)
     add_output_option(parser)
@@ -62,7 +80,7 @@ def register(subparsers: argparse._SubParsersAction[argparse.ArgumentParser]) ->
 
 def run(args: argparse.Namespace) -> int:
     from placer.fleet import member_clients
-    from placer.inventory import age, components_text, list_workloads, resolve_type_on
+    from placer.inventory import list_workloads, resolve_type_on
 
     if args.type in ("queues", "queue"):
         return _queues(args)
@@ -73,41 +91,114 @@ def run(args: argparse.Namespace) -> int:
     namespace = None if args.all_namespaces else (args.namespace or "default")
     catalog = load_catalog(args)
     config = fleet_config_from_args(args)
-    with member_clients(config) as clients:
+    # a watch per kind and cluster is one open connection each
+    pool = len(catalog.definitions) + 2 if args.watch else None
+    with member_clients(config, pool_size=pool) as clients:
         definitions = resolve_type_on(args.type, catalog, clients) if args.type else None
         inventory = list_workloads(clients, catalog, namespace=namespace, definitions=definitions)
-    missing = [s.name for s in config.clusters if s.name not in clients]
-    warnings = [f"cluster {name}: no usable kubeconfig entry" for name in missing]
-    warnings += list(inventory.warnings)
-    reached = [name for name in clients if name not in inventory.unreachable]
-    if not reached:
+        missing = [s.name for s in config.clusters if s.name not in clients]
+        warnings = [f"cluster {name}: no usable kubeconfig entry" for name in missing]
+        warnings += list(inventory.warnings)
+        reached = [name for name in clients if name not in inventory.unreachable]
+        if not reached:
+            for warning in warnings:
+                print(f"warning: {warning}", file=sys.stderr)
+            require_reachable(config.names, reached, "no workload could be listed")
+        rows = [_row(w) for w in inventory.workloads]
+        if args.output != "text":
+            items = [w.to_dict() for w in inventory.workloads]
+            print_data({"items": items, "count": len(items), "warnings": warnings}, args.output)
+        elif rows:
+            print_table([HEADER, *rows])
+        elif not args.watch:
+            where = "any namespace" if namespace is None else f"namespace {namespace}"
+            print(f"No workloads found in {where}.", file=sys.stderr)
         for warning in warnings:
             print(f"warning: {warning}", file=sys.stderr)
-        require_reachable(config.names, reached, "no workload could be listed")
-    if args.output != "text":
-        items = [w.to_dict() for w in inventory.workloads]
-        print_data({"items": items, "count": len(items), "warnings": warnings}, args.output)
-    elif inventory.workloads:
-        rows = [["CLUSTER", "NAMESPACE", "NAME", "KIND", "PHASE", "COMPONENTS", "GPU", "AGE"]]
-        for w in inventory.workloads:
-            rows.append(
-                [
-                    w.cluster,
-                    w.namespace or "<none>",
-                    w.name,
-                    w.kind,
-                    ",".join(w.phases),
-                    components_text(w),
-                    f"{w.gpus:g}",
-                    age(w.metadata.get("creationTimestamp")),
-                ]
-            )
-        print_table(rows)
-    else:
-        where = "any namespace" if namespace is None else f"namespace {namespace}"
-        print(f"No workloads found in {where}.", file=sys.stderr)
-    for warning in warnings:
-        print(f"warning: {warning}", file=sys.stderr)
+        if not args.watch:
+            return 0
+        reachable = {name: client for name, client in clients.items() if name in reached}
+        return _watch(args, reachable, catalog, namespace, definitions, inventory, rows)
+
+
+HEADER = ["CLUSTER", "NAMESPACE", "NAME", "KIND", "PHASE", "COMPONENTS", "GPU", "AGE"]
+#: the narrowest columns of ``-w`` lines (wider when the first listing's cells are).
+WATCH_WIDTHS = (10, 12, 16, 10, 9, 22, 4, 4)
+
+
+def _row(workload: Any, phase: str | None = None) -> list[str]:
+    from placer.inventory import age, components_text
+
+    return [
+        workload.cluster,
+        workload.namespace or "<none>",
+        workload.name,
+        workload.kind,
+        phase or ",".join(workload.phases),
+        components_text(workload),
+        f"{workload.gpus:g}",
+        age(workload.metadata.get("creationTimestamp")),
+    ]
+
+
+def _watch(
+    args: argparse.Namespace,
+    clients: Any,
+    catalog: Any,
+    namespace: str | None,
+    definitions: Any,
+    inventory: Any,
+    shown: list[list[str]],
+) -> int:
+    """``-w``: follow the changes until a signal (module docstring)."""
+    from placer.inventory.follow import DELETED, Change, Follower
+
+    widths = [
+        max(WATCH_WIDTHS[i], *(len(row[i]) for row in [HEADER, *shown])) for i in range(len(HEADER))
+    ]
+    header = [not shown]
+    stop = threading.Event()
+
+    def changed(change: Change) -> None:
+        try:
+            if args.output != "text":
+                item = {"event": change.type, **change.workload.to_dict()}
+                print_data(item, args.output)
+            else:
+                phase = "Deleted" if change.type == DELETED else None
+                if header[0]:
+                    print(_line(HEADER, widths))
+                    header[0] = False
+                print(_line(_row(change.workload, phase), widths))
+            sys.stdout.flush()
+        except BrokenPipeError:  # the reader went away (| head): stop following
+            stop.set()
+
+    def problem(cluster: str, text: str) -> None:
+        print(f"warning: cluster {cluster}: {text}", file=sys.stderr, flush=True)
+
+    follower = Follower(
+        clients,
+        catalog,
+        namespace=namespace,
+        definitions=definitions,
+        on_change=changed,
+        on_problem=problem,
+        shown=inventory.workloads,
+    )
+    previous = {
+        sig: signal.signal(sig, lambda *_: stop.set()) for sig in (signal.SIGINT, signal.SIGTERM)
+    }
+    try:
+        follower.start()
+        while not stop.wait(0.5):
+            if not follower.alive():
+                print("error: every watch has ended", file=sys.stderr)
+                return 1
+    finally:
+        for sig, handler in previous.items():
+            signal.signal(sig, handler)
+        follower.stop()
     return 0
 
 
@@ -156,3 +247,9 @@ def _queues(args: argparse.Namespace) -> int:
 
 def _number(value: float) -> str:
     return f"{value:g}"
+
+
+def _line(cells: list[str], widths: list[int], padding: int = 3) -> str:
+    """A row padded to the first table's column widths (longer cells push the rest right)."""
+    last = len(cells) - 1
+    return "".join(c if i == last else c.ljust(widths[i] + padding) for i, c in enumerate(cells))

@@ -5,6 +5,7 @@ from __future__ import annotations
 import logging
 from collections.abc import Iterator, Sequence
 from contextlib import contextmanager
+from dataclasses import replace
 
 from placer.errors import PlacerError
 from placer.fleet.config import FleetConfig
@@ -15,8 +16,12 @@ __all__ = ["member_clients", "open_clients"]
 log = logging.getLogger(__name__)
 
 
-def open_clients(config: FleetConfig, names: Sequence[str] | None = None) -> dict[str, KubeClient]:
-    """One client per member cluster of ``config`` (only ``names`` when given).
+def open_clients(
+    config: FleetConfig, names: Sequence[str] | None = None, *, pool_size: int | None = None
+) -> dict[str, KubeClient]:
+    """One client per member cluster of ``config`` (only ``names`` when given); ``pool_size``:
+    connections kept per client (default :class:`~placer.kube.ClientSettings`'; a command
+    holding many watches open at once needs one per watch).
 
     Clusters whose kubeconfig entry is unusable are left out (gathering reports them).
     """
@@ -29,6 +34,8 @@ def open_clients(config: FleetConfig, names: Sequence[str] | None = None) -> dic
         settings = ClientSettings(
             request_timeout=source.timeout, connect_timeout=min(10.0, source.timeout)
         )
+        if pool_size is not None:
+            settings = replace(settings, pool_size=pool_size)
         try:
             clients[source.name] = open_client(
                 source.kubeconfig, source.context, name=source.name, settings=settings
@@ -40,10 +47,10 @@ def open_clients(config: FleetConfig, names: Sequence[str] | None = None) -> dic
 
 @contextmanager
 def member_clients(
-    config: FleetConfig, names: Sequence[str] | None = None
+    config: FleetConfig, names: Sequence[str] | None = None, *, pool_size: int | None = None
 ) -> Iterator[dict[str, KubeClient]]:
     """:func:`open_clients` for a ``with`` block: every client is closed at its end."""
-    clients = open_clients(config, names)
+    clients = open_clients(config, names, pool_size=pool_size)
     try:
         yield clients
     finally:

@@ -46,10 +46,13 @@ __all__ = [
     "WorkloadNotFoundError",
     "age",
     "components_text",
+    "covered_kinds",
     "find_workload",
     "list_workloads",
+    "live_workload",
     "resolve_type",
     "resolve_type_on",
+    "top_level",
 ]
 
 _USAGE_LABEL = "placer.dev/usage"
@@ -211,6 +214,15 @@ def _plural(kind: str) -> str:
     return kind + "s"
 
 
+def covered_kinds(catalog: Catalog) -> set[tuple[str, str]]:
+    """The (group, kind) of every catalog definition's root kind."""
+    return {
+        (d.target.api_version.rpartition("/")[0], d.target.kind)
+        for d in catalog.definitions
+        if d.target
+    }
+
+
 def list_workloads(
     clients: Mapping[str, KubeClient],
     catalog: Catalog,
@@ -220,11 +232,7 @@ def list_workloads(
 ) -> Inventory:
     """Every top-level workload of ``definitions`` (default: the catalog) on every cluster."""
     chosen = list(definitions) if definitions is not None else list(catalog.definitions)
-    covered = {
-        (d.target.api_version.rpartition("/")[0], d.target.kind)
-        for d in catalog.definitions
-        if d.target
-    }
+    covered = covered_kinds(catalog)
     names = list(clients)
     if not names:
         return Inventory(())
@@ -253,10 +261,10 @@ def list_workloads(
                 continue
             for item in items:
                 uid = uid_of(item)
-                if uid in seen or not _top_level(item, covered):
+                if uid in seen or not top_level(item, covered):
                     continue
                 seen.add(uid)
-                found.append(_live(name, item, definition, catalog))
+                found.append(live_workload(name, item, definition, catalog))
         return found, warnings
 
     with ThreadPoolExecutor(max_workers=min(16, len(names)), thread_name_prefix="get") as pool:
@@ -294,7 +302,7 @@ def find_workload(
                 if isinstance(err, ClusterUnreachableError):
                     unreachable.append(cluster)
                 return [], [_strip(err, cluster)]
-            return [_live(cluster, obj, definition, catalog)], []
+            return [live_workload(cluster, obj, definition, catalog)], []
         return [], []
 
     if not names:
@@ -313,7 +321,9 @@ def _strip(err: KubeError, name: str) -> str:
     return text if text.startswith(f"cluster {name}: ") else f"cluster {name}: {text}"
 
 
-def _top_level(item: Mapping[str, Any], covered: set[tuple[str, str]]) -> bool:
+def top_level(item: Mapping[str, Any], covered: set[tuple[str, str]]) -> bool:
+    """Whether ``item`` is a workload of its own (module docstring, "top-level only");
+    ``covered``: the catalog's (group, kind) pairs."""
     if labels_of(item).get(_USAGE_LABEL):
         return False
     for ref in owner_references_of(item):
@@ -327,9 +337,11 @@ def _top_level(item: Mapping[str, Any], covered: set[tuple[str, str]]) -> bool:
     return True
 
 
-def _live(
+def live_workload(
     cluster: str, obj: Mapping[str, Any], definition: Definition, catalog: Catalog
 ) -> LiveWorkload:
+    """``obj`` on ``cluster`` read through ``definition`` (a problem instead when it does not
+    fit it)."""
     record = PlacementRecord.from_object(obj)
     try:
         decomposition = decompose(obj, definition)
