@@ -7,6 +7,8 @@ prints per workload the cluster or the reasons, per cluster the utilisation befo
 and a summary (placed GPU against the tightest bound, gang admission by size, fragmentation,
 decision time, stream waits). ``-o json`` prints the same document the text is rendered from;
 ``--report DIR`` writes it with a Markdown summary and PNG plots (:mod:`placer.simulate.report`).
+Several ``--seed``/``--load`` values or ``--drain-sweep`` sets make a sweep, its runs in
+parallel (``--jobs``, ``--ray``; :mod:`placer.cli._sweep`).
 
 Checks before simulating, each a clear message rather than a silent zero: the snapshot loads;
 ``--drain`` names clusters of it; the workload set is not empty; and resources requested by
@@ -28,7 +30,8 @@ from typing import TYPE_CHECKING, Any, TextIO
 
 from placer.cli._decision import add_policy_option, add_queues_option, decision_queues
 from placer.cli._output import add_output_option, print_data, print_table
-from placer.cli._types import SEED, seconds, seconds_or_zero
+from placer.cli._sweep import drain_set, load_list, points, render_sweep, run_sweep, seed_list
+from placer.cli._types import seconds, seconds_or_zero
 from placer.cli.definitions import add_catalog_option, catalog_cache
 from placer.errors import EXIT_ERROR, EXIT_OK, InputError, UsageError
 from placer.model import GPU_SHARE, Fleet
@@ -90,11 +93,41 @@ def register(subparsers: argparse._SubParsersAction[argparse.ArgumentParser]) ->
         help="take this cluster out of the fleet (what-if); repeatable",
     )
     parser.add_argument(
+        "--drain-sweep",
+        action="append",
+        type=drain_set,
+        default=[],
+        metavar="SET",
+        help="sweep: one run per SET of clusters drained together (comma-separated, or none); "
+        "repeatable",
+    )
+    parser.add_argument(
         "--seed",
-        type=SEED,
+        type=seed_list,
+        default=None,
+        metavar="N[,N...|N-M]",
+        help="solver seed, and the seed of trace/generator specs that have none (default 42); "
+        "several: a sweep",
+    )
+    parser.add_argument(
+        "--load",
+        type=load_list,
+        default=None,
+        metavar="X[,X...]",
+        help="set the load of every trace/generator spec (1.3: 130 %% of the fleet's GPUs); "
+        "several: a sweep",
+    )
+    parser.add_argument(
+        "--jobs",
+        type=int,
         default=None,
         metavar="N",
-        help="solver seed, and the seed of trace/generator specs that have none (default 42)",
+        help="a sweep's runs in N processes at once (default: the cores; 1: one after another)",
+    )
+    parser.add_argument(
+        "--ray",
+        metavar="ADDRESS",
+        help="run a sweep's runs on this Ray cluster (ray.init address; local: start one here)",
     )
     parser.add_argument(
         "--time-limit",
@@ -132,17 +165,26 @@ def run(args: argparse.Namespace) -> int:
         raise UsageError(f"--time-limit must be positive, got {args.time_limit}")
     if args.interval < 0:
         raise UsageError(f"--interval must be 0 or positive, got {args.interval}")
-    seed = 42 if args.seed is None else args.seed
+    seeds: list[int] = [42] if args.seed is None else args.seed
+    loads: list[float | None] = [None] if args.load is None else list(args.load)
+    drain_sets: list[tuple[str, ...]] = args.drain_sweep or [()]
+    if len(seeds) * len(loads) * len(drain_sets) > 1 or args.ray:
+        return _sweep(args, solvers, seeds, loads, drain_sets)
+    if args.jobs is not None and args.jobs < 1:
+        raise UsageError(f"--jobs must be 1 or more, got {args.jobs}")
+    seed = seeds[0]
     from placer.simulate import Run, Settings, simulate  # the solver: only when simulating
     from placer.simulate.export import document
 
     fleet = load_snapshot(args.snapshot)
-    simulated = drain(fleet, args.drain, source=args.snapshot)
+    simulated = drain(fleet, [*args.drain, *drain_sets[0]], source=args.snapshot)
     policies = tuple(p for path in args.policy for p in load_policies(path))
     queues = decision_queues(args)
     if args.allow_preemption and (queues is None or args.mode != "stream"):
         raise UsageError("--allow-preemption needs --queues FILE and --mode stream")
-    items = load_workloads(args.workloads, fleet, args.seed, catalog_dirs=args.catalog)
+    sources = args.workloads if loads[0] is None else _loaded(args.workloads, loads[0])
+    spec_seed = None if args.seed is None else seed
+    items = load_workloads(sources, fleet, spec_seed, catalog_dirs=args.catalog)
     warnings = resource_warnings(items, fleet, args.snapshot)
     for warning in warnings:
         print(f"warning: {warning}", file=sys.stderr)
@@ -169,7 +211,7 @@ def run(args: argparse.Namespace) -> int:
             "workloads": list(args.workloads),
             "count": len(items),
             "clusters": list(fleet.names),
-            "drained": list(args.drain),
+            "drained": list(dict.fromkeys([*args.drain, *drain_sets[0]])),
             "mode": args.mode,
             "solvers": solvers,
             "seed": seed,
@@ -179,7 +221,7 @@ def run(args: argparse.Namespace) -> int:
             "queues": args.queues,
         },
         warnings=warnings,
-        drained=args.drain,
+        drained=[*args.drain, *drain_sets[0]],
     )
     if args.report:
         from placer.simulate.report import write_report
@@ -194,6 +236,91 @@ def run(args: argparse.Namespace) -> int:
     # independent verifier rejects is one
     problems = sum(row["verifier_problems"] for row in doc["comparison"])
     return EXIT_ERROR if problems else EXIT_OK
+
+
+def _sweep(
+    args: argparse.Namespace,
+    solvers: list[str],
+    seeds: list[int],
+    loads: list[float | None],
+    drain_sets: list[tuple[str, ...]],
+) -> int:
+    """Several seeds, loads or drained sets: every point with every solver (:mod:`._sweep`)."""
+    if args.report:
+        raise UsageError(
+            "--report writes one simulation; a sweep prints its table (-o json for all figures)",
+            hint="drop --report, or give one --seed, --load and --drain-sweep",
+        )
+    from placer.simulate import Settings
+    from placer.traces.specs import is_workload_spec
+
+    fleet = load_snapshot(args.snapshot)
+    policies = tuple(p for path in args.policy for p in load_policies(path))
+    queues = decision_queues(args)
+    if args.allow_preemption and (queues is None or args.mode != "stream"):
+        raise UsageError("--allow-preemption needs --queues FILE and --mode stream")
+    for names in drain_sets:  # every name known before anything runs
+        drain(fleet, [*args.drain, *names], source=args.snapshot)
+    settings = [
+        Settings(
+            solver=solver,
+            mode=args.mode,
+            policies=policies,
+            time_limit=args.time_limit,
+            interval=args.interval,
+            queues=queues,
+            preemption=args.allow_preemption,
+        )
+        for solver in solvers
+    ]
+    sweep = run_sweep(
+        points(seeds, loads, drain_sets),
+        sources=args.workloads,
+        is_spec=is_workload_spec,
+        load_items=lambda sources, seed: load_workloads(
+            sources, fleet, seed, catalog_dirs=args.catalog
+        ),
+        fleet=fleet,
+        drain=lambda whole, names: drain(whole, [*args.drain, *names], source=args.snapshot),
+        settings=settings,
+        jobs=args.jobs,
+        ray_address=args.ray,
+        inputs={
+            "snapshot": args.snapshot,
+            "workloads": list(args.workloads),
+            "clusters": list(fleet.names),
+            "drained": list(args.drain),
+            "mode": args.mode,
+            "solvers": solvers,
+            "seeds": seeds,
+            "loads": loads,
+            "drain_sets": [list(s) for s in drain_sets],
+            "time_limit_s": args.time_limit,
+            "interval_s": args.interval,
+            "policies": [p.name for p in policies],
+            "queues": args.queues,
+        },
+    )
+    if args.output != "text":
+        print_data(sweep, args.output)
+    else:
+        render_sweep(sweep, sys.stdout)
+    problems = sum(row["verifier_problems"] for p in sweep["points"] for row in p["comparison"])
+    return EXIT_ERROR if problems else EXIT_OK
+
+
+def _loaded(sources: Sequence[str], load: float) -> list[str]:
+    """``sources`` with the ``--load`` set on every spec; manifests refused."""
+    from placer.cli._sweep import with_load
+    from placer.traces.specs import is_workload_spec
+
+    for source in sources:
+        if not is_workload_spec(source):
+            raise UsageError(
+                f"--load applies to trace and generator specs; {source} is a manifest",
+                hint="drop --load, or give the workloads as a spec (trace:..., synthetic:...)",
+            )
+    return [with_load(s, load) for s in sources]
 
 
 # --------------------------------------------------------------------------------------------
