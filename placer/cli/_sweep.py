@@ -36,6 +36,7 @@ __all__ = [
     "render_sweep",
     "run_sweep",
     "seed_list",
+    "sources_at_load",
     "with_load",
 ]
 
@@ -116,6 +117,25 @@ def with_load(source: str, load: float) -> str:
     return f"{base}?{urlencode([*params, ('load', repr(load))], safe=':')}"
 
 
+def sources_at_load(
+    sources: Sequence[str], load: float | None, is_spec: Callable[[str], bool]
+) -> list[str]:
+    """``sources`` with the ``load`` of every spec set to ``load`` (``None``: as given).
+
+    Raises:
+        UsageError: a source is a manifest, which has no load to set.
+    """
+    if load is None:
+        return list(sources)
+    manifests = [s for s in sources if not is_spec(s)]
+    if manifests:
+        raise UsageError(
+            f"--load applies to trace and generator specs; {manifests[0]} is a manifest",
+            hint="drop --load, or give the workloads as a spec (trace:..., synthetic:...)",
+        )
+    return [with_load(s, load) for s in sources]
+
+
 LoadItems = Callable[[Sequence[str], int], "list[Timed]"]
 Drain = Callable[[Fleet, Sequence[str]], Fleet]
 
@@ -142,12 +162,8 @@ def run_sweep(
     from placer.simulate.export import document
     from placer.simulate.sweep import Task, backend_name, default_jobs, run_tasks
 
-    manifests = [s for s in sources if not is_spec(s)]
-    if manifests and any(p.load is not None for p in grid):
-        raise UsageError(
-            f"--load applies to trace and generator specs; {manifests[0]} is a manifest",
-            hint="drop --load, or give the workloads as a spec (trace:..., synthetic:...)",
-        )
+    for point in grid:  # a manifest among the sources: refused before anything runs
+        sources_at_load(sources, point.load, is_spec)
     started = time.monotonic()
     cached_items: dict[tuple[float | None, int], list[Timed]] = {}
     cached_fleets: dict[tuple[str, ...], Fleet] = {}
@@ -155,10 +171,7 @@ def run_sweep(
     for point in grid:
         key = (point.load, point.seed)
         if key not in cached_items:
-            given = [
-                with_load(s, point.load) if point.load is not None and is_spec(s) else s
-                for s in sources
-            ]
+            given = sources_at_load(sources, point.load, is_spec)
             cached_items[key] = load_items(given, point.seed)
         if point.drained not in cached_fleets:
             cached_fleets[point.drained] = drain(fleet, point.drained)

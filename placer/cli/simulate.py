@@ -30,7 +30,15 @@ from typing import TYPE_CHECKING, Any, TextIO
 
 from placer.cli._decision import add_policy_option, add_queues_option, decision_queues
 from placer.cli._output import add_output_option, print_data, print_table
-from placer.cli._sweep import drain_set, load_list, points, render_sweep, run_sweep, seed_list
+from placer.cli._sweep import (
+    drain_set,
+    load_list,
+    points,
+    render_sweep,
+    run_sweep,
+    seed_list,
+    sources_at_load,
+)
 from placer.cli._types import seconds, seconds_or_zero
 from placer.cli.definitions import add_catalog_option, catalog_cache
 from placer.errors import EXIT_ERROR, EXIT_OK, InputError, UsageError
@@ -40,6 +48,7 @@ from placer.quantity import GPU, PODS
 from placer.simulate import MODES
 
 if TYPE_CHECKING:
+    from placer.queues import QueueSet
     from placer.simulate import Timed
 from placer.snapshot import load_snapshot
 from placer.solver import SOLVERS
@@ -179,10 +188,10 @@ def run(args: argparse.Namespace) -> int:
     fleet = load_snapshot(args.snapshot)
     simulated = drain(fleet, [*args.drain, *drain_sets[0]], source=args.snapshot)
     policies = tuple(p for path in args.policy for p in load_policies(path))
-    queues = decision_queues(args)
-    if args.allow_preemption and (queues is None or args.mode != "stream"):
-        raise UsageError("--allow-preemption needs --queues FILE and --mode stream")
-    sources = args.workloads if loads[0] is None else _loaded(args.workloads, loads[0])
+    queues = _queues(args)
+    from placer.traces.specs import is_workload_spec
+
+    sources = sources_at_load(args.workloads, loads[0], is_workload_spec)
     spec_seed = None if args.seed is None else seed
     items = load_workloads(sources, fleet, spec_seed, catalog_dirs=args.catalog)
     warnings = resource_warnings(items, fleet, args.snapshot)
@@ -256,9 +265,7 @@ def _sweep(
 
     fleet = load_snapshot(args.snapshot)
     policies = tuple(p for path in args.policy for p in load_policies(path))
-    queues = decision_queues(args)
-    if args.allow_preemption and (queues is None or args.mode != "stream"):
-        raise UsageError("--allow-preemption needs --queues FILE and --mode stream")
+    queues = _queues(args)
     for names in drain_sets:  # every name known before anything runs
         drain(fleet, [*args.drain, *names], source=args.snapshot)
     settings = [
@@ -309,18 +316,12 @@ def _sweep(
     return EXIT_ERROR if problems else EXIT_OK
 
 
-def _loaded(sources: Sequence[str], load: float) -> list[str]:
-    """``sources`` with the ``--load`` set on every spec; manifests refused."""
-    from placer.cli._sweep import with_load
-    from placer.traces.specs import is_workload_spec
-
-    for source in sources:
-        if not is_workload_spec(source):
-            raise UsageError(
-                f"--load applies to trace and generator specs; {source} is a manifest",
-                hint="drop --load, or give the workloads as a spec (trace:..., synthetic:...)",
-            )
-    return [with_load(s, load) for s in sources]
+def _queues(args: argparse.Namespace) -> QueueSet | None:
+    """The ``--queues`` of ``args``, with ``--allow-preemption`` checked against them."""
+    queues = decision_queues(args)
+    if args.allow_preemption and (queues is None or args.mode != "stream"):
+        raise UsageError("--allow-preemption needs --queues FILE and --mode stream")
+    return queues
 
 
 # --------------------------------------------------------------------------------------------
