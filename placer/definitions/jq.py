@@ -166,29 +166,17 @@ class JqProgram:
         self.max_input = max_in_process_input(self.bound) if risk is None else -1
         self._compiled: Any = None
 
+    #: what a pickle keeps (the compiled catalog): the analysis, not libjq's program
+    _PICKLED = ("text", "tree", "risk", "runnable", "isolation", "bound", "max_input")
+
     def __getstate__(self) -> tuple[object, ...]:
         """The analysis, for the compiled catalog (:mod:`placer.definitions.compiled`); libjq's
         compiled program is not kept (it is made again on first use)."""
-        return (
-            self.text,
-            self.tree,
-            self.risk,
-            self.runnable,
-            self.isolation,
-            self.bound,
-            self.max_input,
-        )
+        return tuple(getattr(self, name) for name in self._PICKLED)
 
-    def __setstate__(self, state: tuple[Any, ...]) -> None:
-        (
-            self.text,
-            self.tree,
-            self.risk,
-            self.runnable,
-            self.isolation,
-            self.bound,
-            self.max_input,
-        ) = state
+    def __setstate__(self, state: tuple[object, ...]) -> None:
+        for name, value in zip(self._PICKLED, state, strict=True):
+            setattr(self, name, value)
         self._compiled = None
 
     @property
