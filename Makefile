@@ -5,7 +5,7 @@ VENV ?= .venv
 BIN := $(VENV)/bin
 STAMP := $(VENV)/.installed
 
-.PHONY: demo test test-fast lint typecheck unit install clean bench
+.PHONY: demo test test-fast lint typecheck unit install clean bench results
 
 $(STAMP): pyproject.toml
 	@echo "installing placer and its dependencies into $(VENV) (a few minutes the first time)"
@@ -36,6 +36,9 @@ test: lint typecheck unit
 # benchmark runs, the docs' commands: @pytest.mark.slow); `make test` still runs them all
 test-fast: lint typecheck
 	$(BIN)/pytest -q -m "not slow"
+# the tables of README.md, simulations/README.md and docs/ from simulations/results/*.json
+results: $(STAMP)
+	$(BIN)/python -m simulations.results_tables
 
 clean:
 	rm -rf $(VENV) build *.egg-info .mypy_cache .pytest_cache .ruff_cache .import_linter_cache .grimp_cache

@@ -1,0 +1,654 @@
+"""The figures of the docs, written from the committed result files (``make results``).
+
+README.md, simulations/README.md and the pages of docs/ quote benchmark figures. Each quoted
+table sits between two markers::
+
+    <!-- results:NAME -->
+    | ... the table, written by this script ... |
+    <!-- /results:NAME -->
+
+and :data:`REGIONS` says how table ``NAME`` is made from ``simulations/results/*.json``.
+``python -m simulations.results_tables`` (``make results``) rewrites every marked table in
+place; ``--check`` only reports the tables that differ from what would be written (exit 1), as
+tests/simulations/test_results_tables.py does, so a figure edited by hand or left behind by a
+new result file fails ``make test``. Run a benchmark, then ``make results``, commit both.
+
+Only the tables are written. Prose next to them that quotes a figure is the author's to keep
+true; the tables are what a reader compares.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import re
+import sys
+from collections.abc import Callable, Mapping, Sequence
+from functools import cache
+from pathlib import Path
+from typing import Any
+
+ROOT = Path(__file__).resolve().parents[1]
+RESULTS = ROOT / "simulations" / "results"
+#: the files whose marked tables this script writes
+DOCUMENTS = ("README.md", "simulations/README.md", *sorted(
+    str(p.relative_to(ROOT)) for p in (ROOT / "docs").glob("*.md")
+))  # fmt: skip
+
+_REGION = re.compile(
+    r"(?P<open><!-- results:(?P<name>[a-z0-9-]+) -->\n)(?P<body>.*?)"
+    r"(?P<close><!-- /results:(?P=name) -->)",
+    re.DOTALL,
+)
+
+
+class ResultError(Exception):
+    """A result file lacks what a table needs."""
+
+
+@cache
+def result(name: str) -> Mapping[str, Any]:
+    """``simulations/results/<name>.json``."""
+    path = RESULTS / f"{name}.json"
+    try:
+        data: Mapping[str, Any] = json.loads(path.read_text())
+    except (OSError, ValueError) as exc:
+        raise ResultError(f"{path}: {exc}") from None
+    return data
+
+
+def get(name: str, *keys: str | int) -> Any:
+    """``result(name)[k1][k2]...``, or a :class:`ResultError` naming the file and the path."""
+    value: Any = result(name)
+    for key in keys:
+        try:
+            value = value[key]
+        except (KeyError, IndexError, TypeError):
+            path = "".join(f"[{k!r}]" for k in keys)
+            raise ResultError(f"simulations/results/{name}.json has no {path}") from None
+    return value
+
+
+# --------------------------------------------------------------------------------------------
+# formatting
+
+
+def table(header: Sequence[str], rows: Sequence[Sequence[object]]) -> str:
+    lines = ["| " + " | ".join(header) + " |", "|" + "---|" * len(header)]
+    lines += ["| " + " | ".join(str(c) for c in row) + " |" for row in rows]
+    return "\n".join(lines) + "\n"
+
+
+def num(value: float, digits: int = 2) -> str:
+    """``value`` with ``digits`` decimals and thousands separators (6,212; 95.38)."""
+    return f"{value:,.{digits}f}"
+
+
+def signed(value: float) -> str:
+    text = f"{abs(value):.2f}"
+    return f"+{text}" if value > 0 else f"−{text}" if value < 0 else text
+
+
+def wait(seconds: float) -> str:
+    """A wait as the stream table writes it: s below 100 s, min below 100 min, else h."""
+    if seconds < 100:
+        return f"{seconds:.0f} s"
+    if seconds < 6000:
+        minutes = seconds / 60
+        return f"{minutes:.1f} min" if minutes < 20 else f"{minutes:.0f} min"
+    return f"{seconds / 3600:.1f} h"
+
+
+def span(values: Sequence[float], digits: int = 1, unit: str = "") -> str:
+    low, high = min(values), max(values)
+    if round(low, digits) == round(high, digits):
+        return f"{num(low, digits)}{unit}"
+    return f"{num(low, digits)}–{num(high, digits)}{unit}"
+
+
+def load_range(name: str) -> str:
+    """The 1-minute load averages a result file recorded at start and end, as a range (the
+    start in ``meta`` when :func:`simulations.benchmarking.measure` wrote it)."""
+    data = result(name)
+    start = data["meta"] if "load_average_at_start" in data.get("meta", {}) else data
+    loads = [float(get(name, "load_average_at_end")[0]), float(start["load_average_at_start"][0])]
+    return span(sorted(loads))
+
+
+# --------------------------------------------------------------------------------------------
+# the tables
+
+SOLVER_NAMES = {
+    "cpsat": "CP-SAT",
+    "greedy": "greedy",
+    "karmada": "Karmada",
+    "first-fit": "first-fit (Nova)",
+    "best-fit": "best-fit",
+    "worst-fit": "worst-fit",
+}
+
+
+def _solver_label(entry: Mapping[str, Any]) -> str:
+    name = SOLVER_NAMES.get(entry["solver"], entry["solver"])
+    if entry["solver"] == "cpsat":
+        return f"{name} {entry['time_limit']:g} s"
+    return str(name)
+
+
+def fgd_table() -> str:
+    """simulations/README.md §1: FGD's replay, placer against the published policies."""
+    published = ("Random", "DotProd", "GpuClustering", "GpuPacking", "BestFit", "FGD")
+    rows = []
+    for variant in get("bench_fgd", "config", "variants"):
+        v = get("bench_fgd", "variants", variant)
+        gap = v["points_vs_fgd"]
+        level = " (level)" if abs(gap) < 0.05 else ""
+        rows.append(
+            [
+                variant,
+                f"**{v['alloc_pct_mean']:.2f}** ± {v['alloc_pct_std']:.2f}",
+                *(f"{v['published_at_130'][p]['alloc_pct']:.2f}" for p in published),
+                f"{signed(gap)}{level}",
+            ]
+        )
+    return table(["task list", "placer online", *published, "placer − FGD"], rows)
+
+
+def multicluster_table() -> str:
+    """simulations/README.md §2: % of the tightest bound per fleet and solver."""
+    entries = get("bench_multicluster", "config", "entries")
+    rows = []
+    for fleet in get("bench_multicluster", "config", "fleets"):
+        data = get("bench_multicluster", "fleets", fleet)
+        summary = data["summary"]
+        best = max(summary[e["label"]]["pct_of_bound_mean"] for e in entries)
+        cells: list[object] = [fleet]
+        for entry in entries:
+            label = entry["label"]
+            mean = summary[label]["pct_of_bound_mean"]
+            text = f"{mean:.2f}"
+            if entry["solver"] == "cpsat":
+                values = [i["entries"][label]["pct_of_bound"] for i in data["instances"]]
+                text += f" ({min(values):.2f}–{max(values):.2f})"
+            cells.append(f"**{text}**" if mean == best else text)
+        rows.append(cells)
+    return table(["fleet", *(_solver_label(e) for e in entries)], rows)
+
+
+def stream_table() -> str:
+    """simulations/README.md §4: the stream's waits, allocation and decisions per solver."""
+    header = [
+        "solver",
+        "wait p50",
+        "wait p99",
+        "gangs 65–512 GPUs: wait p50 / p99",
+        "time-avg allocation",
+        "GPU-time, % of bound",
+        "peak queue",
+        "decisions: p50 / p99 wall (CPU p99)",
+        "never started",
+    ]
+    entries = get("bench_stream", "config", "entries")
+    solvers = get("bench_stream", "solvers")
+    best_alloc = max(solvers[e["label"]]["time_avg_alloc_pct"] for e in entries)
+    best_time = max(solvers[e["label"]]["gpu_time_of_bound_pct"] for e in entries)
+    rows = []
+    for entry in entries:
+        s = solvers[entry["label"]]
+        big = s["by_size"]["65-512 GPUs"]
+        alloc = f"{s['time_avg_alloc_pct']:.1f} %"
+        share = f"{s['gpu_time_of_bound_pct']:.1f} %"
+        rows.append(
+            [
+                _solver_label(entry),
+                wait(s["wait_p50_s"]),
+                wait(s["wait_p99_s"]),
+                f"{wait(big['wait_p50_s'])} / {wait(big['wait_p99_s'])}",
+                f"**{alloc}**" if s["time_avg_alloc_pct"] == best_alloc else alloc,
+                f"**{share}**" if s["gpu_time_of_bound_pct"] == best_time else share,
+                s["peak_queue"],
+                f"{s['decision_p50_s']:.2f} / {s['decision_p99_s']:.2f} s "
+                f"({s['decision_cpu_p99_s']:.2f} s)",
+                s["never_started"],
+            ]
+        )
+    return table(header, rows)
+
+
+# -- one line per benchmark: what it measures, its figures --------------------------------------
+
+
+def decompose_line() -> str:
+    trusted = get("bench_decompose", "decompose", "manifests_per_cpu_s")
+    untrusted = get("bench_decompose", "untrusted", "manifests_per_cpu_s")
+    target = get("bench_decompose", "target_manifests_per_s")
+    return (
+        f"**{trusted:,} manifests/s** per CPU second, untrusted definitions {untrusted:,}/s "
+        f"(the worker's CPU included; target {target:,.0f}/s)"
+    )
+
+
+def gather_line() -> str:
+    variants = get("bench_gather", "variants")
+    parts = []
+    for v in variants:
+        met = "met" if v["target_ratio_met"] else "not met"
+        parts.append(f"{v['label']}: {v['ratio_all_over_slowest']:.2f}× ({met})")
+    snapshot = [v["median_snapshot_build_s"] for v in variants]
+    rss = max(v["placer_snapshot_process"]["peak_rss_mib"] for v in variants)
+    return (
+        f"all/slowest (target ≤ 2×): {'; '.join(parts)} (`bench_gather-analysis.md`); "
+        f"snapshot {span(snapshot, 1, ' s')} (target < 10 s), peak RSS of `placer snapshot` "
+        f"{rss:.0f} MiB"
+    )
+
+
+def submit_line() -> str:
+    batch = get("bench_submit", "modes", "batch")
+    sequential = get("bench_submit", "modes", "sequential")
+    side = get("bench_submit", "side_by_side")
+    medians = side["median_workloads_per_s"]
+    return (
+        f"**{batch['workloads_per_s']:.1f}/s** in one batch of {batch['workloads']} (target "
+        f"50/s), {batch['overcommitted_nodes']} nodes overcommitted; one command per workload "
+        f"{sequential['workloads_per_s']:.2f}/s; side by side with {side['baseline']}: "
+        f"{medians['current']:.1f} vs {medians['baseline']:.1f}/s (medians of {side['repeat']} "
+        f"alternating runs, {side['ratio']:.2f}x)"
+    )
+
+
+def controller_line() -> str:
+    side = get("bench_controller", "side_by_side")
+    rate = side["median_dispatched_per_s"]["current"]
+    cpu = side["median_controller_cpu_ms_per_workload"]["current"]
+    rates = [r["dispatched_per_s"] for r in get("bench_controller", "runs")]
+    return (
+        f"**{rate:.0f}/s** median of {side['repeat']} runs ({min(rates):.0f}–{max(rates):.0f}; "
+        f"target 100/s), {cpu:.1f} ms controller CPU per workload; side by side with "
+        f"{side['baseline']}: {side['rate_ratio']:.2f}x the rate, {side['cpu_ratio']:.2f}x "
+        "the CPU"
+    )
+
+
+def churn_line() -> str:
+    census, end = get("bench_churn", "census"), get("bench_churn", "end")
+    controller, checks = get("bench_churn", "controller"), get("bench_churn", "checks")
+    rss = controller["rss_calm"]
+    failed = [name.replace("_", " ") for name, ok in checks.items() if not ok]
+    verdict = "all checks met" if not failed else f"**not met**: {', '.join(failed)}"
+    return (
+        f"{verdict}: {census['hub_workloads_on_two_members']} workloads on two members, "
+        f"{census['overcommitted_nodes']} overcommitted nodes, "
+        f"{end['without_final_state']} hub objects without a final state, "
+        f"{end['in_flight_entries']} in-flight entries and {end['stale_copies']} stale copies "
+        f"at the end; controller RSS {rss['growth_pct']:+.1f} % over the last "
+        f"{rss['seconds'] / 60:.0f} minutes ({rss['first_mib']:.0f} → {rss['last_mib']:.0f} MiB); "
+        f"{controller['cpu_ms_per_event']:.1f} ms CPU and {controller['log_lines_per_event']:.2f} "
+        f"log lines per event over {get('bench_churn', 'churn', 'events'):,} events"
+    )
+
+
+def topology_line() -> str:
+    solvers = get("bench_topology", "solvers")
+    parts = []
+    for name in ("cpsat", "greedy"):
+        if name not in solvers:
+            continue
+        s = solvers[name]
+        with_, without = s["topology"], s["oblivious"]
+        parts.append(
+            f"{SOLVER_NAMES.get(name, name)}: {with_['one_rack_pct']:.1f} % of placed gangs in "
+            f"one rack with topology ({without['one_rack_pct']:.1f} % oblivious), "
+            f"{with_['gpus_placed']:,} GPUs placed ({s['topology_vs_oblivious_pct']:.1f} % of the "
+            f"oblivious decision's {without['gpus_placed']:,}), "
+            f"{with_['nvlink_domains_per_gang']:.2f} NVLink domains per gang vs "
+            f"{without['nvlink_domains_per_gang']:.1f}, CPU {with_['decision_cpu_s']:.2f} s vs "
+            f"{without['decision_cpu_s']:.2f} s"
+        )
+    return "; ".join(parts)
+
+
+def cli_line() -> str:
+    summary = get("bench_cli", "summary")
+    parts = []
+    for command in ("submit", "get", "plan"):
+        row = summary[command]
+        met = "met" if row["met"] else "**not met**"
+        parts.append(
+            f"`{command}` {row['warm_median_s']:.2f} s ({row['warm_median_cpu_s']:.2f} s CPU; "
+            f"target {row['target_s']} s, {met})"
+        )
+    base = get("bench_cli", "baseline")
+    ratios = ", ".join(f"{c} {summary[c]['ratio_warm']:.2f}x" for c in ("submit", "get", "plan"))
+    text = "; ".join(parts)
+    if base:
+        text += f"; against {base} in the same run: {ratios}"
+    return f"{text} (medians of {get('bench_cli', 'repeat')}, load {load_range('bench_cli')})"
+
+
+def sweep_line() -> str:
+    jobs = get("bench_sweep", "jobs")
+    medians = get("bench_sweep", "medians_by_jobs")
+    identical = "identical" if get("bench_sweep", "identical_to_serial") else "**NOT identical**"
+    return (
+        f"{get('bench_sweep', 'sweep', 'runs')} runs: {medians['1']['median_wall_s']:.0f} s "
+        f"serially, {medians[str(jobs)]['median_wall_s']:.0f} s with `--jobs {jobs}` "
+        f"(**{get('bench_sweep', 'speedup_wall'):.2f}x**), figures {identical} to the serial "
+        f"run's (load {load_range('bench_sweep')})"
+    )
+
+
+def fgd_line() -> str:
+    default = get("bench_fgd", "variants", "default")
+    published = default["published_at_130"]
+    seeds = get("bench_fgd", "config", "seeds")
+    others = [
+        f"`{name}` {v['alloc_pct_mean']:.2f} % vs FGD "
+        f"{v['published_at_130']['FGD']['alloc_pct']:.2f} %"
+        for name, v in get("bench_fgd", "variants").items()
+        if name != "default"
+    ]
+    return (
+        f"**{default['alloc_pct_mean']:.2f} %** of {get('bench_fgd', 'capacity_gpus'):,.0f} GPUs "
+        f"allocated on the default list (mean of seeds {seeds[0]}–{seeds[-1]}); best-fit "
+        f"{published['BestFit']['alloc_pct']:.2f} %, FGD {published['FGD']['alloc_pct']:.2f} %; "
+        + "; ".join(others)
+    )
+
+
+def multicluster_line() -> str:
+    entries = get("bench_multicluster", "config", "entries")
+    fleets = get("bench_multicluster", "config", "fleets")
+    parts = []
+    for entry in entries:
+        if entry["solver"] != "cpsat":
+            continue
+        label = entry["label"]
+        means, values, ahead, count = [], [], 0, 0
+        for fleet in fleets:
+            data = get("bench_multicluster", "fleets", fleet)
+            means.append(f"{data['summary'][label]['pct_of_bound_mean']:.2f}")
+            values += [i["entries"][label]["pct_of_bound"] for i in data["instances"]]
+            ahead += data["summary"][label]["ahead_of_every_baseline"]
+            count += len(data["instances"])
+        at99 = sum(v >= 99 for v in values)
+        at97 = sum(v >= 97 for v in values)
+        parts.append(
+            f"CP-SAT at {entry['time_limit']:g} s: {' / '.join(means)} % of the tightest bound "
+            f"(means per fleet; lowest {min(values):.2f} %; ≥ 99 % in {at99} of {count}, "
+            f"≥ 97 % in {at97} of {count}), ahead of every baseline in {ahead} of {count}"
+        )
+    return "; ".join(parts)
+
+
+def kalos_line() -> str:
+    batch = get("bench_kalos", "batch")
+    fleet = get("bench_kalos", "fleet")
+    fills = [entry["pct_of_bound"] for entry in batch.values()]
+    admitted = "; ".join(
+        f"{label} {entry['admission']['>512 GPUs']}" for label, entry in batch.items()
+    )
+    return (
+        f"{get('bench_kalos', 'gangs')} Kalos gangs on {fleet['nodes']} 8-GPU nodes in "
+        f"{len(fleet['clusters'])} clusters, one batch: every solver fills "
+        f"{span(fills, 1, ' %')} of the GPUs; gangs above 512 GPUs admitted: {admitted}"
+    )
+
+
+def solver_quality_line() -> str:
+    quality = get("bench_solver", "quality")
+    limit = get("bench_solver", "time_limit")
+    pct = [q["solvers"]["cpsat"]["pct_tightest"] for q in quality]
+    ahead = sum(
+        q["solvers"]["cpsat"]["placed_gpus"]
+        >= max(v["placed_gpus"] for k, v in q["solvers"].items() if k != "cpsat")
+        for q in quality
+    )
+    reduced = get("bench_solver", "reduced")
+    exact = [r for r in reduced if r["node_level"]["exact"]]
+    reached = sum(r["solvers"]["cpsat"]["pct_node_level"] >= 100 for r in reduced)
+    return (
+        f"CP-SAT at {limit:g} s ahead of (or level with) every baseline in {ahead} of "
+        f"{len(quality)}, {span(pct, 1, ' %')} of the tightest bound; on {len(reduced)} "
+        f"80-node versions the exact node-level optimum is proven in {len(exact)} and CP-SAT "
+        f"reaches it in {reached}"
+    )
+
+
+def decision_line() -> str:
+    batch = get("bench_solver", "speed_batch")
+    (online,) = get("bench_solver", "online")[:1]
+    return (
+        f"batch of {batch['workloads']} workloads × {batch['clusters']} clusters: "
+        f"{batch['p50_s']:.2f} s p50, {batch['p99_s']:.2f} s p99 (target ≤ 1 s p99); online "
+        f"decision on the 1,213-node cluster: {online['p50_ms']:.1f} ms p50, "
+        f"{online['p99_ms']:.1f} ms p99 (target ≤ 50 ms p50)"
+    )
+
+
+def stream_line() -> str:
+    solvers = get("bench_stream", "solvers")
+    entries = get("bench_stream", "config", "entries")
+    first = solvers[entries[0]["label"]]
+    others = ", ".join(
+        f"{_solver_label(e)} {solvers[e['label']]['gpu_time_of_bound_pct']:.1f} %"
+        for e in entries[1:]
+    )
+    return (
+        f"{_solver_label(entries[0])}: {first['time_avg_alloc_pct']:.1f} % of the GPUs allocated "
+        f"on average, **{first['gpu_time_of_bound_pct']:.1f} %** of the GPU-time any policy "
+        f"could hold in the arrival window ({others}); gangs of 65–512 GPUs wait "
+        + ", ".join(
+            f"{wait(solvers[e['label']]['by_size']['65-512 GPUs']['wait_p50_s'])} "
+            f"({_solver_label(e)})"
+            for e in entries
+        )
+        + " at the median"
+    )
+
+
+def verifier_line() -> str:
+    """Verifier problems summed over every decision the result files record."""
+    total = 0
+    for path in sorted(RESULTS.glob("*.json")):
+        total += _count(json.loads(path.read_text()), "verifier_problems")
+    return f"**{total} verifier problems** in the decisions of every result file"
+
+
+def _count(value: Any, key: str) -> int:
+    if isinstance(value, Mapping):
+        found = value.get(key)
+        own = found if isinstance(found, int) and not isinstance(found, bool) else 0
+        return own + sum(_count(v, key) for k, v in value.items() if k != key)
+    if isinstance(value, list):
+        return sum(_count(v, key) for v in value)
+    return 0
+
+
+#: question -> (its line, the target)
+QUESTIONS: dict[str, tuple[Callable[[], str], str]] = {
+    "One cluster, one pod at a time: FGD's replay of Alibaba's openb cluster at 130 % load "
+    "(`bench_fgd`)": (fgd_line, "≥ best-fit's 93.1 %"),
+    "Multi-cluster batches of gangs: openb split into 4/8/16 clusters, 120 % load, 9 "
+    "instances (`bench_multicluster`)": (
+        multicluster_line,
+        "≥ 99 % at 1 s, ahead of every baseline",
+    ),
+    "The same at 130 % load on 4 and 8 clusters, and the exact optimum on 80-node versions "
+    "(`bench_solver`)": (solver_quality_line, "≥ 97 %, ahead of every baseline"),
+    "Big gangs: real Kalos jobs (up to 1,024 GPUs) (`bench_kalos`)": (kalos_line, "—"),
+    "Stream with arrivals, run times and departures (`bench_stream`)": (stream_line, "—"),
+    "Decision time (`bench_solver`)": (decision_line, "≤ 1 s p99; ≤ 50 ms p50"),
+    "Placements realisable pod by pod": (verifier_line, "0"),
+}
+
+
+def summary_table() -> str:
+    """simulations/README.md: the questions a platform engineer asks, one line each."""
+    rows = [[question, line(), target] for question, (line, target) in QUESTIONS.items()]
+    return table(["question", "measured", "target"], rows)
+
+
+def measured_table() -> str:
+    """README.md: every benchmark's headline."""
+    rows = [[question, line()] for question, (line, _) in QUESTIONS.items()]
+    rows += [
+        [what, f"{line()} (`{name}.md`)"] for name, (what, line) in LINES.items() if _has(name)
+    ]
+    return table(["what", "measured"], rows)
+
+
+#: benchmark -> (what it measures, its line)
+LINES: dict[str, tuple[str, Callable[[], str]]] = {
+    "bench_decompose": (
+        "10,000 manifests of every catalog kind through their definitions, trusted and untrusted",
+        decompose_line,
+    ),
+    "bench_gather": (
+        "16 loopback clusters × 500 nodes × 5,000 pods gathered concurrently, snapshot written",
+        gather_line,
+    ),
+    "bench_submit": (
+        "500 JobSets to 8 loopback clusters, one batch vs one command each; `--baseline DIR` "
+        "side by side with other code",
+        submit_line,
+    ),
+    "bench_controller": (
+        "1,000 JobSets created on a loopback hub, placed on 8 members",
+        controller_line,
+    ),
+    "bench_topology": (
+        "300 gangs of 2–16 pods requiring one rack and preferring one NVLink domain, on "
+        "openb's 617 8-GPU nodes (4 clusters) in synthetic racks; each solver with and "
+        "without the constraints, side by side",
+        topology_line,
+    ),
+    "bench_churn": (
+        "10 minutes of JobSets created, edited and deleted on the hub at 20 events/s, 8 "
+        "members, racing `placer submit`s, a member answering 401, one stopped, two SIGKILLs",
+        churn_line,
+    ),
+    "bench_cli": (
+        "`placer submit`, `get -A`, `plan --snapshot` from the shell on the demo fleet, warm "
+        "(median of 5), side by side with the code before issue 18",
+        cli_line,
+    ),
+    "bench_sweep": (
+        "a `placer simulate` sweep (seeds × loads × drained clusters × solvers) in parallel "
+        "processes against the same sweep run serially",
+        sweep_line,
+    ),
+}
+
+
+def other_benchmarks_table() -> str:
+    rows = [[f"`{name}`", what, line()] for name, (what, line) in LINES.items() if _has(name)]
+    return table(["script", "what", "latest result"], rows)
+
+
+def _has(name: str) -> bool:
+    return (RESULTS / f"{name}.json").exists()
+
+
+def decompose_table() -> str:
+    """docs/definitions.md: decomposition speed per CPU and per wall-clock second."""
+    env = get("bench_decompose", "environment")
+    rows = []
+    for key, label, note in (
+        ("decompose", "decompose (parsed objects)", ""),
+        (
+            "untrusted",
+            "the same, the catalog's expressions untrusted (as hub Kartas)",
+            " (with the worker's CPU)",
+        ),
+        ("parse_and_decompose", "parse YAML + decompose", ""),
+    ):
+        data = get("bench_decompose", key)
+        cpu = f"{data['manifests_per_cpu_s']:,} manifests/s"
+        rows.append(
+            [
+                label,
+                f"**{cpu}**" if key == "decompose" else f"{cpu}{note}",
+                f"{data['manifests_per_wall_s']:,} manifests/s",
+            ]
+        )
+    measure = (
+        f"measure ({get('bench_decompose', 'manifests'):,} manifests, "
+        f"{get('bench_decompose', 'pods'):,} pods, seed {env['seed']}, best of {env['repeat']})"
+    )
+    return table([measure, "per CPU second", "per wall-clock second"], rows)
+
+
+#: table name -> how it is written
+REGIONS: dict[str, Callable[[], str]] = {
+    "decompose": decompose_table,
+    "fgd": fgd_table,
+    "multicluster": multicluster_table,
+    "stream": stream_table,
+    "other-benchmarks": other_benchmarks_table,
+    "summary": summary_table,
+    "measured": measured_table,
+}
+
+
+# --------------------------------------------------------------------------------------------
+# rewriting
+
+
+def rewrite(text: str, source: str) -> str:
+    """``text`` with every marked table written afresh; an unknown name is an error."""
+
+    def body(found: re.Match[str]) -> str:
+        name = found["name"]
+        if name not in REGIONS:
+            raise ResultError(
+                f"{source}: unknown results table {name!r} (known: {', '.join(REGIONS)})"
+            )
+        return f"{found['open']}{REGIONS[name]()}{found['close']}"
+
+    return _REGION.sub(body, text)
+
+
+def regions(text: str) -> list[str]:
+    return [m["name"] for m in _REGION.finditer(text)]
+
+
+def stale(root: Path = ROOT) -> list[str]:
+    """The documents (relative paths) whose marked tables differ from what would be written."""
+    return [
+        name
+        for name in DOCUMENTS
+        if (root / name).exists()
+        and rewrite((root / name).read_text(), name) != (root / name).read_text()
+    ]
+
+
+def main(argv: list[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0] if __doc__ else None)
+    parser.add_argument(
+        "--check", action="store_true", help="write nothing; exit 1 if a table is out of date"
+    )
+    args = parser.parse_args(argv)
+    try:
+        if args.check:
+            outdated = stale()
+            for name in outdated:
+                print(f"{name}: tables differ from simulations/results (run: make results)")
+            return 1 if outdated else 0
+        for name in DOCUMENTS:
+            path = ROOT / name
+            if not path.exists():
+                continue
+            before = path.read_text()
+            after = rewrite(before, name)
+            if after != before:
+                path.write_text(after)
+                print(f"wrote {name} ({', '.join(regions(after))})")
+    except ResultError as err:
+        print(f"error: {err}", file=sys.stderr)
+        return 2
+    return 0
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())
