@@ -498,6 +498,38 @@ def measured_table() -> str:
     return table(["what", "measured"], rows)
 
 
+def fairshare_line() -> str:
+    contenders = get("bench_fairshare", "contenders")
+    placer = contenders["placer"]
+    none = contenders["no queues"]
+    minimality = get("bench_fairshare", "victim_minimality")
+    within = placer["reclaim_within_interval_pct"]
+    gap = placer["over_quota_split_gap_pp_mean"]
+    reclaim = (
+        f"a queue owed in-quota GPUs got ≥ 95 % of them by the next decision in {within:.1f} % "
+        f"of {placer['reclaim_events']} such moments (target: always)"
+    )
+    split = f"over-quota split {gap:.1f} pp off the weights on average (target ±5)"
+    met = [text for text, ok in ((reclaim, within == 100.0), (split, gap <= 5.0)) if ok]
+    missed = [text for text, ok in ((reclaim, within == 100.0), (split, gap <= 5.0)) if not ok]
+    text = (
+        f"Jain's index of allocation / fair share {placer['jain_alloc_of_fair']:.3f} "
+        f"(no queues {none['jain_alloc_of_fair']:.3f}, "
+        f"Kueue-like {contenders['kueue-like']['jain_alloc_of_fair']:.3f}, "
+        f"FIFO {contenders['fifo per queue']['jain_alloc_of_fair']:.3f}); victims' GPUs "
+        f"{minimality['worst_ratio_to_fewest_gpus']:.1f}× the fewest any packing eviction needs "
+        f"on {minimality['cases']} small fleets (target ≤ 1.1)"
+    )
+    if met:
+        text += "; met: " + ", ".join(met)
+    if missed:
+        text += "; **not met**: " + ", ".join(missed)
+    return (
+        f"{text}; {placer['suspected_priority_inversions']} suspected priority inversions "
+        f"(no queues: {none['suspected_priority_inversions']})"
+    )
+
+
 #: benchmark -> (what it measures, its line)
 LINES: dict[str, tuple[str, Callable[[], str]]] = {
     "bench_decompose": (
@@ -537,6 +569,12 @@ LINES: dict[str, tuple[str, Callable[[], str]]] = {
         "a `placer simulate` sweep (seeds × loads × drained clusters × solvers) in parallel "
         "processes against the same sweep run serially",
         sweep_line,
+    ),
+    "bench_fairshare": (
+        "queues sized from the Helios Venus VCs on a multi-tenant stream (360 gangs, first 2 "
+        "clusters of openb-8, offered load 1.2×), placer's queues with preemption side by side "
+        "with no queues, Kueue-like borrowing and strict FIFO per queue (`docs/queues.md`)",
+        fairshare_line,
     ),
 }
 
