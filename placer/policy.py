@@ -26,6 +26,8 @@ Modelled on Elotl Nova's ``SchedulePolicy`` (``policy.elotl.co/v1alpha1``), with
       # one workload in several clusters (placer.spread: Karmada's replicaScheduling,
       # spreadConstraints and OverridePolicy's overrideRules)
       replicaScheduling: {replicaSchedulingType: Divided, weightPreference: {...}}
+      scheduler: volcano                  # the members' scheduler for these workloads
+                                          #   (placer.schedulers; overrides the fleet file's)
 
 Why these fields and no more: they are what platform teams use in Nova (selectors, cluster
 selector, ordered clusters) plus what a solver can honour exactly (an objective and costs).
@@ -56,6 +58,7 @@ from typing import Any
 from placer.decoding import Decoder
 from placer.errors import PolicyError
 from placer.model import Cluster, Workload
+from placer.schedulers import SchedulerSpec, scheduler_from_data
 from placer.spread import SPEC_FIELDS as SPREAD_FIELDS
 from placer.spread import Spread, spread_from_spec
 from placer.yamlload import parse_yaml, read_text
@@ -88,6 +91,7 @@ _SPEC_FIELDS = (
     "objective",
     "clusterCosts",
     *SPREAD_FIELDS,
+    "scheduler",
 )
 
 
@@ -157,6 +161,8 @@ class PlacementPolicy:
     spread: Spread | None = None
     #: where the policy came from (file and document), for messages.
     source: str = ""
+    #: the members' scheduler for the selected workloads (overrides the fleet file's).
+    scheduler: SchedulerSpec | None = None
 
     def selects(self, workload: Workload) -> bool:
         """Whether the policy applies to ``workload``."""
@@ -283,6 +289,11 @@ def policy_from_dict(data: object, *, source: str = "<policy>") -> PlacementPoli
         str(cluster): read.number(cost, f"spec.clusterCosts.{cluster}")
         for cluster, cost in costs_data.items()
     }
+    scheduler = None
+    if spec.get("scheduler") is not None:
+        scheduler = scheduler_from_data(
+            spec["scheduler"], source=source, field="spec.scheduler", error=PolicyError
+        )
     return PlacementPolicy(
         name=name,
         namespace_selector=namespace_selector,
@@ -293,6 +304,7 @@ def policy_from_dict(data: object, *, source: str = "<policy>") -> PlacementPoli
         cluster_costs=costs,
         spread=spread_from_spec(spec, source, _selector),
         source=source,
+        scheduler=scheduler,
     )
 
 

@@ -76,17 +76,21 @@ def register(subparsers: argparse._SubParsersAction[argparse.ArgumentParser]) ->
 
 
 def run(args: argparse.Namespace) -> int:
+    from placer.dispatch.handoff import gang_warnings
     from placer.solver import solve  # OR-Tools: only for the commands that decide
     from placer.solver.refusals import refusals
     from placer.solver.report import decision_to_dict, render_text
 
     policies = decision_policies(args)
+    schedulers: dict[str, Any] = {}
     if args.snapshot and has_fleet_options(args):
         raise UsageError("give either --snapshot or fleet options, not both")
     if args.snapshot:
         fleet = load_snapshot(args.snapshot)
     elif has_fleet_options(args):
-        fleet = live_fleet(fleet_config_from_args(args))
+        config = fleet_config_from_args(args)
+        schedulers = config.schedulers
+        fleet = live_fleet(config)
     else:
         raise UsageError(
             "give the fleet's capacity with --snapshot FILE, or fleet options "
@@ -140,6 +144,9 @@ def run(args: argparse.Namespace) -> int:
     for ref in spread:
         refused.pop(ref, None)  # a copy per cluster: no cluster refused it alone
     domains = placement_domains(decision, workloads, fleet)
+    by_ref = {w.ref: w for w in workloads}
+    for warning in gang_warnings(decision.placements, by_ref, fleet, schedulers, policies):
+        print(f"warning: {warning}", file=sys.stderr)
     if args.output != "text":
         data = decision_to_dict(decision)
         for item, placement in zip(data["placements"], decision.placements, strict=True):

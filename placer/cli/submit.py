@@ -106,6 +106,12 @@ def register(subparsers: argparse._SubParsersAction[argparse.ArgumentParser]) ->
         "before the new one is applied)",
     )
     parser.add_argument(
+        "--pin-nodes",
+        action="store_true",
+        help="write the decision's node plan into the pod templates as required node "
+        "affinity (the member's scheduler may then bind each pod only to its planned nodes)",
+    )
+    parser.add_argument(
         "--no-create-namespace",
         dest="create_namespace",
         action="store_false",
@@ -253,6 +259,7 @@ def run(args: argparse.Namespace) -> int:
             queues=queues,
             running=running,
             moves=MoveOptions(move=args.move, allow_restart=args.allow_restart),
+            pin_nodes=args.pin_nodes,
         )
         report_unreachable(report.fleet)
         if args.output != "text":
@@ -290,6 +297,8 @@ def report_to_dict(report: Any) -> dict[str, Any]:
         if outcome.notes:
             item["notes"] = list(outcome.notes)
         _change_fields(item, outcome)
+        if outcome.handoff:
+            item["handoff"] = dict(outcome.handoff)
     for item, unplaced in zip(data["unplaced"], report.decision.unplaced, strict=True):
         outcome = outcomes[unplaced.workload]
         item["state"] = outcome.state

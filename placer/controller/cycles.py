@@ -535,6 +535,7 @@ class DecisionCycle:
                 own_copy=self._own_copy,
                 copy_selector=f"{LABEL_HUB}!={self.settings.hub}",
                 decide=redecisions.for_part(index) if len(parts) > 1 else None,
+                schedulers=self.config.schedulers,
             )
             dispatcher = Dispatcher(clients, options, ledger=self.ledger)
             return dispatcher.dispatch(

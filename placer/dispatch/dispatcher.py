@@ -58,6 +58,12 @@ from placer.backoff import Doubling
 from placer.definitions import can_suspend, resume
 from placer.dispatch.claims import Claim, Claims
 from placer.dispatch.existing import find_existing, settle_existing
+from placer.dispatch.handoff import (
+    ensure_karta,
+    own,
+    plan_handoff,
+    scheduler_for,
+)
 from placer.dispatch.ledger import InFlight, Ledger
 from placer.dispatch.options import DispatchOptions
 from placer.dispatch.outcomes import (
@@ -437,7 +443,10 @@ class Dispatcher:
                     continue
                 try:
                     out.append(
-                        (unit, self._dispatch_unit(unit, by_ref, run, decision_id, placed_at))
+                        (
+                            unit,
+                            self._dispatch_unit(unit, by_ref, run, decision_id, placed_at, fleet),
+                        )
                     )
                 except DispatchError as failure:
                     out.append((unit, failure))
@@ -471,12 +480,14 @@ class Dispatcher:
         run: ClusterRun,
         decision_id: str,
         placed_at: str,
+        fleet: Fleet,
     ) -> list[Outcome]:
         client = run.client
         dry_run = self.options.dry_run
         cluster = unit.placements[0].cluster
         created_here: list[str] = []
-        applied: list[WorkloadRef] = []
+        #: every object written for the unit, in order (the workloads and what goes with them).
+        written: list[WorkloadRef] = []
         notes: dict[WorkloadRef, list[str]] = {p.workload: [] for p in unit.placements}
         would_create: set[str] = set()
         outcomes: list[Outcome] = []
@@ -491,7 +502,21 @@ class Dispatcher:
             for placement in unit.placements:
                 manifest = by_ref[placement.workload]
                 record = PlacementRecord.for_placement(placement, decision_id, placed_at)
-                body = self._body(manifest, record)
+                scheduler = scheduler_for(
+                    cluster,
+                    manifest.workload,
+                    fleet,
+                    self.options.schedulers,
+                    self.options.policies,
+                )
+                handoff = plan_handoff(
+                    self._body(manifest, record),
+                    manifest,
+                    placement,
+                    scheduler,
+                    pin_nodes=self.options.pin_nodes,
+                )
+                notes[placement.workload] += handoff.describe()
                 if placement.workload.namespace in would_create:
                     notes[placement.workload].append(
                         f"namespace {placement.workload.namespace} would be created; the "
@@ -505,14 +530,34 @@ class Dispatcher:
                             placement=placement,
                             record=record,
                             namespace_created=True,
+                            handoff=handoff.summary,
                         )
                     )
                     continue
-                self._fence(run, unit, placement.workload, cluster, applied, created_here)
-                applied.append(placement.workload)
+                self._fence(run, unit, placement.workload, cluster, written, created_here)
+                target = manifest.decomposition.definition.target
+                if handoff.karta is not None and target is not None:
+                    notes[placement.workload].append(
+                        ensure_karta(
+                            client,
+                            handoff.karta,
+                            target,
+                            field_manager=self.options.field_manager,
+                            dry_run=dry_run,
+                        )
+                    )
+                for group, group_ref in zip(handoff.pod_groups, handoff.refs, strict=True):
+                    written.append(group_ref)
+                    client.apply(group, field_manager=self.options.field_manager, dry_run=dry_run)
+                written.append(placement.workload)
                 result = client.apply(
-                    body, field_manager=self.options.field_manager, force=False, dry_run=dry_run
+                    handoff.body,
+                    field_manager=self.options.field_manager,
+                    force=False,
+                    dry_run=dry_run,
                 )
+                if not dry_run and handoff.pod_groups:
+                    own(client, handoff.pod_groups, result)
                 uid = "" if dry_run else uid_of(result)
                 outcomes.append(
                     Outcome(
@@ -523,13 +568,14 @@ class Dispatcher:
                         record=record,
                         uid=uid,
                         namespace_created=placement.workload.namespace in created_here,
+                        handoff=handoff.summary,
                     )
                 )
         except PlacerError as err:
             attempt = attempt_error(err)
             attempt = replace(attempt, cluster=cluster)
-            # the failing apply may have landed when the answer was lost: remove it too
-            maybe = applied if may_have_landed(err) else applied[:-1]
+            # the failing write may have landed when the answer was lost: remove it too
+            maybe = written if may_have_landed(err) else written[:-1]
             leftover = rollback(run, unit, maybe, created_here, dry_run=dry_run)
             raise DispatchError(attempt, leftover=leftover) from None
         for placement in unit.placements:

@@ -10,7 +10,7 @@ ledger — are given to it beside the options.
 from __future__ import annotations
 
 from collections.abc import Callable, Mapping, Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import Any
 
 from placer.dispatch.claims import CLAIM_TTL, Succession
@@ -20,6 +20,7 @@ from placer.dispatch.outcomes import Manifest
 from placer.dispatch.record import FIELD_MANAGER
 from placer.model import Decision, Fleet, Workload
 from placer.policy import PlacementPolicy
+from placer.schedulers import SchedulerSpec
 
 __all__ = ["Decide", "DispatchOptions", "Transform"]
 
@@ -49,6 +50,13 @@ class DispatchOptions:
     field_manager: str = FIELD_MANAGER
     #: threads (default: one per cluster with work, at most 16).
     max_workers: int | None = None
+
+    # -- handing over to the members' schedulers (:mod:`placer.dispatch.handoff`) -------------
+    #: each member's scheduler as the fleet file says, by cluster (a member not listed: its
+    #: ``placer.dev/scheduler`` label, else ``default``; a policy's ``scheduler`` wins).
+    schedulers: Mapping[str, SchedulerSpec] = field(default_factory=dict)
+    #: write the decision's node plan as required node affinity into the pod templates.
+    pin_nodes: bool = False
 
     # -- the in-flight ledger ----------------------------------------------------------------
     #: reserve every placement in its member's ``placer-system`` ledger before applying (and

@@ -11,7 +11,7 @@ Status — and the decision as carried out (:class:`DispatchResult`).
 from __future__ import annotations
 
 from collections.abc import Mapping
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import Any
 
 from placer.definitions import Decomposition
@@ -118,6 +118,9 @@ class Outcome:
     previous: PlacementRecord | None = None
     #: the cluster a moved workload left.
     moved_from: str = ""
+    #: how it was handed to the member's scheduler (:attr:`~placer.dispatch.handoff.HandOff.
+    #: summary`; empty for ``default`` without pinning).
+    handoff: Mapping[str, Any] = field(default_factory=dict)
 
     @property
     def dispatched(self) -> bool:

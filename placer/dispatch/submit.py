@@ -45,6 +45,7 @@ from typing import TYPE_CHECKING
 from placer.dispatch.claims import CLAIM_TTL
 from placer.dispatch.dispatcher import Dispatcher
 from placer.dispatch.existing import find_existing, settle_existing
+from placer.dispatch.handoff import gang_warnings
 from placer.dispatch.ledger import DEFAULT_TTL, Ledger, sync_cluster
 from placer.dispatch.options import DispatchOptions
 from placer.dispatch.outcomes import (
@@ -137,6 +138,7 @@ def submit(
     queues: QueueSet | None = None,
     running: Sequence[Running] = (),
     moves: MoveOptions | None = None,
+    pin_nodes: bool = False,
 ) -> SubmitReport:
     """Place and dispatch ``manifests`` on the fleet of ``config`` (see the module docstring).
 
@@ -185,6 +187,8 @@ def submit(
         seed=seed,
         decide=(lambda w, f: snapshot_free_decision(w, f, policies)) if snapshot_free else None,
         claim_wait=claim_wait,
+        schedulers=config.schedulers,
+        pin_nodes=pin_nodes,
     )
     if changes:
         updater = Updater(reachable, options, ledger=ledger, moves=moves)
@@ -222,6 +226,13 @@ def submit(
     result = dispatcher.dispatch(todo, decision, fleet, decision_id=decision_id)
     lap("dispatch")
     warnings += result.warnings
+    warnings += gang_warnings(
+        (o.placement for o in result.outcomes if o.placed and o.placement is not None),
+        {m.ref: m.workload for m in manifests},
+        fleet,
+        config.schedulers,
+        policies,
+    )
     by_ref = {o.workload: o for o in result.outcomes}
     by_ref.update(settled)
     outcomes = tuple(by_ref[m.ref] for m in manifests)

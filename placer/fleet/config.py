@@ -19,6 +19,9 @@ Two ways to say it:
         timeout: 20                        # seconds for gathering this cluster (optional)
         labels: {region: us-east-1, provider: aws, cost: "3"}
         taints: [{key: reserved, value: team-a, effect: NoSchedule}]
+        scheduler: kai                     # the member's scheduler (placer.schedulers):
+                                           #   default | kai | kueue | volcano | coscheduling,
+                                           #   or {name: NAME, queues: {...}, ...settings}
       accelerators:                        # optional: how GPU fractions, time-sliced GPUs and
         deviceClasses: [...]               #   DRA claims count (placer/accelerators.yaml);
                                            #   each key given replaces that default key
@@ -45,6 +48,7 @@ from placer.decoding import Decoder
 from placer.errors import FleetConfigError, InputError
 from placer.kube import ROLE_HUB, KubeconfigSet, load_kubeconfigs
 from placer.model import Taint
+from placer.schedulers import SchedulerSpec, scheduler_from_data
 from placer.snapshot import parse_taints
 from placer.topology import Topologies, topologies_from_list
 from placer.yamlload import read_yaml_file
@@ -63,7 +67,7 @@ FLEET_API_VERSION = "placer.dev/v1alpha1"
 FLEET_KIND = "Fleet"
 #: seconds allowed for gathering one cluster when nothing else is said.
 DEFAULT_TIMEOUT = 30.0
-_CLUSTER_KEYS = ("name", "kubeconfig", "context", "timeout", "labels", "taints")
+_CLUSTER_KEYS = ("name", "kubeconfig", "context", "timeout", "labels", "taints", "scheduler")
 
 
 @dataclass(frozen=True)
@@ -81,6 +85,9 @@ class ClusterSource:
     timeout: float = DEFAULT_TIMEOUT
     #: why this cluster cannot be used at all (bad fleet-file entry); empty when fine.
     problem: str = ""
+    #: the member's scheduler as the fleet file says (``None``: not said; the cluster label
+    #: ``placer.dev/scheduler`` or ``default`` then applies).
+    scheduler: SchedulerSpec | None = None
 
 
 @dataclass(frozen=True)
@@ -98,6 +105,11 @@ class FleetConfig:
     @property
     def names(self) -> tuple[str, ...]:
         return tuple(c.name for c in self.clusters)
+
+    @property
+    def schedulers(self) -> dict[str, SchedulerSpec]:
+        """The schedulers the fleet file names, by cluster."""
+        return {c.name: c.scheduler for c in self.clusters if c.scheduler is not None}
 
     @property
     def accelerators(self) -> AcceleratorTable:
@@ -252,6 +264,11 @@ def _cluster(
     taints = parse_taints(
         item.get("taints"), source=source, field=f"{where}.taints", error=FleetConfigError
     )
+    scheduler = None
+    if item.get("scheduler") is not None:
+        scheduler = scheduler_from_data(
+            item["scheduler"], source=source, field=f"{where}.scheduler", error=FleetConfigError
+        )
     paths: tuple[str, ...] = ()
     if path_text:
         file = Path(path_text).expanduser()
@@ -280,4 +297,5 @@ def _cluster(
         taints=taints,
         timeout=timeout,
         problem=problem,
+        scheduler=scheduler,
     )
