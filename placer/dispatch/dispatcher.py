@@ -530,7 +530,7 @@ class Dispatcher:
                             placement=placement,
                             record=record,
                             namespace_created=True,
-                            handoff=handoff.summary,
+                            handoff=handoff.recorded,
                         )
                     )
                     continue
@@ -568,7 +568,7 @@ class Dispatcher:
                         record=record,
                         uid=uid,
                         namespace_created=placement.workload.namespace in created_here,
-                        handoff=handoff.summary,
+                        handoff=handoff.recorded,
                     )
                 )
         except PlacerError as err:

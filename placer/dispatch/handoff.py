@@ -135,6 +135,13 @@ class HandOff:
             out["pinnedNodes"] = True
         return out
 
+    @property
+    def recorded(self) -> dict[str, Any]:
+        """:attr:`summary` when anything was handed over (empty for ``default``, unpinned)."""
+        if self.scheduler.name == "default" and not self.pinned:
+            return {}
+        return self.summary
+
     def describe(self) -> list[str]:
         """One line per thing done, for the text report (``note:`` lines)."""
         name = self.scheduler.name
@@ -275,10 +282,10 @@ def plan_handoff(
         edited=result.edited,
         notes=tuple(notes),
     )
-    if name != "default" or handoff.pinned:
+    if handoff.recorded:
         meta = handoff.body.setdefault("metadata", {})
         meta.setdefault("annotations", {})[ANNOTATION_HANDOFF] = json.dumps(
-            handoff.summary, separators=(",", ":"), sort_keys=True
+            handoff.recorded, separators=(",", ":"), sort_keys=True
         )
     return handoff
 

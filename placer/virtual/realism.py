@@ -7,7 +7,10 @@ virtual cluster gets a reactor (:class:`Realism`) that plays the framework contr
 kube-scheduler and kubelet for every workload kind of the catalog:
 
 * **registration**: every catalog kind that is not built in is served (a CRD per root kind,
-  :func:`register_catalog_kinds`), so a workload of any catalog type can be applied;
+  :func:`register_catalog_kinds`), so a workload of any catalog type can be applied, and so
+  are the kinds the gang schedulers placer hands workloads to define
+  (:func:`register_scheduler_kinds`: Volcano's and scheduler-plugins' PodGroups, KAI's
+  ``run.ai/v1alpha1`` Karta), as on a member where they are installed;
 * **pods**: when a workload is created or resumed, its pods are materialised from its
   definition (:func:`placer.definitions.decompose`): every pod-bearing component instance ×
   replicas, from the instance's pod template, with an owner reference to the workload
@@ -72,7 +75,14 @@ from placer.timestamps import rfc3339
 from placer.virtual.crds import crd_facts
 from placer.virtual.seeding import running_pod_status
 
-__all__ = ["Realism", "catalog_kinds", "realism_setup", "register_catalog_kinds", "running_status"]
+__all__ = [
+    "Realism",
+    "catalog_kinds",
+    "realism_setup",
+    "register_catalog_kinds",
+    "register_scheduler_kinds",
+    "running_status",
+]
 
 log = logging.getLogger(__name__)
 
@@ -113,6 +123,18 @@ def register_catalog_kinds(store: Store, catalog: Catalog) -> int:
     return added
 
 
+def register_scheduler_kinds(store: Store) -> None:
+    """Serve the kinds of the gang schedulers placer hands workloads to (not yet served)."""
+    served = {(r.group, r.version, r.kind) for r in store.resources()}
+    for group, version, kind, namespaced in (
+        ("scheduling.volcano.sh", "v1beta1", "PodGroup", True),
+        ("scheduling.x-k8s.io", "v1alpha1", "PodGroup", True),
+        ("run.ai", "v1alpha1", "Karta", False),
+    ):
+        if (group, version, kind) not in served:
+            store.register_resource(group, version, kind, namespaced=namespaced)
+
+
 def realism_setup(
     catalog: Catalog | None = None, *, pods: bool = True
 ) -> Callable[[Cluster, ApiServer], None]:
@@ -122,6 +144,7 @@ def realism_setup(
 
     def setup(cluster: Cluster, server: ApiServer) -> None:
         register_catalog_kinds(server.store, chosen)
+        register_scheduler_kinds(server.store)
         if pods:
             server.store.add_reactor(Realism(chosen, name=cluster.name))
 
