@@ -165,7 +165,9 @@ def read_manifests(
     reported together (the first one raised). ``accelerators``: the fleet file's table."""
     from placer.accelerators import is_claim_object
     from placer.definitions import Catalog
+    from placer.definitions.documents import is_dependency
     from placer.dispatch import Manifest
+    from placer.dispatch.dependencies import attach
 
     describe = importlib.import_module("placer.cli.describe")
     catalog = Catalog.load(catalog_dirs, cache=catalog_cache())
@@ -181,6 +183,7 @@ def read_manifests(
             "devices but are not dispatched: create them on the chosen cluster",
             file=sys.stderr,
         )
+    carried = tuple(d.data for d in documents if is_dependency(d.data))
     found, problems = describe.decompose_all(documents, catalog)
     for document, decomposition in found:
         ref = decomposition.ref
@@ -190,13 +193,24 @@ def read_manifests(
             )
             continue
         seen[ref] = document.source
-        manifests.append(Manifest(document.data, decomposition, document.source))
+        manifests.append(Manifest(document.data, decomposition, document.source, carried))
     if problems:
         for problem in problems[1:]:
             print(f"error: {problem}", file=sys.stderr)
         raise problems[0]
     if not manifests:
         raise UsageError(f"no objects found in {', '.join(filenames)}")
+    named = {
+        (d.kind, d.name) for needs in attach(manifests, carried).values() for d, _ in needs.supplied
+    }
+    for obj in carried:
+        meta = obj.get("metadata") or {}
+        if (obj.get("kind"), meta.get("name")) not in named:
+            print(
+                f"warning: {obj.get('kind')} {meta.get('name')} in the input is named by no "
+                "workload's pods: not dispatched",
+                file=sys.stderr,
+            )
     return manifests
 
 

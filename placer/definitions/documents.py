@@ -27,8 +27,10 @@ from placer.errors import InputError, MalformedYamlError
 from placer.yamlload import SafeLoader, read_stream, read_text, yaml_problem
 
 __all__ = [
+    "DEPENDENCY_KINDS",
     "Document",
     "MalformedYamlError",
+    "is_dependency",
     "parse_documents",
     "partition_claims",
     "read_documents",
@@ -119,6 +121,16 @@ def read_input(name: str, stdin: TextIO | None = None) -> list[Document]:
         stream = stdin if stdin is not None else sys.stdin
         return parse_documents(read_stream(stream, "<stdin>"), "<stdin>")
     return read_documents(Path(name))
+
+
+#: the kinds of objects that travel with the workloads naming them (all ``v1``; see
+#: :mod:`placer.dispatch.dependencies`): input documents, not workloads.
+DEPENDENCY_KINDS = ("ConfigMap", "Secret", "ServiceAccount", "Service", "PersistentVolumeClaim")
+
+
+def is_dependency(obj: Mapping[str, Any]) -> bool:
+    """Whether an input document is an object that travels with the workloads naming it."""
+    return obj.get("apiVersion") == "v1" and obj.get("kind") in DEPENDENCY_KINDS
 
 
 def partition_claims(documents: Sequence[Document]) -> tuple[ClaimIndex, list[Document]]:

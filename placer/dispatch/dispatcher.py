@@ -22,9 +22,12 @@ placement it:
    namespace is a failure of that cluster);
 4. server-side applies the manifest (field manager ``placer``) with the placement record
    (:mod:`placer.dispatch.record`), after the optional ``resume``/``transform`` step (the
-   controller dispatches suspended hub objects unsuspended) — only while the workload's claim
-   is still this dispatch's (the fence; a unit whose claim was taken over steps back,
-   ``in-flight``).
+   controller dispatches suspended hub objects unsuspended) and the hand-off to the member's
+   scheduler (:mod:`placer.dispatch.handoff`: pod-template changes, PodGroups and the Karta
+   applied first), preceded by the objects its pods name (:mod:`placer.dispatch.dependencies`:
+   checked before anything is written, applied first, owned by the workload afterwards) — only
+   while the workload's claim is still this dispatch's (the fence; a unit whose claim was
+   taken over steps back, ``in-flight``).
 
 Units: workloads sharing a ``placer.dev/group`` are dispatched together, all or nothing
 (:mod:`placer.dispatch.units`).
@@ -57,6 +60,13 @@ from typing import Any
 from placer.backoff import Doubling
 from placer.definitions import can_suspend, resume
 from placer.dispatch.claims import Claim, Claims
+from placer.dispatch.dependencies import (
+    Dependencies,
+    body_of,
+    check_expected,
+    existing_state,
+    plan_dependencies,
+)
 from placer.dispatch.existing import find_existing, settle_existing
 from placer.dispatch.handoff import (
     ensure_karta,
@@ -492,6 +502,10 @@ class Dispatcher:
         would_create: set[str] = set()
         outcomes: list[Outcome] = []
         try:
+            # what the pods name must be supplied or on the member, before anything is written
+            needs = {p.workload: plan_dependencies(by_ref[p.workload]) for p in unit.placements}
+            for ref, dependencies in needs.items():
+                check_expected(client, dependencies, str(ref))
             for placement in unit.placements:
                 namespace = placement.workload.namespace
                 state = self._namespace(run, namespace)
@@ -530,7 +544,7 @@ class Dispatcher:
                             placement=placement,
                             record=record,
                             namespace_created=True,
-                            handoff=handoff.recorded,
+                            handoff=_with_dependencies(handoff.recorded, needs[placement.workload]),
                         )
                     )
                     continue
@@ -546,6 +560,9 @@ class Dispatcher:
                             dry_run=dry_run,
                         )
                     )
+                carried = self._dependencies(
+                    run, needs[placement.workload], written, notes[placement.workload]
+                )
                 for group, group_ref in zip(handoff.pod_groups, handoff.refs, strict=True):
                     written.append(group_ref)
                     client.apply(group, field_manager=self.options.field_manager, dry_run=dry_run)
@@ -556,8 +573,8 @@ class Dispatcher:
                     force=False,
                     dry_run=dry_run,
                 )
-                if not dry_run and handoff.pod_groups:
-                    own(client, handoff.pod_groups, result)
+                if not dry_run and (handoff.pod_groups or carried):
+                    own(client, [*handoff.pod_groups, *carried], result)
                 uid = "" if dry_run else uid_of(result)
                 outcomes.append(
                     Outcome(
@@ -568,7 +585,7 @@ class Dispatcher:
                         record=record,
                         uid=uid,
                         namespace_created=placement.workload.namespace in created_here,
-                        handoff=handoff.recorded,
+                        handoff=_with_dependencies(handoff.recorded, needs[placement.workload]),
                     )
                 )
         except PlacerError as err:
@@ -589,6 +606,37 @@ class Dispatcher:
             for ref in notes:
                 notes[ref].append("in-flight ledger not written on this cluster")
         return [replace(o, notes=tuple(notes[o.workload])) for o in outcomes]
+
+    def _dependencies(
+        self,
+        run: ClusterRun,
+        needs: Dependencies,
+        written: list[WorkloadRef],
+        notes: list[str],
+    ) -> list[dict[str, Any]]:
+        """Apply the supplied objects the workload's pods name, before the workload
+        (:mod:`placer.dispatch.dependencies`); the ones placer keeps (to be owned by it)."""
+        client = run.client
+        carried: list[dict[str, Any]] = []
+        for dependency, obj in needs.supplied:
+            state = existing_state(client, dependency)
+            if state == "foreign":
+                notes.append(f"{dependency} is on the member and not placer's: used as it is")
+                continue
+            body = body_of(dependency, obj)
+            if state == "absent":
+                written.append(
+                    WorkloadRef("v1", dependency.kind, dependency.namespace, dependency.name)
+                )
+            client.apply(
+                body, field_manager=self.options.field_manager, dry_run=self.options.dry_run
+            )
+            carried.append(body)
+            verb = "created" if state == "absent" else "updated"
+            if self.options.dry_run:
+                verb = f"would be {verb}"
+            notes.append(f"{dependency} {verb} before the workload")
+        return carried
 
     def _fence(
         self,
@@ -690,3 +738,11 @@ class Dispatcher:
         )
         final = Decision(tuple(placements), tuple(unplaced), summary)
         return DispatchResult(decision_id, final, tuple(outcomes), tuple(warnings))
+
+
+def _with_dependencies(recorded: Mapping[str, Any], needs: Dependencies) -> dict[str, Any]:
+    """The outcome's hand-off record with the objects carried along (names only)."""
+    if not needs.supplied:
+        return dict(recorded)
+    carried = [f"{d.kind}/{d.name}" for d, _ in needs.supplied]
+    return {**recorded, "dependencies": carried}

@@ -57,6 +57,9 @@ class Manifest:
     decomposition: Decomposition
     #: where it came from (file name, ``hub``), for messages.
     source: str = ""
+    #: objects given with it that its pods may name (ConfigMaps, Secrets, ...; matched by
+    #: kind, namespace and name: :mod:`placer.dispatch.dependencies`).
+    dependencies: tuple[Mapping[str, Any], ...] = ()
 
     @property
     def ref(self) -> WorkloadRef:

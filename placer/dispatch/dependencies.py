@@ -1,0 +1,255 @@
+"""What a workload needs on its member besides itself: the objects its pod templates name.
+
+A pod does not start without the ConfigMaps and Secrets its containers read (``env[].valueFrom``
+``configMapKeyRef``/``secretKeyRef``, ``envFrom[]``), the volumes' ConfigMaps, Secrets and
+PersistentVolumeClaims (``volumes[]``, ``projected`` sources), its ServiceAccount
+(``serviceAccountName``; ``default`` exists everywhere) — and it is not reachable without the
+headless Service its ``subdomain`` names. :func:`references` reads them from every pod template
+of the decomposition; ``imagePullSecrets`` and the ``subdomain``'s Service are carried when
+given but not required (kubelet and the frameworks do without them), and so is every reference
+marked ``optional: true``.
+
+Where they come from: the same input as the workload (``placer submit -f``: ConfigMap, Secret,
+ServiceAccount, Service and PersistentVolumeClaim documents next to it, :func:`is_dependency`,
+attached to the workloads that name them by :func:`attach`), or the member itself. When a
+workload is dispatched (:class:`~placer.dispatch.dispatcher.Dispatcher`):
+
+1. before anything is written for the unit, every required reference that the input does not
+   supply must exist on the member — else the cluster fails the unit with a clear error naming
+   the object, the workload and the template field, and it is tried elsewhere;
+2. the supplied objects are applied first (labelled ``placer.dev/placed-by: placer``) — one
+   that exists on the member without placer's label is the user's: used as it is, never
+   changed or owned;
+3. once the workload is applied, each becomes owned by it (an ownerReference per workload,
+   written by that workload's own field manager): Kubernetes' garbage collector removes the
+   object with the last workload that uses it, so a ConfigMap two placed workloads share stays
+   while one of them remains.
+
+A failed unit removes the ones it created (roll-back, like the workload itself). Secrets' data
+is never shown: outcomes, notes and errors name objects only.
+"""
+
+from __future__ import annotations
+
+import copy
+from collections.abc import Iterable, Mapping, Sequence
+from dataclasses import dataclass
+from typing import Any
+
+from placer.definitions.documents import DEPENDENCY_KINDS, is_dependency
+from placer.dispatch.outcomes import Manifest
+from placer.dispatch.record import LABEL_PLACED_BY, PLACED_BY
+from placer.errors import NotFoundError
+from placer.kube import KubeClient
+
+__all__ = [
+    "DEPENDENCY_KINDS",
+    "Dependencies",
+    "Dependency",
+    "attach",
+    "body_of",
+    "check_expected",
+    "existing_state",
+    "is_dependency",
+    "plan_dependencies",
+    "references",
+]
+
+_SERVER_METADATA = (
+    "uid",
+    "resourceVersion",
+    "generation",
+    "creationTimestamp",
+    "deletionTimestamp",
+    "deletionGracePeriodSeconds",
+    "managedFields",
+    "selfLink",
+    "ownerReferences",
+    "finalizers",
+)
+
+
+@dataclass(frozen=True)
+class Dependency:
+    """An object a workload's pods name (``where``: the first template field naming it)."""
+
+    kind: str
+    name: str
+    namespace: str
+    where: str
+    required: bool = True
+
+    @property
+    def key(self) -> tuple[str, str, str]:
+        return (self.kind, self.namespace, self.name)
+
+    def __str__(self) -> str:
+        return f"{self.kind} {self.namespace}/{self.name}"
+
+
+@dataclass(frozen=True)
+class Dependencies:
+    """A workload's dependencies: those the input supplies (with their objects) and the others."""
+
+    supplied: tuple[tuple[Dependency, Mapping[str, Any]], ...] = ()
+    #: named by the templates, not in the input: they must be on the member (when required).
+    expected: tuple[Dependency, ...] = ()
+
+    def __bool__(self) -> bool:
+        return bool(self.supplied or self.expected)
+
+
+def references(manifest: Manifest) -> list[Dependency]:
+    """Every object the workload's pod templates name, once each (first field naming it; a
+    reference is required when any field requires it)."""
+    namespace = manifest.ref.namespace
+    found: dict[tuple[str, str, str], Dependency] = {}
+    for component in manifest.decomposition.components:
+        spec = component.template.get("spec") or {}
+        for dependency in _pod_references(spec, namespace, component.label):
+            known = found.get(dependency.key)
+            if known is None:
+                found[dependency.key] = dependency
+            elif dependency.required and not known.required:
+                found[dependency.key] = dependency
+    return list(found.values())
+
+
+def attach(
+    manifests: Sequence[Manifest], objects: Iterable[Mapping[str, Any]]
+) -> dict[str, Dependencies]:
+    """Per workload (``str(ref)``), the input objects its templates name, and the others."""
+    by_key: dict[tuple[str, str, str], Mapping[str, Any]] = {}
+    for obj in objects:
+        meta = obj.get("metadata") or {}
+        key = (str(obj.get("kind")), str(meta.get("namespace") or ""), str(meta.get("name")))
+        by_key[key] = obj
+    out: dict[str, Dependencies] = {}
+    for manifest in manifests:
+        supplied: list[tuple[Dependency, Mapping[str, Any]]] = []
+        expected: list[Dependency] = []
+        for dependency in references(manifest):
+            # an object without a namespace goes where the workload goes
+            found = by_key.get(dependency.key) or by_key.get((dependency.kind, "", dependency.name))
+            if found is not None:
+                supplied.append((dependency, found))
+            else:
+                expected.append(dependency)
+        out[str(manifest.ref)] = Dependencies(tuple(supplied), tuple(expected))
+    return out
+
+
+def plan_dependencies(manifest: Manifest) -> Dependencies:
+    """The dependencies of ``manifest`` with the objects it was given (:attr:`Manifest.
+    dependencies`)."""
+    return attach([manifest], manifest.dependencies)[str(manifest.ref)]
+
+
+# -- on the member ---------------------------------------------------------------------------
+
+
+def check_expected(client: KubeClient, dependencies: Dependencies, workload: str) -> None:
+    """Raise NotFoundError for the first required dependency neither supplied nor on the
+    member (before anything is written for the workload there)."""
+    for dependency in dependencies.expected:
+        if not dependency.required:
+            continue
+        try:
+            client.get("v1", dependency.kind, dependency.name, namespace=dependency.namespace)
+        except NotFoundError:
+            raise NotFoundError(
+                f"{dependency} (named by {workload}, {dependency.where}) is neither in the "
+                f"input nor on cluster {client.name}",
+                cluster=client.name,
+                code=404,
+                reason="NotFound",
+                hint=f"give the {dependency.kind} with -f next to the workload, or create it "
+                "on the member",
+            ) from None
+
+
+def body_of(dependency: Dependency, obj: Mapping[str, Any]) -> dict[str, Any]:
+    """What placer applies for a supplied object: the user's, in the workload's namespace,
+    without server-set metadata, labelled as placer's."""
+    body = copy.deepcopy(dict(obj))
+    body.pop("status", None)
+    meta = {k: v for k, v in (body.get("metadata") or {}).items() if k not in _SERVER_METADATA}
+    meta["namespace"] = dependency.namespace
+    meta["labels"] = {**(meta.get("labels") or {}), LABEL_PLACED_BY: PLACED_BY}
+    body["metadata"] = meta
+    return body
+
+
+def existing_state(client: KubeClient, dependency: Dependency) -> str:
+    """``absent``, ``placer`` (one of placer's, kept up to date) or ``foreign`` (the user's)."""
+    try:
+        found = client.get("v1", dependency.kind, dependency.name, namespace=dependency.namespace)
+    except NotFoundError:
+        return "absent"
+    labels = (found.get("metadata") or {}).get("labels") or {}
+    return "placer" if labels.get(LABEL_PLACED_BY) == PLACED_BY else "foreign"
+
+
+# --------------------------------------------------------------------------------------------
+
+
+def _pod_references(spec: Mapping[str, Any], namespace: str, label: str) -> list[Dependency]:
+    out: list[Dependency] = []
+
+    def add(kind: str, name: object, where: str, required: bool = True) -> None:
+        if isinstance(name, str) and name:
+            out.append(Dependency(kind, name, namespace, f"{label}: {where}", required))
+
+    for key in ("initContainers", "containers", "ephemeralContainers"):
+        for i, container in enumerate(_items(spec.get(key))):
+            at = f"{key}[{i}]"
+            for j, env in enumerate(_items(container.get("env"))):
+                source = env.get("valueFrom") or {}
+                for ref_key, kind in (("configMapKeyRef", "ConfigMap"), ("secretKeyRef", "Secret")):
+                    ref = source.get(ref_key)
+                    if isinstance(ref, Mapping):
+                        where = f"{at}.env[{j}].valueFrom.{ref_key}"
+                        add(kind, ref.get("name"), where, not ref.get("optional"))
+            for j, env_from in enumerate(_items(container.get("envFrom"))):
+                for ref_key, kind in (("configMapRef", "ConfigMap"), ("secretRef", "Secret")):
+                    ref = env_from.get(ref_key)
+                    if isinstance(ref, Mapping):
+                        where = f"{at}.envFrom[{j}].{ref_key}"
+                        add(kind, ref.get("name"), where, not ref.get("optional"))
+    for i, volume in enumerate(_items(spec.get("volumes"))):
+        at = f"volumes[{i}]"
+        config_map = volume.get("configMap")
+        if isinstance(config_map, Mapping):
+            add(
+                "ConfigMap",
+                config_map.get("name"),
+                f"{at}.configMap",
+                not config_map.get("optional"),
+            )
+        secret = volume.get("secret")
+        if isinstance(secret, Mapping):
+            add("Secret", secret.get("secretName"), f"{at}.secret", not secret.get("optional"))
+        claim = volume.get("persistentVolumeClaim")
+        if isinstance(claim, Mapping):
+            add("PersistentVolumeClaim", claim.get("claimName"), f"{at}.persistentVolumeClaim")
+        projected = volume.get("projected")
+        if isinstance(projected, Mapping):
+            for j, source in enumerate(_items(projected.get("sources"))):
+                for ref_key, kind in (("configMap", "ConfigMap"), ("secret", "Secret")):
+                    ref = source.get(ref_key)
+                    if isinstance(ref, Mapping):
+                        where = f"{at}.projected.sources[{j}].{ref_key}"
+                        add(kind, ref.get("name"), where, not ref.get("optional"))
+    account = spec.get("serviceAccountName") or spec.get("serviceAccount")
+    if account != "default":
+        add("ServiceAccount", account, "serviceAccountName")
+    for i, secret_ref in enumerate(_items(spec.get("imagePullSecrets"))):
+        add("Secret", secret_ref.get("name"), f"imagePullSecrets[{i}]", required=False)
+    add("Service", spec.get("subdomain"), "subdomain", required=False)
+    return out
+
+
+def _items(value: object) -> list[Mapping[str, Any]]:
+    if not isinstance(value, list):
+        return []
+    return [item for item in value if isinstance(item, Mapping)]
