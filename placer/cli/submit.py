@@ -168,6 +168,7 @@ def read_manifests(
     from placer.definitions.documents import is_dependency
     from placer.dispatch import Manifest
     from placer.dispatch.dependencies import attach
+    from placer.objects import name_of
 
     describe = importlib.import_module("placer.cli.describe")
     catalog = Catalog.load(catalog_dirs, cache=catalog_cache())
@@ -204,10 +205,9 @@ def read_manifests(
         (d.kind, d.name) for needs in attach(manifests, carried).values() for d, _ in needs.supplied
     }
     for obj in carried:
-        meta = obj.get("metadata") or {}
-        if (obj.get("kind"), meta.get("name")) not in named:
+        if (obj.get("kind"), name_of(obj)) not in named:
             print(
-                f"warning: {obj.get('kind')} {meta.get('name')} in the input is named by no "
+                f"warning: {obj.get('kind')} {name_of(obj)} in the input is named by no "
                 "workload's pods: not dispatched",
                 file=sys.stderr,
             )

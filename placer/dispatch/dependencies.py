@@ -36,11 +36,13 @@ from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
 
+from placer import objects
 from placer.definitions.documents import DEPENDENCY_KINDS, is_dependency
 from placer.dispatch.outcomes import Manifest
 from placer.dispatch.record import LABEL_PLACED_BY, PLACED_BY
 from placer.errors import NotFoundError
 from placer.kube import KubeClient
+from placer.objects import labels_of, name_of, namespace_of
 
 __all__ = [
     "DEPENDENCY_KINDS",
@@ -121,8 +123,7 @@ def attach(
     """Per workload (``str(ref)``), the input objects its templates name, and the others."""
     by_key: dict[tuple[str, str, str], Mapping[str, Any]] = {}
     for obj in objects:
-        meta = obj.get("metadata") or {}
-        key = (str(obj.get("kind")), str(meta.get("namespace") or ""), str(meta.get("name")))
+        key = (str(obj.get("kind")), namespace_of(obj), name_of(obj))
         by_key[key] = obj
     out: dict[str, Dependencies] = {}
     for manifest in manifests:
@@ -173,7 +174,7 @@ def body_of(dependency: Dependency, obj: Mapping[str, Any]) -> dict[str, Any]:
     without server-set metadata, labelled as placer's."""
     body = copy.deepcopy(dict(obj))
     body.pop("status", None)
-    meta = {k: v for k, v in (body.get("metadata") or {}).items() if k not in _SERVER_METADATA}
+    meta = {k: v for k, v in objects.meta(body).items() if k not in _SERVER_METADATA}
     meta["namespace"] = dependency.namespace
     meta["labels"] = {**(meta.get("labels") or {}), LABEL_PLACED_BY: PLACED_BY}
     body["metadata"] = meta
@@ -186,7 +187,7 @@ def existing_state(client: KubeClient, dependency: Dependency) -> str:
         found = client.get("v1", dependency.kind, dependency.name, namespace=dependency.namespace)
     except NotFoundError:
         return "absent"
-    labels = (found.get("metadata") or {}).get("labels") or {}
+    labels = labels_of(found)
     return "placer" if labels.get(LABEL_PLACED_BY) == PLACED_BY else "foreign"
 
 

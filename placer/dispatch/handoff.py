@@ -53,6 +53,7 @@ from placer.dispatch.record import LABEL_PLACED_BY, PLACED_BY, label_value, plan
 from placer.errors import DefinitionError, ForbiddenError, KubeError
 from placer.kube import KubeClient
 from placer.model import ANNOTATION_PREFIX, Fleet, Placement, Workload, WorkloadRef
+from placer.objects import name_of, namespace_of, uid_of
 from placer.policy import PlacementPolicy, policy_for
 from placer.quantity import add, format_resources
 from placer.schedulers import LABEL_QUEUE, SchedulerSpec, resolve_scheduler
@@ -121,14 +122,14 @@ class HandOff:
             out["podGroups"] = [
                 {
                     "apiVersion": o["apiVersion"],
-                    "name": o["metadata"]["name"],
+                    "name": name_of(o),
                     "minMember": o["spec"]["minMember"],
                     "minResources": o["spec"].get("minResources", {}),
                 }
                 for o in self.pod_groups
             ]
         if self.karta is not None:
-            out["karta"] = self.karta["metadata"]["name"]
+            out["karta"] = name_of(self.karta)
         if self.suspended:
             out["suspended"] = True
         if self.pinned:
@@ -337,12 +338,11 @@ def gang_warnings(
 
 def owner_reference(owner: Mapping[str, Any]) -> dict[str, Any]:
     """An ownerReference to the applied ``owner`` (which has its uid)."""
-    meta = owner.get("metadata") or {}
     return {
         "apiVersion": owner.get("apiVersion"),
         "kind": owner.get("kind"),
-        "name": meta.get("name"),
-        "uid": meta.get("uid"),
+        "name": name_of(owner),
+        "uid": uid_of(owner),
     }
 
 
@@ -401,9 +401,9 @@ def ensure_karta(
             target.version,
             target.kind,
         ):
-            name = (item.get("metadata") or {}).get("name")
+            name = name_of(item)
             return f"scheduler kai: the member's {KARTA[1]} {name} describes {kind}"
-    name = karta["metadata"]["name"]
+    name = name_of(karta)
     try:
         client.apply(karta, field_manager=field_manager, dry_run=dry_run)
     except KubeError as err:
@@ -416,8 +416,7 @@ def ensure_karta(
 
 
 def _ref(obj: Mapping[str, Any]) -> WorkloadRef:
-    meta = obj["metadata"]
-    return WorkloadRef(obj["apiVersion"], obj["kind"], meta.get("namespace", ""), meta["name"])
+    return WorkloadRef(obj["apiVersion"], obj["kind"], namespace_of(obj), name_of(obj))
 
 
 def _group_name(workload: str, gang: str, gangs: int) -> str:
@@ -477,9 +476,8 @@ def _karta(document: Mapping[str, Any], api_version: str) -> tuple[dict[str, Any
             f"the definition is {document.get('apiVersion')} {document.get('kind')}, not "
             f"{KARTA[0]} {KARTA[1]}: KAI's pod grouper uses its own plugin for this kind"
         )
-    meta = document.get("metadata") or {}
-    name = meta.get("name")
-    if not isinstance(name, str) or not name:
+    name = name_of(document)
+    if not name:
         return None, "the definition has no metadata.name: no Karta object is made from it"
     return {
         "apiVersion": KARTA[0],
