@@ -27,7 +27,7 @@ from placer.cli._fleet import add_fleet_options, fleet_config_from_args, require
 from placer.cli._output import add_output_option, print_data
 from placer.cli.definitions import add_catalog_option, load_catalog
 from placer.definitions import Catalog, Decomposition, Document, decompose
-from placer.definitions.documents import is_dependency, partition_claims, read_input
+from placer.definitions.documents import partition_claims, read_input
 from placer.definitions.view import build_view, render_text, to_json
 from placer.errors import InputError, PlacerError, UsageError
 
@@ -72,7 +72,6 @@ def decompose_all(
     with the pods that name them; and the problems of the others, in order. Warnings (demand
     that could not be counted) go to stderr as ``warning:`` lines."""
     claims, workloads = partition_claims(documents)
-    workloads = [d for d in workloads if not is_dependency(d.data)]  # ConfigMaps, Secrets...
     results: list[tuple[Document, Decomposition]] = []
     problems: list[PlacerError] = []
     for document in workloads:

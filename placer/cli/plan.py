@@ -39,6 +39,7 @@ from placer.cli._output import add_output_option, print_data, print_table
 from placer.cli.definitions import add_catalog_option, load_catalog
 from placer.cli.describe import decompose_all, read_manifests
 from placer.definitions import Catalog, Decomposition, Document
+from placer.definitions.documents import is_dependency
 from placer.errors import EXIT_ERROR, EXIT_OK, UsageError
 from placer.fleet import FleetConfig
 from placer.model import Decision, Fleet, Placement, Workload, WorkloadRef
@@ -288,6 +289,8 @@ def read_workloads(filenames: list[str], catalog: Catalog) -> list[Workload]:
 def read_objects(filenames: list[str], catalog: Catalog) -> list[tuple[Document, Decomposition]]:
     """Every object of every file with its decomposition; all problems reported together."""
     documents = [document for filename in filenames for document in read_manifests(filename)]
+    # the ConfigMaps, Secrets... that travel with workloads (placer submit) are not workloads
+    documents = [d for d in documents if not is_dependency(d.data)]
     found, problems = decompose_all(documents, catalog)
     objects: list[tuple[Document, Decomposition]] = []
     seen: dict[object, str] = {}

@@ -185,6 +185,7 @@ def read_manifests(
             file=sys.stderr,
         )
     carried = tuple(d.data for d in documents if is_dependency(d.data))
+    documents = [d for d in documents if not is_dependency(d.data)]
     found, problems = describe.decompose_all(documents, catalog)
     for document, decomposition in found:
         ref = decomposition.ref

@@ -168,3 +168,34 @@ def test_policy_scheduler_overrides_and_is_checked() -> None:
     with pytest.raises(PolicyError) as caught:
         policy_from_dict({**base, "spec": {"scheduler": {"name": "yunikorn"}}}, source="p.yaml")
     assert "spec.scheduler.name" in str(caught.value)
+
+
+# -- the member identity's rights ------------------------------------------------------------
+
+
+def test_member_role_may_write_what_goes_with_a_workload() -> None:
+    (role,) = [
+        d
+        for d in yaml.safe_load_all((ROOT / "deploy/member/rbac.yaml").read_text())
+        if d and d["kind"] == "ClusterRole"
+    ]
+
+    def allowed(group: str, resource: str) -> set[str]:
+        return {
+            verb
+            for rule in role["rules"]
+            if group in rule["apiGroups"] and resource in rule["resources"]
+            for verb in rule["verbs"]
+        }
+
+    for resource in (
+        "configmaps",
+        "secrets",
+        "serviceaccounts",
+        "services",
+        "persistentvolumeclaims",
+    ):
+        assert {"get", "create", "patch", "delete"} <= allowed("", resource), resource
+    for group in ("scheduling.volcano.sh", "scheduling.x-k8s.io"):
+        assert {"get", "create", "patch", "delete"} <= allowed(group, "podgroups"), group
+    assert {"list", "create", "patch"} <= allowed("run.ai", "kartas")
