@@ -23,6 +23,7 @@ from dataclasses import dataclass, field
 from placer.quantity import GPU, PODS, Resources, add
 
 __all__ = [
+    "ANNOTATION_AVOID",
     "ANNOTATION_PREFIX",
     "GPU_SHARE",
     "LABEL_CLUSTER",
@@ -58,6 +59,9 @@ LABEL_GROUP = "placer.dev/group"
 LABEL_PRIORITY = "placer.dev/priority"
 #: Pin to a cluster by name.
 LABEL_CLUSTER = "placer.dev/cluster"
+#: clusters a workload must not go to (comma-separated): the controller sets it when it moves
+#: a workload whose pods stayed unschedulable there (:mod:`placer.controller.stuck`).
+ANNOTATION_AVOID = f"{ANNOTATION_PREFIX}avoid-clusters"
 #: Opt a hub object in to the placement controller.
 LABEL_QUEUE = "placer.dev/queue"
 
@@ -224,6 +228,8 @@ class Workload:
     group: str | None = None
     #: ``placer.dev/cluster``: pinned cluster.
     pinned_cluster: str | None = None
+    #: ``placer.dev/avoid-clusters``: clusters it must not go to (moved away from them).
+    avoid_clusters: tuple[str, ...] = ()
     #: the pods' ``priorityClassName`` (the first component's that names one), which a
     #: queues file or the hub's PriorityClasses turn into a priority (:mod:`placer.queues`).
     priority_class: str | None = None

@@ -26,6 +26,8 @@ Modelled on Elotl Nova's ``SchedulePolicy`` (``policy.elotl.co/v1alpha1``), with
       # one workload in several clusters (placer.spread: Karmada's replicaScheduling,
       # spreadConstraints and OverridePolicy's overrideRules)
       replicaScheduling: {replicaSchedulingType: Divided, weightPreference: {...}}
+      pendingTimeout: 5m                  # pods unschedulable this long on their member:
+                                          #   the controller moves the workload (default 5m)
       scheduler: volcano                  # the members' scheduler for these workloads
                                           #   (placer.schedulers; overrides the fleet file's)
 
@@ -50,6 +52,8 @@ pure.
 
 from __future__ import annotations
 
+import math
+import re
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -92,6 +96,7 @@ _SPEC_FIELDS = (
     "clusterCosts",
     *SPREAD_FIELDS,
     "scheduler",
+    "pendingTimeout",
 )
 
 
@@ -163,6 +168,9 @@ class PlacementPolicy:
     source: str = ""
     #: the members' scheduler for the selected workloads (overrides the fleet file's).
     scheduler: SchedulerSpec | None = None
+    #: seconds the controller lets a placed workload's pods stay unschedulable on their member
+    #: before it moves the workload (``None``: the controller's default, 5 minutes).
+    pending_timeout: float | None = None
 
     def selects(self, workload: Workload) -> bool:
         """Whether the policy applies to ``workload``."""
@@ -294,6 +302,7 @@ def policy_from_dict(data: object, *, source: str = "<policy>") -> PlacementPoli
         scheduler = scheduler_from_data(
             spec["scheduler"], source=source, field="spec.scheduler", error=PolicyError
         )
+    pending_timeout = _duration(spec.get("pendingTimeout"), source, "spec.pendingTimeout")
     return PlacementPolicy(
         name=name,
         namespace_selector=namespace_selector,
@@ -305,7 +314,29 @@ def policy_from_dict(data: object, *, source: str = "<policy>") -> PlacementPoli
         spread=spread_from_spec(spec, source, _selector),
         source=source,
         scheduler=scheduler,
+        pending_timeout=pending_timeout,
     )
+
+
+def _duration(value: object, source: str, where: str) -> float | None:
+    """Seconds from ``90``, ``"90s"``, ``"5m"`` or ``"1h"`` (``None`` when absent)."""
+    if value is None:
+        return None
+    seconds: float | None = None
+    if isinstance(value, (int, float)) and not isinstance(value, bool):
+        seconds = float(value)
+    elif isinstance(value, str):
+        match = re.fullmatch(r"\s*(\d+(?:\.\d+)?)\s*(s|m|h)?\s*", value)
+        if match:
+            unit = {"s": 1, "m": 60, "h": 3600, None: 1}[match.group(2)]
+            seconds = float(match.group(1)) * unit
+    if seconds is None or not math.isfinite(seconds) or seconds <= 0:
+        raise PolicyError(
+            f"must be a positive duration (90, 90s, 5m, 1h), got {value!r}",
+            source=source,
+            field=where,
+        )
+    return seconds
 
 
 def _optional_selector(spec: Mapping[str, Any], key: str, source: str) -> LabelSelector | None:

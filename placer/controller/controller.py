@@ -84,6 +84,7 @@ from placer.controller.records import (
 )
 from placer.controller.server import UnavailableError
 from placer.controller.settings import ControllerSettings
+from placer.controller.stuck import StuckMover
 from placer.controller.workqueue import WorkKey, WorkQueue
 from placer.definitions import Catalog
 from placer.dispatch import Ledger
@@ -226,6 +227,17 @@ class Controller:
             events=self.events,
             metrics=self.metrics,
             fleet=lambda: self.cycle.fleet,
+        )
+        self.cycle.stuck = StuckMover(
+            hub=self.hub_cache,
+            members=self.members,
+            writer=self.writer,
+            ledger=self.ledger,
+            events=self.events,
+            policies=policies,
+            claim=self._claim_for_move,
+            release=lambda ref: self.queue.done(ref, again=True),
+            rescheduled=lambda cluster: self.metrics.rescheduled.labels(cluster).inc(),
         )
         self.reconciler = Reconciler(
             settings,
@@ -555,6 +567,15 @@ class Controller:
             self.members.watch_all(ref.api_version, ref.kind)
 
     # -- forgetting ------------------------------------------------------------------------------
+
+    def _claim_for_move(self, ref: WorkloadRef) -> bool:
+        """Hold ``ref`` in the work queue for a move (:mod:`placer.controller.stuck`), unless
+        the loop or a cycle is working on it."""
+        with self._lock:
+            if self.queue.is_processing(ref):
+                return False
+            self.queue.begin([ref])
+            return True
 
     def forget(self, ref: WorkloadRef, uid: str) -> None:
         """The hub object ``ref`` of ``uid`` is gone: it leaves every queue and cache at once

@@ -51,6 +51,7 @@ from placer.controller.records import (
     status_patch,
 )
 from placer.controller.settings import ControllerSettings
+from placer.controller.stuck import StuckMover
 from placer.controller.workqueue import WorkKey, WorkQueue
 from placer.definitions import (
     GroupVersionKind,
@@ -177,6 +178,9 @@ class DecisionCycle:
         #: written yet (the hub records are the lasting answer; see ``group_clusters``); only
         #: the cycle thread uses it.
         self._recent_groups: dict[str, tuple[str, float]] = {}
+        #: moves placed workloads whose pods their member leaves unschedulable (after each
+        #: gather; :mod:`placer.controller.stuck`), when set.
+        self.stuck: StuckMover | None = None
 
     # -- the thread ------------------------------------------------------------------------------
 
@@ -248,6 +252,8 @@ class DecisionCycle:
             self._free = free
             self._fleet = charged
             self._last_gather = self._clock()
+        if self.stuck is not None:
+            self.stuck.check()
         return charged
 
     def _room(self, cluster: Cluster, uncharged: Fleet) -> dict[str, int]:

@@ -13,6 +13,8 @@ name                                   type       labels / meaning
 ``unschedulable_total``                counter    ``reason``: attempts that found no cluster
 ``dispatch_errors_total``              counter    ``cluster``, ``reason``: failed applies
 ``failovers_total``                    counter    ``cluster``: workloads moved off a lost one
+``rescheduled_total``                  counter    ``cluster``: workloads moved off a member
+                                                  whose scheduler left their pods unschedulable
 ``stale_copies_deleted_total``         counter    ``cluster``
 ``invalid_objects_total``              counter    ``reason``: NoDefinition, InvalidWorkload...
 ``cycles_total``                       counter    placement cycles run
@@ -74,6 +76,12 @@ class Metrics:
         self.failovers = Counter(
             "placer_failovers",
             "Workloads re-placed because their member was lost",
+            ["cluster"],
+            registry=r,
+        )
+        self.rescheduled = Counter(
+            "placer_rescheduled",
+            "Workloads moved because their member left their pods unschedulable",
             ["cluster"],
             registry=r,
         )

@@ -49,6 +49,7 @@ from placer.definitions.replicas import replicas_field
 from placer.definitions.topology import topology_constraints
 from placer.errors import InterpretationError
 from placer.model import (
+    ANNOTATION_AVOID,
     LABEL_CLUSTER,
     LABEL_GROUP,
     LABEL_PRIORITY,
@@ -391,6 +392,9 @@ def _workload(
         priority=priority,
         group=group or None,
         pinned_cluster=cluster or None,
+        avoid_clusters=tuple(
+            c.strip() for c in annotations.get(ANNOTATION_AVOID, "").split(",") if c.strip()
+        ),
         priority_class=priority_class,
     )
 

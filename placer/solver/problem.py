@@ -308,6 +308,7 @@ def _static_eligibility(
             f"(clusters: {', '.join(fleet.names) or 'none'})"
         )
     member_policies = [p for i in unit.members if (p := policy_for(workloads[i], policies))]
+    avoided = {c for i in unit.members for c in workloads[i].avoid_clusters}
     for cluster in fleet.clusters:
         name = cluster.name
         if unit.problem is not None:
@@ -323,6 +324,11 @@ def _static_eligibility(
             reason = f"cluster unreachable: {cluster.reason or 'no answer'}"
         elif unit.pinned is not None and unit.pinned != name:
             reason = f"the workload is pinned to cluster {unit.pinned} (placer.dev/cluster)"
+        elif name in avoided:
+            reason = (
+                "moved away from this cluster: its pods stayed unschedulable there "
+                "(placer.dev/avoid-clusters)"
+            )
         elif refusing is not None:
             selector = refusing.cluster_selector
             text = selector.describe() if selector else ""
