@@ -21,7 +21,13 @@ kube-scheduler and kubelet for every workload kind of the catalog:
   :func:`placer.podspec.node_mismatch` checks) — the node of the placement record's
   pod-to-node plan (``placer.dev/pod-nodes``) when it fits, else the first that fits in name
   order; a pod that fits nowhere stays ``Pending`` (``Unschedulable``), as with a real scheduler;
-  bound pods are ``Running`` and Ready;
+  bound pods are ``Running`` and Ready. The pods' scheduler is played as it binds
+  (:mod:`placer.virtual.scheduling`): kube-scheduler one pod at a time, a gang scheduler
+  (``schedulerName`` kai-scheduler, volcano, coscheduling's) a pod group whole or not at all,
+  honouring the PodGroups' ``minMember`` and KAI's queue label. With an arrival ``window``
+  (seconds), the pods of workloads created within it are bound together, interleaved as
+  their controllers would create them side by side — where two gangs can deadlock under
+  kube-scheduler;
 * **status**: the workload's status is set so that its definition's status mapping reports
   ``Running`` (checked with :func:`placer.definitions.phases_of` before it is written; kinds whose
   running status cannot be produced keep no status);
@@ -61,6 +67,7 @@ from placer.model import Cluster, Node, PodDemand
 from placer.objects import (
     annotations_of,
     generation_of,
+    labels_of,
     meta,
     name_key,
     name_of,
@@ -73,6 +80,7 @@ from placer.quantity import PODS
 from placer.testing import ApiServer, StatusError, Store, WriteEvent
 from placer.timestamps import rfc3339
 from placer.virtual.crds import crd_facts
+from placer.virtual.scheduling import Ask, assign
 from placer.virtual.seeding import running_pod_status
 
 __all__ = [
@@ -87,6 +95,9 @@ __all__ = [
 log = logging.getLogger(__name__)
 
 _PLAN_ANNOTATION = "placer.dev/pod-nodes"
+_VOLCANO_GROUP = "scheduling.k8s.io/group-name"
+_COSCHEDULING_GROUP = "scheduling.x-k8s.io/pod-group"
+_KAI_QUEUE = "kai.scheduler/queue"
 _NAME = re.compile(r"[^a-z0-9-]+")
 _SUSPENDED = ("Suspended", "Suspending")
 
@@ -136,17 +147,18 @@ def register_scheduler_kinds(store: Store) -> None:
 
 
 def realism_setup(
-    catalog: Catalog | None = None, *, pods: bool = True
+    catalog: Catalog | None = None, *, pods: bool = True, window: float = 0.0
 ) -> Callable[[Cluster, ApiServer], None]:
     """A :class:`placer.virtual.fleet.VirtualFleet` ``setup`` hook: register the catalog's kinds
-    on every cluster and (``pods=True``) add the :class:`Realism` reactor."""
+    on every cluster and (``pods=True``) add the :class:`Realism` reactor (``window``: its
+    arrival window, seconds)."""
     chosen = catalog or Catalog.builtin()
 
     def setup(cluster: Cluster, server: ApiServer) -> None:
         register_catalog_kinds(server.store, chosen)
         register_scheduler_kinds(server.store)
         if pods:
-            server.store.add_reactor(Realism(chosen, name=cluster.name))
+            server.store.add_reactor(Realism(chosen, name=cluster.name, window=window))
 
     return setup
 
@@ -157,10 +169,16 @@ class Realism:
     Args:
         catalog: the definitions; workloads of other kinds are left alone.
         name: the cluster's name (for logs).
+        window: seconds the pods of workloads created one after another wait to be bound
+            together (0: each workload's pods are bound as it is created).
     """
 
-    def __init__(self, catalog: Catalog, *, name: str = "") -> None:
+    def __init__(self, catalog: Catalog, *, name: str = "", window: float = 0.0) -> None:
         self.catalog = catalog
+        self.window = window
+        #: pods arrived and not bound yet (window > 0), with the store they live in.
+        self._arrived: list[tuple[Store, Ask]] = []
+        self._timer: threading.Timer | None = None
         self.name = name
         self._kinds = {(g, k) for g, _, k in catalog_kinds(catalog)}
         self._lock = threading.Lock()
@@ -173,6 +191,8 @@ class Realism:
             return
         obj = event.object
         uid = uid_of(obj)
+        if rt.kind == "Pod" and owner_references_of(obj):
+            return  # a controller's pod (ours, bound by a scheduling pass), not a bare Pod
         if event.type == "DELETED":
             with self._lock:
                 self._materialised.pop(uid, None)
@@ -206,37 +226,138 @@ class Realism:
     def _materialise(self, store: Store, obj: Mapping[str, Any], d: Decomposition) -> None:
         namespace = namespace_of(obj) or "default"
         plan = _plan(obj)
-        nodes = _nodes(store)
         root_is_pod = d.ref.api_version == "v1" and d.ref.kind == "Pod"
+        if root_is_pod:
+            planned = plan.get(d.components[0].label, ("",)) if d.components else ("",)
+            node = _bind(_nodes(store), d.components[0].pod, planned[0]) if d.components else ""
+            _bind_root_pod(store, obj, node)
+            return
         pods: list[dict[str, Any]] = []
+        asks: list[Ask] = []
         for component in d.components:
             planned = plan.get(component.label, ())
+            group, min_member, blocked = _pod_group(store, obj, d, component)
+            scheduler = str((component.template.get("spec") or {}).get("schedulerName") or "")
             for index in range(component.replicas):
-                node = _bind(nodes, component.pod, planned[index] if index < len(planned) else "")
-                if root_is_pod:
-                    _bind_root_pod(store, obj, node)
-                    return
-                pods.append(
-                    _pod(
-                        obj,
-                        d.definition,
-                        namespace,
-                        component.name,
-                        component.instance,
-                        index,
-                        component.template,
-                        node,
+                pod = _pod(
+                    obj,
+                    d.definition,
+                    namespace,
+                    component.name,
+                    component.instance,
+                    index,
+                    component.template,
+                    "",
+                )
+                pods.append(pod)
+                asks.append(
+                    Ask(
+                        key=name_of(pod),
+                        workload=uid_of(obj),
+                        demand=component.pod,
+                        planned=planned[index] if index < len(planned) else "",
+                        scheduler=scheduler,
+                        group=group,
+                        min_member=min_member,
+                        blocked=blocked,
                     )
                 )
-        if pods:
-            store.seed(pods)
+        if self.window > 0:
+            for pod in pods:
+                pod["status"] = {"phase": "Pending"}  # arrived, not looked at yet
+            if pods:
+                store.seed(pods)
+            self._arrive(store, asks)
+        else:
+            bound = assign(_nodes(store), asks, _bind)
+            if pods:
+                store.seed([_bound(pod, *bound[name_of(pod)]) for pod in pods])
         status = running_status(obj, d)
         if status is not None:
             _write_status(store, obj, status)
 
+    def _arrive(self, store: Store, asks: Iterable[Ask]) -> None:
+        """Queue pods for the next pass (which starts ``window`` seconds after the first)."""
+        with self._lock:
+            self._arrived += [(store, ask) for ask in asks]
+            if self._timer is None:
+                self._timer = threading.Timer(self.window, self._pass)
+                self._timer.daemon = True
+                self._timer.start()
+
+    def _pass(self) -> None:
+        """Bind the pods that arrived in the window together (their scheduler's way)."""
+        with self._lock:
+            arrived, self._arrived = self._arrived, []
+            self._timer = None
+        by_store: dict[int, tuple[Store, list[Ask]]] = {}
+        for store, ask in arrived:
+            by_store.setdefault(id(store), (store, []))[1].append(ask)
+        for store, asks in by_store.values():
+            bound = assign(_nodes(store), asks, _bind)
+            for pod in store.list("pods"):
+                if name_of(pod) in bound and not (pod.get("spec") or {}).get("nodeName"):
+                    store.put(_bound(pod, *bound[name_of(pod)]))
+
 
 # --------------------------------------------------------------------------------------------
 # pods and nodes
+
+
+def _pod_group(
+    store: Store, obj: Mapping[str, Any], d: Decomposition, component: Any
+) -> tuple[str, int, str]:
+    """``(pod group, minMember, why its scheduler ignores it)`` of a component's pods, as its
+    scheduler would see them (:mod:`placer.virtual.scheduling`)."""
+    template = component.template
+    spec = template.get("spec") or {}
+    scheduler = str(spec.get("schedulerName") or "")
+    labels = dict((template.get("metadata") or {}).get("labels") or {})
+    annotations = dict((template.get("metadata") or {}).get("annotations") or {})
+    count = sum(c.replicas for c in d.components)
+    for key, source, resource in (
+        (_VOLCANO_GROUP, annotations, "podgroups.scheduling.volcano.sh"),
+        (_COSCHEDULING_GROUP, labels, "podgroups.scheduling.x-k8s.io"),
+    ):
+        group = source.get(key)
+        if group:
+            try:
+                found = store.get(resource, str(group), namespace_of(obj) or "default")
+                minimum = int((found.get("spec") or {}).get("minMember") or count)
+            except (StatusError, KeyError, ValueError, TypeError):
+                minimum = count  # no PodGroup (yet): the scheduler waits for all
+            return str(group), minimum, ""
+    if scheduler == "kai-scheduler":
+        queue = labels.get(_KAI_QUEUE) or labels_of(obj).get(_KAI_QUEUE)
+        blocked = "" if queue else f"no {_KAI_QUEUE} label: KAI schedules only a queue's pods"
+        for gang in d.gangs:
+            if component.label in gang.members or component.name in gang.members:
+                return gang.name, gang.min_member, blocked
+        return "", 1, blocked
+    return "", 1, ""
+
+
+def _bound(pod: dict[str, Any], node: str, why: str) -> dict[str, Any]:
+    """``pod`` bound to ``node`` (Running), or Pending with its scheduler's ``why``."""
+    now = datetime.now(UTC).strftime("%Y-%m-%dT%H:%M:%SZ")
+    spec = dict(pod.get("spec") or {})
+    if node:
+        spec["nodeName"] = node
+        status = running_pod_status(spec, node=node, pod=name_of(pod), now=now)
+    else:
+        status = {
+            "phase": "Pending",
+            "conditions": [
+                {
+                    "type": "PodScheduled",
+                    "status": "False",
+                    "reason": "Unschedulable",
+                    "message": why,
+                    "lastTransitionTime": now,
+                }
+            ],
+        }
+    return {**pod, "spec": spec, "status": status}
 
 
 def _plan(obj: Mapping[str, Any]) -> dict[str, tuple[str, ...]]:
