@@ -33,7 +33,7 @@ from placer.cli._fleet import (
     require_reachable,
 )
 from placer.cli._output import add_output_option, print_data, print_table
-from placer.cli._types import output_file
+from placer.cli._types import output_file, seconds_or_zero
 from placer.errors import InputError, UsageError
 from placer.fleet import gather_fleet
 from placer.fleet.summary import cluster_rows, fleet_summary, node_rows
@@ -108,6 +108,15 @@ def register(subparsers: Any) -> None:
         action="store_false",
         help="serve the catalog's kinds but do not materialise pods of applied workloads",
     )
+    up.add_argument(
+        "--arrival-window",
+        type=seconds_or_zero,
+        default=0.0,
+        metavar="SECONDS",
+        help="bind the pods of workloads applied within SECONDS of each other together, "
+        "interleaved as their controllers would create them (default 0: as each arrives); "
+        "shows two gangs deadlocking under kube-scheduler (docs/handoff.md)",
+    )
     up.set_defaults(func=run_up)
     parser.set_defaults(func=lambda _args: _missing_command(parser))
 
@@ -165,7 +174,9 @@ def run_up(args: argparse.Namespace) -> int:
         sig: signal.signal(sig, lambda *_: stop.set()) for sig in (signal.SIGINT, signal.SIGTERM)
     }
     try:
-        with VirtualFleet(fleet, setup=realism_setup(pods=args.pods), hub=args.hub) as virtual:
+        with VirtualFleet(
+            fleet, setup=realism_setup(pods=args.pods, window=args.arrival_window), hub=args.hub
+        ) as virtual:
             try:
                 path = virtual.write_kubeconfig(Path(args.kubeconfig_out))
                 if args.fleet_out:
