@@ -69,6 +69,7 @@ from placer.dispatch import (
     sync_cluster,
 )
 from placer.dispatch.claims import Succession
+from placer.dispatch.dependencies import read_from
 from placer.dispatch.ledger.sync import LedgerReads
 from placer.errors import (
     ClusterUnreachableError,
@@ -408,7 +409,10 @@ class DecisionCycle:
             except PlacerError as err:
                 self._invalid_object(ref, obj, "InvalidWorkload", describe_error(err))
                 continue
-            manifests.append(Manifest(obj, decomposition, source="hub"))
+            manifest = Manifest(obj, decomposition, source="hub")
+            # what its pods name travels with it from the hub (placer.dispatch.dependencies)
+            carried = read_from(self.hub.client, manifest)
+            manifests.append(replace(manifest, dependencies=carried) if carried else manifest)
         lap("decompose")
         if not manifests:
             return set()

@@ -11,7 +11,8 @@ marked ``optional: true``.
 
 Where they come from: the same input as the workload (``placer submit -f``: ConfigMap, Secret,
 ServiceAccount, Service and PersistentVolumeClaim documents next to it, :func:`is_dependency`,
-attached to the workloads that name them by :func:`attach`), or the member itself. When a
+attached to the workloads that name them by :func:`attach`), the hub (the controller reads them
+from the workload's namespace there, :func:`read_from`), or the member itself. When a
 workload is dispatched (:class:`~placer.dispatch.dispatcher.Dispatcher`):
 
 1. before anything is written for the unit, every required reference that the input does not
@@ -40,7 +41,7 @@ from placer import objects
 from placer.definitions.documents import DEPENDENCY_KINDS, is_dependency
 from placer.dispatch.outcomes import Manifest
 from placer.dispatch.record import LABEL_PLACED_BY, PLACED_BY
-from placer.errors import NotFoundError
+from placer.errors import KubeError, NotFoundError
 from placer.kube import KubeClient
 from placer.objects import labels_of, name_of, namespace_of
 
@@ -54,6 +55,7 @@ __all__ = [
     "existing_state",
     "is_dependency",
     "plan_dependencies",
+    "read_from",
     "references",
 ]
 
@@ -146,7 +148,22 @@ def plan_dependencies(manifest: Manifest) -> Dependencies:
     return attach([manifest], manifest.dependencies)[str(manifest.ref)]
 
 
-# -- on the member ---------------------------------------------------------------------------
+# -- on a cluster ----------------------------------------------------------------------------
+
+
+def read_from(client: KubeClient, manifest: Manifest) -> tuple[Mapping[str, Any], ...]:
+    """The objects the workload's pods name, as ``client``'s cluster has them (the controller
+    reads them from the hub, in the workload's namespace); one it cannot read (absent,
+    forbidden) is left to the member (:func:`check_expected`)."""
+    found: list[Mapping[str, Any]] = []
+    for dependency in references(manifest):
+        try:
+            found.append(
+                client.get("v1", dependency.kind, dependency.name, namespace=dependency.namespace)
+            )
+        except KubeError:
+            continue
+    return tuple(found)
 
 
 def check_expected(client: KubeClient, dependencies: Dependencies, workload: str) -> None:

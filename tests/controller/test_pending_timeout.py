@@ -133,3 +133,47 @@ def test_a_workload_stuck_pending_moves_to_another_member_exactly_once(hubfleet:
     # the workload pending for seconds only did not move
     assert list(hubfleet.copies("fresh")) == [fresh_home]
     assert not [e for e in hubfleet.events("fresh") if e["reason"] == "Rescheduled"]
+
+
+def test_what_its_pods_name_travels_from_the_hub(hubfleet: Any) -> None:
+    """A hub Job reading a ConfigMap and a Secret of the hub: both land with its copy, owned
+    by it (placer.dispatch.dependencies)."""
+    namespace = hubfleet.NAMESPACE
+    hubfleet.hub.store.create(
+        {
+            "apiVersion": "v1",
+            "kind": "ConfigMap",
+            "metadata": {"name": "settings", "namespace": namespace},
+            "data": {"EPOCHS": "3"},
+        }
+    )
+    hubfleet.hub.store.create(
+        {
+            "apiVersion": "v1",
+            "kind": "Secret",
+            "metadata": {"name": "token", "namespace": namespace},
+            "data": {"t": "c2VjcmV0"},
+        }
+    )
+    job = hubfleet.job("reads", gpus=1)
+    container = job["spec"]["template"]["spec"]["containers"][0]
+    container["envFrom"] = [{"configMapRef": {"name": "settings"}}]
+    container["env"] = [{"name": "T", "valueFrom": {"secretKeyRef": {"name": "token", "key": "t"}}}]
+    hubfleet.controller()
+    hubfleet.hub.store.create(job)
+
+    def placed() -> str | None:
+        for obj in hubfleet.hub_jobs():
+            if obj["metadata"]["name"] == "reads" and hubfleet.placed_cluster(obj):
+                if (hubfleet.condition(obj) or {}).get("status") == "True":
+                    return hubfleet.placed_cluster(obj)
+        return None
+
+    member = hubfleet.wait_for(placed, what="placed")
+    store = hubfleet.members[member].store
+    copy = hubfleet.copies("reads")[member]
+    for resource, name in (("configmaps", "settings"), ("secrets", "token")):
+        obj = store.get(resource, name, namespace)
+        assert obj["metadata"]["labels"]["placer.dev/placed-by"] == "placer"
+        assert [r["uid"] for r in obj["metadata"]["ownerReferences"]] == [copy["metadata"]["uid"]]
+    assert store.get("secrets", "token", namespace)["data"] == {"t": "c2VjcmV0"}
