@@ -40,7 +40,7 @@ from typing import Any
 from placer import objects
 from placer.definitions.documents import DEPENDENCY_KINDS, is_dependency
 from placer.dispatch.outcomes import Manifest
-from placer.dispatch.record import LABEL_PLACED_BY, PLACED_BY
+from placer.dispatch.record import LABEL_PLACED_BY, PLACED_BY, SERVER_METADATA
 from placer.errors import KubeError, NotFoundError
 from placer.kube import KubeClient
 from placer.objects import labels_of, name_of, namespace_of
@@ -58,19 +58,6 @@ __all__ = [
     "read_from",
     "references",
 ]
-
-_SERVER_METADATA = (
-    "uid",
-    "resourceVersion",
-    "generation",
-    "creationTimestamp",
-    "deletionTimestamp",
-    "deletionGracePeriodSeconds",
-    "managedFields",
-    "selfLink",
-    "ownerReferences",
-    "finalizers",
-)
 
 
 @dataclass(frozen=True)
@@ -191,7 +178,7 @@ def body_of(dependency: Dependency, obj: Mapping[str, Any]) -> dict[str, Any]:
     without server-set metadata, labelled as placer's."""
     body = copy.deepcopy(dict(obj))
     body.pop("status", None)
-    meta = {k: v for k, v in objects.meta(body).items() if k not in _SERVER_METADATA}
+    meta = {k: v for k, v in objects.meta(body).items() if k not in SERVER_METADATA}
     meta["namespace"] = dependency.namespace
     meta["labels"] = {**(meta.get("labels") or {}), LABEL_PLACED_BY: PLACED_BY}
     body["metadata"] = meta

@@ -85,7 +85,7 @@ ANNOTATION_MOVING_FROM = f"{ANNOTATION_PREFIX}moving-from"
 
 _LABEL_VALUE = re.compile(r"^(([A-Za-z0-9][-A-Za-z0-9_.]*)?[A-Za-z0-9])?$")
 #: metadata the API server owns: never sent back, never copied from a hub object.
-_SERVER_METADATA = (
+SERVER_METADATA = (
     "uid",
     "resourceVersion",
     "generation",
@@ -240,7 +240,7 @@ def dispatch_manifest(
     body: dict[str, Any] = copy.deepcopy(dict(manifest))
     body.pop("status", None)
     metadata = dict(meta(body))
-    for key in _SERVER_METADATA:
+    for key in SERVER_METADATA:
         metadata.pop(key, None)
     metadata.pop("generateName", None)
     metadata["name"] = ref.name

@@ -339,7 +339,7 @@ def _pod_group(
 
 def _bound(pod: dict[str, Any], node: str, why: str) -> dict[str, Any]:
     """``pod`` bound to ``node`` (Running), or Pending with its scheduler's ``why``."""
-    now = datetime.now(UTC).strftime("%Y-%m-%dT%H:%M:%SZ")
+    now = rfc3339()
     spec = dict(pod.get("spec") or {})
     if node:
         spec["nodeName"] = node
@@ -457,23 +457,8 @@ def _pod(
     }
     if template_meta.get("annotations"):
         metadata["annotations"] = dict(template_meta["annotations"])
-    now = rfc3339()
-    if node:
-        spec["nodeName"] = node
-        status = running_pod_status(spec, node=node, pod=metadata["name"], now=now)
-    else:
-        status = {
-            "phase": "Pending",
-            "conditions": [
-                {
-                    "type": "PodScheduled",
-                    "status": "False",
-                    "reason": "Unschedulable",
-                    "message": "0 nodes are available: no node fits the pod (virtual scheduler)",
-                }
-            ],
-        }
-    return {"apiVersion": "v1", "kind": "Pod", "metadata": metadata, "spec": spec, "status": status}
+    pod = {"apiVersion": "v1", "kind": "Pod", "metadata": metadata, "spec": spec}
+    return _bound(pod, node, "0 nodes are available: no node fits the pod (virtual scheduler)")
 
 
 def _bind_root_pod(store: Store, obj: Mapping[str, Any], node: str) -> None:
