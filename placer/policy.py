@@ -28,6 +28,7 @@ Modelled on Elotl Nova's ``SchedulePolicy`` (``policy.elotl.co/v1alpha1``), with
       replicaScheduling: {replicaSchedulingType: Divided, weightPreference: {...}}
       pendingTimeout: 5m                  # pods unschedulable this long on their member:
                                           #   the controller moves the workload (default 5m)
+      retry: {onFailure: 2}               # a failed copy: placed again elsewhere, twice at most
       scheduler: volcano                  # the members' scheduler for these workloads
                                           #   (placer.schedulers; overrides the fleet file's)
 
@@ -97,6 +98,7 @@ _SPEC_FIELDS = (
     *SPREAD_FIELDS,
     "scheduler",
     "pendingTimeout",
+    "retry",
 )
 
 
@@ -171,6 +173,8 @@ class PlacementPolicy:
     #: seconds the controller lets a placed workload's pods stay unschedulable on their member
     #: before it moves the workload (``None``: the controller's default, 5 minutes).
     pending_timeout: float | None = None
+    #: times the controller places a workload whose copy failed on another cluster (0: never).
+    retry_on_failure: int = 0
 
     def selects(self, workload: Workload) -> bool:
         """Whether the policy applies to ``workload``."""
@@ -303,6 +307,18 @@ def policy_from_dict(data: object, *, source: str = "<policy>") -> PlacementPoli
             spec["scheduler"], source=source, field="spec.scheduler", error=PolicyError
         )
     pending_timeout = _duration(spec.get("pendingTimeout"), source, "spec.pendingTimeout")
+    retry = spec.get("retry") or {}
+    on_failure = retry.get("onFailure", 0) if isinstance(retry, Mapping) else None
+    if (
+        not isinstance(retry, Mapping)
+        or set(retry) - {"onFailure"}
+        or isinstance(on_failure, bool)
+        or not isinstance(on_failure, int)
+        or on_failure < 0
+    ):
+        raise PolicyError(
+            "must be {onFailure: N} with N a whole number >= 0", source=source, field="spec.retry"
+        )
     return PlacementPolicy(
         name=name,
         namespace_selector=namespace_selector,
@@ -315,6 +331,7 @@ def policy_from_dict(data: object, *, source: str = "<policy>") -> PlacementPoli
         source=source,
         scheduler=scheduler,
         pending_timeout=pending_timeout,
+        retry_on_failure=on_failure,
     )
 
 

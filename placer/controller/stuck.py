@@ -18,6 +18,10 @@ PlacementPolicy (default :data:`DEFAULT_PENDING_TIMEOUT`, 5 minutes) is **re-pla
    ``Rescheduled`` carrying the member scheduler's own message (``0/4 nodes are available:
    ...``), and the metric ``placer_rescheduled_total{cluster}``.
 
+Likewise a workload whose copy **failed** (its mirrored phase ``Failed``) is retried on another
+member when its PlacementPolicy says ``retry: {onFailure: N}``, at most N times (counted in the
+hub object's annotation ``placer.dev/retries``; reason ``Retried``).
+
 An object the loop or a cycle is working on is left for the next look (the move holds the
 object in the work queue, as a cycle does); one whose copy cannot be deleted
 stays where it is (and is tried again at the next look). Pure parts (:func:`unschedulable_pod`)
@@ -47,7 +51,7 @@ from placer.controller.records import (
 )
 from placer.dispatch import Ledger
 from placer.dispatch.ledger import delete_entry
-from placer.errors import KubeError
+from placer.errors import KubeError, PlacerError
 from placer.kube.owners import OwnerWalker
 from placer.model import ANNOTATION_AVOID, WorkloadRef
 from placer.objects import annotations_of, generation_of, meta, name_of, uid_of
@@ -68,6 +72,10 @@ log = logging.getLogger(__name__)
 DEFAULT_PENDING_TIMEOUT = 300.0
 #: the condition's and the Event's reason.
 RESCHEDULED = "Rescheduled"
+#: ... when a failed copy is retried elsewhere (``retry.onFailure``).
+RETRIED = "Retried"
+#: on hub objects: failed copies retried elsewhere so far.
+ANNOTATION_RETRIES = "placer.dev/retries"
 
 
 @dataclass(frozen=True)
@@ -81,6 +89,8 @@ class Stuck:
     seconds: float
     #: the member scheduler's message (the longest-waiting pod's).
     message: str
+    #: a failed copy retried elsewhere (``retry.onFailure``), not pods stuck.
+    retry: bool = False
 
 
 def unschedulable_pod(pod: Mapping[str, Any], now: float) -> tuple[float, str] | None:
@@ -102,14 +112,19 @@ def unschedulable_pod(pod: Mapping[str, Any], now: float) -> tuple[float, str] |
     return None
 
 
-def avoid_patch(obj: Mapping[str, Any], cluster: str) -> dict[str, Any]:
+def avoid_patch(obj: Mapping[str, Any], cluster: str, retry: bool = False) -> dict[str, Any]:
     """Merge patch clearing the placement record and adding ``cluster`` to the clusters the
-    object avoids (``placer.dev/avoid-clusters``)."""
+    object avoids (``placer.dev/avoid-clusters``); ``retry`` counts one more retry of a failed
+    copy (``placer.dev/retries``)."""
     patch = clear_record_patch(obj)
-    avoided = [c for c in annotations_of(obj).get(ANNOTATION_AVOID, "").split(",") if c]
+    annotations = annotations_of(obj)
+    avoided = [c for c in annotations.get(ANNOTATION_AVOID, "").split(",") if c]
     if cluster not in avoided:
         avoided.append(cluster)
     patch["metadata"]["annotations"][ANNOTATION_AVOID] = ",".join(avoided)
+    if retry:
+        done = _count(annotations.get(ANNOTATION_RETRIES))
+        patch["metadata"]["annotations"][ANNOTATION_RETRIES] = str(done + 1)
     return patch
 
 
@@ -160,12 +175,39 @@ class StuckMover:
         """The object's ``pendingTimeout`` (its policy's, else the default)."""
         try:
             workload = self.hub.decompose(obj).workload
-        except Exception:
+        except PlacerError:  # an object that does not decompose is not placed
             return DEFAULT_PENDING_TIMEOUT
         policy = policy_for(workload, (*self.file_policies, *self.hub.policies))
         if policy is not None and policy.pending_timeout is not None:
             return policy.pending_timeout
         return DEFAULT_PENDING_TIMEOUT
+
+    def retries_for(self, obj: Mapping[str, Any]) -> int:
+        """How many times a failed copy of the object is retried elsewhere (its policy's
+        ``retry.onFailure``, else 0)."""
+        try:
+            workload = self.hub.decompose(obj).workload
+        except PlacerError:
+            return 0
+        policy = policy_for(workload, (*self.file_policies, *self.hub.policies))
+        return policy.retry_on_failure if policy is not None else 0
+
+    def find_failed(self) -> list[Stuck]:
+        """Placed workloads whose copy failed, with retries left (``retry.onFailure``)."""
+        found: list[Stuck] = []
+        for obj in self.hub.objects():
+            record = record_of(obj)
+            if record is None or not record.confirmed or "Failed" not in record.phase.split(","):
+                continue
+            done = _count(annotations_of(obj).get(ANNOTATION_RETRIES))
+            if done >= self.retries_for(obj):
+                continue
+            ref = WorkloadRef(
+                str(obj.get("apiVersion")), str(obj.get("kind")), _namespace(obj), name_of(obj)
+            )
+            message = f"its copy failed there (retry {done + 1} of {self.retries_for(obj)})"
+            found.append(Stuck(ref, record.cluster, 0, 0.0, message, retry=True))
+        return found
 
     def find(self) -> list[Stuck]:
         """The placed workloads stuck past their timeout, one per hub object."""
@@ -225,7 +267,7 @@ class StuckMover:
         """Find and move the stuck workloads; the ones moved."""
         with self._lock:  # one look at a time
             moved: list[Stuck] = []
-            for stuck in self.find():
+            for stuck in [*self.find(), *self.find_failed()]:
                 if not self._claim(stuck.ref):
                     continue
                 try:
@@ -262,17 +304,25 @@ class StuckMover:
             delete_entry(client, ref)
         except KubeError as err:
             log.info("cluster %s: ledger entry of %s not removed: %s", cluster, ref, err)
-        obj = self.writer.patch_meta(ref, obj, lambda o: avoid_patch(o, cluster))
-        message = (
-            f"cluster {cluster}: {stuck.pods} pod(s) unschedulable for {stuck.seconds:.0f}s "
-            f"(pendingTimeout {self.timeout_for(obj):g}s): {stuck.message}; its copy there was "
-            "deleted, placing it on another cluster"
-        )
+        obj = self.writer.patch_meta(ref, obj, lambda o: avoid_patch(o, cluster, stuck.retry))
+        if stuck.retry:
+            reason = RETRIED
+            message = (
+                f"cluster {cluster}: {stuck.message}; its copy there was deleted, placing it "
+                "on another cluster"
+            )
+        else:
+            reason = RESCHEDULED
+            message = (
+                f"cluster {cluster}: {stuck.pods} pod(s) unschedulable for "
+                f"{stuck.seconds:.0f}s (pendingTimeout {self.timeout_for(obj):g}s): "
+                f"{stuck.message}; its copy there was deleted, placing it on another cluster"
+            )
         condition = placed_condition(
-            False, RESCHEDULED, message, time.time(), generation=generation_of(obj)
+            False, reason, message, time.time(), generation=generation_of(obj)
         )
         obj = self.writer.patch_status(ref, obj, status_patch(obj, condition))
-        self.events.record(obj, "Warning", RESCHEDULED, message)
+        self.events.record(obj, "Warning", reason, message)
         self._rescheduled(cluster)
         log.warning(
             "%s: %s",
@@ -281,6 +331,13 @@ class StuckMover:
             extra={"event": "rescheduled", "workload": str(ref), "cluster": cluster},
         )
         return True
+
+
+def _count(text: object) -> int:
+    try:
+        return max(0, int(str(text))) if text is not None else 0
+    except ValueError:
+        return 0
 
 
 def _namespace(obj: Mapping[str, Any]) -> str:

@@ -177,3 +177,56 @@ def test_what_its_pods_name_travels_from_the_hub(hubfleet: Any) -> None:
         assert obj["metadata"]["labels"]["placer.dev/placed-by"] == "placer"
         assert [r["uid"] for r in obj["metadata"]["ownerReferences"]] == [copy["metadata"]["uid"]]
     assert store.get("secrets", "token", namespace)["data"] == {"t": "c2VjcmV0"}
+
+
+def test_a_failed_copy_is_retried_elsewhere_as_often_as_the_policy_says(hubfleet: Any) -> None:
+    import threading
+
+    from placer.controller import Controller
+    from placer.fleet import fleet_from_kubeconfigs
+    from tests.controller.conftest import Running
+
+    policy = policy_from_dict(
+        {
+            "apiVersion": "placer.dev/v1alpha1",
+            "kind": "PlacementPolicy",
+            "metadata": {"name": "retry-once"},
+            "spec": {"retry": {"onFailure": 1}},
+        }
+    )
+    fleet = fleet_from_kubeconfigs([hubfleet.members_kubeconfig], timeout=5.0)
+    controller = Controller(hubfleet.hub_client(), fleet, hubfleet.settings(), policies=[policy])
+    stop = threading.Event()
+    thread = threading.Thread(target=lambda: controller.run(stop), daemon=True)
+    thread.start()
+    hubfleet.running.append(Running(controller, stop, thread))
+    hubfleet.hub.store.create(hubfleet.job("flaky", gpus=1))
+
+    def placed_on() -> str | None:
+        for obj in hubfleet.hub_jobs():
+            if obj["metadata"]["name"] == "flaky" and hubfleet.placed_cluster(obj):
+                if (hubfleet.condition(obj) or {}).get("status") == "True":
+                    return hubfleet.placed_cluster(obj)
+        return None
+
+    def fail(member: str) -> None:
+        store = hubfleet.members[member].store
+        copy = store.get("jobs", "flaky", hubfleet.NAMESPACE)
+        copy["status"] = {"conditions": [{"type": "Failed", "status": "True"}]}
+        store.put(copy)
+
+    first = hubfleet.wait_for(placed_on, what="placed")
+    fail(first)
+    second = hubfleet.wait_for(
+        lambda: (c := placed_on()) not in (None, first) and c, timeout=30, what="retried"
+    )
+    job = next(j for j in hubfleet.hub_jobs() if j["metadata"]["name"] == "flaky")
+    assert hubfleet.annotations(job)["placer.dev/retries"] == "1"
+    assert list(hubfleet.copies("flaky")) == [second]
+    [event] = [e for e in hubfleet.events("flaky") if e["reason"] == "Retried"]
+    assert f"cluster {first}: its copy failed there (retry 1 of 1)" in event["message"]
+    # the second failure is final: no more retries
+    fail(second)
+    time.sleep(2.5)
+    assert list(hubfleet.copies("flaky")) == [second]
+    assert len([e for e in hubfleet.events("flaky") if e["reason"] == "Retried"]) == 1
