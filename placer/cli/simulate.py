@@ -114,9 +114,9 @@ def register(subparsers: argparse._SubParsersAction[argparse.ArgumentParser]) ->
         "--seed",
         type=seed_list,
         default=None,
-        metavar="N[,N...|N-M]",
+        metavar="N",
         help="solver seed, and the seed of trace/generator specs that have none (default 42); "
-        "several: a sweep",
+        "several (N,N... or N-M): a sweep",
     )
     parser.add_argument(
         "--load",

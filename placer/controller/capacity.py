@@ -211,6 +211,17 @@ class MemberCapacity:
             members = list(self._members.values())
         return sum(m.live.changes for m in members)
 
+    def has_pending_pods(self, name: str) -> bool | None:
+        """Whether member ``name`` has a ``Pending`` pod, as its pod watch shows it (``None``:
+        not known, the watch has not listed)."""
+        member = self._member(name)
+        if member is None:
+            return None
+        pods = member.informers.get(("v1", "Pod"))
+        if pods is None or not pods.synced:
+            return None
+        return member.live.has_pending_pods()
+
     # -- what the informers say ------------------------------------------------------------------
 
     def _member(self, name: str) -> _Member | None:

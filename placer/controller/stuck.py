@@ -158,6 +158,7 @@ class StuckMover:
         release: Callable[[WorkloadRef], None],
         rescheduled: Callable[[str], None] = lambda cluster: None,
         clock: Callable[[], float] = time.time,
+        has_pending: Callable[[str], bool | None] = lambda cluster: None,
     ) -> None:
         self.hub = hub
         self.members = members
@@ -169,6 +170,9 @@ class StuckMover:
         self._release = release
         self._rescheduled = rescheduled
         self._clock = clock
+        #: whether a member has Pending pods at all, from the capacity watches (None: not
+        #: known); a member without any is not listed.
+        self._has_pending = has_pending
         self._lock = threading.Lock()
 
     def timeout_for(self, obj: Mapping[str, Any]) -> float:
@@ -227,7 +231,7 @@ class StuckMover:
         found: list[Stuck] = []
         for cluster, by_uid in sorted(placed.items()):
             client = self.members.clients.get(cluster)
-            if client is None:
+            if client is None or self._has_pending(cluster) is False:
                 continue
             try:
                 pods = client.list("v1", "Pod", field_selector="status.phase=Pending").items

@@ -248,6 +248,14 @@ class LiveCluster:
         with self._lock:
             return list(self._by_namespace.get(namespace, {}).values())
 
+    def has_pending_pods(self) -> bool:
+        """Whether any pod of the member is in phase ``Pending``."""
+        with self._lock:
+            return any(
+                (pod.get("status") or {}).get("phase") == "Pending"
+                for pod, _ in self._pods.values()
+            )
+
     @property
     def has_slices(self) -> bool:
         with self._lock:
