@@ -189,6 +189,10 @@ def test_a_member_refusing_its_watches_is_unavailable_with_what_to_do(
 def test_no_list_reaches_the_members_once_the_watches_run(
     members: Members, capacity: MemberCapacity
 ) -> None:
+    # every watch has listed (the fixture waits only for the capacity kinds; the ledger's
+    # ConfigMaps may list a moment later)
+    for informer in capacity.informers():
+        assert informer.wait_synced(10.0), (informer.kind, informer.namespace)
     for server in members.servers.values():
         server.clear_requests()
     for _ in range(3):
