@@ -207,7 +207,9 @@ def table(
     for obj in objects:
         row: JsonObj = {"cells": cells(obj, when)}
         if include_object == "Object":
-            row["object"] = obj
+            # encoded on its own, the object carries its kind (list items need not): kubectl's
+            # --sort-by decodes the rows' objects by kind
+            row["object"] = {"kind": rt.kind, "apiVersion": rt.api_version, **obj}
         elif include_object != "None":
             row["object"] = {
                 "kind": "PartialObjectMetadata",

@@ -131,6 +131,20 @@ def test_get_pods_wide_shows_ready_ip_and_node(kubectl: Kubectl) -> None:
     ]
 
 
+def test_sort_by_keeps_the_kinds_columns(kubectl: Kubectl) -> None:
+    """``--sort-by`` asks for the whole objects in the Table's rows (includeObject=Object) and
+    decodes them by kind: each carries its kind and apiVersion, as a real server's do, so the
+    kind's own columns are printed, in the asked order."""
+    kubectl("apply", "-f", str(ROOT / "examples" / "jobset-demo.yaml"))
+    nodes = kubectl("get", "nodes", "--sort-by=.metadata.name").stdout
+    assert columns(nodes) == ["NAME", "STATUS", "ROLES", "AGE", "VERSION"]
+    names = [line.split()[0] for line in nodes.splitlines()[1:]]
+    assert names == sorted(names) and len(names) == 4
+    pods = kubectl("get", "pods", "-A", "--sort-by=.spec.nodeName").stdout
+    assert columns(pods)[:4] == ["NAMESPACE", "NAME", "READY", "STATUS"]
+    assert len(pods.splitlines()) > 1
+
+
 def test_get_jobsets_shows_the_crd_columns(kubectl: Kubectl) -> None:
     kubectl("apply", "-f", str(ROOT / "examples" / "jobset-demo.yaml"))
     kubectl(
