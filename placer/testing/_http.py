@@ -52,6 +52,7 @@ import yaml
 from placer.testing._crds import CRD_GROUP
 from placer.testing._faults import Faults, RequestLog, RequestRecord, Target
 from placer.testing._gnostic import PROTOBUF_MEDIA_TYPES, encode_document
+from placer.testing._logs import pod_log
 from placer.testing._openapi import (
     OBJECT_META_FIELDS,
     openapi_v2,
@@ -204,6 +205,12 @@ class _Handler(BaseHTTPRequestHandler):
                     return
             elif route.verb == "watch":
                 self._stream_watch(route, query)
+                return
+            elif route.subresource == "log" and route.rt is not None:
+                pod = ctx.store.do_get(route.rt, route.namespace, route.name or "")
+                text = pod_log(pod, query)
+                self._record(route, path, query, 200, content_type)
+                self._send(200, text, "text/plain")
                 return
             else:
                 code, payload = self._resource_call(route, query, body, content_type)
@@ -472,6 +479,8 @@ class _Handler(BaseHTTPRequestHandler):
                     raise StatusError(404, _NOT_FOUND)
         if rt is None:
             raise StatusError(404, _NOT_FOUND)
+        if sub == "log" and rt.plural == "pods" and group == "" and self.command == "GET":
+            return _Route("get", rt, namespace, name, sub)
         if sub is not None and (
             sub not in {"status", "finalize", "scale"}
             or (sub == "status" and not rt.status)

@@ -369,6 +369,16 @@ class Registry:
                         "verbs": list(_STATUS_VERBS),
                     }
                 )
+            if rt.plural == "pods" and not rt.group:
+                resources.append(
+                    {
+                        "name": "pods/log",
+                        "singularName": "",
+                        "namespaced": True,
+                        "kind": "Pod",
+                        "verbs": ["get"],
+                    }
+                )
             if rt.scale:
                 resources.append(
                     {

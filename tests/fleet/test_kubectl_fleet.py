@@ -145,6 +145,24 @@ def test_sort_by_keeps_the_kinds_columns(kubectl: Kubectl) -> None:
     assert len(pods.splitlines()) > 1
 
 
+def test_logs_of_a_virtual_pod(kubectl: Kubectl) -> None:
+    """``kubectl logs`` gets the pod/log subresource: what the server knows of the container
+    (no process runs), with the real server's errors for a missing or unknown container."""
+    kubectl("apply", "-f", str(ROOT / "examples" / "jobset-demo.yaml"))
+    pod = kubectl(
+        "get", "pods", "-l", "jobset.sigs.k8s.io/jobset-name=demo", "-o", "name"
+    ).stdout.split()[0]
+    out = kubectl("logs", pod).stdout
+    assert "container trainer of pod default/" in out and "started on node central-" in out
+    stamped = kubectl("logs", pod, "--timestamps").stdout
+    assert stamped.split()[0].endswith("Z") and stamped.split()[1] == "placer"
+    assert kubectl("logs", pod, "--tail=0").stdout == ""
+    wrong = kubectl("logs", pod, "-c", "sidecar", check=False)
+    assert wrong.returncode == 1 and "container sidecar is not valid for pod" in wrong.stderr
+    previous = kubectl("logs", pod, "--previous", check=False)
+    assert previous.returncode == 1 and "previous terminated container" in previous.stderr
+
+
 def test_get_jobsets_shows_the_crd_columns(kubectl: Kubectl) -> None:
     kubectl("apply", "-f", str(ROOT / "examples" / "jobset-demo.yaml"))
     kubectl(
