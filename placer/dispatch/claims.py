@@ -115,14 +115,16 @@ from concurrent.futures import ThreadPoolExecutor
 from contextlib import contextmanager
 from dataclasses import dataclass, field
 from functools import partial
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from placer.dispatch.storage import NAMESPACE, create_configmap
 from placer.errors import ConflictError, KubeError, NotFoundError
-from placer.kube import KubeClient
 from placer.model import WorkloadRef
 from placer.objects import version_of
 from placer.timestamps import parse_rfc3339, rfc3339
+
+if TYPE_CHECKING:  # the client (and urllib3) are imported only where requests are sent
+    from placer.kube import KubeClient
 
 __all__ = [
     "CLAIM_TTL",

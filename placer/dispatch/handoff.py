@@ -43,7 +43,7 @@ import json
 import re
 from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from placer.definitions import can_suspend, suspend
 from placer.definitions.model import GroupVersionKind
@@ -51,12 +51,14 @@ from placer.definitions.templates import TemplateEdit, TemplateSite, edit_templa
 from placer.dispatch.outcomes import Manifest
 from placer.dispatch.record import LABEL_PLACED_BY, PLACED_BY, label_value, plan_of
 from placer.errors import DefinitionError, ForbiddenError, KubeError
-from placer.kube import KubeClient
 from placer.model import ANNOTATION_PREFIX, Fleet, Placement, Workload, WorkloadRef
 from placer.objects import name_of, namespace_of, uid_of
 from placer.policy import PlacementPolicy, policy_for
 from placer.quantity import add, format_resources
 from placer.schedulers import LABEL_QUEUE, SchedulerSpec, resolve_scheduler
+
+if TYPE_CHECKING:  # the client (and urllib3) are imported only where requests are sent
+    from placer.kube import KubeClient
 
 __all__ = [
     "ANNOTATION_HANDOFF",

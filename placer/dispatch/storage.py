@@ -11,10 +11,12 @@ and the timestamps they store (UTC, microseconds: Kubernetes' MicroTime format,
 from __future__ import annotations
 
 from collections.abc import Mapping
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from placer.errors import NotFoundError
-from placer.kube import KubeClient
+
+if TYPE_CHECKING:  # the client (and urllib3) are imported only where requests are sent
+    from placer.kube import KubeClient
 
 __all__ = ["NAMESPACE", "create_configmap"]
 
