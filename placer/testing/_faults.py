@@ -272,6 +272,22 @@ class Faults:
         for gate in gates:
             gate.release()
 
+    def forbidding(self, target: Target) -> FaultRule | None:
+        """The standing 403 rule (``fail(403, times=None, ...)``: an identity without an RBAC
+        right) that a request for ``target`` would meet, without counting a hit: what a
+        SelfSubjectAccessReview answers. Counted 403s (``times=N``) are passing failures, not
+        missing rights."""
+        with self._lock:
+            for rule in self._rules:
+                if (
+                    rule.action == "fail"
+                    and rule.code == 403
+                    and rule.remaining is None
+                    and rule.matches(target)
+                ):
+                    return rule
+        return None
+
     def take(self, target: Target) -> tuple[float, FaultRule | None]:
         """What hits this request: the total delay and the first ``fail``/``drop`` rule (or
         ``None``); every rule applied counts the hit. Held requests wait here (outside the

@@ -96,6 +96,8 @@ class _Route:
     document: Callable[[], Any] | None = None
     #: the document's media type when it is not JSON (its body is then ``bytes``).
     media: str = "application/json"
+    #: the document's HTTP code.
+    code: int = 200
 
 
 class _Handler(BaseHTTPRequestHandler):
@@ -164,7 +166,7 @@ class _Handler(BaseHTTPRequestHandler):
         self._warnings: list[str] = []
         self._table_sent = False
         try:
-            body = self._read_body()
+            body = self._body = self._read_body()
             if ctx.faults.latency > 0 and ctx.stopping.wait(ctx.faults.latency):
                 self.close_connection = True
                 self._record(route, path, query, 0, content_type)
@@ -198,7 +200,7 @@ class _Handler(BaseHTTPRequestHandler):
                     retry_after=rule.retry_after,
                 )
             if route.document is not None:
-                code, payload = 200, route.document()
+                code, payload = route.code, route.document()
                 if route.media != "application/json":
                     self._record(route, path, query, code, content_type)
                     self._send(code, payload, route.media)
@@ -231,6 +233,39 @@ class _Handler(BaseHTTPRequestHandler):
             headers["Warning"] = ", ".join(f'299 - "{text}"' for text in quoted)
         media = TABLE_MEDIA if code < 300 and self._table_sent else "application/json"
         self._send_json(code, payload, headers, media)
+
+    def _access_review(self, review: Any) -> dict[str, Any]:
+        """A SelfSubjectAccessReview answered: allowed, unless a standing 403 fault rule
+        (:meth:`Faults.forbidding`) would refuse the request the review describes — the
+        server's token has every right otherwise."""
+        spec = review.get("spec") if isinstance(review, dict) else None
+        attributes = spec.get("resourceAttributes") if isinstance(spec, dict) else None
+        if not isinstance(attributes, dict):
+            raise StatusError(
+                422,
+                "SelfSubjectAccessReview.authorization.k8s.io \"\" is invalid: "
+                "spec.resourceAttributes: Invalid value: null: exactly one of "
+                "nonResourceAttributes or resourceAttributes must be specified",
+            )
+        target = Target(
+            str(attributes.get("verb") or ""),
+            str(attributes.get("resource") or "") or None,
+            str(attributes.get("group") or ""),
+            str(attributes.get("subresource") or "") or None,
+            str(attributes.get("namespace") or "") or None,
+            str(attributes.get("name") or "") or None,
+        )
+        rule = self.ctx.faults.forbidding(target)
+        status: dict[str, Any] = {"allowed": rule is None}
+        if rule is not None and rule.message:  # RBAC says nothing more than no
+            status["reason"] = rule.message
+        return {
+            "kind": "SelfSubjectAccessReview",
+            "apiVersion": "authorization.k8s.io/v1",
+            "metadata": {"creationTimestamp": None},
+            "spec": spec,
+            "status": status,
+        }
 
     def _request_counts(self) -> dict[str, Any]:
         """The server's request counts (``GET /placer-testing/requests``: not Kubernetes; for
@@ -317,6 +352,13 @@ class _Handler(BaseHTTPRequestHandler):
             return _Route("get", document=self._request_counts)
         if parts[:1] == ["openapi"]:
             return self._openapi_route(parts[1:])
+        if parts == ["apis", "authorization.k8s.io", "v1", "selfsubjectaccessreviews"]:
+            if method != "POST":
+                raise StatusError(
+                    405, "the server does not allow this method on the requested resource"
+                )
+            review = self._decode(self._body, self.headers.get("Content-Type", ""))
+            return _Route("create", document=lambda: self._access_review(review), code=201)
         if parts == ["api"]:
             return _Route(
                 "get",

@@ -153,3 +153,16 @@ def test_missing_object_error_reads_like_a_real_cluster(kubectl: Any) -> None:
     failed = kubectl("get", "pod", "ghost", check=False)
     assert failed.returncode == 1
     assert 'pods "ghost" not found' in failed.stderr
+
+
+def test_auth_can_i_answers_from_standing_403_rules(apiserver: ApiServer, kubectl: Any) -> None:
+    """``kubectl auth can-i`` posts a SelfSubjectAccessReview: yes, unless a standing 403
+    rule (an identity without that RBAC right) would refuse the request it describes."""
+    assert kubectl("auth", "can-i", "create", "jobsets").stdout.strip() == "yes"
+    apiserver.faults.fail(403, times=None, verb="create", resource="jobsets.jobset.x-k8s.io")
+    denied = kubectl("auth", "can-i", "create", "jobsets", check=False)
+    assert denied.returncode == 1 and denied.stdout.strip() == "no"
+    assert kubectl("auth", "can-i", "list", "jobsets").stdout.strip() == "yes"
+    apiserver.faults.fail(403, times=None, verb="list", resource="configmaps", namespace="ops")
+    assert kubectl("auth", "can-i", "list", "configmaps", "-n", "ops", check=False).returncode == 1
+    assert kubectl("auth", "can-i", "list", "configmaps", "-n", "dev").stdout.strip() == "yes"
