@@ -34,6 +34,7 @@ from placer.cli._fleet import (
 )
 from placer.cli._output import add_output_option, print_data, print_table
 from placer.cli._types import output_file, seconds_or_zero
+from placer.cli.definitions import add_catalog_option, load_catalog
 from placer.errors import InputError, UsageError
 from placer.fleet import gather_fleet
 from placer.fleet.summary import cluster_rows, fleet_summary, node_rows
@@ -118,6 +119,30 @@ def register(subparsers: Any) -> None:
         "shows two gangs deadlocking under kube-scheduler (docs/handoff.md)",
     )
     up.set_defaults(func=run_up)
+
+    check = commands.add_parser(
+        "check",
+        help="whether placer's identity has the rights it needs on each member",
+        description=(
+            "Ask each member cluster (SelfSubjectAccessReview) whether the identity of its "
+            "kubeconfig context may make every request placer makes for USE: read (fleet "
+            "show, plan, get, describe), submit, or controller (the rights of "
+            "deploy/member/rbac.yaml). Exit 0 when every member has them, 1 when one lacks a "
+            "right or could not be checked, 3 when none was reached."
+        ),
+    )
+    check.add_argument(
+        "--for",
+        dest="use",
+        choices=("read", "submit", "controller"),
+        default="submit",
+        metavar="USE",
+        help="what the identity is for: read, submit (default) or controller",
+    )
+    add_fleet_options(check)
+    add_catalog_option(check)
+    add_output_option(check)
+    check.set_defaults(func=run_check)
     parser.set_defaults(func=lambda _args: _missing_command(parser))
 
 
@@ -153,6 +178,51 @@ def run_show(args: argparse.Namespace) -> int:
         if not cluster.reachable and args.snapshot:
             print(f"{cluster.name}: unreachable: {cluster.reason}")
     return 0
+
+
+def run_check(args: argparse.Namespace) -> int:
+    from placer.fleet import member_clients
+    from placer.fleet.access import WORKERS, check_access
+
+    catalog = load_catalog(args)
+    config = fleet_config_from_args(args)
+    for source in config.clusters:
+        if source.problem:
+            print(f"warning: cluster {source.name}: {source.problem}", file=sys.stderr)
+    with member_clients(config, pool_size=WORKERS) as clients:
+        reports = check_access(clients, catalog, args.use)
+    require_reachable(
+        [c.name for c in config.clusters],
+        [r.cluster for r in reports if r.reachable],
+        "no rights could be checked",
+    )
+    if args.output != "text":
+        print_data({"use": args.use, "clusters": [r.to_dict() for r in reports]}, args.output)
+    else:
+        rows: list[list[str]] = [["CLUSTER", "USE", "CHECKED", "MISSING", "STATUS"]]
+        for r in reports:
+            counted = not r.error
+            rows.append(
+                [
+                    r.cluster,
+                    r.use,
+                    str(r.checked) if counted else "-",
+                    str(len(r.missing)) if counted else "-",
+                    "ok" if r.ok else (r.error or "missing rights"),
+                ]
+            )
+        print_table(rows)
+        for report in reports:
+            for right in report.missing:
+                print(f"{report.cluster}: cannot {right} ({right.why})")
+            if report.not_served:
+                print(
+                    f"{report.cluster}: not served, not checked: {', '.join(report.not_served)}",
+                    file=sys.stderr,
+                )
+    checked = {r.cluster for r in reports}
+    unchecked = [c.name for c in config.clusters if c.name not in checked]
+    return 0 if all(r.ok for r in reports) and not unchecked else 1
 
 
 def run_up(args: argparse.Namespace) -> int:

@@ -120,14 +120,21 @@ def _core(kind: str, plural: str, namespaced: bool, *subresources: str) -> Resou
     return ResourceRef("", "v1", kind, plural, namespaced, frozenset(subresources))
 
 
-#: Core kinds placer reads on every run; known without discovery.
+#: Core kinds placer reads on every run, and the access review; known without discovery.
 WELL_KNOWN: Mapping[tuple[str, str], ResourceRef] = {
-    ("v1", ref.kind): ref
+    (ref.api_version, ref.kind): ref
     for ref in (
         _core("Pod", "pods", True, "status", "binding", "eviction"),
         _core("Node", "nodes", False, "status"),
         _core("Namespace", "namespaces", False, "status", "finalize"),
         _core("ConfigMap", "configmaps", True),
         _core("Event", "events", True),
+        ResourceRef(
+            "authorization.k8s.io",
+            "v1",
+            "SelfSubjectAccessReview",
+            "selfsubjectaccessreviews",
+            False,
+        ),
     )
 }

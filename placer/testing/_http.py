@@ -243,7 +243,7 @@ class _Handler(BaseHTTPRequestHandler):
         if not isinstance(attributes, dict):
             raise StatusError(
                 422,
-                "SelfSubjectAccessReview.authorization.k8s.io \"\" is invalid: "
+                'SelfSubjectAccessReview.authorization.k8s.io "" is invalid: '
                 "spec.resourceAttributes: Invalid value: null: exactly one of "
                 "nonResourceAttributes or resourceAttributes must be specified",
             )

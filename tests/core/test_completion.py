@@ -66,7 +66,7 @@ def test_every_command_completes_after_placer(script: Path) -> None:
 
 
 def test_nested_subcommands_and_their_options(script: Path) -> None:
-    assert complete(script, "placer", "fleet", "") == ["show", "up"]
+    assert complete(script, "placer", "fleet", "") == ["show", "up", "check"]
     assert complete(script, "placer", "fleet", "up", "--h") == ["--help", "--hub"]
     assert complete(script, "placer", "controller", "--hub-") == [
         "--hub-context",
