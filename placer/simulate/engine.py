@@ -23,6 +23,14 @@ is exactly the decision ``placer plan`` or the controller would take on the same
     it exceeds them even on the fleet the stream started from (the snapshot's own pods never
     leave, so no cluster will ever have more free), "waiting in the queue" otherwise.
 
+With ``Settings.reservations`` (stream only) a gang that waited long enough gets a reservation
+and the rest backfills around it (:mod:`placer.solver.reservations`, bookkeeping in
+:mod:`placer.simulate.reserving`): gangs holding one are decided first at every epoch, in a
+solver call of their own; the others' decision sees the reserved nodes tainted, tolerated
+only by work expected to end before the reservation's start; a gang whose reservation starts
+now is decided again in the same epoch; and a reservation ending without its gang placed
+makes the next epoch retry the whole queue (room came back).
+
 Every decision is checked by the independent verifier (:func:`placer.solver.verify`) against
 the fleet it was taken on; problems are recorded, never hidden. Everything is deterministic for
 a seed: events are ordered by time then input position, the solver is deterministic, and no
@@ -45,9 +53,11 @@ from placer.policy import PlacementPolicy
 from placer.queues import QueueSet, Usage, membership
 from placer.simulate import MODES
 from placer.simulate.capacity import FreeTotals, free_totals, gpu_milli, shortfall, used_gpu_milli
+from placer.simulate.reserving import ReservationRecord, Reserver, runtime_estimates
 from placer.solver import charge, release, solve, verify
 from placer.solver.fairshare import Running, solve_fair
 from placer.solver.preempt import Victim, find_victims
+from placer.solver.reservations import ReservationPolicy
 
 __all__ = [
     "MODES",
@@ -100,6 +110,14 @@ class Settings:
     #: (:mod:`placer.solver.preempt`); an evicted workload goes back to the queue and starts
     #: over when placed again.
     preemption: bool = False
+    #: stream: reservations with backfill for gangs that waited too long
+    #: (:mod:`placer.solver.reservations`); ``None``: none.
+    reservations: ReservationPolicy | None = None
+    #: stream with reservations: a workload without an expected-runtime annotation is
+    #: expected to run its recorded run time (``duration_s``) ...
+    trace_estimates: bool = True
+    #: ... times a factor drawn uniformly from [1 - noise, 1 + noise] (0: exact).
+    runtime_noise: float = 0.0
 
 
 @dataclass(frozen=True)
@@ -184,6 +202,8 @@ class Run:
     wall_s: float
     #: stream with preemption: every eviction, in order.
     preemptions: tuple[PreemptionRecord, ...] = ()
+    #: stream with reservations: every reservation, in the order they were made.
+    reservations: tuple[ReservationRecord, ...] = ()
 
 
 def simulate(
@@ -201,6 +221,8 @@ def simulate(
     if settings.mode not in MODES:
         raise ValueError(f"unknown mode {settings.mode!r}; choose one of {', '.join(MODES)}")
     started = time.perf_counter()
+    if settings.reservations is not None and (settings.mode != "stream" or settings.preemption):
+        raise ValueError("reservations need --mode stream, and do not go with preemption yet")
     if settings.mode == "stream":
         return _Stream(items, fleet, settings, progress, started).run()
     workloads = [item.workload for item in items]
@@ -363,6 +385,24 @@ class _Stream:
         #: the most each cluster will ever have free: the stream's workloads all gone.
         self.emptiest = free_totals(fleet)
         self.preemptions: list[PreemptionRecord] = []
+        self.reserver: Reserver | None = None
+        if settings.reservations is not None:
+            runtimes = runtime_estimates(
+                self.workloads,
+                [item.duration_s for item in items],
+                trace=settings.trace_estimates,
+                noise=settings.runtime_noise,
+                seed=settings.seed,
+            )
+            arrivals = [item.arrival_s for item in items]
+            self.reserver = Reserver(
+                self.workloads,
+                arrivals,
+                runtimes,
+                settings.reservations,
+                settings.policies,
+                settings.seed,
+            )
 
     def run(self) -> Run:
         total = len(self.items)
@@ -411,6 +451,7 @@ class _Stream:
             pending=self.loaded_pending,
             wall_s=time.perf_counter() - self.started,
             preemptions=tuple(self.preemptions),
+            reservations=tuple(self.reserver.records) if self.reserver else (),
         )
 
     def _next_epoch(self) -> float:
@@ -437,6 +478,8 @@ class _Stream:
         if leaving:
             self.fleet = release(self.fleet, leaving)
             self.freed = True
+            if self.reserver is not None:
+                self.reserver.freed()
 
     def _arrive(self, now: float) -> None:
         while self.next < len(self.order):
@@ -448,6 +491,21 @@ class _Stream:
             self.next += 1
 
     def _decide(self, now: float) -> None:
+        if self.reserver is not None:
+            self.reserver.review(self.fleet, self.queue, now)
+            self.freed = self.reserver.loosened() or self.freed
+        self._place(now)
+        if self.reserver is not None:
+            self.reserver.expire(now)
+            self.reserver.reserve(self.fleet, self.queue, self.placements, self.start, now)
+            # room a reservation held came back: the queue is retried at the next epoch
+            self.freed = self.reserver.loosened() or self.freed
+            if self.reserver.due(now):  # a gang can start now: decided at once, not an epoch late
+                self.freed = True
+                self._place(now)
+                self.freed = self.reserver.loosened() or self.freed
+
+    def _place(self, now: float) -> None:
         candidates = self.queue if self.freed else self.fresh
         self.fresh = []
         self.freed = False
@@ -469,9 +527,27 @@ class _Stream:
             if preempting:
                 self._settle(set(), now)
             return
+        placed: set[int] = set()
+        if self.reserver is None:
+            placed = self._decide_on(chosen, now)
+        else:  # gangs holding a reservation are decided first, on their own
+            held = self.reserver.held
+            for group in ([i for i in chosen if i in held], [i for i in chosen if i not in held]):
+                if group:
+                    placed |= self._decide_on(group, now)
+        if preempting:
+            self._settle(placed, now)
+        elif placed:
+            self.queue = [i for i in self.queue if i not in placed]
+
+    def _decide_on(self, chosen: list[int], now: float) -> set[int]:
+        """One solver call over the ``chosen`` queued workloads; binds what it placed."""
         workloads = [self.workloads[i] for i in chosen]
+        fleet = self.fleet
+        if self.reserver is not None:
+            fleet, workloads = self.reserver.view(self.fleet, chosen, now)
         running = [Running(self.workloads[i], p.cluster) for i, p in self.placements.items()]
-        decision, record = _decide(workloads, self.fleet, self.settings, "batch", now, running)
+        decision, record = _decide(workloads, fleet, self.settings, "batch", now, running)
         self.records.append(record)
         self.fleet = charge(self.fleet, decision.placements)
         positions = _positions(workloads)
@@ -482,10 +558,9 @@ class _Stream:
             self._start(index, placement, now)
         for unplaced in decision.unplaced:
             self.reasons[chosen[positions[unplaced.workload]]] = unplaced.reasons
-        if preempting:
-            self._settle(placed, now)
-        elif placed:
-            self.queue = [i for i in self.queue if i not in placed]
+        if self.reserver is not None:
+            self.reserver.placed(placed, now)
+        return placed
 
     def _settle(self, placed: set[int], now: float) -> None:
         """With preemption: the queue without ``placed``, then evictions for what still waits
