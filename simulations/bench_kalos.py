@@ -15,7 +15,9 @@ sizes as in the trace. Two experiments:
   admits, by size, and placed GPUs as % of the tightest bound;
 * **stream** — the trace's submit order and run times, arrivals compressed so that the offered
   load is ``--load`` × the fleet's GPUs (the real trace would keep these nodes 4 % busy);
-  wait times by gang size, time-averaged allocation, never-started gangs.
+  wait times by gang size, time-averaged allocation, never-started gangs; then again with
+  reservations for the gangs above 512 GPUs (:data:`BIG_GANGS`), with exact run-time
+  estimates and with ±50 % noise on them (``--no-reservations`` leaves these out).
 
 Results: ``simulations/results/bench_kalos.{json,md,png}``.
 """
@@ -25,13 +27,14 @@ from __future__ import annotations
 import argparse
 import sys
 from collections.abc import Sequence
-from dataclasses import dataclass
+from dataclasses import asdict, dataclass
 from typing import Any
 
 from placer.model import Fleet
 from placer.simulate import Settings, simulate, summarize
 from placer.simulate.capacity import gpu_milli
 from placer.simulate.metrics import bucket_rank
+from placer.solver.reservations import ReservationPolicy
 from placer.traces.kalos import kalos_replay, read_kalos_jobs
 from placer.traces.openb import read_openb_nodes
 from placer.traces.workloads import TimedWorkload, fleet_gpu_milli
@@ -54,6 +57,15 @@ __all__ = ["Config", "eight_gpu_fleet", "kalos_gangs", "main", "run"]
 
 BATCH = BATCH_ENTRIES
 
+#: reservations for the gangs above 512 GPUs that waited an hour, four at a time
+#: (docs/reservations.md).
+BIG_GANGS = ReservationPolicy(after_s=3600.0, min_gpus=513, max_reservations=4)
+RESERVING = (
+    Entry("cpsat 0.5s + reservations", "cpsat", 0.5, BIG_GANGS),
+    Entry("cpsat 0.5s + reservations ±50%", "cpsat", 0.5, BIG_GANGS, runtime_noise=0.5),
+    Entry("greedy + reservations", "greedy", 1.0, BIG_GANGS),
+)
+
 
 @dataclass(frozen=True)
 class Config:
@@ -61,6 +73,8 @@ class Config:
     load: float = 1.0
     batch: tuple[Entry, ...] = BATCH
     stream: tuple[Entry, ...] = STREAM_ENTRIES
+    #: the stream again with reservations (exact and noisy estimates), side by side.
+    reserving: tuple[Entry, ...] = RESERVING
     #: keep every k-th node (tests); the gangs are then those that fit the smaller fleet.
     nodes_every: int = 1
     seed: int = 0
@@ -103,12 +117,8 @@ def run(config: Config) -> dict[str, Any]:
         }
     timed = compress_arrivals(items, load=config.load, capacity_milli=capacity)
     stream = {
-        entry.label: stream_run(
-            timed,
-            fleet,
-            Settings(entry.solver, "stream", time_limit=entry.time_limit, seed=config.seed),
-        )
-        for entry in config.stream
+        entry.label: stream_run(timed, fleet, entry.stream_settings(config.seed))
+        for entry in (*config.stream, *config.reserving)
     }
     return {
         "config": {
@@ -116,6 +126,7 @@ def run(config: Config) -> dict[str, Any]:
             "load": config.load,
             "nodes_every": config.nodes_every,
             "seed": config.seed,
+            "reserving": [asdict(e) for e in config.reserving],
         },
         "fleet": {
             "nodes": sum(len(c.nodes) for c in fleet.clusters),
@@ -196,8 +207,13 @@ def main(argv: Sequence[str] | None = None) -> int:
     parser = argparse.ArgumentParser(prog="python -m simulations.bench_kalos", description=__doc__)
     parser.add_argument("--clusters", type=int, default=4)
     parser.add_argument("--load", type=float, default=1.0, help="stream offered load")
+    parser.add_argument(
+        "--no-reservations", action="store_true", help="leave out the stream runs with reservations"
+    )
     args = parser.parse_args(argv)
-    config = Config(clusters=args.clusters, load=args.load)
+    config = Config(
+        clusters=args.clusters, load=args.load, reserving=() if args.no_reservations else RESERVING
+    )
     result, paths = measure("bench_kalos", lambda: run(config), markdown, plot)
     for label, row in result["batch"].items():
         print(f"batch  {label:10s} {row['pct_of_bound']:7.2f}% of bound {row['admission']}")

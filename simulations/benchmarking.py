@@ -30,6 +30,7 @@ from placer.simulate import Run, Settings, simulate, summarize
 from placer.simulate.capacity import gpu_milli
 from placer.simulate.metrics import bucket_of, bucket_rank, percentile
 from placer.snapshot import load_snapshot
+from placer.solver.reservations import ReservationPolicy
 from placer.traces.workloads import TimedWorkload
 
 __all__ = [
@@ -67,11 +68,28 @@ CLUSTERS = ROOT / "clusters"
 
 @dataclass(frozen=True)
 class Entry:
-    """One contender of a benchmark: a solver at a time limit, labelled for the tables."""
+    """One contender of a benchmark: a solver at a time limit, labelled for the tables; in a
+    stream, optionally with reservations and noisy run-time estimates."""
 
     label: str
     solver: str
     time_limit: float = 1.0
+    reservations: ReservationPolicy | None = None
+    #: the estimates reservations judge backfill by: the recorded run time times a factor
+    #: drawn from [1 - noise, 1 + noise].
+    runtime_noise: float = 0.0
+
+    def stream_settings(self, seed: int, interval: float = 0.0) -> Settings:
+        """The stream simulation's settings for this contender."""
+        return Settings(
+            self.solver,
+            "stream",
+            time_limit=self.time_limit,
+            seed=seed,
+            interval=interval,
+            reservations=self.reservations,
+            runtime_noise=self.runtime_noise,
+        )
 
 
 #: the contenders of the batch benchmarks: CP-SAT at the default limit and at a generous one,

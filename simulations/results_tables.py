@@ -130,9 +130,12 @@ SOLVER_NAMES = {
 
 def _solver_label(entry: Mapping[str, Any]) -> str:
     name = SOLVER_NAMES.get(entry["solver"], entry["solver"])
-    if entry["solver"] == "cpsat":
-        return f"{name} {entry['time_limit']:g} s"
-    return str(name)
+    label = f"{name} {entry['time_limit']:g} s" if entry["solver"] == "cpsat" else str(name)
+    if entry.get("reservations"):
+        label += " + reservations"
+        if entry.get("runtime_noise"):
+            label += f" (±{entry['runtime_noise'] * 100:g} % estimates)"
+    return label
 
 
 def fgd_table() -> str:

@@ -39,7 +39,7 @@ from placer.cli._sweep import (
     seed_list,
     sources_at_load,
 )
-from placer.cli._types import seconds, seconds_or_zero
+from placer.cli._types import count, seconds, seconds_or_zero
 from placer.cli.definitions import add_catalog_option, catalog_cache
 from placer.errors import EXIT_ERROR, EXIT_OK, InputError, UsageError
 from placer.model import GPU_SHARE, Fleet
@@ -50,6 +50,7 @@ from placer.simulate import MODES
 if TYPE_CHECKING:
     from placer.queues import QueueSet
     from placer.simulate import Timed
+    from placer.solver.reservations import ReservationPolicy
 from placer.snapshot import load_snapshot
 from placer.solver import SOLVERS
 
@@ -58,6 +59,8 @@ __all__ = ["register", "run"]
 #: text output lists at most this many workloads, and reasons for this many unplaced ones.
 TEXT_WORKLOADS = 40
 TEXT_REASONS = 10
+#: reservations listed per solver in text output.
+TEXT_RESERVATIONS = 10
 #: progress lines on stderr (a TTY, or --progress) at most this often, in seconds.
 PROGRESS_EVERY = 5.0
 DRAIN_REASON = "drained (what-if: placer simulate --drain)"
@@ -86,6 +89,36 @@ def register(subparsers: argparse._SubParsersAction[argparse.ArgumentParser]) ->
         action="store_true",
         help="stream with --queues: evict running work for pending work the queues entitle "
         "(reclaim over-quota work, preempt lower priorities; docs/queues.md)",
+    )
+    parser.add_argument(
+        "--reserve-after",
+        type=seconds_or_zero,
+        default=None,
+        metavar="SECONDS",
+        help="stream: a gang waiting this long gets a reservation, the rest backfills around "
+        "it (docs/reservations.md); default: no reservations",
+    )
+    parser.add_argument(
+        "--reserve-min-gpus",
+        type=float,
+        default=0.0,
+        metavar="N",
+        help="with --reserve-after: only gangs asking at least N GPUs get reservations",
+    )
+    parser.add_argument(
+        "--max-reservations",
+        type=count(1, 1000, "a number of reservations"),
+        default=1,
+        metavar="N",
+        help="with --reserve-after: reservations held at once (default 1)",
+    )
+    parser.add_argument(
+        "--runtime-noise",
+        type=float,
+        default=0.0,
+        metavar="FRACTION",
+        help="with --reserve-after: traces' run times as estimates are off by up to this "
+        "fraction (0.5: ±50 %%; default 0, exact)",
     )
     parser.add_argument(
         "--solver",
@@ -210,6 +243,8 @@ def run(args: argparse.Namespace) -> int:
             interval=args.interval,
             queues=queues,
             preemption=args.allow_preemption,
+            reservations=_reservations_policy(args),
+            runtime_noise=args.runtime_noise,
         )
         runs.append(simulate(items, simulated, settings, progress=progress))
     doc = document(
@@ -228,6 +263,7 @@ def run(args: argparse.Namespace) -> int:
             "interval_s": args.interval,
             "policies": [p.name for p in policies],
             "queues": args.queues,
+            "reserve_after_s": args.reserve_after,
         },
         warnings=warnings,
         drained=[*args.drain, *drain_sets[0]],
@@ -277,6 +313,8 @@ def _sweep(
             interval=args.interval,
             queues=queues,
             preemption=args.allow_preemption,
+            reservations=_reservations_policy(args),
+            runtime_noise=args.runtime_noise,
         )
         for solver in solvers
     ]
@@ -314,6 +352,25 @@ def _sweep(
         render_sweep(sweep, sys.stdout)
     problems = sum(row["verifier_problems"] for p in sweep["points"] for row in p["comparison"])
     return EXIT_ERROR if problems else EXIT_OK
+
+
+def _reservations_policy(args: argparse.Namespace) -> ReservationPolicy | None:
+    """The ``--reserve-*`` options as a ReservationPolicy (``None`` without --reserve-after)."""
+    if args.reserve_after is None:
+        return None
+    if args.mode != "stream":
+        raise UsageError("--reserve-after needs --mode stream")
+    if args.allow_preemption:
+        raise UsageError("--reserve-after and --allow-preemption do not go together yet")
+    if not 0 <= args.runtime_noise < 1:
+        raise UsageError(f"--runtime-noise must be from 0 to below 1, got {args.runtime_noise:g}")
+    from placer.solver.reservations import ReservationPolicy
+
+    return ReservationPolicy(
+        after_s=args.reserve_after,
+        min_gpus=args.reserve_min_gpus,
+        max_reservations=args.max_reservations,
+    )
 
 
 def _queues(args: argparse.Namespace) -> QueueSet | None:
@@ -530,8 +587,36 @@ def render_text(doc: dict[str, Any], out: TextIO) -> None:
     for run in runs:
         out.write(f"\n== {run['solver']} ({run['mode']}) ==\n")
         _reasons(run, out)
+        _reservations(run, out)
         _clusters(run, out)
         _summary(run["summary"], out)
+
+
+def _reservations(run: dict[str, Any], out: TextIO) -> None:
+    """The stream's reservations (with --reserve-after): who, where, planned start, outcome."""
+    made = run.get("reservations") or []
+    if not made:
+        return
+    out.write(f"Reservations: {len(made)}\n")
+    rows: list[list[object]] = [
+        ["  WORKLOAD", "GPUS", "CLUSTER", "NODES", "PLANNED AT", "START", "STARTED", "OUTCOME"]
+    ]
+    for r in made[:TEXT_RESERVATIONS]:
+        rows.append(
+            [
+                f"  {r['workload']}",
+                _n(r["gpus"]),
+                r["cluster"],
+                r["nodes"],
+                _s(r["planned_s"]),
+                _s(r["start_s"]),
+                _s(r["started_s"]) if r["started_s"] is not None else "-",
+                r["outcome"],
+            ]
+        )
+    print_table(rows, out)
+    if len(made) > TEXT_RESERVATIONS:
+        out.write(f"  ... {len(made) - TEXT_RESERVATIONS} more (-o json lists all)\n")
 
 
 def _comparison_table(doc: dict[str, Any], out: TextIO) -> None:

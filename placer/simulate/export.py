@@ -10,7 +10,8 @@ percent, times in seconds; every number rounded for reading (GPUs to 3 decimals,
     {"input": {...}, "warnings": [...],
      "comparison": [{"solver", "placed", "gpus_placed", "placed_of_bound_pct", ...}],
      "runs": [{"solver", "mode", "summary": {...}, "clusters": [...],
-               "workloads": [...], "timeline": [...]}]}
+               "workloads": [...], "timeline": [...], "preemptions": [...],
+               "reservations": [...]}]}
 """
 
 from __future__ import annotations
@@ -134,6 +135,21 @@ def run_document(
                 "lost_gpu_hours": round(p.lost_gpu_seconds / 3600, 4),
             }
             for p in run.preemptions
+        ],
+        "reservations": [
+            {
+                "workload": str(items[r.workload].workload.ref),
+                "gpus": gpus(gpu_milli(items[r.workload].workload.total_requests())),
+                "cluster": r.cluster,
+                "nodes": len(r.nodes),
+                "reason": r.reason,
+                "planned_s": _sec(r.planned_s),
+                "start_s": _sec(r.start_s),
+                "ended_s": _sec(r.ended_s),
+                "outcome": r.outcome,
+                "started_s": _sec(run.outcomes[r.workload].start_s),
+            }
+            for r in run.reservations
         ],
     }
 

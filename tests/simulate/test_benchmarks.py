@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import pytest
 
+from placer.solver.reservations import ReservationPolicy
 from placer.traces.openb import read_openb_nodes
 from simulations import (
     bench_fgd,
@@ -22,6 +23,7 @@ from simulations.benchmarking import Entry, compress_arrivals, machine, offered_
 from simulations.fleets import make_fleet, split_nodes
 
 META = {**machine(), "wall_s": 1.0}
+EVERY_GANG = ReservationPolicy(after_s=0.0)
 
 
 def small_fleet(clusters: int, every: int):  # type: ignore[no-untyped-def]
@@ -82,6 +84,7 @@ def test_big_gangs_small() -> None:
         nodes_every=16,
         batch=(Entry("greedy", "greedy"), Entry("first-fit", "first-fit")),
         stream=(Entry("greedy", "greedy"),),
+        reserving=(Entry("greedy + reservations", "greedy", 1.0, EVERY_GANG),),
         load=0.8,
     )
     result = bench_kalos.run(config)
@@ -97,6 +100,10 @@ def test_big_gangs_small() -> None:
     assert sum(b["gangs"] for b in stream["by_size"].values()) == result["gangs"]
     assert result["stream_offered_load"] == pytest.approx(0.8, rel=0.01)
     assert "Wait by gang size" in bench_kalos.markdown(result, META)
+    reserved = result["stream"]["greedy + reservations"]
+    assert reserved["verifier_problems"] == 0 and reserved["never_started"] == 0
+    assert result["config"]["reserving"][0]["reservations"]["max_reservations"] == 1
+    assert "| greedy + reservations |" in bench_kalos.markdown(result, META)
 
 
 def test_topology_small() -> None:
