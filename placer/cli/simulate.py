@@ -425,8 +425,10 @@ def load_workloads(
 ) -> list[Timed]:
     """Timed workloads from specs and manifests (files, directories, ``-``), in the order given.
 
-    Manifests arrive one second apart in file and document order and never depart (a stream
-    of them is a queue that drains); specs carry their own times.
+    Manifests arrive one second apart in file and document order and run for their expected
+    run time — the annotation ``placer.dev/expected-runtime``, else ``spec.activeDeadlineSeconds``
+    — or, without one, never depart (a stream of them is a queue that drains); specs carry
+    their own times.
 
     Raises:
         InputError: a bad spec or manifest, or no workload at all.
@@ -473,15 +475,26 @@ def load_workloads(
 def _manifests(source: str, catalog: Any, *, offset: int) -> list[Timed]:
     from placer.cli.describe import decompose_all
     from placer.definitions.documents import read_input
+    from placer.solver.reservations import expected_runtime
     from placer.traces.workloads import TimedWorkload
 
     found, problems = decompose_all(read_input(source), catalog)
-    workloads = [decomposition.workload for _, decomposition in found]
     if problems:
         for problem in problems[1:]:
             print(f"error: {problem}", file=sys.stderr)
         raise problems[0]
-    return [TimedWorkload(w, float(offset + i)) for i, w in enumerate(workloads)]
+    items: list[Timed] = []
+    for i, (document, decomposition) in enumerate(found):
+        workload = decomposition.workload
+        spec = document.data.get("spec")
+        try:
+            runtime = expected_runtime(
+                workload.annotations, spec if isinstance(spec, dict) else None
+            )
+        except ValueError as error:
+            raise InputError(f"{workload.ref}: {error}", source=document.source) from None
+        items.append(TimedWorkload(workload, float(offset + i), runtime))
+    return items
 
 
 def resource_warnings(items: Sequence[Timed], fleet: Fleet, source: str) -> list[str]:

@@ -210,3 +210,43 @@ def test_below_the_bound_the_summary_says_which_bound_and_why(tmp_path: Path, ca
     assert "LP relaxation" in line
     assert "24 GPUs were asked, more than fits all together" in line
     assert "the decision is optimal" in line
+
+
+RESERVE = ROOT / "deploy" / "examples" / "reservations"
+
+
+def test_reservations_start_the_gang_and_show(capsys: Any) -> None:
+    """docs/reservations.md's example: without reservations the four-node gang never starts
+    (one-node jobs without an estimate take each node that frees and never leave); with them
+    it starts when the first jobs are expected to end, and the five-minute job backfills."""
+    args = [
+        "--snapshot",
+        str(RESERVE / "fleet.yaml"),
+        "--workloads",
+        str(RESERVE / "jobs.yaml"),
+        "--mode",
+        "stream",
+        "--solver",
+        "greedy",
+    ]
+    code, raw, _ = simulate(capsys, *args, "-o", "json")
+    starts = {w["workload"]["name"]: w["start_s"] for w in json.loads(raw)["runs"][0]["workloads"]}
+    assert code == 0 and starts["pretrain"] is None
+    code, raw, _ = simulate(capsys, *args, "--reserve-after", "0", "-o", "json")
+    run = json.loads(raw)["runs"][0]
+    starts = {w["workload"]["name"]: w["start_s"] for w in run["workloads"]}
+    assert code == 0
+    assert (starts["pretrain"], starts["eval"], starts["sweep-0"]) == (602.0, 5.0, 1202.0)
+    first = run["reservations"][0]
+    assert first["workload"] == "Job/research/pretrain"
+    assert (first["start_s"], first["started_s"], first["outcome"]) == (602.0, 602.0, "placed")
+    code, text, _ = simulate(capsys, *args, "--reserve-after", "0")
+    assert code == 0
+    assert re.search(r"Job/research/pretrain\s+32\s+lab\s+4\s+3s\s+602s\s+602s\s+placed", text)
+
+
+def test_reservation_options_need_a_stream(capsys: Any) -> None:
+    code, _, err = simulate(
+        capsys, "--snapshot", OPENB4, "--workloads", SPEC, "--reserve-after", "60"
+    )
+    assert code != 0 and "--reserve-after needs --mode stream" in err
