@@ -391,11 +391,29 @@ def kalos_line() -> str:
     admitted = "; ".join(
         f"{label} {entry['admission']['>512 GPUs']}" for label, entry in batch.items()
     )
-    return (
+    line = (
         f"{get('bench_kalos', 'gangs')} Kalos gangs on {fleet['nodes']} 8-GPU nodes in "
         f"{len(fleet['clusters'])} clusters, one batch: every solver fills "
         f"{span(fills, 1, ' %')} of the GPUs; gangs above 512 GPUs admitted: {admitted}"
     )
+    stream = get("bench_kalos", "stream")
+    reserved = [
+        (label, row)
+        for label, row in stream.items()
+        if "reservations" in label and "cpsat" in label
+    ]
+    if "cpsat 0.5s" in stream and reserved:
+
+        def big(row: Mapping[str, Any]) -> str:
+            return f"{row['by_size']['>512 GPUs']['wait_p50_s'] / 3600:.1f} h"
+
+        line += (
+            f"; in the stream they wait {big(stream['cpsat 0.5s'])} at the median with CP-SAT, "
+            + ", ".join(
+                f"{big(row)} with {label.removeprefix('cpsat 0.5s + ')}" for label, row in reserved
+            )
+        )
+    return line
 
 
 def solver_quality_line() -> str:
