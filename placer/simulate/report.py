@@ -278,6 +278,34 @@ def _run_markdown(run: dict[str, Any]) -> list[str]:
             for c in run["clusters"]
         ],
     )
+    reservations = run.get("reservations") or []
+    if reservations:
+        lines += ["", f"Reservations ({len(reservations)}, docs/reservations.md):", ""]
+        lines += _table(
+            [
+                "workload",
+                "GPUs",
+                "cluster",
+                "nodes",
+                "planned at s",
+                "start s",
+                "started s",
+                "outcome",
+            ],
+            [
+                [
+                    f"`{r['workload']}`",
+                    r["gpus"],
+                    r["cluster"],
+                    r["nodes"],
+                    r["planned_s"],
+                    r["start_s"],
+                    r["started_s"],
+                    r["outcome"],
+                ]
+                for r in reservations
+            ],
+        )
     unplaced = [w for w in run["workloads"] if w["cluster"] is None]
     if unplaced:
         lines += ["", f"Not placed ({len(unplaced)}):", ""]

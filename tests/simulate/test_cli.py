@@ -245,6 +245,20 @@ def test_reservations_start_the_gang_and_show(capsys: Any) -> None:
     assert re.search(r"Job/research/pretrain\s+32\s+lab\s+4\s+3s\s+602s\s+602s\s+placed", text)
 
 
+def test_the_report_lists_reservations(capsys: Any, tmp_path: Path) -> None:
+    report = tmp_path / "report"
+    code, _, _ = simulate(
+        capsys,
+        *["--snapshot", str(RESERVE / "fleet.yaml"), "--workloads", str(RESERVE / "jobs.yaml")],
+        *["--mode", "stream", "--solver", "greedy", "--reserve-after", "0"],
+        *["--report", str(report)],
+    )
+    assert code == 0
+    markdown = (report / "summary.md").read_text()
+    assert "Reservations (2, docs/reservations.md):" in markdown
+    assert "| `Job/research/pretrain` | 32 | lab | 4 | 3 | 602 | 602 | placed |" in markdown
+
+
 def test_reservation_options_need_a_stream(capsys: Any) -> None:
     code, _, err = simulate(
         capsys, "--snapshot", OPENB4, "--workloads", SPEC, "--reserve-after", "60"
