@@ -54,16 +54,32 @@ class ReservationRecord:
 
     #: the gang (input index).
     workload: int
-    cluster: str
-    nodes: tuple[str, ...]
-    planned_s: float
-    #: the start it was planned for.
-    start_s: float
-    reason: str
+    reservation: Reservation
     #: when it ended (``None``: still held when the stream ended).
     ended_s: float | None = None
     #: ``placed`` (its gang started), ``replanned: <why>`` or ``gone`` (the gang left the queue).
     outcome: str = "held"
+
+    @property
+    def cluster(self) -> str:
+        return self.reservation.cluster
+
+    @property
+    def nodes(self) -> tuple[str, ...]:
+        return self.reservation.nodes
+
+    @property
+    def planned_s(self) -> float:
+        return self.reservation.planned_s
+
+    @property
+    def start_s(self) -> float:
+        """The start it was planned for."""
+        return self.reservation.start_s
+
+    @property
+    def reason(self) -> str:
+        return self.reservation.reason
 
 
 def runtime_estimates(
@@ -241,16 +257,7 @@ class Reserver:
                 self.hopeless.add(index)
                 continue
             self.held[index] = (reservation, len(self.records))
-            self.records.append(
-                ReservationRecord(
-                    workload=index,
-                    cluster=reservation.cluster,
-                    nodes=reservation.nodes,
-                    planned_s=now,
-                    start_s=reservation.start_s,
-                    reason=reason,
-                )
-            )
+            self.records.append(ReservationRecord(index, reservation))
             room -= 1
             made = True
         return made
