@@ -136,7 +136,7 @@ class Reserver:
         #: held now: gang index -> (reservation, its record's position).
         self.held: dict[int, tuple[Reservation, int]] = {}
         self.records: list[ReservationRecord] = []
-        #: gangs planning found no start for, until the fleet's work changes.
+        #: gangs planning found no start for, until work leaves or a reservation ends.
         self.hopeless: set[int] = set()
         #: a reservation ended without its gang placed since :meth:`loosened` was last asked.
         self._loosened = False
@@ -269,5 +269,6 @@ class Reserver:
     def _end(self, index: int, now: float, outcome: str) -> None:
         _, position = self.held.pop(index)
         self._loosened = self._loosened or outcome != "placed"
+        self.hopeless.clear()  # its nodes are no longer held: a start may be found now
         record = self.records[position]
         self.records[position] = replace(record, ended_s=now, outcome=outcome)
