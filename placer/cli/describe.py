@@ -161,7 +161,10 @@ def run_live(args: argparse.Namespace) -> int:
             f"({', '.join(config.names) or 'no clusters'})",
             hint="check the name and namespace (-n), or list workloads with `placer get -A`",
         )
-    if len(views) > 1:
+    from placer.dispatch.spread import spread_copies_of
+
+    spread = all(spread_copies_of(v.workload.object) is not None for v in views)
+    if len(views) > 1 and not spread:  # a spread workload's copies are meant to be several
         where = ", ".join(v.workload.cluster for v in views)
         print(f"warning: {type_token}/{name} exists on several clusters: {where}", file=sys.stderr)
     if args.output != "text":

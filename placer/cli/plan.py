@@ -236,30 +236,19 @@ def spread_copy(
 ) -> dict[str, object]:
     """What the cluster of ``placement`` gets of a spread workload: its replicas and the
     object with them and the policy's overrides for that cluster."""
-    from placer.definitions.replicas import replicas_field, with_replicas
-    from placer.policy import policy_for
-    from placer.spread import apply_overrides
+    from placer.dispatch import Manifest
+    from placer.dispatch.spread import copy_manifest, copy_replicas
 
     document, decomposition = next(
         (d, dec) for d, dec in objects if dec.workload.ref == placement.workload
     )
-    workload = decomposition.workload
-    manifest: dict[str, object] = dict(document.data)
-    replicas: dict[str, int] = {}
-    for pod in placement.pods:
-        label = f"{pod.component}/{pod.instance}" if pod.instance else pod.component
-        if label in workload.scalable:
-            replicas[label] = replicas.get(label, 0) + 1
-    keys = replicas_field(decomposition.definition)
-    if keys is not None and replicas:
-        manifest = with_replicas(manifest, keys, next(iter(replicas.values())))
-    policy = policy_for(workload, policies)
-    rules = policy.spread.overrides if policy is not None and policy.spread is not None else ()
+    manifest = Manifest(document.data, decomposition, document.source)
+    replicas = copy_replicas(placement, decomposition.workload)
     try:
-        manifest = apply_overrides(manifest, fleet.cluster(placement.cluster), rules)
+        copied = copy_manifest(manifest, placement, fleet, policies)
     except ValueError as err:
         return {"replicas": replicas, "error": str(err)}
-    return {"replicas": replicas, "manifest": manifest}
+    return {"replicas": replicas, "manifest": dict(copied.body)}
 
 
 def _exit_code(decision: Decision) -> int:

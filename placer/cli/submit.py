@@ -142,19 +142,20 @@ def parse_duration(text: str) -> float:
     return value
 
 
-def refuse_spread(workloads: Any, policies: Any) -> None:
-    """Spread workloads (a policy's replicaScheduling) are decided by ``placer plan`` only:
-    dispatching their copies is not built yet, and placing them whole would ignore the
-    policy."""
-    from placer.policy import policy_for
+def refuse_spread(workloads: Any, policies: Any, args: argparse.Namespace) -> None:
+    """Spread workloads (a policy's replicaScheduling) need the members' capacity for their
+    division: not with ``--snapshot-free`` or ``--queues``."""
+    from placer.dispatch.spread import spreads
 
+    if not args.snapshot_free and getattr(args, "queues", None) is None:
+        return
+    option = "--snapshot-free" if args.snapshot_free else "--queues"
     for workload in workloads:
-        policy = policy_for(workload, policies)
-        if policy is not None and policy.spread is not None and policy.spread.scheduling:
+        if spreads(workload, policies):
             raise UsageError(
-                f"{workload.ref}: policy {policy.name} spreads it over clusters "
-                "(replicaScheduling), and placer submit does not dispatch spread workloads yet",
-                hint="`placer plan` shows the division and each copy; see docs/spread.md",
+                f"{workload.ref}: its policy spreads it over clusters (replicaScheduling), "
+                f"which cannot be combined with {option} yet",
+                hint="submit it without that option; see docs/spread.md",
             )
 
 
@@ -254,7 +255,7 @@ def run(args: argparse.Namespace) -> int:
     if args.allow_restart and not args.move:
         raise UsageError("--allow-restart only applies to moves: add --move")
     manifests = read_manifests(args.filename, args.catalog, accelerators_for(args))
-    refuse_spread([m.workload for m in manifests], policies)
+    refuse_spread([m.workload for m in manifests], policies, args)
     config = fleet_config_from_args(args)
     queues = decision_queues(args)
     with member_clients(config) as clients:
@@ -302,7 +303,7 @@ def report_to_dict(report: Any) -> dict[str, Any]:
     data = decision_to_dict(report.decision)
     outcomes = {o.workload: o for o in report.outcomes}
     for item, placement in zip(data["placements"], report.decision.placements, strict=True):
-        outcome = outcomes[placement.workload]
+        outcome = outcomes[placement.workload].copy_on(placement.cluster)
         item["state"] = outcome.state
         item["dispatched"] = outcome.dispatched
         item["error"] = outcome.error or None
@@ -320,6 +321,11 @@ def report_to_dict(report: Any) -> dict[str, Any]:
         item["dispatched"] = False
         item["error"] = outcome.error or None
         item["attempts"] = [a.to_dict() for a in outcome.attempts]
+        if outcome.copies:
+            item["copies"] = [
+                {"cluster": c.cluster, "state": c.state, "error": c.error or None}
+                for c in outcome.copies
+            ]
         _change_fields(item, outcome)
     return {
         "decision": report.decision_id,
@@ -352,7 +358,7 @@ def render(report: Any, out: Any = None) -> None:
     if decision.placements:
         rows = [["WORKLOAD", "CLUSTER", "PODS", "GPUS", "CPU", "MEMORY", "STATE"]]
         for p in decision.placements:
-            outcome = outcomes[p.workload]
+            outcome = outcomes[p.workload].copy_on(p.cluster)
             rows.append(
                 [
                     str(p.workload),
@@ -366,7 +372,7 @@ def render(report: Any, out: Any = None) -> None:
             )
         print_table(rows, stream)
     for p in decision.placements:
-        outcome = outcomes[p.workload]
+        outcome = outcomes[p.workload].copy_on(p.cluster)
         refused = report.refused.get(p.workload, {})
         lines: list[str] = []
         for attempt in outcome.attempts:
@@ -420,11 +426,13 @@ def _wait(report: Any, manifests: Sequence[Any], clients: Any, timeout: float) -
     from placer.dispatch.wait import wait_for
 
     definitions = {m.ref: m.decomposition.definition for m in manifests}
-    targets = {
-        o.workload: (o.cluster, definitions[o.workload])
+    targets = [
+        (c.workload, c.cluster, definitions[c.workload])
         for o in report.outcomes
-        if o.placed and o.cluster and o.cluster in clients
-    }
+        if o.placed
+        for c in (o.copies or (o,))
+        if c.cluster and c.cluster in clients
+    ]
     if not targets:
         return 0
 

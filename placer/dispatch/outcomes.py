@@ -124,6 +124,13 @@ class Outcome:
     #: how it was handed to the member's scheduler (:attr:`~placer.dispatch.handoff.HandOff.
     #: summary`; empty for ``default`` without pinning).
     handoff: Mapping[str, Any] = field(default_factory=dict)
+    #: a workload spread over clusters (:mod:`placer.dispatch.spread`): the outcome of each
+    #: copy, one per cluster (empty otherwise).
+    copies: tuple[Outcome, ...] = ()
+
+    def copy_on(self, cluster: str) -> Outcome:
+        """The outcome of the copy on ``cluster`` (this one for a workload not spread)."""
+        return next((c for c in self.copies if c.cluster == cluster), self)
 
     @property
     def dispatched(self) -> bool:

@@ -37,7 +37,7 @@ from __future__ import annotations
 
 import logging
 import time
-from collections.abc import Mapping, Sequence
+from collections.abc import Iterable, Mapping, Sequence
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, field, replace
 from typing import TYPE_CHECKING
@@ -46,7 +46,7 @@ from placer.dispatch.claims import CLAIM_TTL
 from placer.dispatch.dispatcher import Dispatcher
 from placer.dispatch.existing import find_existing, settle_existing
 from placer.dispatch.handoff import gang_warnings
-from placer.dispatch.ledger import DEFAULT_TTL, Ledger, sync_cluster
+from placer.dispatch.ledger import DEFAULT_TTL, Ledger, charge_known, sync_cluster
 from placer.dispatch.options import DispatchOptions
 from placer.dispatch.outcomes import (
     DRY_RUN,
@@ -58,8 +58,9 @@ from placer.dispatch.outcomes import (
     Outcome,
 )
 from placer.dispatch.record import new_decision_id
+from placer.dispatch.spread import dispatch_spread, settle_spread, spreads
 from placer.dispatch.update import MoveOptions, Updater, changed_copies
-from placer.errors import ClusterUnreachableError, KubeError
+from placer.errors import ClusterUnreachableError, InputError, KubeError
 from placer.fleet import ClusterSource, FleetConfig, gather_fleet
 from placer.fleet.gather import unavailable
 from placer.kube import KubeClient
@@ -151,6 +152,13 @@ def submit(
     Never raises for cluster trouble: unreachable clusters are left out with their reason,
     dispatch failures are in the outcomes.
     """
+    spread = {m.ref for m in manifests if spreads(m.workload, policies)}
+    if spread and (snapshot_free or queues is not None):
+        raise InputError(
+            f"{min(spread, key=str)}: its policy spreads it over clusters (replicaScheduling), "
+            f"which {'a snapshot-free decision' if snapshot_free else 'a decision with queues'} "
+            "cannot do yet: the division needs every cluster's free capacity"
+        )
     warnings: list[str] = []
     stopwatch = Stopwatch(digits=4)
     lap = stopwatch.lap
@@ -173,8 +181,17 @@ def submit(
             "there earlier cannot be ruled out"
         )
     decision_id = new_decision_id()
-    todo, settled = settle_existing(manifests, existing)
-    changes = changed_copies(manifests, settled, existing)
+    whole = [m for m in manifests if m.ref not in spread]
+    todo, settled = settle_existing(whole, existing)
+    changes = changed_copies(whole, settled, existing)
+    spread_todo: list[Manifest] = []
+    for manifest in manifests:
+        if manifest.ref in spread:
+            found = settle_spread(manifest, existing.of(manifest.ref), list(reachable))
+            if found is None:
+                spread_todo.append(manifest)
+            else:
+                settled[manifest.ref] = found
     lap("existing")
     options = DispatchOptions(
         policies=tuple(policies),
@@ -212,6 +229,17 @@ def submit(
             time_limit=time_limit,
             seed=seed,
         ).decision
+    elif spread_todo:
+        from placer.solver.spread import solve_spread
+
+        decision = solve_spread(
+            [m.workload for m in [*todo, *spread_todo]],
+            fleet,
+            policies=policies,
+            solver=solver,
+            time_limit=time_limit,
+            seed=seed,
+        )
     else:
         decision = solve(
             [m.workload for m in todo],
@@ -222,12 +250,32 @@ def submit(
             seed=seed,
         )
     lap("decide")
+    spread_outcomes: dict[WorkloadRef, Outcome] = {}
+    whole_fleet = fleet
+    if spread_todo:
+        spread_outcomes, said = dispatch_spread(
+            spread_todo,
+            decision,
+            fleet,
+            reachable,
+            options,
+            ledger=ledger,
+            decision_id=decision_id,
+        )
+        warnings += said
+        decision = _without(decision, spread)
+        # the copies placed take their room: the other workloads' re-decisions must see it
+        whole_fleet = charge_known(fleet, _copy_placements(spread_outcomes.values()))
     dispatcher = Dispatcher(reachable, options, ledger=ledger)
-    result = dispatcher.dispatch(todo, decision, fleet, decision_id=decision_id)
+    result = dispatcher.dispatch(todo, decision, whole_fleet, decision_id=decision_id)
     lap("dispatch")
     warnings += result.warnings
     warnings += gang_warnings(
-        (o.placement for o in result.outcomes if o.placed and o.placement is not None),
+        (
+            o.placement
+            for o in [*result.outcomes, *_copies(spread_outcomes.values())]
+            if o.placed and o.placement is not None
+        ),
         {m.ref: m.workload for m in manifests},
         fleet,
         config.schedulers,
@@ -235,12 +283,16 @@ def submit(
     )
     by_ref = {o.workload: o for o in result.outcomes}
     by_ref.update(settled)
+    by_ref.update(spread_outcomes)
     outcomes = tuple(by_ref[m.ref] for m in manifests)
     refused: dict[WorkloadRef, dict[str, str]] = {}
     new = {
         o.workload: o.cluster
         for o in result.outcomes
-        if o.placed and o.cluster and o.state != UNCHANGED  # not placed by another process
+        if o.placed
+        and o.cluster
+        and o.state != UNCHANGED  # not placed by another process
+        and o.workload not in spread  # a copy per cluster: no cluster refused it alone
     }
     if explain and new and not snapshot_free:
         refused = refusals(
@@ -249,7 +301,7 @@ def submit(
             {ref: cluster for ref, cluster in new.items() if cluster},
             policies=policies,
         )
-    final = _merge(result.decision, outcomes, manifests)
+    final = _merge(result.decision, outcomes, manifests, decision)
     lap("explain")
     return SubmitReport(
         decision_id, final, outcomes, refused, fleet, tuple(warnings), stopwatch.timings
@@ -298,30 +350,70 @@ def gather_charged(
 
 
 def _merge(
-    decision: Decision, outcomes: Sequence[Outcome], manifests: Sequence[Manifest]
+    decision: Decision,
+    outcomes: Sequence[Outcome],
+    manifests: Sequence[Manifest],
+    decided: Decision | None = None,
 ) -> Decision:
     """The dispatch's decision plus the workloads settled before it: unchanged, updated,
-    moved (and their dry runs), refused as foreign."""
-    placements = {p.workload: p for p in decision.placements}
+    moved (and their dry runs), refused as foreign; a spread workload's copies, one placement
+    each (unplaced: its reasons in ``decided``, the decision before dispatch)."""
+    placements: dict[WorkloadRef, list[Placement]] = {}
+    for placement in decision.placements:
+        placements.setdefault(placement.workload, []).append(placement)
     unplaced = {u.workload: u for u in decision.unplaced}
+    reasons = {u.workload: u for u in decided.unplaced} if decided is not None else {}
     for outcome in outcomes:
-        if outcome.state in SETTLED_PLACED and outcome.placement is not None:
-            placements[outcome.workload] = outcome.placement
+        if outcome.copies:
+            if outcome.placed:
+                placements[outcome.workload] = [
+                    c.placement for c in outcome.copies if c.placement is not None
+                ]
+            else:
+                unplaced[outcome.workload] = Unplaced(
+                    outcome.workload,
+                    {c.cluster: c.error for c in outcome.copies if c.cluster}
+                    or {outcome.cluster or "": outcome.error},
+                )
+        elif outcome.state in SETTLED_PLACED and outcome.placement is not None:
+            placements[outcome.workload] = [outcome.placement]
         elif outcome.workload not in placements and outcome.workload not in unplaced:
-            reasons = {outcome.cluster: outcome.error} if outcome.cluster else {}
-            unplaced[outcome.workload] = Unplaced(outcome.workload, reasons)
+            if outcome.workload in reasons:
+                unplaced[outcome.workload] = reasons[outcome.workload]
+                continue
+            text = {outcome.cluster: outcome.error} if outcome.cluster else {}
+            unplaced[outcome.workload] = Unplaced(outcome.workload, text)
     order = [m.ref for m in manifests]
-    placed = tuple(placements[r] for r in order if r in placements)
+    placed = tuple(p for r in order for p in placements.get(r, ()))
     total = add(*(p.requests for p in placed))
     demand = add(*(m.workload.total_requests() for m in manifests))
     summary = replace(
         decision.summary,
         workloads=len(manifests),
-        placed=len(placed),
+        placed=len({p.workload for p in placed}),
         placed_requests=total,
         demand=demand,
     )
     return Decision(placed, tuple(unplaced[r] for r in order if r in unplaced), summary)
+
+
+def _without(decision: Decision, refs: set[WorkloadRef]) -> Decision:
+    """``decision`` without the workloads ``refs`` (dispatched apart: spread workloads)."""
+    return Decision(
+        tuple(p for p in decision.placements if p.workload not in refs),
+        tuple(u for u in decision.unplaced if u.workload not in refs),
+        decision.summary,
+    )
+
+
+def _copies(outcomes: Iterable[Outcome]) -> list[Outcome]:
+    """The copies' outcomes of spread workloads' outcomes."""
+    return [c for o in outcomes for c in o.copies]
+
+
+def _copy_placements(outcomes: Iterable[Outcome]) -> list[Placement]:
+    """The placements of the copies that were applied."""
+    return [c.placement for c in _copies(outcomes) if c.dispatched and c.placement is not None]
 
 
 # --------------------------------------------------------------------------------------------

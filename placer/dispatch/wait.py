@@ -9,7 +9,7 @@ a handful of objects) and reads the phase through the definition's status mappin
 from __future__ import annotations
 
 import time
-from collections.abc import Callable, Mapping
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
 
 from placer.definitions import Definition, phases_of
@@ -37,54 +37,60 @@ class Waited:
 
 
 def wait_for(
-    targets: Mapping[WorkloadRef, tuple[str, Definition]],
+    targets: Sequence[tuple[WorkloadRef, str, Definition]],
     clients: Mapping[str, KubeClient],
     *,
     timeout: float,
     interval: float = 1.0,
     on_change: Callable[[WorkloadRef, str, tuple[str, ...]], None] | None = None,
 ) -> list[Waited]:
-    """Poll every target (ref -> (cluster, definition)) until all settled or ``timeout``.
+    """Poll every target (ref, cluster, definition) until all settled or ``timeout`` (a
+    workload spread over clusters is one target per copy).
 
     ``on_change(ref, cluster, phases)`` is called whenever a workload's phases change.
     """
     deadline = time.monotonic() + timeout
-    last: dict[WorkloadRef, tuple[str, ...]] = {}
-    finished: dict[WorkloadRef, Waited] = {}
+    last: dict[tuple[WorkloadRef, str], tuple[str, ...]] = {}
+    finished: dict[tuple[WorkloadRef, str], Waited] = {}
     while True:
-        for ref, (cluster, definition) in targets.items():
-            if ref in finished:
+        for ref, cluster, definition in targets:
+            key = (ref, cluster)
+            if key in finished:
                 continue
             client = clients[cluster]
             try:
                 obj = client.get(ref.api_version, ref.kind, ref.name, namespace=ref.namespace)
                 phases = phases_of(obj, definition)
             except NotFoundError:
-                finished[ref] = Waited(ref, cluster, (), False, "deleted from the cluster")
+                finished[key] = Waited(ref, cluster, (), False, "deleted from the cluster")
                 continue
             except KubeError as err:
-                phases = last.get(ref, ())
+                phases = last.get(key, ())
                 if time.monotonic() >= deadline:
-                    finished[ref] = Waited(ref, cluster, phases, False, err.message)
+                    finished[key] = Waited(ref, cluster, phases, False, err.message)
                 continue
             except PlacerError as err:
-                finished[ref] = Waited(ref, cluster, (), False, err.message)
+                finished[key] = Waited(ref, cluster, (), False, err.message)
                 continue
-            if phases != last.get(ref):
-                last[ref] = phases
+            if phases != last.get(key):
+                last[key] = phases
                 if on_change is not None:
                     on_change(ref, cluster, phases)
             if any(p in SETTLED for p in phases):
-                finished[ref] = Waited(ref, cluster, phases, True)
+                finished[key] = Waited(ref, cluster, phases, True)
         if len(finished) == len(targets):
             break
         left = deadline - time.monotonic()
         if left <= 0:
-            for ref, (cluster, _) in targets.items():
-                if ref not in finished:
-                    finished[ref] = Waited(
-                        ref, cluster, last.get(ref, ()), False, f"timed out after {timeout:g}s"
+            for ref, cluster, _ in targets:
+                if (ref, cluster) not in finished:
+                    finished[(ref, cluster)] = Waited(
+                        ref,
+                        cluster,
+                        last.get((ref, cluster), ()),
+                        False,
+                        f"timed out after {timeout:g}s",
                     )
             break
         time.sleep(min(interval, left))
-    return [finished[ref] for ref in targets]
+    return [finished[(ref, cluster)] for ref, cluster, _ in targets]

@@ -27,6 +27,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from placer.definitions.view import ViewRow, build_view, resource_rows, topology_lines
+from placer.dispatch.spread import spread_copies_of
 from placer.inventory.listing import LiveWorkload, age
 from placer.inventory.pods import attribute_pods
 from placer.kube import KubeClient, OwnerWalker
@@ -183,6 +184,9 @@ def render_live(view: LiveView) -> str:
         )
     else:
         lines.append("Placement: not placed by placer (no placement record)")
+    spread = spread_copies_of(w.object)
+    if spread is not None:
+        lines.append(f"Spread: one of {len(spread.copies)} copies ({spread_text(spread.copies)})")
     lines += ["", "Resources:"]
     lines.extend(_align(resource_rows(build_view(w.decomposition))))
     if w.decomposition.gangs:
@@ -198,6 +202,9 @@ def render_live(view: LiveView) -> str:
 def live_json(view: LiveView) -> dict[str, Any]:
     """``describe -o json`` of a live workload: the listing fields plus pods per component."""
     data = view.workload.to_dict()
+    spread = spread_copies_of(view.workload.object)
+    if spread is not None:
+        data["spread"] = {"copies": {c: dict(r) for c, r in spread.copies.items()}}
     data["pods"] = {
         label: [
             {
@@ -212,3 +219,12 @@ def live_json(view: LiveView) -> dict[str, Any]:
         for label, pods in view.pods.items()
     }
     return data
+
+
+def spread_text(copies: Mapping[str, Mapping[str, int]]) -> str:
+    """``east: 3 deployment, west: 2 deployment`` (a duplicated copy: ``east: whole``)."""
+    parts = []
+    for cluster, replicas in copies.items():
+        share = ", ".join(f"{n} {label}" for label, n in replicas.items()) or "whole"
+        parts.append(f"{cluster}: {share}")
+    return "; ".join(parts)

@@ -54,7 +54,7 @@ from placer.quantity import add
 from placer.solver.state import ClusterState, PodShape, resource_names
 from placer.spread import ReplicaScheduling, Spread
 
-__all__ = ["Copy", "Expansion", "divide", "expand", "fold", "solve_spread"]
+__all__ = ["Copy", "Expansion", "copy_workload", "divide", "expand", "fold", "solve_spread"]
 
 
 @dataclass(frozen=True)
@@ -199,7 +199,11 @@ def _aggregate(
     return shares if left == 0 else None
 
 
-def _copy(workload: Workload, cluster: str, replicas: dict[str, int]) -> Workload:
+def copy_workload(
+    workload: Workload, cluster: str, replicas: dict[str, int], *, ref: WorkloadRef | None = None
+) -> Workload:
+    """``workload``'s copy for ``cluster``: ``replicas`` of the components it names (the
+    others whole), pinned there, under ``ref`` (default: the internal copy reference)."""
     components = tuple(
         replace(c, replicas=replicas[c.label]) if c.label in replicas else c
         for c in workload.components
@@ -211,7 +215,7 @@ def _copy(workload: Workload, cluster: str, replicas: dict[str, int]) -> Workloa
     )
     return replace(
         workload,
-        ref=copy_ref(workload.ref, cluster),
+        ref=ref if ref is not None else copy_ref(workload.ref, cluster),
         components=components,
         gangs=gangs,
         pinned_cluster=cluster,
@@ -241,7 +245,7 @@ def _plan_copies(
                 f"policy {policy.name} duplicates to at least {spread.min_clusters} "
                 f"cluster(s) (minGroups), {len(chosen)} match"
             )
-        return [Copy(c.name, _copy(workload, c.name, {})) for c in chosen], None
+        return [Copy(c.name, copy_workload(workload, c.name, {})) for c in chosen], None
     scalable = [c for c in workload.components if c.label in workload.scalable]
     if not scalable:
         return refuse(
@@ -296,9 +300,8 @@ def _plan_copies(
         replicas = {primary.label: fraction}
         for other in scalable[1:]:
             replicas[other.label] = max(1, other.replicas * fraction // primary.replicas)
-        copies.append(
-            Copy(cluster, _copy(workload, cluster, replicas), tuple(sorted(replicas.items())))
-        )
+        copied = copy_workload(workload, cluster, replicas)
+        copies.append(Copy(cluster, copied, tuple(sorted(replicas.items()))))
     return copies, None
 
 

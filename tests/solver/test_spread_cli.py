@@ -96,19 +96,25 @@ def test_dynamic_division_and_a_lost_cluster(
     assert len(pods) == len(set(pods)) == 6
 
 
-def test_submit_and_controller_refuse_spread_policies(
+def test_snapshot_free_submit_and_the_controller_refuse_spread_policies(
     capsys: pytest.CaptureFixture[str],
 ) -> None:
-    """Dispatching copies is not built: submit refuses rather than place the workload whole
-    (nothing is contacted), and so does the controller's --policy; a hub policy is ignored."""
+    """A division needs the members' capacity: submit --snapshot-free refuses a spread
+    workload rather than place it whole (nothing is contacted); the controller's --policy
+    refuses a spread policy, and a hub policy with one is ignored."""
     from placer.controller.hubconfig import policies_from_hub
 
     policy = str(EXAMPLES / "spread-policies.yaml")
-    code = main(["submit", "-f", INFERENCE, "--policy", policy, "--kubeconfig", "/nonexistent/kc"])
+    code = main(
+        [
+            *("submit", "-f", INFERENCE, "--policy", policy, "--snapshot-free"),
+            *("--kubeconfig", "/nonexistent/kc"),
+        ]
+    )
     err = capsys.readouterr().err
     assert code == 2
-    assert "Deployment/default/llm-inference: policy serving-weighted spreads it" in err
-    assert "placer submit does not dispatch spread workloads yet" in err
+    assert "Deployment/default/llm-inference: its policy spreads it over clusters" in err
+    assert "cannot be combined with --snapshot-free yet" in err
     code = main(
         [
             "controller",
