@@ -226,13 +226,6 @@ def run(args: argparse.Namespace) -> int:
     policies: list[PlacementPolicy] = []
     for path in args.policy:
         policies.extend(load_policies(path))
-    for policy in policies:
-        if policy.spread is not None and policy.spread.scheduling is not None:
-            raise UsageError(
-                f"{policy.source}: spec.replicaScheduling: the controller does not place spread "
-                "workloads yet",
-                hint="`placer plan` shows the division and each copy; see docs/spread.md",
-            )
     catalog = Catalog.load(args.catalog)
     hub_sets = load_kubeconfigs(args.hub_kubeconfig or args.kubeconfig)
     hub_info = hub_sets.context(args.hub_context)

@@ -31,6 +31,7 @@ from placer.controller.reconcile import (
     Failover,
     Finalize,
     Mirror,
+    MirrorSpread,
     Reapply,
     Wait,
 )
@@ -139,6 +140,8 @@ class Actions:
             obj = self.adopt(ref, obj, action.cluster, copies[action.cluster])
         elif isinstance(action, Mirror):
             obj = self.mirror(ref, obj, action.cluster, copies[action.cluster])
+        elif isinstance(action, MirrorSpread):
+            obj = self.mirror_spread(ref, obj, action)
         elif isinstance(action, Reapply):
             obj = self.reapply(ref, obj, action.cluster, copies[action.cluster])
         elif isinstance(action, Failover):
@@ -180,6 +183,20 @@ class Actions:
         member_status = copy.get("status")
         mirrored = dict(member_status) if isinstance(member_status, Mapping) else {}
         return self.writer.patch_status(ref, obj, status_patch(obj, condition, mirrored))
+
+    def mirror_spread(self, ref: WorkloadRef, obj: JSON, action: MirrorSpread) -> JSON:
+        """A spread workload's copies' aggregated status and phase onto the hub object."""
+        record = record_of(obj)
+        if record is not None and record.phase != action.phase:
+            obj = self.writer.patch(ref, phase_patch(action.phase))
+        condition = condition_of(obj) or placed_condition(
+            True,
+            "Placed",
+            f"cluster {record.cluster if record else ''}",
+            time.time(),
+            generation=generation_of(obj),
+        )
+        return self.writer.patch_status(ref, obj, status_patch(obj, condition, action.status))
 
     def reapply(self, ref: WorkloadRef, obj: JSON, cluster: str, copy: JSON) -> JSON:
         """Apply the changed hub object onto its copy (same cluster, same record)."""
@@ -249,10 +266,16 @@ class Actions:
         return reasons.get(cluster) or "no room for all of its pods"
 
     def failover(self, ref: WorkloadRef, obj: JSON, action: Failover) -> None:
-        """Forget the placement on a lost member (the caller queues the object again)."""
+        """Forget the placement on a lost member (the caller queues the object again); a
+        spread workload's ledger entries on its other clusters stay (its copies there do)."""
         self.ledger.discard(action.cluster, ref)
         obj = self.writer.patch_meta(ref, obj, clear_record_patch)
-        message = f"{action.reason}; placing it on another cluster"
+        then = (
+            "its share is divided over the other clusters"
+            if action.spread
+            else ("placing it on another cluster")
+        )
+        message = f"{action.reason}; {then}"
         condition = placed_condition(
             False, "ClusterLost", message, time.time(), generation=generation_of(obj)
         )

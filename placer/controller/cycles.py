@@ -71,6 +71,8 @@ from placer.dispatch import (
 from placer.dispatch.claims import Succession
 from placer.dispatch.dependencies import read_from
 from placer.dispatch.ledger.sync import LedgerReads
+from placer.dispatch.options import Decide
+from placer.dispatch.spread import dispatch_spread, outcome_shares, spread_annotation, spreads
 from placer.errors import (
     ClusterUnreachableError,
     KubeError,
@@ -418,7 +420,11 @@ class DecisionCycle:
             return set()
         manifests = self._pin_groups(manifests, fleet)
         policies = (*self.file_policies, *self.hub.policies)
-        decision = solve(
+        spread = {m.ref for m in manifests if spreads(m.workload, policies)}
+        decide = solve
+        if spread:  # a copy per cluster (placer.solver.spread; OR-Tools, as solve)
+            from placer.solver.spread import solve_spread as decide
+        decision = decide(
             [m.workload for m in manifests],
             fleet,
             policies=policies,
@@ -433,9 +439,40 @@ class DecisionCycle:
             for c in fleet.clusters
             if c.reachable and c.name in self.members.clients
         }
-        outcomes, unplaced = self._dispatch(
-            clients, policies, manifests, decision, fleet, decision_id
-        )
+        outcomes: list[Outcome] = []
+        unplaced: dict[WorkloadRef, dict[str, str]] = {}
+        by_ref = {m.ref: m for m in manifests}
+        if spread:
+            spread_outcomes, _ = dispatch_spread(
+                [m for m in manifests if m.ref in spread],
+                decision,
+                fleet,
+                clients,
+                self._options(policies, None),
+                ledger=self.ledger,
+                decision_id=decision_id,
+            )
+            outcomes += spread_outcomes.values()
+            for u in decision.unplaced:
+                if u.workload in spread:
+                    unplaced[u.workload] = dict(u.reasons)
+            for outcome in spread_outcomes.values():
+                if outcome.copies and not outcome.placed:
+                    unplaced[outcome.workload] = {
+                        c.cluster: c.error for c in outcome.copies if c.cluster
+                    }
+            manifests = [m for m in manifests if m.ref not in spread]
+            decision = Decision(
+                tuple(p for p in decision.placements if p.workload not in spread),
+                tuple(u for u in decision.unplaced if u.workload not in spread),
+                decision.summary,
+            )
+        if manifests:
+            whole, whole_reasons = self._dispatch(
+                clients, policies, manifests, decision, fleet, decision_id
+            )
+            outcomes += whole
+            unplaced.update(whole_reasons)
         lap("dispatch")
         placed = sum(1 for o in outcomes if o.placed)
         log.info(
@@ -451,7 +488,6 @@ class DecisionCycle:
                 "seconds": decision.summary.seconds,
             },
         )
-        by_ref = {m.ref: m for m in manifests}
         now = self._clock()
         for outcome in outcomes:
             group = by_ref[outcome.workload].workload.group
@@ -468,12 +504,14 @@ class DecisionCycle:
             tried = {a.cluster for a in outcome.attempts if a.cluster}
             if outcome.cluster:
                 tried.add(outcome.cluster)
+            tried |= {c.cluster for c in outcome.copies if c.cluster}
             if tried:  # where a copy may be, whatever the hub ends up recording
                 with self._lock:
                     if self.hub.get(manifest.ref) is not None:
                         self.members.dispatched(uid_of(manifest.body), tried)
             if outcome.placed and outcome.cluster:
-                self._remember_copy(outcome, manifest)
+                for copy in outcome.copies or (outcome,):
+                    self._remember_copy(copy, manifest)
                 work = partial(self._record_placed, manifest, outcome, decision_id)
             else:
                 reasons = unplaced.get(outcome.workload, {})
@@ -533,19 +571,8 @@ class DecisionCycle:
         )
 
         def run(index: int, part: Part) -> DispatchResult:
-            options = DispatchOptions(
-                policies=tuple(policies),
-                create_namespaces=self.settings.create_namespaces,
-                in_flight_ttl=self.settings.ledger_ttl,
-                resume=True,
-                transform=self._mark,
-                solver=self.settings.solver,
-                time_limit=self.settings.solve_time_limit,
-                succession=self.succession,
-                own_copy=self._own_copy,
-                copy_selector=f"{LABEL_HUB}!={self.settings.hub}",
-                decide=redecisions.for_part(index) if len(parts) > 1 else None,
-                schedulers=self.config.schedulers,
+            options = self._options(
+                policies, redecisions.for_part(index) if len(parts) > 1 else None
             )
             dispatcher = Dispatcher(clients, options, ledger=self.ledger)
             return dispatcher.dispatch(
@@ -560,6 +587,26 @@ class DecisionCycle:
         outcomes = [o for r in results for o in r.outcomes]
         unplaced = {u.workload: dict(u.reasons) for r in results for u in r.decision.unplaced}
         return outcomes, unplaced
+
+    def _options(
+        self, policies: Sequence[PlacementPolicy], decide: Decide | None
+    ) -> DispatchOptions:
+        """How the controller dispatches: resumed, marked as this hub's copies, claims taken
+        with the Lease's succession, this hub's own copies left to its informers."""
+        return DispatchOptions(
+            policies=tuple(policies),
+            create_namespaces=self.settings.create_namespaces,
+            in_flight_ttl=self.settings.ledger_ttl,
+            resume=True,
+            transform=self._mark,
+            solver=self.settings.solver,
+            time_limit=self.settings.solve_time_limit,
+            succession=self.succession,
+            own_copy=self._own_copy,
+            copy_selector=f"{LABEL_HUB}!={self.settings.hub}",
+            decide=decide,
+            schedulers=self.config.schedulers,
+        )
 
     def _mark(self, body: JSON, manifest: Manifest) -> JSON:
         """Mark a copy as this hub's copy of the hub object (``Dispatcher`` transform)."""
@@ -607,9 +654,11 @@ class DecisionCycle:
         record = outcome.record
         placed_at = record.placed_at if record else rfc3339()
         obj = dict(manifest.body)
+        shares = outcome_shares(outcome, manifest.workload) if outcome.copies else None
+        spread = spread_annotation(shares, manifest) if shares is not None else None
         try:
             obj = self.writer.patch_meta(
-                ref, obj, lambda o: record_patch(o, cluster, decision_id, placed_at)
+                ref, obj, lambda o: record_patch(o, cluster, decision_id, placed_at, spread)
             )
         except NotFoundError:
             log.info("%s: deleted on the hub while it was dispatched", ref)
@@ -627,15 +676,13 @@ class DecisionCycle:
             generation=generation_of(manifest.body),
         )
         obj = self.writer.patch_status(ref, obj, status_patch(obj, condition))
-        placement = outcome.placement
-        gpus = sum(p.requests.get("nvidia.com/gpu", 0) for p in placement.pods) if placement else 0
-        pods = len(placement.pods) if placement else 0
-        self.events.record(
-            obj,
-            "Normal",
-            "Placed",
-            f"cluster {cluster}: {pods} pods, {gpus} GPUs ({how})",
-        )
+        parts = []
+        for copy in outcome.copies or (outcome,):
+            placement = copy.placement
+            pods = placement.pods if placement else ()
+            gpus = sum(p.requests.get("nvidia.com/gpu", 0) for p in pods)
+            parts.append(f"cluster {copy.cluster}: {len(pods)} pods, {gpus} GPUs")
+        self.events.record(obj, "Normal", "Placed", f"{'; '.join(parts)} ({how})")
         now = self._clock()
         with self._lock:
             first = self.hub.first_seen(ref)

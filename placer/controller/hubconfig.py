@@ -121,13 +121,6 @@ def policies_from_hub(objects: Iterable[Mapping[str, Any]]) -> HubPolicies:
         except PlacerError as err:
             problems[name_of(obj) or "?"] = str(err)
             continue
-        if policy.spread is not None and policy.spread.scheduling is not None:
-            # as before spreading existed: the policy is not used (docs/spread.md)
-            problems[policy.name] = (
-                f"{describe(obj)}: spec.replicaScheduling: the controller does not place spread "
-                "workloads yet; `placer plan` decides them (docs/spread.md)"
-            )
-            continue
         policies.append(policy)
     return HubPolicies(tuple(policies), problems)
 

@@ -35,6 +35,26 @@ Rules for a hub object (:func:`reconcile`):
      when the hub object's generation moved past the one applied (a user edited it: the copy
      follows, it does not move), *mirror* its status and phase when they differ.
 
+Rules for a workload **spread** over clusters (its record names every copy:
+:mod:`placer.controller.spread`), instead of rule 3:
+
+* a copy's cluster no longer a member, or unreachable for longer than the grace period → *fail
+  over*: the record is forgotten and the next cycle divides the workload again over the
+  clusters it can use — the copies still there are applied again with their new share, the
+  lost cluster's copy is stale (deleted when it comes back), so no replica runs twice;
+* copies on reachable members not in the record are stale: *delete* them;
+* while a copy's cluster is unreachable (within the grace period) or its copies not listed,
+  nothing else happens;
+* a copy gone (and the workload not finished), or the hub object edited (a new generation) →
+  *place* it again: divided again and every copy applied again (a copy is not edited alone:
+  its share may change);
+* otherwise *confirm* an unconfirmed record, and *mirror* the copies' **aggregated** status
+  and phase when they differ.
+
+A spread workload's copies without a record (a crash between the applies and the record, or
+after a failover) are not adopted one by one: the object is *placed* again, and its copies
+applied over.
+
 Rule for a new member of a co-placement group (:func:`group_clusters`): a pending object whose
 ``placer.dev/group`` already has a member placed on a reachable cluster is pinned there, so a
 group whose members arrive in different cycles still ends up in one cluster (as ``placer
@@ -60,6 +80,7 @@ from placer.controller.records import (
     hub_uid_of,
     record_of,
 )
+from placer.dispatch.spread import spread_copies_of
 from placer.model import LABEL_GROUP
 from placer.objects import generation_of, is_deleting, labels_of, name_key
 
@@ -73,6 +94,7 @@ __all__ = [
     "Finalize",
     "Health",
     "Mirror",
+    "MirrorSpread",
     "Place",
     "Reapply",
     "Wait",
@@ -144,6 +166,8 @@ class Failover:
 
     cluster: str
     reason: str
+    #: a copy of a spread workload: the cycle divides it again over the other clusters.
+    spread: bool = False
 
 
 @dataclass(frozen=True)
@@ -175,7 +199,26 @@ class Mirror:
     cluster: str
 
 
-Action = Place | Reapply | Confirm | Adopt | Failover | DeleteCopy | Finalize | Mirror | Wait
+@dataclass(frozen=True)
+class MirrorSpread:
+    """Write the spread copies' aggregated status (and phase) to the hub object."""
+
+    status: Mapping[str, Any] = field(default_factory=dict)
+    phase: str = ""
+
+
+Action = (
+    Place
+    | Reapply
+    | Confirm
+    | Adopt
+    | Failover
+    | DeleteCopy
+    | Finalize
+    | Mirror
+    | MirrorSpread
+    | Wait
+)
 
 
 def reconcile(
@@ -189,6 +232,7 @@ def reconcile(
     grace_period: float,
     copy_phase: Mapping[str, str] | None = None,
     suspects: Collection[str] | None = None,
+    aggregate: tuple[Mapping[str, Any], str] | None = None,
 ) -> list[Action]:
     """What to do about one hub object (see the module docstring).
 
@@ -204,6 +248,8 @@ def reconcile(
         suspects: the members where a copy of an unrecorded object may be without the
             controller having seen it (those it dispatched the object to); ``None`` for any
             member (an earlier leader may have dispatched it).
+        aggregate: a spread workload's copies' aggregated status and its phase (for
+            mirroring; :mod:`placer.controller.spread`).
     """
     reachable = {c for c in members if health.get(c, Health()).reachable}
     if is_deleting(obj):
@@ -222,10 +268,77 @@ def reconcile(
             problems = tuple((c, health[c].problem) for c in blocked if health[c].problem)
             return [Wait(problems)] if problems and opted_in else []
         present = [c for c in members if c in copies and c in reachable]
+        if present and any(spread_copies_of(copies[c]) is not None for c in present):
+            # a spread workload's copies: divided again and applied over, not adopted
+            return (
+                [Place("its spread copies have no record; dividing it again")] if opted_in else []
+            )
         if present:
             return [Adopt(present[0]), *(DeleteCopy(c) for c in present[1:])]
         return [Place()] if opted_in else []
+    if record.copies:
+        return _recorded_spread(obj, record, copies, health, members, now, grace_period, aggregate)
     return _recorded(obj, record, copies, health, members, now, grace_period, copy_phase or {})
+
+
+def _recorded_spread(
+    obj: Mapping[str, Any],
+    record: Record,
+    copies: Mapping[str, Mapping[str, Any]],
+    health: Mapping[str, Health],
+    members: Sequence[str],
+    now: float,
+    grace_period: float,
+    aggregate: tuple[Mapping[str, Any], str] | None,
+) -> list[Action]:
+    """Rules for a spread workload's record (see the module docstring)."""
+    lost: list[tuple[str, str]] = []
+    waiting = False
+    for cluster in record.copies:
+        state = health.get(cluster, Health())
+        if cluster not in members:
+            lost.append((cluster, f"cluster {cluster} is no longer a member of the fleet"))
+        elif not state.reachable:
+            lost_for = now - state.since
+            if lost_for >= grace_period:
+                lost.append(
+                    (
+                        cluster,
+                        f"cluster {cluster} has been unreachable for {_duration(lost_for)} "
+                        f"(grace period {_duration(grace_period)})",
+                    )
+                )
+            else:
+                waiting = True
+        elif not state.synced:
+            waiting = True
+    if lost:
+        reason = "; ".join(text for _, text in lost)
+        return [Failover(lost[0][0], reason, spread=True)]
+    if waiting:
+        return []
+    stale: list[Action] = [
+        DeleteCopy(c)
+        for c in members
+        if c not in record.copies and c in copies and health.get(c, Health()).reachable
+    ]
+    gone = [c for c in record.copies if c not in copies]
+    if gone:
+        if record.terminal:
+            return stale
+        return [*stale, Place(f"its copy on {', '.join(gone)} is gone; dividing it again")]
+    generation = generation_of(obj)
+    applied = (condition_of(obj) or {}).get("observedGeneration")
+    if isinstance(generation, int) and isinstance(applied, int) and generation > applied:
+        return [*stale, Place(f"the hub object changed (generation {generation}); dividing again")]
+    actions: list[Action] = list(stale)
+    if not record.confirmed:
+        actions.append(Confirm(record.cluster))
+    elif aggregate is not None and mirror_differs(
+        obj, {"status": aggregate[0]}, record, aggregate[1]
+    ):
+        actions.append(MirrorSpread(aggregate[0], aggregate[1]))
+    return actions
 
 
 def _recorded(
@@ -376,7 +489,7 @@ def is_stale(
     if obj is None:
         return True
     record = record_of(obj)
-    return record is not None and record.cluster != cluster
+    return record is not None and cluster not in record.clusters
 
 
 def _duration(seconds: float) -> str:

@@ -42,9 +42,11 @@ from placer.controller.reconcile import (
     is_stale,
     reconcile,
 )
-from placer.controller.records import JSON, CopyRef, as_written, hub_uid_of, record_of
+from placer.controller.records import JSON, CopyRef, Record, as_written, hub_uid_of, record_of
 from placer.controller.settings import ControllerSettings
+from placer.controller.spread import aggregate_status
 from placer.controller.workqueue import WorkKey, WorkQueue
+from placer.definitions import phases_of
 from placer.errors import KubeError, NotFoundError, PlacerError
 from placer.model import WorkloadRef
 from placer.objects import is_deleting, uid_of
@@ -157,7 +159,7 @@ class Reconciler:
                 if self.queue.is_processing(ref) or self.queue.is_delayed(ref):
                     continue  # (a retry waits for its time)
                 record = record_of(obj)
-                if record is not None and record.cluster in lost:
+                if record is not None and set(record.clusters) & set(lost):
                     self.queue.add(ref)
 
     def _reconcile_one(self, ref: WorkloadRef) -> None:
@@ -197,6 +199,7 @@ class Reconciler:
             if record is None and all(h.synced and not h.problem for h in health.values()):
                 self.members.seen_everywhere(uid)  # every member listed: no copy unseen
         phases = {}
+        aggregate = self._aggregate(obj, record, copies) if record is not None else None
         if record is not None and record.cluster in copies:
             phases[record.cluster] = self.members.phase_of(
                 record.cluster, copies[record.cluster], self.hub.catalog
@@ -211,8 +214,27 @@ class Reconciler:
             grace_period=self.settings.grace_period,
             copy_phase=phases,
             suspects=suspects,
+            aggregate=aggregate,
         )
         return obj, self._new_waits(ref, actions), copies
+
+    def _aggregate(
+        self, obj: JSON, record: Record, copies: Mapping[str, JSON]
+    ) -> tuple[JSON, str] | None:
+        """A spread workload's copies' aggregated status and its phase through the
+        definition (:mod:`placer.controller.spread`); ``None`` unless every copy is seen."""
+        if not record.copies or any(c not in copies for c in record.copies):
+            return None
+        statuses = []
+        for cluster in record.copies:
+            status = copies[cluster].get("status")
+            statuses.append((cluster, status if isinstance(status, Mapping) else {}))
+        status = aggregate_status(statuses)
+        try:
+            phase = ",".join(phases_of({**obj, "status": status}, self.hub.catalog))
+        except PlacerError:
+            phase = ""
+        return status, "" if phase == "Undefined" else phase
 
     def _settle(
         self, ref: WorkloadRef, obj: JSON, actions: list[Action], copies: dict[str, JSON]

@@ -43,6 +43,7 @@ from placer.dispatch.record import (
     LABEL_PLACED_CLUSTER,
     label_value,
 )
+from placer.dispatch.spread import ANNOTATION_SPREAD, spread_copies_of
 from placer.errors import PlacerError
 from placer.model import LABEL_QUEUE, WorkloadRef
 from placer.objects import (
@@ -116,6 +117,14 @@ class Record:
     confirmed: bool = False
     #: the mirrored phase (``Running``...), empty when none yet.
     phase: str = ""
+    #: a workload spread over clusters (:mod:`placer.controller.spread`): the cluster of
+    #: every copy (``cluster`` is the first); empty for a workload placed whole.
+    copies: tuple[str, ...] = ()
+
+    @property
+    def clusters(self) -> tuple[str, ...]:
+        """Every cluster holding a copy of the workload."""
+        return self.copies or (self.cluster,)
 
     @property
     def terminal(self) -> bool:
@@ -166,6 +175,7 @@ def record_of(obj: Mapping[str, Any]) -> Record | None:
         placed_at=parse_rfc3339(annotations.get(ANNOTATION_PLACED_AT)),
         confirmed=confirmed,
         phase=annotations.get(ANNOTATION_PHASE, ""),
+        copies=tuple(spread.copies) if (spread := spread_copies_of(obj)) is not None else (),
     )
 
 
@@ -187,9 +197,15 @@ def has_finalizer(obj: Mapping[str, Any]) -> bool:
 
 
 def record_patch(
-    obj: Mapping[str, Any], cluster: str, decision: str, placed_at: str
+    obj: Mapping[str, Any],
+    cluster: str,
+    decision: str,
+    placed_at: str,
+    spread: str | None = None,
 ) -> dict[str, Any]:
-    """Merge patch recording the placement on ``cluster`` (with the finalizer).
+    """Merge patch recording the placement on ``cluster`` (with the finalizer); ``spread``:
+    the copies of a spread workload (:data:`~placer.dispatch.spread.ANNOTATION_SPREAD`'s
+    value; ``None`` removes it).
 
     It carries the object's resourceVersion, so the server refuses it (409) if the object
     changed since it was read; the caller reads it again and retries (the finalizer list must
@@ -208,6 +224,7 @@ def record_patch(
                 ANNOTATION_DECISION: decision,
                 ANNOTATION_PLACED_AT: placed_at,
                 ANNOTATION_PHASE: None,
+                ANNOTATION_SPREAD: spread,
             },
         }
     }
@@ -224,6 +241,7 @@ def clear_record_patch(obj: Mapping[str, Any]) -> dict[str, Any]:
                 ANNOTATION_DECISION: None,
                 ANNOTATION_PLACED_AT: None,
                 ANNOTATION_PHASE: None,
+                ANNOTATION_SPREAD: None,
             },
         }
     }

@@ -72,8 +72,10 @@ __all__ = [
     "copy_manifest",
     "copy_replicas",
     "dispatch_spread",
+    "outcome_shares",
     "settle_spread",
     "source_hash",
+    "spread_annotation",
     "spread_copies_of",
     "spreads",
 ]
@@ -133,14 +135,7 @@ def copy_manifest(
     if copies is not None:
         metadata = dict(meta(body))
         annotations = dict(metadata.get("annotations") or {})
-        annotations[ANNOTATION_SPREAD] = json.dumps(
-            {
-                "copies": {c: dict(r) for c, r in sorted(copies.items())},
-                "source": source_hash(manifest.body, manifest.ref),
-            },
-            separators=(",", ":"),
-            sort_keys=True,
-        )
+        annotations[ANNOTATION_SPREAD] = spread_annotation(copies, manifest)
         metadata["annotations"] = annotations
         body["metadata"] = metadata
     pods: dict[str, int] = {}
@@ -150,6 +145,28 @@ def copy_manifest(
     copied = copy_workload(workload, placement.cluster, pods, ref=workload.ref)
     decomposition = replace(manifest.decomposition, workload=copied)
     return replace(manifest, body=body, decomposition=decomposition)
+
+
+def spread_annotation(copies: Mapping[str, Mapping[str, int]], manifest: Manifest) -> str:
+    """The value of :data:`ANNOTATION_SPREAD` for the copies ``copies`` (cluster -> divided
+    component -> replicas) of ``manifest``."""
+    return json.dumps(
+        {
+            "copies": {c: dict(r) for c, r in sorted(copies.items())},
+            "source": source_hash(manifest.body, manifest.ref),
+        },
+        separators=(",", ":"),
+        sort_keys=True,
+    )
+
+
+def outcome_shares(outcome: Outcome, workload: Workload) -> dict[str, dict[str, int]]:
+    """Cluster -> divided component -> replicas of a spread workload's placed copies."""
+    return {
+        c.cluster: copy_replicas(c.placement, workload)
+        for c in outcome.copies
+        if c.cluster and c.placement is not None
+    }
 
 
 @dataclass(frozen=True)

@@ -96,14 +96,11 @@ def test_dynamic_division_and_a_lost_cluster(
     assert len(pods) == len(set(pods)) == 6
 
 
-def test_snapshot_free_submit_and_the_controller_refuse_spread_policies(
+def test_snapshot_free_submit_refuses_spread_policies(
     capsys: pytest.CaptureFixture[str],
 ) -> None:
     """A division needs the members' capacity: submit --snapshot-free refuses a spread
-    workload rather than place it whole (nothing is contacted); the controller's --policy
-    refuses a spread policy, and a hub policy with one is ignored."""
-    from placer.controller.hubconfig import policies_from_hub
-
+    workload rather than place it whole (nothing is contacted)."""
     policy = str(EXAMPLES / "spread-policies.yaml")
     code = main(
         [
@@ -115,21 +112,16 @@ def test_snapshot_free_submit_and_the_controller_refuse_spread_policies(
     assert code == 2
     assert "Deployment/default/llm-inference: its policy spreads it over clusters" in err
     assert "cannot be combined with --snapshot-free yet" in err
-    code = main(
-        [
-            "controller",
-            "--policy",
-            policy,
-            "--hub-context",
-            "hub",
-            "--kubeconfig",
-            "/nonexistent/kc",
-        ]
-    )
-    assert code == 2
-    assert "the controller does not place spread workloads yet" in capsys.readouterr().err
+
+
+def test_the_controller_takes_spread_policies() -> None:
+    """A hub PlacementPolicy with replicaScheduling is used (the controller places spread
+    workloads: tests/controller/test_spread.py)."""
     import yaml
 
-    hub = policies_from_hub([yaml.safe_load(Path(policy).read_text())])
-    assert hub.policies == ()
-    assert "does not place spread workloads yet" in hub.problems["serving-weighted"]
+    from placer.controller.hubconfig import policies_from_hub
+
+    policy = EXAMPLES / "spread-policies.yaml"
+    hub = policies_from_hub([yaml.safe_load(policy.read_text())])
+    assert [p.name for p in hub.policies] == ["serving-weighted"]
+    assert hub.problems == {}
