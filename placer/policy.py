@@ -29,6 +29,9 @@ Modelled on Elotl Nova's ``SchedulePolicy`` (``policy.elotl.co/v1alpha1``), with
       pendingTimeout: 5m                  # pods unschedulable this long on their member:
                                           #   the controller moves the workload (default 5m)
       retry: {onFailure: 2}               # a failed copy: placed again elsewhere, twice at most
+      topology:                           # every pod of a selected workload in one domain
+        requiredTopologyLevel: network.topology.nvidia.com/leaf   # (the Workload Map's
+        preferredTopologyLevel: nvidia.com/gpu.clique             #  podGroup.topology fields)
       scheduler: volcano                  # the members' scheduler for these workloads
                                           #   (placer.schedulers; overrides the fleet file's)
 
@@ -56,13 +59,13 @@ from __future__ import annotations
 import math
 import re
 from collections.abc import Mapping, Sequence
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import Any
 
 from placer.decoding import Decoder
 from placer.errors import PolicyError
-from placer.model import Cluster, Workload
+from placer.model import Cluster, TopologyConstraint, Workload
 from placer.schedulers import SchedulerSpec, scheduler_from_data
 from placer.spread import SPEC_FIELDS as SPREAD_FIELDS
 from placer.spread import Spread, spread_from_spec
@@ -99,7 +102,9 @@ _SPEC_FIELDS = (
     "scheduler",
     "pendingTimeout",
     "retry",
+    "topology",
 )
+_TOPOLOGY_FIELDS = ("requiredTopologyLevel", "preferredTopologyLevel")
 
 
 @dataclass(frozen=True)
@@ -175,6 +180,9 @@ class PlacementPolicy:
     pending_timeout: float | None = None
     #: times the controller places a workload whose copy failed on another cluster (0: never).
     retry_on_failure: int = 0
+    #: ``spec.topology``: (required level, preferred level) for every pod of a selected
+    #: workload that carries no topology constraint of its own (:func:`topology_of`).
+    topology: tuple[str, str] | None = None
 
     def selects(self, workload: Workload) -> bool:
         """Whether the policy applies to ``workload``."""
@@ -319,8 +327,10 @@ def policy_from_dict(data: object, *, source: str = "<policy>") -> PlacementPoli
         raise PolicyError(
             "must be {onFailure: N} with N a whole number >= 0", source=source, field="spec.retry"
         )
+    topology = _topology(spec.get("topology"), source)
     return PlacementPolicy(
         name=name,
+        topology=topology,
         namespace_selector=namespace_selector,
         workload_selectors=workload_selectors,
         cluster_selector=cluster_selector,
@@ -333,6 +343,67 @@ def policy_from_dict(data: object, *, source: str = "<policy>") -> PlacementPoli
         pending_timeout=pending_timeout,
         retry_on_failure=on_failure,
     )
+
+
+def _topology(value: object, source: str) -> tuple[str, str] | None:
+    """``spec.topology`` (the Workload Map's podGroup ``topology`` fields)."""
+    if value is None:
+        return None
+    where = "spec.topology"
+    if not isinstance(value, Mapping):
+        raise PolicyError(
+            "must be a mapping with requiredTopologyLevel and/or preferredTopologyLevel",
+            source=source,
+            field=where,
+        )
+    for key in value:
+        if key not in _TOPOLOGY_FIELDS:
+            raise PolicyError(
+                f"unknown field {key!r}",
+                source=source,
+                field=f"{where}.{key}",
+                hint=f"known fields: {', '.join(_TOPOLOGY_FIELDS)}",
+            )
+    levels = []
+    for key in ("requiredTopologyLevel", "preferredTopologyLevel"):
+        level = value.get(key, "")
+        if not isinstance(level, str) or (level and not _LABEL_KEY.match(level)):
+            raise PolicyError(
+                f"must be a node label key (e.g. topology.kubernetes.io/zone), got {level!r}",
+                source=source,
+                field=f"{where}.{key}",
+            )
+        levels.append(level)
+    if not any(levels):
+        raise PolicyError(
+            "give requiredTopologyLevel and/or preferredTopologyLevel", source=source, field=where
+        )
+    return levels[0], levels[1]
+
+
+_LABEL_KEY = re.compile(
+    r"^([a-z0-9]([-a-z0-9.]*[a-z0-9])?/)?[A-Za-z0-9]([-A-Za-z0-9_.]*[A-Za-z0-9])?$"
+)
+
+
+def topology_of(workload: Workload, policies: Sequence[PlacementPolicy]) -> Workload:
+    """``workload`` with its policy's ``spec.topology`` as a constraint over all its pods,
+    when it has no topology constraint of its own (the definition's and the annotations'
+    win); the workload itself otherwise."""
+    if workload.topology or not policies:
+        return workload
+    policy = policy_for(workload, policies)
+    if policy is None or policy.topology is None:
+        return workload
+    required, preferred = policy.topology
+    constraint = TopologyConstraint(
+        name=f"policy {policy.name}",
+        members=tuple(c.label for c in workload.components),
+        required=required,
+        preferred=preferred,
+        source=f"spec.topology of policy {policy.name}",
+    )
+    return replace(workload, topology=(constraint,))
 
 
 def _duration(value: object, source: str, where: str) -> float | None:

@@ -43,7 +43,7 @@ from placer.definitions.documents import is_dependency
 from placer.errors import EXIT_ERROR, EXIT_OK, UsageError
 from placer.fleet import FleetConfig
 from placer.model import Decision, Fleet, Placement, Workload, WorkloadRef
-from placer.policy import PlacementPolicy
+from placer.policy import PlacementPolicy, topology_of
 from placer.snapshot import load_snapshot
 
 if TYPE_CHECKING:
@@ -144,7 +144,7 @@ def run(args: argparse.Namespace) -> int:
     spread = spread_refs(decision)
     for ref in spread:
         refused.pop(ref, None)  # a copy per cluster: no cluster refused it alone
-    domains = placement_domains(decision, workloads, fleet)
+    domains = placement_domains(decision, [topology_of(w, policies) for w in workloads], fleet)
     by_ref = {w.ref: w for w in workloads}
     for warning in gang_warnings(decision.placements, by_ref, fleet, schedulers, policies):
         print(f"warning: {warning}", file=sys.stderr)

@@ -68,9 +68,14 @@ class TemplateEdit:
     #: node names the pods must run on: a required node affinity on ``metadata.name``, added
     #: to every required term the template already has (both must hold).
     nodes: tuple[str, ...] = ()
+    #: the topology domain the pods must stay in: node label key -> value, a required node
+    #: affinity ``key In (value)`` added to every required term (placer.topology).
+    domain: Mapping[str, str] = field(default_factory=dict)
 
     def __bool__(self) -> bool:
-        return bool(self.labels or self.annotations or self.scheduler_name or self.nodes)
+        return bool(
+            self.labels or self.annotations or self.scheduler_name or self.nodes or self.domain
+        )
 
 
 @dataclass(frozen=True)
@@ -159,14 +164,19 @@ def _write(
             missing("schedulerName")
         else:
             _set(body, target, edit.scheduler_name)
-    if edit.nodes:
+    if edit.nodes or edit.domain:
         target = site.node_affinity
         if target is None and site.spec is not None:
             target = (*site.spec, "affinity", "nodeAffinity")
         if target is None:
             missing("node affinity")
         else:
-            _set(body, target, _pinned(_get(body, target), edit.nodes))
+            affinity = _get(body, target)
+            if edit.nodes:
+                affinity = _pinned(affinity, edit.nodes)
+            if edit.domain:
+                affinity = _in_domain(affinity, edit.domain)
+            _set(body, target, affinity)
 
 
 def _pinned(current: Any, nodes: Sequence[str]) -> dict[str, Any]:
@@ -179,6 +189,27 @@ def _pinned(current: Any, nodes: Sequence[str]) -> dict[str, Any]:
     for term in kept:
         fields = [f for f in term.get("matchFields") or () if f.get("key") != "metadata.name"]
         term["matchFields"] = [*fields, pin]
+    affinity["requiredDuringSchedulingIgnoredDuringExecution"] = {"nodeSelectorTerms": kept}
+    return affinity
+
+
+def _in_domain(current: Any, domain: Mapping[str, str]) -> dict[str, Any]:
+    """A nodeAffinity whose required terms each also demand the label values of ``domain``
+    (``key In (value)``; an expression of the template on the same key is replaced)."""
+    affinity = copy.deepcopy(dict(current)) if isinstance(current, Mapping) else {}
+    required = affinity.get("requiredDuringSchedulingIgnoredDuringExecution")
+    terms = required.get("nodeSelectorTerms") if isinstance(required, Mapping) else None
+    kept = [dict(t) for t in terms or () if isinstance(t, Mapping)] or [{}]
+    for term in kept:
+        expressions = [
+            e
+            for e in term.get("matchExpressions") or ()
+            if not (isinstance(e, Mapping) and e.get("key") in domain)
+        ]
+        term["matchExpressions"] = [
+            *expressions,
+            *({"key": k, "operator": "In", "values": [v]} for k, v in sorted(domain.items())),
+        ]
     affinity["requiredDuringSchedulingIgnoredDuringExecution"] = {"nodeSelectorTerms": kept}
     return affinity
 

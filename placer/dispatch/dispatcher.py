@@ -112,7 +112,9 @@ from placer.errors import (
 from placer.kube import KubeClient
 from placer.model import Decision, Fleet, Placement, Unplaced, WorkloadRef
 from placer.objects import name_of, uid_of
+from placer.policy import topology_of
 from placer.quantity import add
+from placer.solver.topology import required_domains
 from placer.timestamps import rfc3339
 
 __all__ = ["Dispatcher"]
@@ -523,14 +525,23 @@ class Dispatcher:
                     self.options.schedulers,
                     self.options.policies,
                 )
+                shaped = topology_of(manifest.workload, self.options.policies)
+                domains = required_domains(shaped, placement, fleet)
                 handoff = plan_handoff(
                     self._body(manifest, record),
                     manifest,
                     placement,
                     scheduler,
                     pin_nodes=self.options.pin_nodes,
+                    domains=domains,
                 )
                 notes[placement.workload] += handoff.describe()
+                notes[placement.workload] += [
+                    f"pods of {label} kept in "
+                    + ", ".join(f"{level}={value}" for level, value in sorted(domain.items()))
+                    + " (required node affinity)"
+                    for label, domain in sorted(domains.items())
+                ]
                 if placement.workload.namespace in would_create:
                     notes[placement.workload].append(
                         f"namespace {placement.workload.namespace} would be created; the "

@@ -196,8 +196,13 @@ def plan_handoff(
     scheduler: SchedulerSpec,
     *,
     pin_nodes: bool = False,
+    domains: Mapping[str, Mapping[str, str]] | None = None,
 ) -> HandOff:
     """The hand-off of ``body`` (the manifest as it will be applied) to ``scheduler``.
+
+    ``domains``: component label -> the topology domain its pods were placed in (node label
+    -> value; :func:`placer.solver.topology.required_domains`), written as required node
+    affinity into its pod template, whatever the scheduler.
 
     Raises:
         InterpretationError: the definition's template paths do not fit the object.
@@ -246,6 +251,7 @@ def plan_handoff(
             annotations=annotations,
             scheduler_name=scheduler.pod_scheduler_name,
             nodes=nodes,
+            domain=(domains or {}).get(site.label, {}),
         )
 
     result = edit_templates(body, definition, edit_for)

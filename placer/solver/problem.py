@@ -22,7 +22,7 @@ import numpy as np
 
 from placer.model import Fleet, PodDemand, Workload
 from placer.podspec import taint_not_tolerated
-from placer.policy import PlacementPolicy, policy_for
+from placer.policy import PlacementPolicy, policy_for, topology_of
 from placer.quantity import CPU
 from placer.solver.fragmentation import Mix, access_tags, mix_of
 from placer.solver.packer import PodRun
@@ -234,7 +234,9 @@ def _units(
     units: list[Unit] = []
     for key in order:
         indices = tuple(members[key])
-        needs = {i: needs_of(workloads[i]) for i in indices if workloads[i].topology}
+        # a policy's spec.topology counts for workloads without constraints of their own
+        shaped = {i: topology_of(workloads[i], policies) for i in indices}
+        needs = {i: needs_of(w) for i, w in shaped.items() if w.topology}
         runs = tuple(
             PodRun(
                 workload=i,

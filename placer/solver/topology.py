@@ -40,6 +40,7 @@ from placer.model import (
     Fleet,
     NodeSelectorRequirement,
     NodeSelectorTerm,
+    Placement,
     PodDemand,
     TopologyConstraint,
     Workload,
@@ -55,6 +56,7 @@ __all__ = [
     "domains_used",
     "needs_of",
     "pack_in_domains",
+    "required_domains",
     "topology_bound_gpu",
 ]
 
@@ -336,6 +338,44 @@ def domains_used(
                 values = sorted({labels_of.get(n, {}).get(level, "") for n in nodes})
                 shown.append(DomainsUsed(constraint.name, level, required, tuple(values)))
     return shown
+
+
+def required_domains(
+    workload: Workload, placement: Placement, fleet: Fleet
+) -> dict[str, dict[str, str]]:
+    """Component label -> the domain (required level -> value) its pods were placed in, for
+    every required constraint of ``workload`` whose pods share one value of its level: what
+    the dispatched copy tells the member (a required node affinity). Empty without a node plan
+    or topology constraints."""
+    if not workload.topology or not placement.pods:
+        return {}
+    if any(not pod.node for pod in placement.pods):
+        return {}
+    cluster = next((c for c in fleet.clusters if c.name == placement.cluster), None)
+    if cluster is None:
+        return {}
+    labels_of = {n.name: n.labels for n in cluster.nodes}
+    nodes: dict[str, list[str]] = {}
+    for pod in placement.pods:
+        label = f"{pod.component}/{pod.instance}" if pod.instance else pod.component
+        nodes.setdefault(label, []).append(pod.node)
+    found: dict[str, dict[str, str]] = {}
+    for constraint in workload.topology:
+        level = constraint.required
+        if not level:
+            continue
+        values = {
+            labels_of.get(n, {}).get(level, "")
+            for m in constraint.members
+            for n in nodes.get(m, ())
+        }
+        if len(values) != 1 or "" in values:
+            continue
+        (value,) = values
+        for member in constraint.members:
+            if member in nodes:
+                found.setdefault(member, {})[level] = value
+    return found
 
 
 def topology_bound_gpu(workloads: Sequence[Workload], fleet: Fleet, free_gpus: float) -> float:

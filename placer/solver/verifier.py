@@ -25,7 +25,7 @@ from collections.abc import Mapping, Sequence
 
 from placer.model import GPU_SHARE, Decision, Fleet, Node, PodAssignment, Workload
 from placer.podspec import node_mismatch, taint_not_tolerated
-from placer.policy import PlacementPolicy, policy_for
+from placer.policy import PlacementPolicy, policy_for, topology_of
 from placer.quantity import GPU, PODS
 from placer.solver.state import node_devices
 
@@ -41,7 +41,7 @@ def verify(
 ) -> list[str]:
     """Every way ``decision`` breaks the rules (see module docstring); ``[]`` when valid."""
     problems: list[str] = []
-    by_ref = {w.ref: w for w in workloads}
+    by_ref = {w.ref: topology_of(w, policies) for w in workloads}
     refs = [p.workload for p in decision.placements] + [u.workload for u in decision.unplaced]
     seen = Counter(refs)
     for ref, count in seen.items():
