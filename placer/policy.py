@@ -349,35 +349,25 @@ def _topology(value: object, source: str) -> tuple[str, str] | None:
     """``spec.topology`` (the Workload Map's podGroup ``topology`` fields)."""
     if value is None:
         return None
+    read = Decoder(PolicyError, source)
     where = "spec.topology"
-    if not isinstance(value, Mapping):
-        raise PolicyError(
-            "must be a mapping with requiredTopologyLevel and/or preferredTopologyLevel",
-            source=source,
-            field=where,
-        )
-    for key in value:
-        if key not in _TOPOLOGY_FIELDS:
-            raise PolicyError(
-                f"unknown field {key!r}",
-                source=source,
-                field=f"{where}.{key}",
-                hint=f"known fields: {', '.join(_TOPOLOGY_FIELDS)}",
-            )
+    data = read.mapping(
+        value,
+        where,
+        message="must be a mapping with requiredTopologyLevel and/or preferredTopologyLevel",
+    )
+    read.only(data, _TOPOLOGY_FIELDS, where, hint=f"known fields: {', '.join(_TOPOLOGY_FIELDS)}")
     levels = []
-    for key in ("requiredTopologyLevel", "preferredTopologyLevel"):
-        level = value.get(key, "")
-        if not isinstance(level, str) or (level and not _LABEL_KEY.match(level)):
-            raise PolicyError(
+    for key in _TOPOLOGY_FIELDS:
+        level = read.string(data.get(key), f"{where}.{key}")
+        if level and not _LABEL_KEY.match(level):
+            read.fail(
+                f"{where}.{key}",
                 f"must be a node label key (e.g. topology.kubernetes.io/zone), got {level!r}",
-                source=source,
-                field=f"{where}.{key}",
             )
         levels.append(level)
     if not any(levels):
-        raise PolicyError(
-            "give requiredTopologyLevel and/or preferredTopologyLevel", source=source, field=where
-        )
+        read.fail(where, "give requiredTopologyLevel and/or preferredTopologyLevel")
     return levels[0], levels[1]
 
 

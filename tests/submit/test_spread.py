@@ -186,3 +186,37 @@ def test_a_copy_refused_by_its_member_removes_the_others(
     }
     assert copies(fleet) == {}
     assert all(fleet.entries(c) == [] for c in ("east", "west", "central"))
+
+
+def test_divided_by_what_fits_on_the_free_nodes(
+    demo_fleet: Callable[..., Fleet], capsys: pytest.CaptureFixture[str], tmp_path: Path
+) -> None:
+    """dynamicWeight: AvailableReplicas, at most 4 per cluster: in proportion to the 1-GPU
+    replicas each cluster's free nodes hold, node by node (east 10, west 16, central 12);
+    with west's nodes cordoned, none fit there and the others take its share."""
+    fleet = demo_fleet(pods=False)
+    dynamic = EXAMPLES / "spread-dynamic.yaml"
+    argv = ("-f", str(INFERENCE), "--fleet", str(fleet_file(fleet, tmp_path)))
+    code, data, err = run(capsys, "plan", *argv, "--policy", str(dynamic))
+    assert code == 0, err
+    assert {p["cluster"]: len(p["pods"]) for p in data["placements"]} == {
+        "east": 2,
+        "west": 2,
+        "central": 2,
+    }
+    # west's nodes cordoned: nothing fits there now, so its share goes to the others
+    # (3/3, within maxReplicasPerCluster 4) and no copy is sent to west
+    store = fleet.virtual.server("west").store
+    for node in store.list("nodes"):
+        node["spec"]["unschedulable"] = True
+        store.replace(node)
+    code, data, err = run(capsys, "submit", *argv, "--policy", str(dynamic))
+    assert code == 0, err
+    assert {c: o["spec"]["replicas"] for c, o in copies(fleet).items()} == {
+        "east": 3,
+        "central": 3,
+    }
+    assert {p["cluster"]: len(p["pods"]) for p in data["placements"]} == {
+        "east": 3,
+        "central": 3,
+    }
