@@ -101,6 +101,11 @@ def _targets(
             reasons[cluster.name] = f"excluded by policy {policy.name}'s cluster selector"
         elif workload.pinned_cluster and workload.pinned_cluster != cluster.name:
             reasons[cluster.name] = f"the workload is pinned to {workload.pinned_cluster}"
+        elif cluster.name in workload.avoid_clusters:
+            reasons[cluster.name] = (
+                "moved away from this cluster: its pods stayed unschedulable there "
+                "(placer.dev/avoid-clusters)"
+            )
         elif taint := next(
             (
                 t

@@ -181,3 +181,13 @@ def test_duplicated_skips_clusters_whose_taints_it_does_not_tolerate(kit: Any) -
         "a": 2,
         "b": 2,
     }
+
+
+def test_a_cluster_the_workload_moved_away_from_gets_no_copy(kit: Any) -> None:
+    """placer.dev/avoid-clusters (the controller moved it off a member where its pods stayed
+    unschedulable): the division leaves that cluster out instead of refusing the workload."""
+    from dataclasses import replace
+
+    workload = replace(deployment(kit), avoid_clusters=("c",))
+    decision = decide([workload], three(kit), [policy(WEIGHTED)])
+    assert shares(decision) == {"a": 4, "b": 2}
