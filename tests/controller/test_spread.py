@@ -1,7 +1,7 @@
 """Issue 17 on the hub: the controller places a spread workload as one copy per member — its
 replicas divided 3/2/1 by weight, an override for one member — records every copy on the hub
 object, aggregates their status (ready replicas summed, phase by the definition's rules),
-re-divides a lost member's share onto the others (none twice), deletes the lost member's copy
+divides again when the hub object is edited, re-divides a lost member's share onto the others (none twice), deletes the lost member's copy
 when it comes back, and deletes every copy with the hub object."""
 
 from __future__ import annotations
@@ -183,17 +183,23 @@ def test_divided_aggregated_failed_over_and_deleted(hubfleet: Any) -> None:
     conditions = {c["type"]: c["status"] for c in status()["conditions"]}
     assert conditions == {"Available": "True", "Placed": "True"}
 
-    # m3 lost: after the grace period its share is divided over m1 and m2 (3:2 of 6 = 4/2),
+    # the hub object edited to 12 replicas: divided again, every copy applied with its share
+    edited = hub_object(hubfleet)
+    edited["spec"]["replicas"] = 12
+    hub.replace(edited)
+    hubfleet.wait_for(lambda: shares(hubfleet) == {"m1": 6, "m2": 4, "m3": 2}, what="6/4/2")
+
+    # m3 lost: after the grace period its share is divided over m1 and m2 (3:2 of 12 = 7/5),
     # the copies there applied again; no replica twice among the reachable members
     hubfleet.members["m3"].stop()
     hubfleet.wait_for(
-        lambda: recorded(hubfleet) == {"m1": {"deployment": 4}, "m2": {"deployment": 2}},
+        lambda: recorded(hubfleet) == {"m1": {"deployment": 7}, "m2": {"deployment": 5}},
         timeout=30,
         what="re-divided",
     )
     reachable = {m: n for m, n in shares(hubfleet).items() if m != "m3"}
-    assert reachable == {"m1": 4, "m2": 2}
-    assert sum(reachable.values()) == 6
+    assert reachable == {"m1": 7, "m2": 5}
+    assert sum(reachable.values()) == 12
     reasons = [e["reason"] for e in hubfleet.events(NAME)]
     assert "ClusterLost" in reasons
     lost = next(e for e in hubfleet.events(NAME) if e["reason"] == "ClusterLost")
@@ -201,7 +207,7 @@ def test_divided_aggregated_failed_over_and_deleted(hubfleet: Any) -> None:
 
     # m3 back: its stale copy is deleted, the other two stay
     hubfleet.members["m3"].start()
-    hubfleet.wait_for(lambda: shares(hubfleet) == {"m1": 4, "m2": 2}, timeout=30, what="stale")
+    hubfleet.wait_for(lambda: shares(hubfleet) == {"m1": 7, "m2": 5}, timeout=30, what="stale")
 
     # deleting the hub object deletes every copy, then the object
     hub.delete("deployments.apps", NAME, hubfleet.NAMESPACE)
