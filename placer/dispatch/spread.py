@@ -32,13 +32,9 @@ import json
 from collections.abc import Mapping, Sequence
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, field, replace
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from placer.definitions.replicas import replicas_field, with_replicas
-from placer.dispatch.dispatcher import Dispatcher
-from placer.dispatch.existing import Existing, placement_from_record
-from placer.dispatch.ledger import Ledger
-from placer.dispatch.options import DispatchOptions
 from placer.dispatch.outcomes import (
     DISPATCHED,
     DRY_RUN,
@@ -51,8 +47,6 @@ from placer.dispatch.outcomes import (
     unplaced_text,
 )
 from placer.dispatch.record import dispatch_manifest
-from placer.dispatch.removal import remove_copy, retire_entry
-from placer.kube import KubeClient
 from placer.model import (
     ANNOTATION_PREFIX,
     Decision,
@@ -63,8 +57,13 @@ from placer.model import (
 )
 from placer.objects import meta
 from placer.policy import PlacementPolicy, policy_for
-from placer.solver.spread import copy_workload
 from placer.spread import apply_overrides
+
+if TYPE_CHECKING:  # what reads a copy's mark (get, describe) loads no client nor solver
+    from placer.dispatch.existing import Existing
+    from placer.dispatch.ledger import Ledger
+    from placer.dispatch.options import DispatchOptions
+    from placer.kube import KubeClient
 
 __all__ = [
     "ANNOTATION_SPREAD",
@@ -123,6 +122,8 @@ def copy_manifest(
     Raises:
         ValueError: an override does not apply (the message names the cluster and path).
     """
+    from placer.solver.spread import copy_workload
+
     workload = manifest.workload
     body: dict[str, Any] = dict(manifest.body)
     replicas = copy_replicas(placement, workload)
@@ -290,6 +291,9 @@ def settle_spread(
 
 def _recorded(manifest: Manifest, found: Existing, mark: SpreadCopies) -> Placement | None:
     """The placement a live copy's record describes (its replicas from its spread mark)."""
+    from placer.dispatch.existing import placement_from_record
+    from placer.solver.spread import copy_workload
+
     if found.record is None:
         return None
     workload = manifest.workload
@@ -321,6 +325,8 @@ def dispatch_spread(
     :attr:`~placer.dispatch.outcomes.Outcome.copies`, ``failed``, ``in-flight`` or
     ``unplaced`` — and warnings.
     """
+    from placer.dispatch.dispatcher import Dispatcher
+
     by_ref = {m.ref: m for m in manifests}
     placements: dict[WorkloadRef, list[Placement]] = {}
     for placement in decision.placements:
@@ -393,6 +399,8 @@ def _settle(
 ) -> Outcome:
     """One spread workload's outcome from its copies' outcomes; a failure removes the copies
     this dispatch applied elsewhere."""
+    from placer.dispatch.removal import remove_copy, retire_entry
+
     ref = manifest.ref
     ordered = [by_cluster[p.cluster] for p in placements if p.cluster in by_cluster]
     placed = [o for o in ordered if o.placed]

@@ -220,3 +220,17 @@ def test_divided_by_what_fits_on_the_free_nodes(
         "east": 3,
         "central": 3,
     }
+
+
+def test_reading_a_copys_mark_loads_neither_solver_nor_client() -> None:
+    """`placer get`/`describe` read the spread mark: that import stays light."""
+    import subprocess
+    import sys
+
+    probe = (
+        "import sys, placer.inventory.describe, placer.dispatch.spread\n"
+        "print(sorted({m.split('.')[0] for m in sys.modules}"
+        " & {'numpy', 'ortools', 'pandas', 'kubernetes'}))"
+    )
+    done = subprocess.run([sys.executable, "-c", probe], capture_output=True, text=True, check=True)
+    assert done.stdout.strip() == "[]"
