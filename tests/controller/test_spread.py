@@ -1,8 +1,9 @@
 """Issue 17 on the hub: the controller places a spread workload as one copy per member — its
 replicas divided 3/2/1 by weight, an override for one member — records every copy on the hub
 object, aggregates their status (ready replicas summed, phase by the definition's rules),
-divides again when the hub object is edited, re-divides a lost member's share onto the others (none twice), deletes the lost member's copy
-when it comes back, and deletes every copy with the hub object."""
+divides again when the hub object is edited, re-divides a lost member's share onto the others
+(none twice), deletes the lost member's copy when it comes back, and deletes every copy with
+the hub object."""
 
 from __future__ import annotations
 
