@@ -106,6 +106,14 @@ def register(subparsers: argparse._SubParsersAction[argparse.ArgumentParser]) ->
         help="with --reserve-after: only gangs asking at least N GPUs get reservations",
     )
     parser.add_argument(
+        "--reserve-priority",
+        type=int,
+        default=None,
+        metavar="P",
+        help="with --reserve-after: a gang with placer.dev/priority P or more gets a "
+        "reservation at once, however short its wait",
+    )
+    parser.add_argument(
         "--max-reservations",
         type=count(1, 1000, "a number of reservations"),
         default=1,
@@ -368,6 +376,7 @@ def _reservations_policy(args: argparse.Namespace) -> ReservationPolicy | None:
 
     return ReservationPolicy(
         after_s=args.reserve_after,
+        priority=args.reserve_priority,
         min_gpus=args.reserve_min_gpus,
         max_reservations=args.max_reservations,
     )

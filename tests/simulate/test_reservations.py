@@ -195,3 +195,18 @@ def test_reservations_need_a_stream(kit: Any) -> None:
     items, fleet = _starving(kit)
     with pytest.raises(ValueError, match="stream"):
         simulate(items, fleet, Settings("greedy", "batch", reservations=NOW))
+
+
+def test_a_gang_whose_priority_says_so_gets_a_reservation_at_once(kit: Any) -> None:
+    items, fleet = _starving(kit)
+    big = _index(items, "big")
+    items[big] = kit.Item(replace(items[big].workload, priority=100), 1.0, 500.0)
+    late = ReservationPolicy(after_s=10_000.0, priority=100)
+    run = simulate(items, fleet, Settings("greedy", "stream", reservations=late))
+    (record,) = run.reservations
+    assert (record.workload, record.planned_s, record.reason) == (big, 1.0, "priority 100 >= 100")
+    assert run.outcomes[big].start_s == 100.0
+    waited = simulate(
+        items, fleet, Settings("greedy", "stream", reservations=replace(late, priority=None))
+    )
+    assert not waited.reservations  # nobody waits 10,000 s
