@@ -62,6 +62,11 @@ LABEL_CLUSTER = "placer.dev/cluster"
 #: clusters a workload must not go to (comma-separated): the controller sets it when it moves
 #: a workload whose pods stayed unschedulable there (:mod:`placer.controller.stuck`).
 ANNOTATION_AVOID = f"{ANNOTATION_PREFIX}avoid-clusters"
+#: why a workload is not placed on a cluster it avoids (solver and snapshot-free decisions).
+AVOIDED_REASON = (
+    "moved away from this cluster: its pods stayed unschedulable there "
+    f"({ANNOTATION_AVOID})"
+)
 #: Opt a hub object in to the placement controller.
 LABEL_QUEUE = "placer.dev/queue"
 

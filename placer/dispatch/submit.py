@@ -27,10 +27,10 @@
 Snapshot-free mode (``--snapshot-free``): for users who may not list nodes and pods on the
 members (namespace-scoped RBAC), or who want the members' own schedulers and queues (Kueue) to
 do the fitting. No capacity is gathered: each cluster is probed with one ``/version`` request,
-clusters are filtered by reachability, PlacementPolicy cluster selectors, pins and cluster
-taints, and ranked by the policy's preferred clusters and costs (then fleet order). The
-decision has no pod-to-node plan, writes no in-flight entry (there is no capacity to charge)
-and says so in every reason.
+clusters are filtered by reachability, PlacementPolicy cluster selectors, pins, the clusters a
+workload avoids (``placer.dev/avoid-clusters``) and cluster taints, and ranked by the policy's
+preferred clusters and costs (then fleet order). The decision has no pod-to-node plan, writes
+no in-flight entry (there is no capacity to charge) and says so in every reason.
 """
 
 from __future__ import annotations
@@ -65,6 +65,7 @@ from placer.fleet import ClusterSource, FleetConfig, gather_fleet
 from placer.fleet.gather import unavailable
 from placer.kube import KubeClient
 from placer.model import (
+    AVOIDED_REASON,
     Cluster,
     Decision,
     DecisionSummary,
@@ -446,8 +447,9 @@ def snapshot_free_decision(
 ) -> Decision:
     """Each workload (group) to its best allowed cluster, without capacity (module docstring).
 
-    Pure: reachability, pins, PlacementPolicy cluster selectors and cluster taints filter;
-    preferred clusters, then costs, then fleet order rank. Pods get no node.
+    Pure: reachability, pins, avoided clusters (``placer.dev/avoid-clusters``), PlacementPolicy
+    cluster selectors and cluster taints filter; preferred clusters, then costs, then fleet
+    order rank. Pods get no node.
     """
     groups: dict[str, list[Workload]] = {}
     order: list[list[Workload]] = []
@@ -514,6 +516,8 @@ def _refusal(
         return f"members are pinned to different clusters ({', '.join(sorted(pins))})"
     if pins and cluster.name not in pins:
         return f"the workload is pinned to cluster {next(iter(pins))} (placer.dev/cluster)"
+    if any(cluster.name in w.avoid_clusters for w in members):
+        return AVOIDED_REASON
     for policy in member_policies:
         if policy is not None and not policy.admits(cluster):
             return f"excluded by policy {policy.name}'s cluster selector"

@@ -20,7 +20,7 @@ from functools import cached_property
 
 import numpy as np
 
-from placer.model import Fleet, PodDemand, Workload
+from placer.model import AVOIDED_REASON, Fleet, PodDemand, Workload
 from placer.podspec import taint_not_tolerated
 from placer.policy import PlacementPolicy, policy_for, topology_of
 from placer.quantity import CPU
@@ -327,10 +327,7 @@ def _static_eligibility(
         elif unit.pinned is not None and unit.pinned != name:
             reason = f"the workload is pinned to cluster {unit.pinned} (placer.dev/cluster)"
         elif name in avoided:
-            reason = (
-                "moved away from this cluster: its pods stayed unschedulable there "
-                "(placer.dev/avoid-clusters)"
-            )
+            reason = AVOIDED_REASON
         elif refusing is not None:
             selector = refusing.cluster_selector
             text = selector.describe() if selector else ""
