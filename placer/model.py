@@ -64,8 +64,7 @@ LABEL_CLUSTER = "placer.dev/cluster"
 ANNOTATION_AVOID = f"{ANNOTATION_PREFIX}avoid-clusters"
 #: why a workload is not placed on a cluster it avoids (solver and snapshot-free decisions).
 AVOIDED_REASON = (
-    "moved away from this cluster: its pods stayed unschedulable there "
-    f"({ANNOTATION_AVOID})"
+    f"moved away from this cluster: its pods stayed unschedulable there ({ANNOTATION_AVOID})"
 )
 #: Opt a hub object in to the placement controller.
 LABEL_QUEUE = "placer.dev/queue"
