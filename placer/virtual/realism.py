@@ -27,7 +27,9 @@ kube-scheduler and kubelet for every workload kind of the catalog:
   honouring the PodGroups' ``minMember`` and KAI's queue label. With an arrival ``window``
   (seconds), the pods of workloads created within it are bound together, interleaved as
   their controllers would create them side by side — where two gangs can deadlock under
-  kube-scheduler;
+  kube-scheduler. Pods left waiting are tried again when room appears (a pod deleted, a node
+  changed), first in line, as a scheduler retries its unschedulable pods: a gang waiting whole
+  starts when the one holding the room goes; a waiting pod keeps the time it began waiting;
 * **status**: the workload's status is set so that its definition's status mapping reports
   ``Running`` (checked with :func:`placer.definitions.phases_of` before it is written; kinds whose
   running status cannot be produced keep no status);
@@ -100,6 +102,9 @@ _COSCHEDULING_GROUP = "scheduling.x-k8s.io/pod-group"
 _KAI_QUEUE = "kai.scheduler/queue"
 _NAME = re.compile(r"[^a-z0-9-]+")
 _SUSPENDED = ("Suspended", "Suspending")
+#: seconds between a pod going (or a node changing) and the waiting pods' next try, without
+#: an arrival window (the other pods of a deleted workload go meanwhile).
+_RETRY_DELAY = 0.05
 
 
 def catalog_kinds(catalog: Catalog) -> list[tuple[str, str, str]]:
@@ -178,15 +183,24 @@ class Realism:
         self.window = window
         #: pods arrived and not bound yet (window > 0), with the store they live in.
         self._arrived: list[tuple[Store, Ask]] = []
+        #: pods their scheduler left waiting, by (store, pod name): tried again when room
+        #: appears (a pod deleted, a node changed), as a scheduler retries unschedulable pods.
+        self._waiting: dict[tuple[int, str], tuple[Store, Ask]] = {}
+        #: stores whose waiting pods the next pass tries again.
+        self._retry: dict[int, Store] = {}
         self._timer: threading.Timer | None = None
         self.name = name
         self._kinds = {(g, k) for g, _, k in catalog_kinds(catalog)}
         self._lock = threading.Lock()
+        #: one scheduling pass at a time (each reads the free room, then binds).
+        self._binding = threading.RLock()
         #: uids of workloads whose pods exist -> the generation they were made for.
         self._materialised: dict[str, object] = {}
 
     def __call__(self, event: WriteEvent) -> None:
         rt = event.resource
+        if rt.group == "" and ((rt.kind == "Pod" and event.type == "DELETED") or rt.kind == "Node"):
+            self._room_changed(event.store)
         if (rt.group, rt.kind) not in self._kinds:
             return
         obj = event.object
@@ -269,9 +283,11 @@ class Realism:
                 store.seed(pods)
             self._arrive(store, asks)
         else:
-            bound = assign(_nodes(store), asks, _bind)
-            if pods:
-                store.seed([_bound(pod, *bound[name_of(pod)]) for pod in pods])
+            with self._binding:
+                bound = assign(_nodes(store), asks, _bind)
+                if pods:
+                    store.seed([_bound(pod, *bound[name_of(pod)]) for pod in pods])
+                self._note_waiting(store, asks, bound)
         status = running_status(obj, d)
         if status is not None:
             _write_status(store, obj, status)
@@ -280,24 +296,69 @@ class Realism:
         """Queue pods for the next pass (which starts ``window`` seconds after the first)."""
         with self._lock:
             self._arrived += [(store, ask) for ask in asks]
-            if self._timer is None:
-                self._timer = threading.Timer(self.window, self._pass)
-                self._timer.daemon = True
-                self._timer.start()
+            self._start_pass()
+
+    def _room_changed(self, store: Store) -> None:
+        """A pod went or a node changed: the pods waiting on ``store`` are tried again at the
+        next pass (soon: room freed by a deleted gang is seen once all its pods are gone)."""
+        with self._lock:
+            if not any(key[0] == id(store) for key in self._waiting):
+                return
+            self._retry[id(store)] = store
+            self._start_pass()
+
+    def _start_pass(self) -> None:
+        if self._timer is None:  # (under self._lock)
+            self._timer = threading.Timer(self.window or _RETRY_DELAY, self._pass)
+            self._timer.daemon = True
+            self._timer.start()
 
     def _pass(self) -> None:
-        """Bind the pods that arrived in the window together (their scheduler's way)."""
+        """Bind the pods that arrived in the window together (their scheduler's way), after
+        the pods still waiting from earlier passes (they asked first)."""
         with self._lock:
             arrived, self._arrived = self._arrived, []
+            retry, self._retry = self._retry, {}
             self._timer = None
         by_store: dict[int, tuple[Store, list[Ask]]] = {}
+        for store in retry.values():
+            by_store.setdefault(id(store), (store, []))
         for store, ask in arrived:
             by_store.setdefault(id(store), (store, []))[1].append(ask)
-        for store, asks in by_store.values():
-            bound = assign(_nodes(store), asks, _bind)
-            for pod in store.list("pods"):
-                if name_of(pod) in bound and not (pod.get("spec") or {}).get("nodeName"):
-                    store.put(_bound(pod, *bound[name_of(pod)]))
+        with self._binding:
+            for store, new in by_store.values():
+                pods = {
+                    name_of(p): p
+                    for p in store.list("pods")
+                    if not (p.get("spec") or {}).get("nodeName")
+                }
+                with self._lock:
+                    waiting = [
+                        ask
+                        for (key, name), (_, ask) in self._waiting.items()
+                        if key == id(store) and name in pods
+                    ]
+                asks = [*waiting, *(a for a in new if a.key not in {w.key for w in waiting})]
+                asks = [a for a in asks if a.key in pods]
+                bound = assign(_nodes(store), asks, _bind)
+                for name, (node, why) in bound.items():
+                    pod = pods[name]
+                    changed = _bound(pod, node, why)
+                    if changed != pod:
+                        store.put(changed)
+                self._note_waiting(store, asks, bound)
+
+    def _note_waiting(
+        self, store: Store, asks: Iterable[Ask], bound: Mapping[str, tuple[str, str]]
+    ) -> None:
+        """Remember the pods of ``asks`` left waiting; forget the ones bound."""
+        with self._lock:
+            for ask in asks:
+                key = (id(store), ask.key)
+                if bound.get(ask.key, ("", ""))[0]:
+                    self._waiting.pop(key, None)
+                else:
+                    self._waiting[key] = (store, ask)
 
 
 # --------------------------------------------------------------------------------------------
@@ -338,13 +399,22 @@ def _pod_group(
 
 
 def _bound(pod: dict[str, Any], node: str, why: str) -> dict[str, Any]:
-    """``pod`` bound to ``node`` (Running), or Pending with its scheduler's ``why``."""
+    """``pod`` bound to ``node`` (Running), or Pending with its scheduler's ``why`` (a pod
+    already waiting keeps the time it started waiting, as a condition's lastTransitionTime)."""
     now = rfc3339()
     spec = dict(pod.get("spec") or {})
     if node:
         spec["nodeName"] = node
         status = running_pod_status(spec, node=node, pod=name_of(pod), now=now)
     else:
+        since = next(
+            (
+                c.get("lastTransitionTime")
+                for c in (pod.get("status") or {}).get("conditions") or ()
+                if c.get("type") == "PodScheduled" and c.get("status") == "False"
+            ),
+            None,
+        )
         status = {
             "phase": "Pending",
             "conditions": [
@@ -353,7 +423,7 @@ def _bound(pod: dict[str, Any], node: str, why: str) -> dict[str, Any]:
                     "status": "False",
                     "reason": "Unschedulable",
                     "message": why,
-                    "lastTransitionTime": now,
+                    "lastTransitionTime": since or now,
                 }
             ],
         }

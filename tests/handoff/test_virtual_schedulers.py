@@ -10,6 +10,8 @@ kai, coscheduling) one runs whole and the other waits whole, holding nothing.
 from __future__ import annotations
 
 import json
+import shutil
+import subprocess
 import time
 from collections.abc import Iterator
 from pathlib import Path
@@ -24,6 +26,7 @@ from placer.snapshot import load_snapshot
 from placer.virtual.fleet import VirtualFleet
 from placer.virtual.realism import realism_setup
 from placer.virtual.scheduling import Ask, assign
+from tests.builders.waiting import wait_until
 
 ROOT = Path(__file__).resolve().parents[2]
 GANGS = ROOT / "deploy" / "examples" / "two-gangs.yaml"
@@ -179,3 +182,94 @@ def test_kai_without_a_queue_label_schedules_nothing(
     for pod in pods:
         assert not pod["spec"].get("nodeName")
         assert "no kai.scheduler/queue label" in pod["status"]["conditions"][0]["message"]
+
+
+def kubectl_delete(members: Members, *names: str) -> None:
+    """``kubectl delete jobset NAMES`` on small, through the fleet's kubeconfig."""
+    kubectl = shutil.which("kubectl") or "/usr/bin/kubectl"
+    if not Path(kubectl).exists():
+        pytest.skip("kubectl not installed")
+    result = subprocess.run(
+        [
+            *(kubectl, "--kubeconfig", str(members.kubeconfig), "--context", "small"),
+            *("delete", "jobset", *names, "-n", "default", "--wait=false"),
+        ],
+        capture_output=True,
+        text=True,
+        timeout=60,
+        check=False,
+    )
+    assert result.returncode == 0, result.stderr
+
+
+def bound_by_owner(members: Members) -> dict[str, tuple[int, int]]:
+    out: dict[str, tuple[int, int]] = {}
+    for pod in members.virtual.server("small").store.list("pods", "default"):
+        owner = pod["metadata"]["ownerReferences"][0]["name"]
+        bound, waiting = out.get(owner, (0, 0))
+        if pod["spec"].get("nodeName"):
+            out[owner] = (bound + 1, waiting)
+        else:
+            out[owner] = (bound, waiting + 1)
+    return out
+
+
+@pytest.mark.kubectl
+def test_a_gang_waiting_whole_starts_when_the_other_goes(
+    members: Members, capsys: pytest.CaptureFixture[str]
+) -> None:
+    members.submit(capsys, {"name": "volcano"})
+    pods = members.pods()
+    [running] = [name for name, p in pods.items() if not p["waiting"]]
+    [waiting] = [name for name, p in pods.items() if p["waiting"]]
+    since = {
+        p["metadata"]["name"]: p["status"]["conditions"][0]["lastTransitionTime"]
+        for p in pods[waiting]["waiting"]
+    }
+    time.sleep(1.1)  # timestamps have whole seconds: a rewritten one would differ
+    # a pod of another workload going frees too little: the gang keeps waiting whole, and its
+    # pods keep the time they began waiting
+    store = members.virtual.server("small").store
+    store.seed(
+        [
+            {
+                "apiVersion": "v1",
+                "kind": "Pod",
+                "metadata": {"name": "bystander", "namespace": "default"},
+                "spec": {"nodeName": "small-2", "containers": [{"name": "c", "image": "x"}]},
+                "status": {"phase": "Running"},
+            }
+        ]
+    )
+    store.delete("pods", "bystander", "default")
+    time.sleep(3.0)  # past the next pass (window 2 s)
+    assert bound_by_owner(members)[waiting] == (0, 3)
+    for pod in store.list("pods", "default"):
+        if pod["metadata"]["name"] in since:
+            condition = pod["status"]["conditions"][0]
+            assert condition["lastTransitionTime"] == since[pod["metadata"]["name"]]
+    kubectl_delete(members, running)
+    wait_until(
+        lambda: bound_by_owner(members) == {waiting: (3, 0)},
+        timeout=30,
+        interval=0.1,
+        what=f"{waiting} started whole once {running} went",
+    )
+
+
+@pytest.mark.kubectl
+def test_default_scheduler_binds_the_third_pod_once_a_deadlocked_gang_goes(
+    members: Members, capsys: pytest.CaptureFixture[str]
+) -> None:
+    members.submit(capsys, None)
+    assert {k: (len(v["bound"]), len(v["waiting"])) for k, v in members.pods().items()} == {
+        "gang-a": (2, 1),
+        "gang-b": (2, 1),
+    }
+    kubectl_delete(members, "gang-a")
+    wait_until(
+        lambda: bound_by_owner(members) == {"gang-b": (3, 0)},
+        timeout=30,
+        interval=0.1,
+        what="gang-b's third pod bound once gang-a went",
+    )
