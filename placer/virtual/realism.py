@@ -298,6 +298,15 @@ class Realism:
             self._arrived += [(store, ask) for ask in asks]
             self._start_pass()
 
+    def flush(self) -> None:
+        """Bind now the pods waiting for the arrival window to end (the window cut short: for
+        tests and demos that change the cluster between a dispatch and its binding)."""
+        with self._lock:
+            timer = self._timer
+        if timer is not None:
+            timer.cancel()
+        self._pass()
+
     def _room_changed(self, store: Store) -> None:
         """A pod went or a node changed: the pods waiting on ``store`` are tried again at the
         next pass (soon: room freed by a deleted gang is seen once all its pods are gone)."""
@@ -393,7 +402,10 @@ def _pod_group(
         blocked = "" if queue else f"no {_KAI_QUEUE} label: KAI schedules only a queue's pods"
         for gang in d.gangs:
             if component.label in gang.members or component.name in gang.members:
-                return gang.name, gang.min_member, blocked
+                # named as KAI's pod grouper names the PodGroup of a top owner
+                group = f"pg-{name_of(obj)}-{uid_of(obj)}"
+                group += f"-{gang.name}" if len(d.gangs) > 1 else ""
+                return group, gang.min_member, blocked
         return "", 1, blocked
     return "", 1, ""
 
