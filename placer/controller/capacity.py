@@ -211,16 +211,16 @@ class MemberCapacity:
             members = list(self._members.values())
         return sum(m.live.changes for m in members)
 
-    def has_pending_pods(self, name: str) -> bool | None:
-        """Whether member ``name`` has a ``Pending`` pod, as its pod watch shows it (``None``:
-        not known, the watch has not listed)."""
+    def pending_pods(self, name: str) -> list[JSON] | None:
+        """Member ``name``'s ``Pending`` pods as its pod watch shows them, with their
+        ``PodScheduled`` condition (``None``: not known, the watch has not listed)."""
         member = self._member(name)
         if member is None:
             return None
         pods = member.informers.get(("v1", "Pod"))
         if pods is None or not pods.synced:
             return None
-        return member.live.has_pending_pods()
+        return member.live.pending_pods()
 
     # -- what the informers say ------------------------------------------------------------------
 

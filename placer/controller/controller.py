@@ -238,7 +238,7 @@ class Controller:
             claim=self._claim_for_move,
             release=lambda ref: self.queue.done(ref, again=True),
             rescheduled=lambda cluster: self.metrics.rescheduled.labels(cluster).inc(),
-            has_pending=self._has_pending_pods,
+            pending_pods=self._pending_pods,
         )
         self.reconciler = Reconciler(
             settings,
@@ -507,10 +507,10 @@ class Controller:
                         self.queue.add(CopyRef.of(cluster, api_version, kind, copy))
             self.queue.wake()
 
-    def _has_pending_pods(self, cluster: str) -> bool | None:
-        """Whether ``cluster`` has Pending pods, from the capacity watches (``None``: not known,
-        e.g. ``--capacity list``)."""
-        return None if self.capacity is None else self.capacity.has_pending_pods(cluster)
+    def _pending_pods(self, cluster: str) -> list[JSON] | None:
+        """``cluster``'s Pending pods, from the capacity watches (``None``: not known, e.g.
+        ``--capacity list``)."""
+        return None if self.capacity is None else self.capacity.pending_pods(cluster)
 
     def _on_capacity_state(self, cluster: str, reachable: bool, reason: str) -> None:
         """A member's capacity watch failed (``reason``) or listed (``""``): a member that

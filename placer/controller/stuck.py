@@ -3,7 +3,9 @@
 placer decides on the capacity it gathered; the member's scheduler may still leave a placed
 workload's pods ``Pending`` — others took the room since, a gang scheduler holds a gang back,
 a node went away. :class:`StuckMover` looks, after every gather of the placement cycle, at the
-``Pending`` pods of each member (one list per member, ``status.phase=Pending``) whose
+``Pending`` pods of each member holding a placed copy — from the member's pod watch (the
+capacity cache keeps a Pending pod's ``PodScheduled`` condition: no request in steady state),
+else with one list per member (``status.phase=Pending``; ``--capacity list``) — whose
 ``PodScheduled`` condition is ``False`` with reason ``Unschedulable``, finds the copy each
 belongs to (owner chain, :class:`~placer.kube.owners.OwnerWalker`) and so its hub object. A
 hub object with such a pod unschedulable for longer than the ``pendingTimeout`` of its
@@ -158,7 +160,7 @@ class StuckMover:
         release: Callable[[WorkloadRef], None],
         rescheduled: Callable[[str], None] = lambda cluster: None,
         clock: Callable[[], float] = time.time,
-        has_pending: Callable[[str], bool | None] = lambda cluster: None,
+        pending_pods: Callable[[str], Sequence[Mapping[str, Any]] | None] = lambda c: None,
     ) -> None:
         self.hub = hub
         self.members = members
@@ -170,9 +172,9 @@ class StuckMover:
         self._release = release
         self._rescheduled = rescheduled
         self._clock = clock
-        #: whether a member has Pending pods at all, from the capacity watches (None: not
-        #: known); a member without any is not listed.
-        self._has_pending = has_pending
+        #: a member's Pending pods with their PodScheduled condition, from the capacity
+        #: watches (None: not known: they are listed).
+        self._pending_pods = pending_pods
         self._lock = threading.Lock()
 
     def timeout_for(self, obj: Mapping[str, Any]) -> float:
@@ -231,14 +233,17 @@ class StuckMover:
         found: list[Stuck] = []
         for cluster, by_uid in sorted(placed.items()):
             client = self.members.clients.get(cluster)
-            if client is None or self._has_pending(cluster) is False:
+            if client is None:
                 continue
-            try:
-                pods = client.list("v1", "Pod", field_selector="status.phase=Pending").items
-            except KubeError as err:
-                log.info("cluster %s: pending pods not listed: %s", cluster, err.message)
-                continue
-            found += self._stuck_on(cluster, client, pods, by_uid, now)
+            pods = self._pending_pods(cluster)
+            if pods is None:  # no pod watch (--capacity list), or it has not listed yet
+                try:
+                    pods = client.list("v1", "Pod", field_selector="status.phase=Pending").items
+                except KubeError as err:
+                    log.info("cluster %s: pending pods not listed: %s", cluster, err.message)
+                    continue
+            if pods:
+                found += self._stuck_on(cluster, client, pods, by_uid, now)
         return found
 
     def _stuck_on(
@@ -255,10 +260,10 @@ class StuckMover:
             state = unschedulable_pod(pod, now)
             if state is None:
                 continue
-            for copy_uid in copies:
-                if walker.owned_by(pod, copy_uid):
-                    waiting.setdefault(copy_uid, []).append(state)
-                    break
+            owners = walker.owner_uids(pod, stop=copies)  # up the chain to a copy (memoised)
+            copy_uid = next((u for u in copies if u in owners), None)
+            if copy_uid is not None:
+                waiting.setdefault(copy_uid, []).append(state)
         found: list[Stuck] = []
         for copy_uid, states in waiting.items():
             ref, obj = copies[copy_uid]

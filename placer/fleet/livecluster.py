@@ -58,6 +58,7 @@ _METADATA = (
 )
 _POD_SPEC = ("nodeName", "resources", "overhead")
 _CONTAINER = ("name", "resources", "restartPolicy")
+_CONDITION = ("type", "status", "reason", "message", "lastTransitionTime")
 
 
 def usable_room(node: Node) -> dict[str, int]:
@@ -97,6 +98,16 @@ def compact_pod(pod: Mapping[str, Any]) -> dict[str, Any]:
     compact: dict[str, Any] = {"metadata": metadata, "spec": small}
     if isinstance(status, Mapping) and "phase" in status:
         compact["status"] = {"phase": status["phase"]}
+        if status["phase"] == "Pending":  # why it waits, and since when (stuck work moves)
+            scheduled = [
+                {k: c[k] for k in _CONDITION if k in c}
+                for c in status.get("conditions") or ()
+                if isinstance(c, Mapping) and c.get("type") == "PodScheduled"
+            ]
+            if scheduled:
+                compact["status"]["conditions"] = scheduled
+            if "creationTimestamp" in metadata_in:
+                metadata["creationTimestamp"] = metadata_in["creationTimestamp"]
     return compact
 
 
@@ -248,13 +259,15 @@ class LiveCluster:
         with self._lock:
             return list(self._by_namespace.get(namespace, {}).values())
 
-    def has_pending_pods(self) -> bool:
-        """Whether any pod of the member is in phase ``Pending``."""
+    def pending_pods(self) -> list[dict[str, Any]]:
+        """The member's pods in phase ``Pending`` (compact form: with their ``PodScheduled``
+        condition and creation time)."""
         with self._lock:
-            return any(
-                (pod.get("status") or {}).get("phase") == "Pending"
+            return [
+                pod
                 for pod, _ in self._pods.values()
-            )
+                if (pod.get("status") or {}).get("phase") == "Pending"
+            ]
 
     @property
     def has_slices(self) -> bool:

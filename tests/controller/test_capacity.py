@@ -373,3 +373,26 @@ def test_an_entry_just_written_counts_until_its_watch_shows_it_and_not_after_its
     wait_for(lambda: entries() == [], what="the removal seen")
     time.sleep(0.3)
     assert entries() == []
+
+
+def test_the_stuck_check_reads_pending_pods_from_the_pod_watch(hubfleet: Any) -> None:
+    """A placed workload's pod waits on its member (under its pendingTimeout): the stuck check
+    looks at it every cycle from the member's pod watch, with no LIST."""
+    from tests.controller.test_pending_timeout import MESSAGE, pending_pod
+
+    controller = hubfleet.controller(capacity="watch").controller
+    hubfleet.hub.store.create(hubfleet.job("waits", gpus=2, pods=2))
+    where = hubfleet.wait_for(lambda: placed(hubfleet, ["waits"]), what="placed")["waits"]
+    copy = hubfleet.copies("waits")[where]
+    hubfleet.members[where].store.seed([pending_pod("waits-0", copy, 5)])
+    seeded = controller.cycle._last_gather
+    hubfleet.wait_for(lambda: controller.cycle._last_gather > seeded + 1.0, what="2 gathers")
+    for server in hubfleet.members.values():
+        server.clear_requests()
+    gathered = controller.cycle._last_gather
+    hubfleet.wait_for(lambda: controller.cycle._last_gather > gathered + 1.0, what="2 gathers")
+    assert member_lists(hubfleet) == {name: [] for name in hubfleet.members}
+    [cached] = controller.capacity.pending_pods(where)
+    [condition] = cached["status"]["conditions"]
+    assert (condition["reason"], condition["message"]) == ("Unschedulable", MESSAGE)
+    assert hubfleet.placed_cluster(hubfleet.hub.store.get("jobs", "waits", "team-a")) == where
