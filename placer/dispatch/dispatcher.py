@@ -69,6 +69,7 @@ from placer.dispatch.dependencies import (
 )
 from placer.dispatch.existing import find_existing, settle_existing
 from placer.dispatch.handoff import (
+    check_local_queue,
     ensure_karta,
     own,
     plan_handoff,
@@ -571,6 +572,10 @@ class Dispatcher:
                             dry_run=dry_run,
                         )
                     )
+                if scheduler.name == "kueue" and handoff.queue:
+                    problem = check_local_queue(client, handoff.queue, placement.workload.namespace)
+                    if problem:
+                        notes[placement.workload].append(problem)
                 carried = self._dependencies(
                     run, needs[placement.workload], written, notes[placement.workload]
                 )

@@ -16,7 +16,8 @@ framework-specific code:
                 kinds without a native plugin) — or a note saying why not
 ``kueue``       the object: the label ``kueue.x-k8s.io/queue-name`` (a LocalQueue of the
                 workload's namespace); created suspended where the definition can suspend it,
-                so that Kueue admits it there (else Kueue's webhook must suspend it)
+                so that Kueue admits it there (else Kueue's webhook must suspend it); a
+                warning when that LocalQueue is not on the member (:func:`check_local_queue`)
 ``volcano``     one ``scheduling.volcano.sh/v1beta1`` PodGroup per gang (``minMember``,
                 ``minResources``, ``queue``); pods: ``schedulerName: volcano`` and the
                 annotation ``scheduling.k8s.io/group-name``
@@ -50,7 +51,7 @@ from placer.definitions.model import GroupVersionKind
 from placer.definitions.templates import TemplateEdit, TemplateSite, edit_templates
 from placer.dispatch.outcomes import Manifest
 from placer.dispatch.record import LABEL_PLACED_BY, PLACED_BY, label_value, plan_of
-from placer.errors import DefinitionError, ForbiddenError, KubeError
+from placer.errors import DefinitionError, ForbiddenError, KubeError, NotFoundError
 from placer.model import ANNOTATION_PREFIX, Fleet, Placement, Workload, WorkloadRef
 from placer.objects import name_of, namespace_of, uid_of
 from placer.policy import PlacementPolicy, policy_for
@@ -70,6 +71,7 @@ __all__ = [
     "VOLCANO_GROUP_ANNOTATION",
     "VOLCANO_PODGROUP",
     "HandOff",
+    "check_local_queue",
     "ensure_karta",
     "gang_warnings",
     "own",
@@ -86,6 +88,8 @@ COSCHEDULING_GROUP_LABEL = "scheduling.x-k8s.io/pod-group"
 VOLCANO_PODGROUP = ("scheduling.volcano.sh/v1beta1", "PodGroup")
 COSCHEDULING_PODGROUP = ("scheduling.x-k8s.io/v1alpha1", "PodGroup")
 KARTA = ("run.ai/v1alpha1", "Karta")
+#: where Kueue serves LocalQueues, newest first (v1beta2 from Kueue 0.15, v1beta1 before).
+KUEUE_LOCALQUEUE_VERSIONS = ("kueue.x-k8s.io/v1beta2", "kueue.x-k8s.io/v1beta1")
 
 _DNS_LABEL = re.compile(r"[^a-z0-9-]+")
 
@@ -376,6 +380,36 @@ def own(client: KubeClient, objects: Iterable[Mapping[str, Any]], owner: Mapping
         if meta.get("namespace"):
             body["metadata"]["namespace"] = meta["namespace"]
         client.apply(body, field_manager=manager, force=True)
+
+
+def check_local_queue(client: KubeClient, queue: str, namespace: str) -> str:
+    """On a kueue member: whether the LocalQueue the workload is labelled with exists in its
+    namespace; a note when it does not (Kueue then leaves the workload suspended, inadmissible)
+    or cannot be checked, else ``""``. Read only (``--dry-run`` checks too)."""
+    fix = (
+        f"create LocalQueue {queue} in namespace {namespace} there, or map the workload's "
+        "placer queue to an existing one (the fleet file's scheduler.queues / defaultQueue)"
+    )
+    try:
+        api_version = next(
+            (v for v in KUEUE_LOCALQUEUE_VERSIONS if "LocalQueue" in client.served_kinds(v)),
+            None,
+        )
+        if api_version is None:
+            return (
+                "scheduler kueue: the member does not serve kueue.x-k8s.io LocalQueue (is Kueue "
+                "installed there?): nothing will admit the workload"
+            )
+        client.get(api_version, "LocalQueue", queue, namespace=namespace)
+    except NotFoundError:
+        return (
+            f"scheduler kueue: warning: LocalQueue {queue} not found in namespace {namespace} "
+            f"on the member: Kueue leaves the workload suspended (inadmissible) until it "
+            f"exists; {fix}"
+        )
+    except KubeError as err:
+        return f"scheduler kueue: LocalQueue {queue} not checked ({err.message})"
+    return ""
 
 
 def ensure_karta(

@@ -10,7 +10,7 @@ kube-scheduler and kubelet for every workload kind of the catalog:
   :func:`register_catalog_kinds`), so a workload of any catalog type can be applied, and so
   are the kinds the gang schedulers placer hands workloads to define
   (:func:`register_scheduler_kinds`: Volcano's and scheduler-plugins' PodGroups, KAI's
-  ``run.ai/v1alpha1`` Karta), as on a member where they are installed;
+  ``run.ai/v1alpha1`` Karta, Kueue's LocalQueue), as on a member where they are installed;
 * **pods**: when a workload is created or resumed, its pods are materialised from its
   definition (:func:`placer.definitions.decompose`): every pod-bearing component instance ×
   replicas, from the instance's pod template, with an owner reference to the workload
@@ -146,6 +146,7 @@ def register_scheduler_kinds(store: Store) -> None:
         ("scheduling.volcano.sh", "v1beta1", "PodGroup", True),
         ("scheduling.x-k8s.io", "v1alpha1", "PodGroup", True),
         ("run.ai", "v1alpha1", "Karta", False),
+        ("kueue.x-k8s.io", "v1beta1", "LocalQueue", True),
     ):
         if (group, version, kind) not in served:
             store.register_resource(group, version, kind, namespaced=namespaced)

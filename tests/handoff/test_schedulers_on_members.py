@@ -204,6 +204,39 @@ def test_kueue_queue_name_label_and_created_suspended(
     }
 
 
+def test_kueue_warns_when_the_local_queue_is_not_in_the_namespace(
+    members: Members, capsys: pytest.CaptureFixture[str], tmp_path: Path
+) -> None:
+    fleet = members.fleet_file({"name": "kueue", "defaultQueue": "lq-train"})
+    code, data, err = members.submit(capsys, fleet, "--dry-run")
+    assert code == 0, err
+    warning = (
+        "scheduler kueue: warning: LocalQueue lq-train not found in namespace default on the "
+        "member: Kueue leaves the workload suspended (inadmissible) until it exists"
+    )
+    assert any(warning in n for n in data["placements"][0]["notes"])
+    # once the LocalQueue is there (kubectl-style apply of Kueue's object), no warning
+    members.store("central").create(
+        {
+            "apiVersion": "kueue.x-k8s.io/v1beta1",
+            "kind": "LocalQueue",
+            "metadata": {"name": "lq-train", "namespace": "default"},
+            "spec": {"clusterQueue": "cluster-queue"},
+        }
+    )
+    code, data, err = members.submit(capsys, fleet)
+    assert code == 0, err
+    assert not any("LocalQueue lq-train not" in n for n in data["placements"][0]["notes"])
+    # a member without Kueue: said so
+    snapshot = load_snapshot(ROOT / "clusters" / "demo.yaml")
+    with VirtualFleet(snapshot, setup=bare_setup) as bare:
+        other = Members(bare, bare.write_kubeconfig(tmp_path / "kc2"), tmp_path)
+        code, data, err = other.submit(capsys, other.fleet_file("kueue"))
+        assert code == 0, err
+        notes = data["placements"][0]["notes"]
+        assert any("the member does not serve kueue.x-k8s.io LocalQueue" in n for n in notes)
+
+
 def test_default_adds_nothing_and_warns_once(
     members: Members, capsys: pytest.CaptureFixture[str]
 ) -> None:
