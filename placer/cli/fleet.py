@@ -2,7 +2,8 @@
 
 * ``fleet show SNAPSHOT | [fleet options] [-o text|json|yaml] [--nodes]``: one row per cluster
   (reachable or why not, nodes, free/allocatable GPU, CPU, memory, the largest free GPU block
-  on one node, pending pods, GPU models), or one row per node with ``--nodes``. JSON as
+  on one node, pending pods, the scheduler placer hands gangs to there, GPU models), or one
+  row per node with ``--nodes``. JSON as
   :mod:`placer.fleet.summary` documents.
 * ``fleet up [SNAPSHOT] [--hub NAME] --kubeconfig-out PATH [--fleet-out PATH]``: the virtual
   fleet — one loopback HTTPS API server per cluster of the snapshot, seeded so that gathering
@@ -39,6 +40,7 @@ from placer.errors import InputError, UsageError
 from placer.fleet import gather_fleet
 from placer.fleet.summary import cluster_rows, fleet_summary, node_rows
 from placer.model import Fleet
+from placer.schedulers import SchedulerSpec
 from placer.snapshot import load_snapshot
 
 __all__ = ["register", "run_show", "run_up"]
@@ -155,6 +157,7 @@ def run_show(args: argparse.Namespace) -> int:
     if args.snapshot and has_fleet_options(args):
         raise UsageError("give either SNAPSHOT or fleet options, not both")
     fleet: Fleet
+    schedulers: dict[str, SchedulerSpec] = {}
     if args.server:
         if args.snapshot or has_fleet_options(args):
             raise UsageError("--server cannot be combined with SNAPSHOT or fleet options")
@@ -165,15 +168,17 @@ def run_show(args: argparse.Namespace) -> int:
     elif args.snapshot:
         fleet = load_snapshot(args.snapshot)
     else:
-        fleet = gather_fleet(fleet_config_from_args(args))
+        config = fleet_config_from_args(args)
+        schedulers = config.schedulers
+        fleet = gather_fleet(config)
         report_unreachable(fleet)
     if not args.snapshot:
         reached = [c.name for c in fleet.clusters if c.reachable]
         require_reachable(fleet.names, reached, "no capacity could be gathered")
     if args.output != "text":
-        print_data(fleet_summary(fleet), args.output)
+        print_data(fleet_summary(fleet, schedulers), args.output)
         return 0
-    print_table(node_rows(fleet) if args.nodes else cluster_rows(fleet))
+    print_table(node_rows(fleet) if args.nodes else cluster_rows(fleet, schedulers))
     for cluster in fleet.clusters:
         if not cluster.reachable and args.snapshot:
             print(f"{cluster.name}: unreachable: {cluster.reason}")

@@ -7,7 +7,9 @@ bytes, everything else counted)::
                    "allocatable": {RESOURCE: NUMBER}, "free": {RESOURCE: NUMBER},
                    "max_free_per_node": {RESOURCE: NUMBER}, "gpu_models": {MODEL: COUNT},
                    "devices": [{"node", "driver", "resource", "count", "allocated",
-                                "attributes"}]}]}
+                                "attributes"}],
+                   "scheduler": {"name", "source", "schedulerName"?, "defaultQueue"?,
+                                 "queues"?, "scheduleTimeoutSeconds"?}}]}
 
 ``free`` sums what is free on usable nodes (Ready and not cordoned); ``allocatable`` counts every
 node. ``max_free_per_node`` is, per resource, the most any single usable node has free — the
@@ -16,18 +18,30 @@ counts allocatable GPUs per model (node label ``nvidia.com/gpu.product`` or the 
 ``productName`` of the node's DRA GPUs). ``devices`` lists every node's Dynamic Resource
 Allocation devices (from ResourceSlices): per driver and attributes, how many, how many are
 allocated, and the resource they count as (``""``: not mapped by the accelerator table, so not
-counted); ``--nodes`` shows them in a ``DRA DEVICES`` column.
+counted); ``--nodes`` shows them in a ``DRA DEVICES`` column. ``scheduler`` is the member's
+scheduler placer hands gangs to (:mod:`placer.schedulers`: the fleet file's ``scheduler:``, else
+the cluster label ``placer.dev/scheduler``, else ``default``; a PlacementPolicy may still
+override it for the workloads it selects), with where it was said and its settings.
 """
 
 from __future__ import annotations
 
+from collections.abc import Mapping
 from typing import Any
 
 from placer.fleet.capacity import gpu_models, gpu_product
 from placer.model import Cluster, DeviceGroup, Fleet, Node
 from placer.quantity import CPU, GPU, MEMORY, to_base_map
+from placer.schedulers import SchedulerSpec, resolve_scheduler
 
-__all__ = ["cluster_rows", "cluster_summary", "fleet_summary", "max_free_per_node", "node_rows"]
+__all__ = [
+    "cluster_rows",
+    "cluster_summary",
+    "fleet_summary",
+    "max_free_per_node",
+    "node_rows",
+    "scheduler_summary",
+]
 
 
 def max_free_per_node(cluster: Cluster) -> dict[str, int]:
@@ -41,8 +55,24 @@ def max_free_per_node(cluster: Cluster) -> dict[str, int]:
     return best
 
 
-def cluster_summary(cluster: Cluster) -> dict[str, Any]:
-    """One cluster in the JSON shape of the module docstring."""
+def scheduler_summary(spec: SchedulerSpec) -> dict[str, Any]:
+    """A member's scheduler, in the JSON shape of the module docstring."""
+    out: dict[str, Any] = {"name": spec.name, "source": spec.source or "default"}
+    if spec.pod_scheduler_name:
+        out["schedulerName"] = spec.pod_scheduler_name
+    if spec.name != "default" and spec.queue_for(""):
+        out["defaultQueue"] = spec.queue_for("")
+    if spec.queues:
+        out["queues"] = dict(sorted(spec.queues.items()))
+    if spec.schedule_timeout_seconds is not None:
+        out["scheduleTimeoutSeconds"] = spec.schedule_timeout_seconds
+    return out
+
+
+def cluster_summary(cluster: Cluster, scheduler: SchedulerSpec | None = None) -> dict[str, Any]:
+    """One cluster in the JSON shape of the module docstring (``scheduler``: the fleet file's
+    for it, if any)."""
+    spec = resolve_scheduler(scheduler, cluster.labels)
     return {
         "name": cluster.name,
         "reachable": cluster.reachable,
@@ -65,16 +95,23 @@ def cluster_summary(cluster: Cluster) -> dict[str, Any]:
             for node in cluster.nodes
             for g in node.devices
         ],
+        "scheduler": scheduler_summary(spec),
     }
 
 
-def fleet_summary(fleet: Fleet) -> dict[str, Any]:
-    """``{"clusters": [...]}`` for the whole fleet."""
-    return {"clusters": [cluster_summary(c) for c in fleet.clusters]}
+def fleet_summary(
+    fleet: Fleet, schedulers: Mapping[str, SchedulerSpec] | None = None
+) -> dict[str, Any]:
+    """``{"clusters": [...]}`` for the whole fleet (``schedulers``: the fleet file's)."""
+    chosen = schedulers or {}
+    return {"clusters": [cluster_summary(c, chosen.get(c.name)) for c in fleet.clusters]}
 
 
-def cluster_rows(fleet: Fleet) -> list[list[str]]:
-    """The text table: header, then one row per cluster."""
+def cluster_rows(
+    fleet: Fleet, schedulers: Mapping[str, SchedulerSpec] | None = None
+) -> list[list[str]]:
+    """The text table: header, then one row per cluster (``schedulers``: the fleet file's)."""
+    chosen = schedulers or {}
     rows = [
         [
             "CLUSTER",
@@ -85,12 +122,14 @@ def cluster_rows(fleet: Fleet) -> list[list[str]]:
             "CPU FREE/ALLOC",
             "MEMORY FREE/ALLOC",
             "PENDING",
+            "SCHEDULER",
             "GPU MODELS",
         ]
     ]
     for cluster in fleet.clusters:
+        scheduler = _scheduler_text(resolve_scheduler(chosen.get(cluster.name), cluster.labels))
         if not cluster.reachable:
-            rows.append([cluster.name, "no", "-", "-", "-", "-", "-", "-", "-"])
+            rows.append([cluster.name, "no", "-", "-", "-", "-", "-", "-", scheduler, "-"])
             continue
         alloc, free = cluster.allocatable(), cluster.free()
         models = gpu_models(cluster.nodes)
@@ -104,6 +143,7 @@ def cluster_rows(fleet: Fleet) -> list[list[str]]:
                 f"{_cores(free.get(CPU, 0))}/{_cores(alloc.get(CPU, 0))}",
                 f"{_gib(free.get(MEMORY, 0))}/{_gib(alloc.get(MEMORY, 0))}Gi",
                 str(cluster.pending.count),
+                scheduler,
                 ", ".join(f"{m}×{n}" for m, n in models.items()) or "-",
             ]
         )
@@ -131,6 +171,12 @@ def node_rows(fleet: Fleet) -> list[list[str]]:
                 row.append(", ".join(_devices_text(g) for g in node.devices) or "-")
             rows.append(row)
     return rows
+
+
+def _scheduler_text(spec: SchedulerSpec) -> str:
+    """``volcano (queue research)``; ``default``."""
+    queue = spec.queue_for("") if spec.name != "default" else ""
+    return f"{spec.name} (queue {queue})" if queue else spec.name
 
 
 def _devices_text(group: DeviceGroup) -> str:

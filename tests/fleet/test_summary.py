@@ -2,10 +2,16 @@
 
 from __future__ import annotations
 
+import json
 from pathlib import Path
 
+import pytest
+import yaml
+
+from placer.cli import main
 from placer.fleet.summary import cluster_rows, fleet_summary
 from placer.snapshot import load_snapshot
+from placer.virtual.fleet import VirtualFleet
 
 ROOT = Path(__file__).resolve().parents[2]
 
@@ -26,6 +32,7 @@ def test_demo_fleet_summary_shape_and_values() -> None:
         "max_free_per_node",
         "gpu_models",
         "devices",
+        "scheduler",
     ]
     assert central["name"] == "central" and central["reachable"] is True
     assert central["nodes"] == 4
@@ -35,6 +42,7 @@ def test_demo_fleet_summary_shape_and_values() -> None:
     assert central["allocatable"]["cpu"] == 3 * 126 + 31  # cores
     assert central["free"]["memory"] == (3 * 800 + 112) * 2**30  # bytes
     assert central["gpu_models"] == {"NVIDIA-L40S": 24}
+    assert central["scheduler"] == {"name": "default", "source": "default"}
     west = summary["clusters"][1]
     # 16 free GPUs, but never more than 2 on one usable node (the cordoned node has 8)
     assert (west["free"]["nvidia.com/gpu"], west["max_free_per_node"]["nvidia.com/gpu"]) == (16, 2)
@@ -45,3 +53,50 @@ def test_text_rows() -> None:
     assert rows[0][:5] == ["CLUSTER", "REACHABLE", "NODES", "GPU FREE/ALLOC", "MAX GPU/NODE"]
     assert rows[3][:5] == ["central", "yes", "4", "12/24", "4"]
     assert rows[3][-1] == "NVIDIA-L40S×24"
+
+
+def test_fleet_show_says_each_members_scheduler(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """`placer fleet show --fleet FILE`: the scheduler the fleet file (or a cluster label)
+    names for each member, with its queue, in the JSON and the text table."""
+    with VirtualFleet(load_snapshot(ROOT / "clusters" / "demo.yaml")) as virtual:
+        kubeconfig = virtual.write_kubeconfig(tmp_path / "kc")
+        fleet = tmp_path / "fleet.yaml"
+        fleet.write_text(
+            yaml.safe_dump(
+                {
+                    "clusters": [
+                        {
+                            "name": "east",
+                            "kubeconfig": str(kubeconfig),
+                            "scheduler": {"name": "kai", "queues": {"team-a": "research"}},
+                        },
+                        {
+                            "name": "west",
+                            "kubeconfig": str(kubeconfig),
+                            "labels": {"placer.dev/scheduler": "volcano"},
+                        },
+                        {"name": "central", "kubeconfig": str(kubeconfig)},
+                    ]
+                }
+            )
+        )
+        assert main(["fleet", "show", "--fleet", str(fleet), "-o", "json"]) == 0
+        data = json.loads(capsys.readouterr().out)
+        east, west, central = (c["scheduler"] for c in data["clusters"])
+        assert east == {
+            "name": "kai",
+            "source": f"{fleet}: clusters[0].scheduler",
+            "schedulerName": "kai-scheduler",
+            "defaultQueue": "default-queue",
+            "queues": {"team-a": "research"},
+        }
+        assert west["name"] == "volcano"
+        assert west["source"] == "cluster label placer.dev/scheduler"
+        assert central == {"name": "default", "source": "default"}
+        assert main(["fleet", "show", "--fleet", str(fleet)]) == 0
+        lines = capsys.readouterr().out.splitlines()
+        assert "SCHEDULER" in lines[0]
+        assert "kai (queue default-queue)" in lines[1]
+        assert "volcano (queue default)" in lines[2]
