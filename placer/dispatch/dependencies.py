@@ -39,6 +39,7 @@ from typing import Any
 
 from placer import objects
 from placer.definitions.documents import DEPENDENCY_KINDS, is_dependency
+from placer.dispatch.handoff import own
 from placer.dispatch.outcomes import Manifest
 from placer.dispatch.record import LABEL_PLACED_BY, PLACED_BY, SERVER_METADATA
 from placer.errors import KubeError, NotFoundError
@@ -57,6 +58,7 @@ __all__ = [
     "plan_dependencies",
     "read_from",
     "references",
+    "refresh",
 ]
 
 
@@ -195,7 +197,72 @@ def existing_state(client: KubeClient, dependency: Dependency) -> str:
     return "placer" if labels.get(LABEL_PLACED_BY) == PLACED_BY else "foreign"
 
 
+def refresh(
+    client: KubeClient,
+    manifest: Manifest,
+    owner: Mapping[str, Any],
+    *,
+    field_manager: str,
+    dry_run: bool = False,
+) -> list[str]:
+    """Bring the objects ``manifest``'s pods name up to date beside its copy ``owner`` (placed
+    earlier; a resubmission left it unchanged, or updated it in place): each supplied object is
+    applied again — one deleted meanwhile is restored, one changed in the input is updated, the
+    user's own is left alone — and owned by the copy; a required one neither supplied nor on the
+    member is a warning (the copy runs already). What was done, as notes (objects named, never
+    shown); never raises for the member's answers."""
+    needs = plan_dependencies(manifest)
+    notes: list[str] = []
+    carried: list[dict[str, Any]] = []
+    would = "would be " if dry_run else ""
+    try:
+        for dependency, obj in needs.supplied:
+            try:
+                found = client.get(
+                    "v1", dependency.kind, dependency.name, namespace=dependency.namespace
+                )
+            except NotFoundError:
+                found = None
+            if found is not None and labels_of(found).get(LABEL_PLACED_BY) != PLACED_BY:
+                notes.append(f"{dependency} is on the member and not placer's: used as it is")
+                continue
+            body = body_of(dependency, obj)
+            client.apply(body, field_manager=field_manager, dry_run=dry_run)
+            carried.append(body)
+            if found is None:
+                notes.append(f"{dependency} {would}restored (it was missing on the member)")
+            elif _content_differs(body, found):
+                notes.append(f"{dependency} {would}updated")
+        if carried and not dry_run:
+            own(client, carried, owner)
+        for dependency in needs.expected:
+            if not dependency.required:
+                continue
+            try:
+                client.get("v1", dependency.kind, dependency.name, namespace=dependency.namespace)
+            except NotFoundError:
+                notes.append(
+                    f"warning: {dependency} (named by {manifest.ref}, {dependency.where}) is "
+                    f"neither in the input nor on cluster {client.name}: its pods cannot start"
+                )
+    except KubeError as err:
+        notes.append(f"the objects its pods name were not all brought up to date ({err.message})")
+    return notes
+
+
 # --------------------------------------------------------------------------------------------
+
+
+def _content_differs(body: Mapping[str, Any], found: Mapping[str, Any]) -> bool:
+    """Whether applying ``body`` changes what ``found`` holds (its content fields and labels;
+    a Secret's write-only ``stringData`` counts as a change)."""
+    for key, value in body.items():
+        if key in ("apiVersion", "kind", "metadata"):
+            continue
+        if key == "stringData" or found.get(key) != value:
+            return True
+    wanted = (body.get("metadata") or {}).get("labels") or {}
+    return any(labels_of(found).get(k) != v for k, v in wanted.items())
 
 
 def _pod_references(spec: Mapping[str, Any], namespace: str, label: str) -> list[Dependency]:

@@ -43,6 +43,7 @@ from dataclasses import dataclass, field, replace
 from typing import TYPE_CHECKING
 
 from placer.dispatch.claims import CLAIM_TTL
+from placer.dispatch.dependencies import references, refresh
 from placer.dispatch.dispatcher import Dispatcher
 from placer.dispatch.existing import find_existing, settle_existing
 from placer.dispatch.handoff import gang_warnings
@@ -215,6 +216,7 @@ def submit(
         fleet = updated.fleet
         warnings += updated.warnings
         lap("update")
+    settled.update(_refresh_unchanged(manifests, settled, reachable, options))
     if snapshot_free:
         decision = snapshot_free_decision([m.workload for m in todo], fleet, policies)
     elif queues is not None:
@@ -310,6 +312,41 @@ def submit(
 
 
 # --------------------------------------------------------------------------------------------
+
+
+def _refresh_unchanged(
+    manifests: Sequence[Manifest],
+    settled: Mapping[WorkloadRef, Outcome],
+    clients: Mapping[str, KubeClient],
+    options: DispatchOptions,
+) -> dict[WorkloadRef, Outcome]:
+    """The unchanged workloads' outcomes after the objects their pods name were brought up to
+    date beside their copies (:func:`placer.dispatch.dependencies.refresh`: a ConfigMap deleted
+    on the member is restored by the next submission, one changed in the input is updated)."""
+    out: dict[WorkloadRef, Outcome] = {}
+    for manifest in manifests:
+        outcome = settled.get(manifest.ref)
+        if outcome is None or outcome.state != UNCHANGED or not outcome.uid:
+            continue
+        client = clients.get(outcome.cluster or "")
+        if client is None or not references(manifest):
+            continue
+        ref = manifest.ref
+        owner = {
+            "apiVersion": ref.api_version,
+            "kind": ref.kind,
+            "metadata": {"name": ref.name, "namespace": ref.namespace, "uid": outcome.uid},
+        }
+        notes = refresh(
+            client,
+            manifest,
+            owner,
+            field_manager=options.field_manager,
+            dry_run=options.dry_run,
+        )
+        if notes:
+            out[ref] = replace(outcome, notes=(*outcome.notes, *notes))
+    return out
 
 
 def gather_charged(

@@ -64,6 +64,7 @@ from placer.accelerators import accelerators_from_dict, default_accelerators
 from placer.definitions import can_suspend, suspend
 from placer.dispatch.changes import copy_changed, describe_changes
 from placer.dispatch.claims import Claims
+from placer.dispatch.dependencies import refresh
 from placer.dispatch.dispatcher import Dispatcher
 from placer.dispatch.existing import Existing, ExistingCopies, find_existing, settle_existing
 from placer.dispatch.ledger import Ledger, charge_known, release_known, remove_entries
@@ -451,7 +452,15 @@ class Updater:
             )
         self._replace_entry(run, ref, state.decision_id)
         state.fleet = charge_known(freed, [placement])
-        notes = ("in-flight ledger not written on this cluster",) if run.ledger_problem else ()
+        notes: tuple[str, ...] = (
+            ("in-flight ledger not written on this cluster",) if run.ledger_problem else ()
+        )
+        # what its pods name is updated with it (placer.dispatch.dependencies)
+        notes += tuple(
+            refresh(
+                client, manifest, result, field_manager=self.options.field_manager, dry_run=dry_run
+            )
+        )
         return Outcome(
             ref,
             DRY_RUN if dry_run else UPDATED,

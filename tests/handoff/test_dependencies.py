@@ -235,3 +235,63 @@ def test_an_object_no_workload_names_is_a_warning(
     assert code == 0, err
     assert "ConfigMap spare in the input is named by no workload's pods: not dispatched" in err
     assert "spare" not in members.names("configmaps")
+
+
+def test_an_unchanged_resubmission_restores_a_deleted_configmap_and_updates_a_changed_one(
+    members: Members, capsys: pytest.CaptureFixture[str]
+) -> None:
+    inputs = (jobset("demo", gpus=4), config_map(), SECRET, CLAIM)
+    code, _, _, err = members.submit(capsys, *inputs)
+    assert code == 0, err
+    [job] = members.store().list("jobsets.jobset.x-k8s.io", "default")
+    members.store().delete("configmaps", "train-config", "default")
+    # the same input again: the workload is unchanged, its ConfigMap comes back, owned by it
+    code, data, out, err = members.submit(capsys, *inputs)
+    assert code == 0, err
+    [placement] = data["placements"]
+    assert placement["state"] == "unchanged"
+    assert (
+        "ConfigMap default/train-config restored (it was missing on the member)"
+        in (placement["notes"])
+    )
+    restored = members.store().get("configmaps", "train-config", "default")
+    assert restored["data"] == {"a": "1"}
+    assert [r["uid"] for r in restored["metadata"]["ownerReferences"]] == [job["metadata"]["uid"]]
+    assert SECRET_VALUE not in out and SECRET_VALUE not in err
+    # a changed ConfigMap in the input: updated beside the unchanged workload
+    changed = config_map()
+    changed["data"] = {"a": "2"}
+    code, data, _, err = members.submit(capsys, inputs[0], changed, SECRET, CLAIM)
+    assert code == 0, err
+    assert "ConfigMap default/train-config updated" in data["placements"][0]["notes"]
+    assert members.store().get("configmaps", "train-config", "default")["data"] == {"a": "2"}
+    # nothing to do: nothing said
+    code, data, _, err = members.submit(capsys, inputs[0], changed, SECRET, CLAIM)
+    assert code == 0, err
+    assert not any("ConfigMap" in n for n in data["placements"][0].get("notes", ()))
+    # a dry run says what it would restore and writes nothing
+    members.store().delete("secrets", "hub-token", "default")
+    code, data, _, err = members.submit(capsys, *inputs, extra=("--dry-run",))
+    assert code == 0, err
+    assert (
+        "Secret default/hub-token would be restored (it was missing on the member)"
+        in (data["placements"][0]["notes"])
+    )
+    assert "hub-token" not in members.names("secrets")
+
+
+def test_a_changed_workload_updated_in_place_brings_its_configmap_along(
+    members: Members, capsys: pytest.CaptureFixture[str]
+) -> None:
+    code, _, _, err = members.submit(capsys, jobset("demo", gpus=4), config_map(), SECRET, CLAIM)
+    assert code == 0, err
+    body = jobset("demo", gpus=4)
+    body["metadata"]["annotations"] = {"team": "vision"}  # a change that fits where it is
+    changed = config_map()
+    changed["data"] = {"a": "3"}
+    code, data, _, err = members.submit(capsys, body, changed, SECRET, CLAIM)
+    assert code == 0, err
+    [placement] = data["placements"]
+    assert placement["state"] == "updated"
+    assert "ConfigMap default/train-config updated" in placement["notes"]
+    assert members.store().get("configmaps", "train-config", "default")["data"] == {"a": "3"}
