@@ -201,12 +201,16 @@ def plan_handoff(
     *,
     pin_nodes: bool = False,
     domains: Mapping[str, Mapping[str, str]] | None = None,
+    kueue_suspends: bool = True,
 ) -> HandOff:
     """The hand-off of ``body`` (the manifest as it will be applied) to ``scheduler``.
 
     ``domains``: component label -> the topology domain its pods were placed in (node label
     -> value; :func:`placer.solver.topology.required_domains`), written as required node
     affinity into its pod template, whatever the scheduler.
+
+    ``kueue_suspends=False``: a kueue member's copy is not suspended (an update in place of a
+    copy Kueue admitted already: suspending it would stop it).
 
     Raises:
         InterpretationError: the definition's template paths do not fit the object.
@@ -268,7 +272,9 @@ def plan_handoff(
     suspended = False
     if name == "kueue":
         labels[KUEUE_QUEUE_LABEL] = queue
-        if can_suspend(definition):
+        if not kueue_suspends:
+            notes.append("scheduler kueue: not suspended again (Kueue admitted it already)")
+        elif can_suspend(definition):
             try:
                 out = suspend(out, definition)
                 suspended = True

@@ -67,6 +67,7 @@ from placer.dispatch.claims import Claims
 from placer.dispatch.dependencies import refresh
 from placer.dispatch.dispatcher import Dispatcher
 from placer.dispatch.existing import Existing, ExistingCopies, find_existing, settle_existing
+from placer.dispatch.handoff import own, plan_handoff, scheduler_for
 from placer.dispatch.ledger import Ledger, charge_known, release_known, remove_entries
 from placer.dispatch.options import DispatchOptions
 from placer.dispatch.outcomes import (
@@ -93,7 +94,7 @@ from placer.dispatch.removal import remove_copy, retire_namespace
 from placer.dispatch.reservation import release_reserved, reserve
 from placer.dispatch.rollback import may_have_landed
 from placer.dispatch.units import ClusterRun, Unit
-from placer.errors import ClusterUnreachableError, KubeError, PlacerError
+from placer.errors import ClusterUnreachableError, DefinitionError, KubeError, PlacerError
 from placer.fleet.capacity import PodTally
 from placer.kube import KubeClient, OwnerWalker
 from placer.model import Decision, Fleet, Placement, PodAssignment, WorkloadRef
@@ -418,7 +419,20 @@ class Updater:
             unit = todo[0]
             placement = unit.placements[0]
         record = PlacementRecord.for_placement(placement, state.decision_id, state.placed_at)
-        body = dispatch_manifest(manifest.body, ref, record)
+        # handed to the member's scheduler as a dispatch is (placer.dispatch.handoff): applied
+        # without, the update would take the scheduler name, the group and the queue away
+        scheduler = scheduler_for(
+            cluster, manifest.workload, freed, self.options.schedulers, self.options.policies
+        )
+        handoff = plan_handoff(
+            dispatch_manifest(manifest.body, ref, record),
+            manifest,
+            placement,
+            scheduler,
+            pin_nodes=self.options.pin_nodes,
+            kueue_suspends=_suspended(copy, manifest),
+        )
+        body = handoff.body
         if claims is not None and not claims.holds(ref):
             release_reserved(run, unit)
             holder = claims.taken(ref)
@@ -429,6 +443,8 @@ class Updater:
             )
             return _failed(manifest, copy, f"{text}; nothing was changed", changes)
         try:
+            for group in handoff.pod_groups:  # before the workload, as a dispatch applies them
+                client.apply(group, field_manager=self.options.field_manager, dry_run=dry_run)
             result = client.apply(
                 body, field_manager=self.options.field_manager, force=False, dry_run=dry_run
             )
@@ -455,6 +471,12 @@ class Updater:
         notes: tuple[str, ...] = (
             ("in-flight ledger not written on this cluster",) if run.ledger_problem else ()
         )
+        notes += tuple(handoff.describe())
+        if handoff.pod_groups and not dry_run:
+            try:
+                own(client, handoff.pod_groups, result)
+            except KubeError as err:
+                notes += (f"its PodGroups not made owned by it ({err.message})",)
         # what its pods name is updated with it (placer.dispatch.dependencies)
         notes += tuple(
             refresh(
@@ -743,6 +765,17 @@ def _failed(
         changes=changes,
         previous=copy.record,
     )
+
+
+def _suspended(copy: Existing, manifest: Manifest) -> bool:
+    """Whether ``copy`` is suspended now (suspending it again changes nothing)."""
+    definition = manifest.decomposition.definition
+    if not can_suspend(definition):
+        return False
+    try:
+        return suspend(copy.object, definition) == dict(copy.object)
+    except DefinitionError:
+        return False
 
 
 def _deleting(copy: Existing) -> bool:

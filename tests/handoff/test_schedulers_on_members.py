@@ -389,3 +389,59 @@ def test_kubectl_sees_the_podgroup(members: Members, capsys: pytest.CaptureFixtu
     [group] = json.loads(result.stdout)["items"]
     assert group["spec"]["minMember"] == 3
     assert group["metadata"]["ownerReferences"][0]["kind"] == "JobSet"
+
+
+def test_an_update_in_place_keeps_the_handoff(
+    members: Members, capsys: pytest.CaptureFixture[str], tmp_path: Path
+) -> None:
+    """A changed workload updated where it is stays handed to its member's scheduler: the pod
+    templates keep their scheduler and group, the PodGroup follows the new gang size."""
+    fleet = members.fleet_file("volcano")
+    code, _, err = members.submit(capsys, fleet)
+    assert code == 0, err
+    manifest = yaml.safe_load(SEED.read_text())
+    manifest["metadata"].setdefault("annotations", {})["team"] = "vision"
+    path = tmp_path / "changed.yaml"
+    path.write_text(yaml.safe_dump(manifest))
+    code, data, err = members.submit(capsys, fleet, manifest=path)
+    assert code == 0, err
+    [placement] = data["placements"]
+    assert placement["state"] == "updated"
+    [jobset] = members.store("central").list(JOBSETS)
+    assert jobset["metadata"]["annotations"]["team"] == "vision"
+    for template in templates(jobset).values():
+        assert template["spec"]["schedulerName"] == "volcano"
+        assert template["metadata"]["annotations"]["scheduling.k8s.io/group-name"] == "demo"
+    assert json.loads(jobset["metadata"]["annotations"]["placer.dev/handoff"])["podGroups"]
+    [group] = members.store("central").list(VOLCANO_GROUPS, "default")
+    assert group["spec"]["minMember"] == 3
+    assert [r["uid"] for r in group["metadata"]["ownerReferences"]] == [jobset["metadata"]["uid"]]
+
+
+def test_a_kueue_copy_updated_in_place_is_suspended_again_only_if_it_waits(
+    members: Members, capsys: pytest.CaptureFixture[str], tmp_path: Path
+) -> None:
+    fleet = members.fleet_file({"name": "kueue", "defaultQueue": "lq-train"})
+    code, _, err = members.submit(capsys, fleet)
+    assert code == 0, err
+    manifest = yaml.safe_load(SEED.read_text())
+    path = tmp_path / "changed.yaml"
+
+    def resubmit(team: str) -> dict[str, Any]:
+        manifest["metadata"].setdefault("annotations", {})["team"] = team
+        path.write_text(yaml.safe_dump(manifest))
+        code, data, err = members.submit(capsys, fleet, manifest=path)
+        assert code == 0, err
+        assert data["placements"][0]["state"] == "updated"
+        [jobset] = members.store("central").list(JOBSETS)
+        assert jobset["metadata"]["labels"]["kueue.x-k8s.io/queue-name"] == "lq-train"
+        return dict(jobset)
+
+    # still waiting for Kueue: stays suspended
+    assert resubmit("a")["spec"]["suspend"] is True
+    # Kueue admits it (unsuspends it, as its own manager): an update does not stop it
+    store = members.store("central")
+    [jobset] = store.list(JOBSETS)
+    jobset["spec"]["suspend"] = False
+    store.put(jobset)
+    assert resubmit("b")["spec"].get("suspend") in (False, None)
