@@ -69,7 +69,7 @@ from placer.dispatch.dependencies import (
 )
 from placer.dispatch.existing import find_existing, settle_existing
 from placer.dispatch.handoff import (
-    check_local_queue,
+    check_queue,
     ensure_karta,
     own,
     plan_handoff,
@@ -572,10 +572,11 @@ class Dispatcher:
                             dry_run=dry_run,
                         )
                     )
-                if scheduler.name == "kueue" and handoff.queue:
-                    problem = check_local_queue(client, handoff.queue, placement.workload.namespace)
-                    if problem:
-                        notes[placement.workload].append(problem)
+                problem = check_queue(
+                    client, scheduler.name, handoff.queue, placement.workload.namespace
+                )
+                if problem:
+                    notes[placement.workload].append(problem)
                 carried = self._dependencies(
                     run, needs[placement.workload], written, notes[placement.workload]
                 )

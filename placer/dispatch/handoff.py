@@ -17,7 +17,8 @@ framework-specific code:
 ``kueue``       the object: the label ``kueue.x-k8s.io/queue-name`` (a LocalQueue of the
                 workload's namespace); created suspended where the definition can suspend it,
                 so that Kueue admits it there (else Kueue's webhook must suspend it); a
-                warning when that LocalQueue is not on the member (:func:`check_local_queue`)
+                warning when that LocalQueue is not on the member (:func:`check_queue`; KAI's
+                and Volcano's Queues are checked likewise)
 ``volcano``     one ``scheduling.volcano.sh/v1beta1`` PodGroup per gang (``minMember``,
                 ``minResources``, ``queue``); pods: ``schedulerName: volcano`` and the
                 annotation ``scheduling.k8s.io/group-name``
@@ -71,7 +72,7 @@ __all__ = [
     "VOLCANO_GROUP_ANNOTATION",
     "VOLCANO_PODGROUP",
     "HandOff",
-    "check_local_queue",
+    "check_queue",
     "ensure_karta",
     "gang_warnings",
     "own",
@@ -388,33 +389,73 @@ def own(client: KubeClient, objects: Iterable[Mapping[str, Any]], owner: Mapping
         client.apply(body, field_manager=manager, force=True)
 
 
-def check_local_queue(client: KubeClient, queue: str, namespace: str) -> str:
-    """On a kueue member: whether the LocalQueue the workload is labelled with exists in its
-    namespace; a note when it does not (Kueue then leaves the workload suspended, inadmissible)
-    or cannot be checked, else ``""``. Read only (``--dry-run`` checks too)."""
-    fix = (
-        f"create LocalQueue {queue} in namespace {namespace} there, or map the workload's "
-        "placer queue to an existing one (the fleet file's scheduler.queues / defaultQueue)"
-    )
+@dataclass(frozen=True)
+class _QueueKind:
+    """Where a scheduler keeps the queue a workload names, and what a missing one means."""
+
+    project: str
+    kind: str
+    #: served versions, newest first.
+    api_versions: tuple[str, ...]
+    namespaced: bool
+    consequence: str
+
+
+_QUEUE_KINDS = {
+    "kueue": _QueueKind(
+        "Kueue",
+        "LocalQueue",
+        KUEUE_LOCALQUEUE_VERSIONS,
+        True,
+        "Kueue leaves the workload suspended (inadmissible) until it exists",
+    ),
+    "kai": _QueueKind(
+        "KAI Scheduler",
+        "Queue",
+        ("scheduling.run.ai/v2",),
+        False,
+        "KAI leaves its pods Pending until it exists",
+    ),
+    "volcano": _QueueKind(
+        "Volcano",
+        "Queue",
+        ("scheduling.volcano.sh/v1beta1",),
+        False,
+        "Volcano schedules none of its PodGroups until it exists",
+    ),
+}
+
+
+def check_queue(client: KubeClient, scheduler: str, queue: str, namespace: str) -> str:
+    """Whether the member's queue a workload is handed to exists there (a Kueue LocalQueue in
+    the workload's namespace, a KAI or Volcano Queue); a note when it does not, or cannot be
+    checked, else ``""``. Read only (``--dry-run`` checks too)."""
+    known = _QUEUE_KINDS.get(scheduler)
+    if known is None or not queue:
+        return ""
+    group = known.api_versions[0].split("/")[0]
+    where = f" in namespace {namespace}" if known.namespaced else ""
     try:
         api_version = next(
-            (v for v in KUEUE_LOCALQUEUE_VERSIONS if "LocalQueue" in client.served_kinds(v)),
-            None,
+            (v for v in known.api_versions if known.kind in client.served_kinds(v)), None
         )
         if api_version is None:
             return (
-                "scheduler kueue: the member does not serve kueue.x-k8s.io LocalQueue (is Kueue "
-                "installed there?): nothing will admit the workload"
+                f"scheduler {scheduler}: warning: the member does not serve {group} "
+                f"{known.kind} (is {known.project} installed there?): nothing will schedule "
+                "the workload"
             )
-        client.get(api_version, "LocalQueue", queue, namespace=namespace)
+        client.get(
+            api_version, known.kind, queue, namespace=namespace if known.namespaced else None
+        )
     except NotFoundError:
         return (
-            f"scheduler kueue: warning: LocalQueue {queue} not found in namespace {namespace} "
-            f"on the member: Kueue leaves the workload suspended (inadmissible) until it "
-            f"exists; {fix}"
+            f"scheduler {scheduler}: warning: {known.kind} {queue} not found{where} on the "
+            f"member: {known.consequence}; create it there, or map the workload's placer queue "
+            "to an existing one (the fleet file's scheduler.queues / defaultQueue)"
         )
     except KubeError as err:
-        return f"scheduler kueue: LocalQueue {queue} not checked ({err.message})"
+        return f"scheduler {scheduler}: {known.kind} {queue} not checked ({err.message})"
     return ""
 
 

@@ -10,7 +10,8 @@ kube-scheduler and kubelet for every workload kind of the catalog:
   :func:`register_catalog_kinds`), so a workload of any catalog type can be applied, and so
   are the kinds the gang schedulers placer hands workloads to define
   (:func:`register_scheduler_kinds`: Volcano's and scheduler-plugins' PodGroups, KAI's
-  ``run.ai/v1alpha1`` Karta, Kueue's LocalQueue), as on a member where they are installed;
+  ``run.ai/v1alpha1`` Karta, the queues: Volcano's and KAI's Queues — ``default`` and
+  ``default-queue`` there — and Kueue's LocalQueue), as on a member where they are installed;
 * **pods**: when a workload is created or resumed, its pods are materialised from its
   definition (:func:`placer.definitions.decompose`): every pod-bearing component instance ×
   replicas, from the instance's pod template, with an owner reference to the workload
@@ -140,16 +141,29 @@ def register_catalog_kinds(store: Store, catalog: Catalog) -> int:
 
 
 def register_scheduler_kinds(store: Store) -> None:
-    """Serve the kinds of the gang schedulers placer hands workloads to (not yet served)."""
+    """Serve the kinds of the gang schedulers placer hands workloads to (not yet served), with
+    the queues their installations create: Volcano's ``default`` Queue, and a KAI Queue
+    ``default-queue`` (the one placer names when no queue maps)."""
     served = {(r.group, r.version, r.kind) for r in store.resources()}
     for group, version, kind, namespaced in (
         ("scheduling.volcano.sh", "v1beta1", "PodGroup", True),
+        ("scheduling.volcano.sh", "v1beta1", "Queue", False),
         ("scheduling.x-k8s.io", "v1alpha1", "PodGroup", True),
         ("run.ai", "v1alpha1", "Karta", False),
+        ("scheduling.run.ai", "v2", "Queue", False),
         ("kueue.x-k8s.io", "v1beta1", "LocalQueue", True),
     ):
         if (group, version, kind) not in served:
             store.register_resource(group, version, kind, namespaced=namespaced)
+    queues = [
+        ("scheduling.volcano.sh/v1beta1", "default", {"weight": 1, "reclaimable": True}),
+        ("scheduling.run.ai/v2", "default-queue", {}),
+    ]
+    store.seed(
+        {"apiVersion": api, "kind": "Queue", "metadata": {"name": name}, "spec": spec}
+        for api, name, spec in queues
+        if not store.list(f"queues.{api.split('/')[0]}")
+    )
 
 
 def realism_setup(

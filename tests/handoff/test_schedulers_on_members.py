@@ -445,3 +445,26 @@ def test_a_kueue_copy_updated_in_place_is_suspended_again_only_if_it_waits(
     jobset["spec"]["suspend"] = False
     store.put(jobset)
     assert resubmit("b")["spec"].get("suspend") in (False, None)
+
+
+@pytest.mark.parametrize(
+    ("scheduler", "warned"),
+    [
+        ({"name": "volcano"}, ""),  # Volcano's own default Queue
+        ({"name": "volcano", "defaultQueue": "research"}, "Queue research not found on the"),
+        ({"name": "kai"}, ""),  # default-queue is there
+        ({"name": "kai", "defaultQueue": "research"}, "Queue research not found on the"),
+    ],
+)
+def test_kai_and_volcano_queues_are_looked_up_on_the_member(
+    members: Members, capsys: pytest.CaptureFixture[str], scheduler: Any, warned: str
+) -> None:
+    code, data, err = members.submit(capsys, members.fleet_file(scheduler), "--dry-run")
+    assert code == 0, err
+    notes = data["placements"][0]["notes"]
+    found = [n for n in notes if "warning:" in n]
+    if warned:
+        [note] = found
+        assert warned in note and "until it exists" in note
+    else:
+        assert found == []
