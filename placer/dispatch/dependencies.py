@@ -33,7 +33,7 @@ is never shown: outcomes, notes and errors name objects only.
 from __future__ import annotations
 
 import copy
-from collections.abc import Iterable, Mapping, Sequence
+from collections.abc import Iterable, Iterator, Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
 
@@ -55,6 +55,7 @@ __all__ = [
     "check_expected",
     "existing_state",
     "is_dependency",
+    "missing_required",
     "plan_dependencies",
     "read_from",
     "references",
@@ -155,24 +156,30 @@ def read_from(client: KubeClient, manifest: Manifest) -> tuple[Mapping[str, Any]
     return tuple(found)
 
 
-def check_expected(client: KubeClient, dependencies: Dependencies, workload: str) -> None:
-    """Raise NotFoundError for the first required dependency neither supplied nor on the
-    member (before anything is written for the workload there)."""
+def missing_required(client: KubeClient, dependencies: Dependencies) -> Iterator[Dependency]:
+    """The required dependencies neither supplied nor on ``client``'s member, one by one."""
     for dependency in dependencies.expected:
         if not dependency.required:
             continue
         try:
             client.get("v1", dependency.kind, dependency.name, namespace=dependency.namespace)
         except NotFoundError:
-            raise NotFoundError(
-                f"{dependency} (named by {workload}, {dependency.where}) is neither in the "
-                f"input nor on cluster {client.name}",
-                cluster=client.name,
-                code=404,
-                reason="NotFound",
-                hint=f"give the {dependency.kind} with -f next to the workload, or create it "
-                "on the member",
-            ) from None
+            yield dependency
+
+
+def check_expected(client: KubeClient, dependencies: Dependencies, workload: str) -> None:
+    """Raise NotFoundError for the first required dependency neither supplied nor on the
+    member (before anything is written for the workload there)."""
+    for dependency in missing_required(client, dependencies):
+        raise NotFoundError(
+            f"{dependency} (named by {workload}, {dependency.where}) is neither in the "
+            f"input nor on cluster {client.name}",
+            cluster=client.name,
+            code=404,
+            reason="NotFound",
+            hint=f"give the {dependency.kind} with -f next to the workload, or create it "
+            "on the member",
+        )
 
 
 def body_of(dependency: Dependency, obj: Mapping[str, Any]) -> dict[str, Any]:
@@ -235,16 +242,11 @@ def refresh(
                 notes.append(f"{dependency} {would}updated")
         if carried and not dry_run:
             own(client, carried, owner)
-        for dependency in needs.expected:
-            if not dependency.required:
-                continue
-            try:
-                client.get("v1", dependency.kind, dependency.name, namespace=dependency.namespace)
-            except NotFoundError:
-                notes.append(
-                    f"warning: {dependency} (named by {manifest.ref}, {dependency.where}) is "
-                    f"neither in the input nor on cluster {client.name}: its pods cannot start"
-                )
+        for dependency in missing_required(client, needs):
+            notes.append(
+                f"warning: {dependency} (named by {manifest.ref}, {dependency.where}) is "
+                f"neither in the input nor on cluster {client.name}: its pods cannot start"
+            )
     except KubeError as err:
         notes.append(f"the objects its pods name were not all brought up to date ({err.message})")
     return notes

@@ -174,16 +174,24 @@ def bare_setup(cluster: Any, server: Any) -> None:
     server.store.register_resource("jobset.x-k8s.io", "v1alpha2", "JobSet")
 
 
+def notes_on_a_bare_member(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str], scheduler: str
+) -> list[str]:
+    """The notes of a submission to a member serving none of the schedulers' kinds."""
+    snapshot = load_snapshot(ROOT / "clusters" / "demo.yaml")
+    with VirtualFleet(snapshot, setup=bare_setup) as virtual:
+        members = Members(virtual, virtual.write_kubeconfig(tmp_path / "bare-kc"), tmp_path)
+        code, data, err = members.submit(capsys, members.fleet_file(scheduler))
+        assert code == 0, err
+        notes: list[str] = data["placements"][0]["notes"]
+        return notes
+
+
 def test_kai_says_why_no_karta_when_the_member_lacks_the_kind(
     tmp_path: Path, capsys: pytest.CaptureFixture[str]
 ) -> None:
-    snapshot = load_snapshot(ROOT / "clusters" / "demo.yaml")
-    with VirtualFleet(snapshot, setup=bare_setup) as virtual:
-        members = Members(virtual, virtual.write_kubeconfig(tmp_path / "kc"), tmp_path)
-        code, data, err = members.submit(capsys, members.fleet_file("kai"))
-        assert code == 0, err
-        notes = data["placements"][0]["notes"]
-        assert any("does not serve run.ai/v1alpha1 Karta" in n for n in notes)
+    notes = notes_on_a_bare_member(tmp_path, capsys, "kai")
+    assert any("does not serve run.ai/v1alpha1 Karta" in n for n in notes)
 
 
 def test_kueue_queue_name_label_and_created_suspended(
@@ -228,13 +236,8 @@ def test_kueue_warns_when_the_local_queue_is_not_in_the_namespace(
     assert code == 0, err
     assert not any("LocalQueue lq-train not" in n for n in data["placements"][0]["notes"])
     # a member without Kueue: said so
-    snapshot = load_snapshot(ROOT / "clusters" / "demo.yaml")
-    with VirtualFleet(snapshot, setup=bare_setup) as bare:
-        other = Members(bare, bare.write_kubeconfig(tmp_path / "kc2"), tmp_path)
-        code, data, err = other.submit(capsys, other.fleet_file("kueue"))
-        assert code == 0, err
-        notes = data["placements"][0]["notes"]
-        assert any("the member does not serve kueue.x-k8s.io LocalQueue" in n for n in notes)
+    notes = notes_on_a_bare_member(tmp_path, capsys, "kueue")
+    assert any("the member does not serve kueue.x-k8s.io LocalQueue" in n for n in notes)
 
 
 def test_default_adds_nothing_and_warns_once(
