@@ -357,10 +357,12 @@ class Realism:
                     if not (p.get("spec") or {}).get("nodeName")
                 }
                 with self._lock:
+                    for gone in [
+                        k for k in self._waiting if k[0] == id(store) and k[1] not in pods
+                    ]:
+                        del self._waiting[gone]  # deleted (or bound elsewhere) meanwhile
                     waiting = [
-                        ask
-                        for (key, name), (_, ask) in self._waiting.items()
-                        if key == id(store) and name in pods
+                        ask for (key, _), (_, ask) in self._waiting.items() if key == id(store)
                     ]
                 asks = [*waiting, *(a for a in new if a.key not in {w.key for w in waiting})]
                 asks = [a for a in asks if a.key in pods]
