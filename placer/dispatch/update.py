@@ -98,7 +98,9 @@ from placer.errors import ClusterUnreachableError, DefinitionError, KubeError, P
 from placer.fleet.capacity import PodTally
 from placer.kube import KubeClient, OwnerWalker
 from placer.model import Decision, Fleet, Placement, PodAssignment, WorkloadRef
+from placer.policy import topology_of
 from placer.quantity import PODS
+from placer.solver.topology import required_domains
 from placer.timestamps import rfc3339
 
 __all__ = ["REMOVAL_WAIT", "Change", "MoveOptions", "UpdateResult", "Updater", "changed_copies"]
@@ -420,16 +422,19 @@ class Updater:
             placement = unit.placements[0]
         record = PlacementRecord.for_placement(placement, state.decision_id, state.placed_at)
         # handed to the member's scheduler as a dispatch is (placer.dispatch.handoff): applied
-        # without, the update would take the scheduler name, the group and the queue away
+        # without, the update would take the scheduler name, the group, the queue and the
+        # topology affinity away
         scheduler = scheduler_for(
             cluster, manifest.workload, freed, self.options.schedulers, self.options.policies
         )
+        shaped = topology_of(manifest.workload, self.options.policies)
         handoff = plan_handoff(
             dispatch_manifest(manifest.body, ref, record),
             manifest,
             placement,
             scheduler,
             pin_nodes=self.options.pin_nodes,
+            domains=required_domains(shaped, placement, freed),
             kueue_suspends=_suspended(copy, manifest),
         )
         body = handoff.body

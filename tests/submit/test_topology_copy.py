@@ -84,3 +84,29 @@ def test_no_affinity_without_a_topology_constraint(
     cluster = out["placements"][0]["cluster"]
     [copy] = virtual.server(cluster).store.list("jobsets.jobset.x-k8s.io", "default")
     assert "affinity" not in pod_spec(copy)
+
+
+def test_an_update_in_place_keeps_the_chosen_rack(
+    racks: tuple[VirtualFleet, Path], capsys: pytest.CaptureFixture[str], tmp_path: Path
+) -> None:
+    """A changed manifest applied where it is keeps the required rack (the update is handed
+    over as the dispatch was: placer.dispatch.handoff)."""
+    virtual, kubeconfig = racks
+    args = ["submit", "--kubeconfig", str(kubeconfig), "-o", "json"]
+    assert main([*args, "-f", str(TRAINING)]) == 0
+    capsys.readouterr()
+    data = yaml.safe_load(TRAINING.read_text())
+    data["metadata"].setdefault("labels", {})["team"] = "vision"
+    path = tmp_path / "changed.yaml"
+    path.write_text(yaml.safe_dump(data))
+    code = main([*args, "-f", str(path)])
+    out = json.loads(capsys.readouterr().out)
+    assert code == 0
+    [placement] = out["placements"]
+    assert placement["state"] == "updated"
+    [copy] = virtual.server(placement["cluster"]).store.list("jobsets.jobset.x-k8s.io", "default")
+    assert copy["metadata"]["labels"]["team"] == "vision"
+    terms = pod_spec(copy)["affinity"]["nodeAffinity"][
+        "requiredDuringSchedulingIgnoredDuringExecution"
+    ]["nodeSelectorTerms"]
+    assert terms == [{"matchExpressions": [{"key": LEAF, "operator": "In", "values": ["r3"]}]}]
