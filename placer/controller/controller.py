@@ -418,6 +418,8 @@ class Controller:
                     "name": ref.name,
                     "queue": labels_of(obj).get("placer.dev/queue", ""),
                     "cluster": record.cluster if record else "",
+                    # every cluster with a copy (several for a spread workload)
+                    "clusters": list(record.clusters) if record else [],
                     "decision": record.decision if record else "",
                     "placedAt": rfc3339(record.placed_at) if record and record.placed_at else "",
                     "phase": record.phase if record else "",

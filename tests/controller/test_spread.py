@@ -121,7 +121,7 @@ def test_divided_aggregated_failed_over_and_deleted(hubfleet: Any) -> None:
     hub = hubfleet.hub.store
     hub.create(yaml.safe_load((DEPLOY / "crds" / "placementpolicies.placer.dev.yaml").read_text()))
     hub.create(policy())
-    hubfleet.controller(grace_period=2.0)
+    running = hubfleet.controller(grace_period=2.0)
     hub.create(deployment(hubfleet.NAMESPACE))
 
     # divided 3/2/1, each copy marked as this hub's, m3's image from its registry
@@ -152,6 +152,9 @@ def test_divided_aggregated_failed_over_and_deleted(hubfleet: Any) -> None:
         )
         pods = [len(json.loads(t)["pods"]) for e in entries for t in e["data"].values()]
         assert pods == [shares(hubfleet)[member]], member
+    # the controller's API (/v1/placements) names every copy's cluster
+    [item] = running.controller.placements_document()["placements"]
+    assert (item["cluster"], item["clusters"]) == ("m1", ["m1", "m2", "m3"])
     placed = [e for e in hubfleet.events(NAME) if e["reason"] == "Placed"]
     assert (
         "cluster m1: 3 pods, 3 GPUs; cluster m2: 2 pods, 2 GPUs; cluster m3: 1 pods"
