@@ -322,9 +322,11 @@ def cli_line() -> str:
             f"target {row['target_s']} s, {met})"
         )
     base = get("bench_cli", "baseline")
-    ratios = ", ".join(f"{c} {summary[c]['ratio_warm']:.2f}x" for c in ("submit", "get", "plan"))
     text = "; ".join(parts)
-    if base:
+    if base:  # a run side by side with other code (--baseline)
+        ratios = ", ".join(
+            f"{c} {summary[c]['ratio_warm']:.2f}x" for c in ("submit", "get", "plan")
+        )
         text += f"; against {base} in the same run: {ratios}"
     return f"{text} (medians of {get('bench_cli', 'repeat')}, load {load_range('bench_cli')})"
 
@@ -629,7 +631,7 @@ LINES: dict[str, tuple[str, Callable[[], str]]] = {
     ),
     "bench_cli": (
         "`placer submit`, `get -A`, `plan --snapshot` from the shell on the demo fleet, warm "
-        "(median of 5), side by side with the code before issue 18",
+        "(median of 5; `--baseline DIR`: side by side with other code)",
         cli_line,
     ),
     "bench_sweep": (
