@@ -110,6 +110,12 @@ def register(subparsers: Any) -> None:
         help="solver seconds per cycle (default 1)",
     )
     placing.add_argument(
+        "--no-preemption",
+        action="store_true",
+        help="with Queues on the hub, never evict placed work for pending work (reclaim and "
+        "preempt are on by default)",
+    )
+    placing.add_argument(
         "--max-batch",
         type=count(1, 1_000_000),
         default=2000,
@@ -242,6 +248,7 @@ def run(args: argparse.Namespace) -> int:
             ledger_ttl=args.ledger_ttl,
             solve_time_limit=args.time_limit,
             solver=args.solver,
+            preemption=not args.no_preemption,
             workers=args.workers,
             create_namespaces=not args.no_create_namespaces,
             gather_timeout=min(args.timeout, DEFAULT_TIMEOUT),

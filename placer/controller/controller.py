@@ -63,8 +63,11 @@ from placer.controller.hubcache import HubCache
 from placer.controller.hubconfig import (
     DEFINITION_KINDS,
     POLICY_KIND,
+    PRIORITY_CLASS_KIND,
+    QUEUE_KIND,
     definitions_from_hub,
     policies_from_hub,
+    queues_from_hub,
 )
 from placer.controller.hubwrites import HubWriter
 from placer.controller.informer import Informer
@@ -72,6 +75,7 @@ from placer.controller.leader import LeaderElector
 from placer.controller.members import MembersView
 from placer.controller.metrics import Metrics
 from placer.controller.pending import PendingQueue
+from placer.controller.preemption import Preemption
 from placer.controller.reconcile import Backoff
 from placer.controller.reconciler import Reconciler
 from placer.controller.records import (
@@ -89,6 +93,7 @@ from placer.controller.workqueue import WorkKey, WorkQueue
 from placer.definitions import Catalog
 from placer.dispatch import Ledger
 from placer.dispatch.claims import Succession
+from placer.dispatch.ledger.sync import LedgerReads, ListedReads
 from placer.errors import PlacerError
 from placer.fleet import FleetConfig
 from placer.kube import ClientSettings, KubeClient, WatchSettings
@@ -240,6 +245,21 @@ class Controller:
             rescheduled=lambda cluster: self.metrics.rescheduled.labels(cluster).inc(),
             pending_pods=self._pending_pods,
         )
+        self.cycle.preemption = Preemption(
+            hub=self.hub_cache,
+            members=self.members,
+            writer=self.writer,
+            ledger=self.ledger,
+            events=self.events,
+            reads=self._member_reads,
+            delete_copy=lambda ref, cluster: self.actions.delete_copy(
+                ref, cluster, reason="preempted"
+            ),
+            claim=self._claim_for_move,
+            release=lambda ref: self.queue.done(ref, again=True),
+            preempted=lambda reason: self.metrics.preemptions.labels(reason).inc(),
+            clock=clock,
+        )
         self.reconciler = Reconciler(
             settings,
             hub=self.hub_cache,
@@ -328,12 +348,15 @@ class Controller:
         for api_version, kind in DEFINITION_KINDS:
             self.hub_cache.watch_config(api_version, kind, self._refresh_definitions)
         self.hub_cache.watch_config(*POLICY_KIND, self._refresh_policies)
+        for queue_kind in (QUEUE_KIND, PRIORITY_CLASS_KIND):
+            self.hub_cache.watch_config(*queue_kind, self._refresh_queues)
         self.hub_cache.watch_claims()
         if self.capacity is not None:
             self.capacity.start(self.members.clients)
         self.hub_cache.wait_config(timeout=10.0)
         self._refresh_definitions()
         self._refresh_policies()
+        self._refresh_queues()
         threads = ((self.reconciler.run, "placer-loop"), (self.cycle.run, "placer-cycle"))
         for thread_target, name in threads:
             thread = threading.Thread(target=thread_target, name=name, daemon=True)
@@ -514,6 +537,14 @@ class Controller:
         ``--capacity list``)."""
         return None if self.capacity is None else self.capacity.pending_pods(cluster)
 
+    def _member_reads(self, cluster: str, client: KubeClient) -> LedgerReads:
+        """Where a member's pods are read: the capacity watches' caches, else listing."""
+        if self.capacity is None:
+            return ListedReads(client)
+        return self.capacity.ledger_reads(
+            cluster, client, ledger=self.ledger, workloads=self.members.informer, now=time.time()
+        )
+
     def _on_capacity_state(self, cluster: str, reachable: bool, reason: str) -> None:
         """A member's capacity watch failed (``reason``) or listed (``""``): a member that
         does not answer is unreachable now; the next gather says the rest (its capacity is
@@ -558,6 +589,23 @@ class Controller:
         for obj in objects:
             _, name = name_key(obj)
             self._report_config(obj, hub.problems.get(name), "InvalidPolicy")
+
+    def _refresh_queues(self) -> None:
+        """The hub's Queues and PriorityClasses changed (or were listed): decisions use them
+        from the next cycle, and every object is looked at again (one waiting for an unknown
+        queue may be placed now)."""
+        queue_objects = self.hub_cache.config_objects(QUEUE_KIND)
+        class_objects = self.hub_cache.config_objects(PRIORITY_CLASS_KIND)
+        if not self.hub_cache.config_changed("queues", [*queue_objects, *class_objects]):
+            return
+        hub = queues_from_hub(queue_objects, class_objects)
+        with self._lock:
+            self.hub_cache.set_queues(hub)
+            self.pending.bump()
+            self.queue.add_all(self.hub_cache.refs())
+        for obj in queue_objects:
+            _, name = name_key(obj)
+            self._report_config(obj, hub.problems.get(name), "InvalidQueue")
 
     def _report_config(self, obj: Mapping[str, Any], problem: str | None, reason: str) -> None:
         """Event (and ``Valid`` condition when the kind has a status) for a config object."""

@@ -15,6 +15,14 @@ cycle can decide while the hub is written; each object is released to the loop o
 is recorded. Objects that cannot be placed as written are reported once (condition and Event)
 until they change. While nothing is pending it gathers every ``resync_interval`` to follow
 the members' health and capacity.
+
+With Queue objects on the hub the decision honours them (:func:`placer.solver.fairshare.
+solve_fair`, the work placed already booked to its queues: :func:`~placer.controller.
+preemption.placed_work`), a workload naming a queue the hub does not define gets
+``Placed=False`` reason ``UnknownQueue`` (``UnknownPriorityClass`` for its
+``priorityClassName``), and what stays pending may evict placed work
+(:class:`~placer.controller.preemption.Preemption`): such a preemptor is recorded
+``Placed=False`` reason ``Preempting`` and decided again at once, without backoff.
 """
 
 from __future__ import annotations
@@ -36,6 +44,7 @@ from placer.controller.hubwrites import HubWriter
 from placer.controller.members import MembersView
 from placer.controller.metrics import Metrics, unschedulable_reason
 from placer.controller.pending import PendingQueue, batch_deadline
+from placer.controller.preemption import PREEMPTING, Held, Preemption, placed_work
 from placer.controller.reconcile import group_clusters
 from placer.controller.records import (
     ANNOTATION_HUB_UID,
@@ -84,10 +93,13 @@ from placer.fleet import ClusterSource, FleetConfig, gather_fleet
 from placer.fleet.gather import failure_reason, unavailable
 from placer.fleet.livecluster import add_room, usable_room
 from placer.kube import KubeClient
-from placer.model import Cluster, Decision, Fleet, WorkloadRef
+from placer.model import LABEL_QUEUE, Cluster, Decision, Fleet, Unplaced, Workload, WorkloadRef
 from placer.objects import generation_of, is_deleting, uid_of
 from placer.policy import PlacementPolicy
+from placer.queues import QueueSet
 from placer.solver import solve
+from placer.solver.charging import charge
+from placer.solver.fairshare import Running, solve_fair
 from placer.stopwatch import Stopwatch
 from placer.timestamps import rfc3339
 
@@ -97,6 +109,11 @@ __all__ = ["RECENT_GROUP_SECONDS", "DecisionCycle", "batch_deadline", "more_room
 
 #: how long a dispatched group member's cluster is remembered while its hub record is written.
 RECENT_GROUP_SECONDS = 120.0
+#: why a spread workload waits while the hub has Queues.
+SPREAD_UNDER_QUEUES = (
+    "spread workloads (a policy's replicaScheduling) are not placed under the hub's Queues yet; "
+    "`placer plan` decides them (docs/spread.md)"
+)
 
 
 def more_room(
@@ -184,6 +201,8 @@ class DecisionCycle:
         #: moves placed workloads whose pods their member leaves unschedulable (after each
         #: gather; :mod:`placer.controller.stuck`), when set.
         self.stuck: StuckMover | None = None
+        #: evicts placed work for pending work the hub's queues entitle, when set.
+        self.preemption: Preemption | None = None
 
     # -- the thread ------------------------------------------------------------------------------
 
@@ -421,16 +440,51 @@ class DecisionCycle:
         manifests = self._pin_groups(manifests, fleet)
         policies = (*self.file_policies, *self.hub.policies)
         spread = {m.ref for m in manifests if spreads(m.workload, policies)}
-        decide = solve
-        if spread:  # a copy per cluster (placer.solver.spread; OR-Tools, as solve)
-            from placer.solver.spread import solve_spread as decide
-        decision = decide(
-            [m.workload for m in manifests],
-            fleet,
-            policies=policies,
-            solver=self.settings.solver,
-            time_limit=self.settings.solve_time_limit,
-        )
+        queues = self.hub.queues
+        held: list[Held] = []
+        refused: dict[WorkloadRef, tuple[str, str]] = {}
+        if queues is None:
+            decide = solve
+            if spread:  # a copy per cluster (placer.solver.spread; OR-Tools, as solve)
+                from placer.solver.spread import solve_spread as decide
+            decision = decide(
+                [m.workload for m in manifests],
+                fleet,
+                policies=policies,
+                solver=self.settings.solver,
+                time_limit=self.settings.solve_time_limit,
+            )
+        else:
+            plain = [m for m in manifests if m.ref not in spread]
+            held = placed_work(self.hub, self.ledger, exclude=[m.ref for m in manifests])
+            fair = solve_fair(
+                [m.workload for m in plain],
+                fleet,
+                queues,
+                running=[h.running() for h in held],
+                policies=policies,
+                solver=self.settings.solver,
+                time_limit=self.settings.solve_time_limit,
+            )
+            decision = fair.decision
+            for manifest, member in zip(plain, fair.memberships, strict=True):
+                if member.refusal is not None:
+                    refused[manifest.ref] = (
+                        _refusal_reason(manifest.workload, queues),
+                        member.refusal,
+                    )
+            if spread:  # not decided under queues: they wait, saying so
+                decision = replace(
+                    decision,
+                    unplaced=(
+                        *decision.unplaced,
+                        *(
+                            Unplaced(ref, dict.fromkeys(fleet.names, SPREAD_UNDER_QUEUES))
+                            for ref in sorted(spread, key=str)
+                        ),
+                    ),
+                )
+                spread = set()
         lap("solve")
         self.metrics.decision_seconds.observe(decision.summary.seconds)
         decision_id = new_decision_id()
@@ -474,6 +528,10 @@ class DecisionCycle:
             outcomes += whole
             unplaced.update(whole_reasons)
         lap("dispatch")
+        preempting: dict[WorkloadRef, str] = {}
+        if queues is not None and self.preemption is not None and self.settings.preemption:
+            preempting = self._preempt(outcomes, by_ref, refused, fleet, held, queues, policies)
+            lap("preempt")
         placed = sum(1 for o in outcomes if o.placed)
         log.info(
             "decision %s: %d placed, %d not",
@@ -515,7 +573,10 @@ class DecisionCycle:
                 work = partial(self._record_placed, manifest, outcome, decision_id)
             else:
                 reasons = unplaced.get(outcome.workload, {})
-                work = partial(self._record_unplaced, manifest, outcome, reasons, epoch)
+                why = refused.get(outcome.workload)
+                if outcome.workload in preempting:
+                    why = (PREEMPTING, preempting[outcome.workload])
+                work = partial(self._record_unplaced, manifest, outcome, reasons, epoch, why)
             self._submit(self._then_release, outcome.workload, work)
             handed.add(outcome.workload)
         log.info(
@@ -524,6 +585,38 @@ class DecisionCycle:
             extra={"event": "cycle-timings", "decision": decision_id, "timings": stopwatch.timings},
         )
         return handed
+
+    def _preempt(
+        self,
+        outcomes: Sequence[Outcome],
+        manifests: Mapping[WorkloadRef, Manifest],
+        refused: Mapping[WorkloadRef, tuple[str, str]],
+        fleet: Fleet,
+        held: Sequence[Held],
+        queues: QueueSet,
+        policies: Sequence[PlacementPolicy],
+    ) -> dict[WorkloadRef, str]:
+        """Evictions for the cycle's workloads left pending (:mod:`placer.controller.
+        preemption`), on the fleet charged with what the cycle placed."""
+        assert self.preemption is not None
+        waiting = [
+            manifests[o.workload].workload
+            for o in outcomes
+            if not o.placed and o.state not in ("failed", IN_FLIGHT) and o.workload not in refused
+        ]
+        if not waiting:
+            return {}
+        placed = [o for o in outcomes if o.placed and o.cluster]
+        charged = charge(fleet, [o.placement for o in placed if o.placement is not None])
+        return self.preemption.run(
+            waiting,
+            charged,
+            held,
+            [Running(manifests[o.workload].workload, o.cluster or "") for o in placed],
+            queues,
+            policies,
+            time_limit=self.settings.solve_time_limit,
+        )
 
     def _pin_groups(self, manifests: list[Manifest], fleet: Fleet) -> list[Manifest]:
         """Pin new members of a ``placer.dev/group`` to the cluster of members already placed.
@@ -687,6 +780,8 @@ class DecisionCycle:
         with self._lock:
             first = self.hub.first_seen(ref)
             self.pending.placed(ref)
+            if self.preemption is not None:
+                self.preemption.placed(ref)
         self.metrics.placements.labels(cluster).inc()
         self.metrics.latency.observe(max(0.0, now - (now if first is None else first)))
         log.info(
@@ -702,8 +797,15 @@ class DecisionCycle:
         )
 
     def _record_unplaced(
-        self, manifest: Manifest, outcome: Outcome, reasons: dict[str, str], epoch: int
+        self,
+        manifest: Manifest,
+        outcome: Outcome,
+        reasons: dict[str, str],
+        epoch: int,
+        why: tuple[str, str] | None = None,
     ) -> None:
+        """``why``: the condition's reason and message when the queues say it (an unknown
+        queue, an eviction for it under way) rather than the solver's reasons."""
         ref = manifest.ref
         failed = outcome.state == "failed"
         in_flight = outcome.state == IN_FLIGHT  # another placer process holds its claim
@@ -716,6 +818,10 @@ class DecisionCycle:
             text = f"{outcome.error}; {text}"
         reason = "InFlight" if in_flight else "DispatchFailed" if failed else "Unschedulable"
         category = reason if in_flight or failed else unschedulable_reason(reasons)
+        preempting = why is not None and why[0] == PREEMPTING
+        if why is not None and not (in_flight or failed):
+            reason, text = why
+            category = reason
         obj = dict(manifest.body)
         condition = placed_condition(
             False, reason, text, time.time(), generation=generation_of(obj)
@@ -724,15 +830,20 @@ class DecisionCycle:
             current = self.hub.get(ref)
             if current is None:
                 return  # deleted meanwhile
-            self.pending.failed(ref, self._clock(), epoch, room=not in_flight)
-        if not in_flight:
+            if preempting:  # decided again at once: its victims' room is for it
+                self.pending.changed(ref)
+                self.pending.add(ref, self._clock())
+            else:
+                self.pending.failed(ref, self._clock(), epoch, room=not in_flight)
+        if not in_flight and not preempting:
             self.metrics.unschedulable.labels(category).inc()
         try:
             current = self.hub.get(ref) or obj
             self.writer.patch_status(ref, current, status_patch(current, condition))
         except NotFoundError:
             return
-        self.events.record(obj, "Normal" if in_flight else "Warning", reason, text)
+        if not preempting:  # (the eviction's own Event said it)
+            self.events.record(obj, "Normal" if in_flight else "Warning", reason, text)
         log.info(
             "%s not placed: %s",
             ref,
@@ -758,3 +869,10 @@ class DecisionCycle:
         except KubeError as err:
             log.info("%s: condition not written: %s", ref, err)
         self.events.record(obj, "Warning", reason, text)
+
+
+def _refusal_reason(workload: Workload, queues: QueueSet) -> str:
+    """The condition reason of a workload its queues refuse as written: ``UnknownQueue`` (its
+    ``placer.dev/queue`` names no Queue on the hub) or ``UnknownPriorityClass``."""
+    name = workload.labels.get(LABEL_QUEUE)
+    return "UnknownQueue" if name is not None and name not in queues else "UnknownPriorityClass"

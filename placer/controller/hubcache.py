@@ -11,8 +11,8 @@
   ResourceClaims in the object's namespace (:data:`CLAIM_KINDS`, watched; a change in a
   namespace makes its objects' decompositions be made again), as ``placer plan`` counts the
   claims given beside a workload;
-* the hub's **definitions and policies** as read (:mod:`placer.controller.hubconfig`), with
-  what was last reported about each of those objects;
+* the hub's **definitions, policies and queues** as read (:mod:`placer.controller.hubconfig`),
+  with what was last reported about each of those objects;
 * the **informers** of the hub: one per workload kind, one per config kind (definitions,
   policies) and one per DRA claim kind.
 
@@ -31,7 +31,7 @@ from collections.abc import Callable, Collection, Mapping, Sequence
 from typing import Any
 
 from placer.accelerators import ClaimIndex
-from placer.controller.hubconfig import HubDefinitions, HubPolicies, selected
+from placer.controller.hubconfig import HubDefinitions, HubPolicies, HubQueues, selected
 from placer.controller.informer import Change, Informer
 from placer.controller.records import ANNOTATION_CLUSTER, JSON, is_opted_in, rv_of
 from placer.definitions import Catalog, Decomposition, decompose
@@ -40,6 +40,7 @@ from placer.kube import KubeClient
 from placer.model import WorkloadRef
 from placer.objects import annotations_of, name_key, uid_of, version_of
 from placer.policy import PlacementPolicy
+from placer.queues import QueueSet
 
 __all__ = ["CLAIM_KINDS", "DECOMPOSITIONS", "HubCache", "KindKey"]
 
@@ -100,6 +101,7 @@ class HubCache:
         self._claim_informers: list[Informer] = []
         self._definitions = HubDefinitions(catalog)
         self._policies = HubPolicies()
+        self._queues = HubQueues()
         self._config_versions: dict[str, tuple[tuple[str, str, str], ...]] = {}
         self._reported: dict[str, str] = {}
         self._informers: dict[KindKey, Informer] = {}
@@ -270,6 +272,16 @@ class HubCache:
         """The hub's valid PlacementPolicies, in name order."""
         with self._lock:
             return self._policies.policies
+
+    @property
+    def queues(self) -> QueueSet | None:
+        """The hub's valid queues and priority classes (``None``: no valid Queue)."""
+        with self._lock:
+            return self._queues.queues
+
+    def set_queues(self, queues: HubQueues) -> None:
+        with self._lock:
+            self._queues = queues
 
     def set_definitions(self, definitions: HubDefinitions) -> None:
         """Use ``definitions`` (every decomposition is made again)."""

@@ -9,6 +9,13 @@
   decisions after the ``--policy`` files, in name order; a hub policy also *opts in* every
   object it selects. An invalid one is reported and ignored; the others still apply.
 
+* **Queue objects** (placer's CRD, ``placer.dev/v1alpha1``, cluster-scoped) and the hub's
+  ``scheduling.k8s.io/v1`` **PriorityClasses** make the controller's queues
+  (:mod:`placer.queues`): with at least one valid Queue on the hub every decision honours them.
+  A Queue that is invalid alone (a bad field) or in the set (a cycle, an unknown parent,
+  children's quotas above the parent's) is reported and left out, and so are the queues under
+  it; the others still apply.
+
 Objects are identified by kind and name for messages (``Karta/jobset-v2 on the hub``).
 """
 
@@ -20,18 +27,25 @@ from typing import Any
 
 from placer.definitions import Catalog, Definition, GroupVersionKind, definition_from_dict
 from placer.definitions.validate import check_definition
-from placer.errors import PlacerError
+from placer.errors import PlacerError, QueueError
 from placer.model import Workload, WorkloadRef
 from placer.objects import labels_of, name_of
 from placer.policy import PlacementPolicy, policy_from_dict
+from placer.queues import PriorityClass, Queue, QueueSet, queue_from_dict, queue_set
+from placer.queues.reader import API_VERSION as QUEUE_API_VERSION
+from placer.queues.reader import KIND as QUEUE_KIND_NAME
 
 __all__ = [
     "DEFINITION_KINDS",
     "POLICY_KIND",
+    "PRIORITY_CLASS_KIND",
+    "QUEUE_KIND",
     "HubDefinitions",
     "HubPolicies",
+    "HubQueues",
     "definitions_from_hub",
     "policies_from_hub",
+    "queues_from_hub",
     "selector_stub",
 ]
 
@@ -42,6 +56,10 @@ DEFINITION_KINDS = (
 )
 #: (apiVersion, kind) of placer's policy CRD.
 POLICY_KIND = ("placer.dev/v1alpha1", "PlacementPolicy")
+#: (apiVersion, kind) of placer's queue CRD.
+QUEUE_KIND = (QUEUE_API_VERSION, QUEUE_KIND_NAME)
+#: (apiVersion, kind) of Kubernetes' PriorityClass.
+PRIORITY_CLASS_KIND = ("scheduling.k8s.io/v1", "PriorityClass")
 
 
 def describe(obj: Mapping[str, Any]) -> str:
@@ -139,3 +157,63 @@ def selected(
         if policy.selects(stub):
             return policy
     return None
+
+
+#: the ``source`` of the queues read from the hub, in messages ("not defined in the hub").
+HUB_SOURCE = "the hub"
+
+
+@dataclass(frozen=True)
+class HubQueues:
+    """The hub's queues and priority classes, read."""
+
+    #: ``None``: the hub has no valid Queue (decisions ignore queues, as before them).
+    queues: QueueSet | None = None
+    #: Queue object name -> why it is left out.
+    problems: Mapping[str, str] = field(default_factory=dict)
+
+
+def queues_from_hub(
+    queue_objects: Iterable[Mapping[str, Any]], class_objects: Iterable[Mapping[str, Any]] = ()
+) -> HubQueues:
+    """The valid queues among ``queue_objects`` with the hub's PriorityClasses, and why each
+    other Queue is left out (module docstring). A queue the set refuses is left out and the set
+    is built again without it, so that one bad Queue never stops the others."""
+    queues: dict[str, Queue] = {}
+    problems: dict[str, str] = {}
+    for obj in sorted(queue_objects, key=name_of):
+        name = name_of(obj) or "?"
+        clean = {k: v for k, v in obj.items() if k in ("apiVersion", "kind", "spec")}
+        clean["metadata"] = {"name": name}
+        try:
+            queues[name] = queue_from_dict(clean, source=describe(obj))
+        except QueueError as err:
+            problems[name] = str(err)
+    classes = []
+    for obj in class_objects:
+        value = obj.get("value")
+        name = name_of(obj)
+        if not name or isinstance(value, bool) or not isinstance(value, int):
+            continue  # the API server validates PriorityClasses: not placer's to report
+        default = obj.get("globalDefault") is True
+        classes.append(PriorityClass(name, value, global_default=default, source=describe(obj)))
+    while queues:
+        try:
+            built = queue_set(list(queues.values()), classes, source=HUB_SOURCE)
+        except QueueError as err:
+            culprit = next((n for n, q in queues.items() if q.source == err.source), None)
+            if culprit is None:  # two global default classes: the queues without classes
+                built = queue_set(list(queues.values()), (), source=HUB_SOURCE)
+                return HubQueues(built, problems)
+            problems[culprit] = str(err)
+            del queues[culprit]
+            for other, queue in list(queues.items()):
+                if queue.parent == culprit:  # its children name a parent left out
+                    problems[other] = (
+                        f"{queue.source}: spec.parent: queue {culprit!r} is invalid ({err}); "
+                        "this queue is left out with it"
+                    )
+                    del queues[other]
+            continue
+        return HubQueues(built, problems)
+    return HubQueues(None, problems)

@@ -31,6 +31,15 @@ name                                   type       labels / meaning
                                                   copy may be on that member, not listable
 ``leader``                             gauge      1 while this replica leads
 ``managed_workloads``                  gauge      hub objects with a placement record
+``preemptions_total``                  counter    ``reason``: workloads evicted (``reclaim``,
+                                                  ``preempt``: :mod:`~placer.controller.preemption`)
+``queue_allocated``                    gauge      ``queue``, ``resource``: what placed work
+                                                  uses of each resource the hub's Queue lists
+                                                  (children included; cpu in cores, memory in
+                                                  bytes)
+``queue_quota``                        gauge      ``queue``, ``resource``: the Queue's quota
+``queue_pending``                      gauge      ``queue``, ``resource``: what its workloads
+                                                  waiting for a cycle ask
 =====================================  =========  ==========================================
 """
 
@@ -140,6 +149,31 @@ class Metrics:
         self.leader = Gauge("placer_leader", "1 while this replica is the leader", registry=r)
         self.managed = Gauge(
             "placer_managed_workloads", "Hub objects with a placement record", registry=r
+        )
+
+        self.preemptions = Counter(
+            "placer_preemptions",
+            "Placed workloads evicted for pending ones, by rule (reclaim, preempt)",
+            ["reason"],
+            registry=r,
+        )
+        self.queue_allocated = Gauge(
+            "placer_queue_allocated",
+            "What placed work uses of a resource a hub Queue lists (children included)",
+            ["queue", "resource"],
+            registry=r,
+        )
+        self.queue_quota = Gauge(
+            "placer_queue_quota",
+            "A hub Queue's quota of a resource",
+            ["queue", "resource"],
+            registry=r,
+        )
+        self.queue_pending = Gauge(
+            "placer_queue_pending",
+            "What the workloads of a hub Queue waiting for placement ask of a resource",
+            ["queue", "resource"],
+            registry=r,
         )
 
     def exposition(self) -> bytes:

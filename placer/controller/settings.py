@@ -74,6 +74,9 @@ class ControllerSettings:
     solve_time_limit: float = 1.0
     #: solver name (``placer.solver.SOLVERS``).
     solver: str = "cpsat"
+    #: with Queues on the hub, evict placed work for pending work the queues entitle (reclaim
+    #: and preempt: :mod:`placer.controller.preemption`).
+    preemption: bool = True
     #: seconds between looks for kinds the hub does not serve yet (CRD installed later).
     discovery_interval: float = 30.0
     #: threads writing records on the hub and carrying out single-object actions.

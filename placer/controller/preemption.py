@@ -1,0 +1,441 @@
+"""Queues in the controller's cycles: what placed work holds, and preemption and reclaim.
+
+With Queue objects on the hub (:mod:`placer.controller.hubconfig`) each placement cycle decides
+under the queues (:func:`placer.solver.fairshare.solve_fair`), the work already placed booked
+to its queues first (:func:`placed_work`: every hub object with a placement record that has
+not finished, and every one whose copy is in flight without a record yet, so that two cycles
+in a row never take a queue past its limit). Then :class:`Preemption` looks at what the cycle
+left pending:
+
+* for each such workload, highest priority first (at most :data:`MAX_PREEMPTORS` a cycle), the
+  least disruptive eviction the rules allow (:func:`placer.solver.preempt.find_victims`:
+  *reclaim* — it is in its queue's quota and the victims' queues are over theirs, only their
+  over-quota part is taken; *preempt* — lower-priority work of its own queue) on the cluster's
+  real nodes: the victims' pods as the member shows them (the copy's pods, through the owner
+  chain) plus what is still in flight for them (the ledger's planned pods);
+* each victim is evicted **whole**: its copy on the member is deleted with its in-flight entry
+  (the member's garbage collector removes its pods), and its hub object goes back to pending:
+  placement record cleared, ``Placed=False`` reason ``Preempted``, a ``Preempted`` condition
+  (reason ``Reclaim`` or ``Preempt``) and a Warning Event, both naming the preemptor; the
+  preemptor gets a Normal Event ``Preempting`` naming the victims and is decided again at once
+  (its queue's fair order puts it before the victims, which are over quota or of a lower
+  priority). ``placer.dev/preemptible: "false"`` on a workload and ``reclaimable: false`` on
+  its queue protect work;
+* while an eviction for a preemptor is under way (its victims' pods may take a while to go), it
+  gets no new victims for :data:`EVICTION_SECONDS`: the eviction is never repeated for room
+  that is only slow to free.
+
+A victim the loop or a cycle is working on is left alone (the eviction is tried again next
+cycle); a victim whose copy cannot be deleted keeps its placement (never two running copies:
+the hub record is only cleared once the copy is gone).
+"""
+
+from __future__ import annotations
+
+import logging
+import time
+from collections.abc import Callable, Mapping, Sequence
+from dataclasses import dataclass
+
+from placer.controller.events import EventRecorder
+from placer.controller.hubcache import HubCache
+from placer.controller.hubwrites import HubWriter
+from placer.controller.members import MembersView
+from placer.controller.records import (
+    JSON,
+    clear_record_patch,
+    cut_message,
+    placed_condition,
+    record_of,
+    status_patch,
+)
+from placer.dispatch import Ledger
+from placer.dispatch.ledger.sync import LedgerReads
+from placer.errors import KubeError, PlacerError
+from placer.kube import KubeClient
+from placer.model import Fleet, Placement, PodAssignment, Workload, WorkloadRef
+from placer.objects import generation_of, name_key, uid_of
+from placer.policy import PlacementPolicy
+from placer.queues import QueueSet, Usage, membership
+from placer.solver.charging import release
+from placer.solver.fairshare import Running
+from placer.solver.preempt import RECLAIM, Eviction, Victim, find_victims
+
+__all__ = [
+    "EVICTION_SECONDS",
+    "MAX_PREEMPTORS",
+    "PREEMPTED",
+    "PREEMPTING",
+    "Held",
+    "Preemption",
+    "placed_work",
+]
+
+log = logging.getLogger(__name__)
+
+#: the victims' condition type, their ``Placed`` condition's reason and their Event's reason.
+PREEMPTED = "Preempted"
+#: the preemptor's Event reason.
+PREEMPTING = "Preempting"
+#: seconds a preemptor whose victims were evicted gets no new victims.
+EVICTION_SECONDS = 120.0
+#: pending workloads looked at for preemption in one cycle at most.
+MAX_PREEMPTORS = 16
+#: pod phases that hold no capacity.
+_DONE = ("Succeeded", "Failed")
+
+
+@dataclass(frozen=True)
+class Held:
+    """A hub object whose copy holds capacity on ``cluster`` (placed, or in flight)."""
+
+    ref: WorkloadRef
+    obj: JSON
+    workload: Workload
+    cluster: str
+    #: when it was placed (epoch seconds; 0 when unknown).
+    placed_at: float = 0.0
+
+    def running(self) -> Running:
+        return Running(self.workload, self.cluster)
+
+
+def placed_work(hub: HubCache, ledger: Ledger, exclude: Sequence[WorkloadRef] = ()) -> list[Held]:
+    """The hub objects holding capacity (module docstring), but ``exclude`` (those being
+    decided now); one that does not decompose any more is left out (it is reported
+    elsewhere)."""
+    skip = set(exclude)
+    in_flight = {e.workload: e.cluster for e in ledger.entries()}
+    held: list[Held] = []
+    for ref, obj in hub.items():
+        if ref in skip:
+            continue
+        record = record_of(obj)
+        if record is not None and record.terminal:
+            continue
+        cluster = record.cluster if record is not None else in_flight.get(ref)
+        if not cluster:
+            continue
+        try:
+            workload = hub.decompose(obj).workload
+        except PlacerError:
+            continue
+        placed_at = record.placed_at if record is not None and record.placed_at else 0.0
+        held.append(Held(ref, obj, workload, cluster, placed_at))
+    return held
+
+
+def queue_usage(queues: QueueSet, running: Sequence[Running]) -> Usage:
+    """What ``running`` uses per queue."""
+    usage = Usage(queues)
+    for item in running:
+        usage.add(
+            membership(item.workload, queues).queue, item.workload.total_requests(), item.cluster
+        )
+    return usage
+
+
+class Preemption:
+    """Evicts placed work for pending work the queues entitle (module docstring).
+
+    Args:
+        hub: the hub cache (objects, their records).
+        members: the members (clients, this hub's copies).
+        writer: writes on hub objects.
+        ledger: the in-flight ledger (the victims' entries are dropped).
+        events: the hub's Events.
+        reads: ``reads(cluster, client)``: where a member's pods are read (the capacity
+            watches' caches, or listing).
+        delete_copy: ``delete_copy(ref, cluster)`` deletes a copy with its in-flight entry
+            (raises :class:`~placer.errors.KubeError` when it cannot).
+        claim: take an object for an eviction, unless the loop or a cycle works on it.
+        release: the eviction of an object is over (the loop looks at it again).
+        preempted: ``preempted(reason)`` counts one victim (the metric).
+        clock: monotonic seconds.
+    """
+
+    def __init__(
+        self,
+        *,
+        hub: HubCache,
+        members: MembersView,
+        writer: HubWriter,
+        ledger: Ledger,
+        events: EventRecorder,
+        reads: Callable[[str, KubeClient], LedgerReads],
+        delete_copy: Callable[[WorkloadRef, str], None],
+        claim: Callable[[WorkloadRef], bool],
+        release: Callable[[WorkloadRef], None],
+        preempted: Callable[[str], None] = lambda reason: None,
+        clock: Callable[[], float] = time.monotonic,
+    ) -> None:
+        self.hub = hub
+        self.members = members
+        self.writer = writer
+        self.ledger = ledger
+        self.events = events
+        self._reads = reads
+        self._delete_copy = delete_copy
+        self._claim = claim
+        self._release = release
+        self._preempted = preempted
+        self._clock = clock
+        #: preemptor -> until when it gets no new victims.
+        self._evicting: dict[WorkloadRef, float] = {}
+
+    def evicting(self, ref: WorkloadRef) -> bool:
+        """Whether an eviction for ``ref`` is under way."""
+        until = self._evicting.get(ref)
+        if until is None:
+            return False
+        if until <= self._clock():
+            del self._evicting[ref]
+            return False
+        return True
+
+    def placed(self, ref: WorkloadRef) -> None:
+        """``ref`` was placed (or is gone): its eviction is over."""
+        self._evicting.pop(ref, None)
+
+    def run(
+        self,
+        waiting: Sequence[Workload],
+        fleet: Fleet,
+        held: Sequence[Held],
+        placed_now: Sequence[Running],
+        queues: QueueSet,
+        policies: Sequence[PlacementPolicy],
+        time_limit: float = 0.5,
+    ) -> dict[WorkloadRef, str]:
+        """Evict for ``waiting`` (the cycle's pending work) on ``fleet`` (charged with
+        everything placed, ``placed_now`` included); per preemptor whose victims were
+        evicted, what it evicted in words."""
+        order = sorted(
+            (w for w in waiting if not self.evicting(w.ref)),
+            key=lambda w: -membership(w, queues).priority,
+        )[:MAX_PREEMPTORS]
+        if not order:
+            return {}
+        usage = queue_usage(queues, [*(h.running() for h in held), *placed_now])
+        victims = self._victims(held)
+        candidates = {v.workload.ref: v for v in victims}
+        by_ref = {h.ref: h for h in held}
+        done: dict[WorkloadRef, str] = {}
+        for preemptor in order:
+            if not victims:
+                break
+            eviction = find_victims(
+                preemptor, fleet, victims, queues, usage, policies=policies, time_limit=time_limit
+            )
+            if eviction is None or not eviction.victims:
+                continue
+            evicted = self._evict(eviction, preemptor, candidates, by_ref)
+            if not evicted:
+                continue
+            gone = {v.workload.ref for v in evicted}
+            fleet = release(fleet, [v.placement for v in evicted])
+            for victim in evicted:
+                usage.remove(
+                    membership(victim.workload, queues).queue,
+                    victim.workload.total_requests(),
+                    victim.placement.cluster,
+                )
+            victims = [v for v in victims if v.workload.ref not in gone]
+            self._evicting[preemptor.ref] = self._clock() + EVICTION_SECONDS
+            done[preemptor.ref] = self._words(eviction, evicted)
+        return done
+
+    # -- the victims' placements -----------------------------------------------------------------
+
+    def _victims(self, held: Sequence[Held]) -> list[Victim]:
+        """Each held workload with the pods it holds on its member's nodes: what the member
+        shows of its copy's pods, plus what is still in flight for it; one holding nothing
+        known is no candidate (evicting it could free nothing)."""
+        by_cluster: dict[str, list[Held]] = {}
+        for item in held:
+            by_cluster.setdefault(item.cluster, []).append(item)
+        victims: list[Victim] = []
+        for cluster, items in sorted(by_cluster.items()):
+            client = self.members.clients.get(cluster)
+            if client is None:
+                continue
+            observed = self._observed(cluster, client, items)
+            for item in items:
+                pods = list(observed.get(item.ref, ()))
+                entry = self.ledger.get(cluster, item.ref)
+                if entry is not None:
+                    pods += entry.placement.pods
+                if not pods:
+                    continue
+                requests: dict[str, int] = {}
+                for pod in pods:
+                    for name, amount in pod.requests.items():
+                        requests[name] = requests.get(name, 0) + amount
+                placement = Placement(item.ref, cluster, tuple(pods), requests)
+                victims.append(Victim(item.workload, placement, item.placed_at))
+        return victims
+
+    def _observed(
+        self, cluster: str, client: KubeClient, items: Sequence[Held]
+    ) -> dict[WorkloadRef, list[PodAssignment]]:
+        """The pods each held workload's copy owns on ``cluster``, bound to a node and not
+        finished."""
+        copies: dict[str, WorkloadRef] = {}
+        for item in items:
+            found, _ = self.members.view(item.ref, uid_of(item.obj))
+            copy = found.get(cluster)
+            if copy is not None and uid_of(copy):
+                copies[uid_of(copy)] = item.ref
+        if not copies:
+            return {}
+        reads = self._reads(cluster, client)
+        owners = reads.owners()
+        out: dict[WorkloadRef, list[PodAssignment]] = {}
+        try:
+            for namespace in sorted({item.ref.namespace for item in items}):
+                for pod in reads.pods(namespace):
+                    node = str((pod.get("spec") or {}).get("nodeName") or "")
+                    if not node or (pod.get("status") or {}).get("phase") in _DONE:
+                        continue
+                    uids = owners.owner_uids(pod, copies) & set(copies)
+                    if not uids:
+                        continue
+                    ref = copies[next(iter(uids))]
+                    mine = out.setdefault(ref, [])
+                    _, name = name_key(pod)
+                    assignment = PodAssignment(
+                        component=name,
+                        instance="",
+                        index=len(mine),
+                        node=node,
+                        requests=dict(reads.requests(pod)),
+                    )
+                    mine.append(assignment)
+        except KubeError as err:
+            log.info("cluster %s: pods not read for preemption: %s", cluster, err)
+            return {}
+        return out
+
+    # -- evicting --------------------------------------------------------------------------------
+
+    def _evict(
+        self,
+        eviction: Eviction,
+        preemptor: Workload,
+        candidates: Mapping[WorkloadRef, Victim],
+        held: Mapping[WorkloadRef, Held],
+    ) -> list[Victim]:
+        """Evict ``eviction``'s victims (none when one of them is busy); those evicted."""
+        refs = [v.workload for v in eviction.victims]
+        claimed: list[WorkloadRef] = []
+        for ref in refs:
+            if not self._claim(ref):
+                break
+            claimed.append(ref)
+        try:
+            if len(claimed) < len(refs):
+                return []
+            evicted = [
+                candidates[v.workload]
+                for v in eviction.victims
+                if v.workload in held and self._evict_one(held[v.workload], v.reason, preemptor.ref)
+            ]
+        finally:
+            for ref in claimed:
+                self._release(ref)
+        if evicted:
+            names = ", ".join(str(v.workload.ref) for v in evicted)
+            self.events.record(
+                self.hub.get(preemptor.ref) or {},
+                "Normal",
+                PREEMPTING,
+                f"evicted {names} on cluster {eviction.cluster} ({_rules(eviction)}) to make "
+                "room: it is placed once they are gone",
+            )
+        return evicted
+
+    def _evict_one(self, item: Held, rule: str, preemptor: WorkloadRef) -> bool:
+        """Delete ``item``'s copy, then put its hub object back to pending, saying why."""
+        ref, cluster = item.ref, item.cluster
+        obj = self.hub.get(ref)
+        if obj is None or uid_of(obj) != uid_of(item.obj):
+            return False
+        try:
+            self._delete_copy(ref, cluster)
+        except KubeError as err:
+            log.warning(
+                "%s: not evicted for %s, its copy on %s could not be deleted (%s)",
+                ref,
+                preemptor,
+                cluster,
+                err.message,
+                extra={"event": "eviction-failed", "workload": str(ref), "cluster": cluster},
+            )
+            return False
+        kind = "Reclaim" if rule == RECLAIM else "Preempt"
+        why = (
+            f"reclaimed by {preemptor}: its queue is within its quota and this workload's "
+            "queue is over its own"
+            if rule == RECLAIM
+            else f"preempted by {preemptor}, of a higher priority in the same queue"
+        )
+        message = (
+            f"cluster {cluster}: {why}; its copy there was deleted, it waits to be placed again"
+        )
+        try:
+            obj = self.writer.patch_meta(ref, obj, clear_record_patch)
+            placed = placed_condition(
+                False, PREEMPTED, message, time.time(), generation=generation_of(obj)
+            )
+            preempted = {
+                "type": PREEMPTED,
+                "status": "True",
+                "reason": kind,
+                "message": cut_message(message),
+                "lastTransitionTime": placed["lastTransitionTime"],
+            }
+            obj = self.writer.patch_status(
+                ref, obj, status_patch(obj, placed, _with(obj, preempted))
+            )
+        except KubeError as err:
+            log.warning("%s: evicted, but its hub record not written: %s", ref, err)
+        self.events.record(obj, "Warning", PREEMPTED, message)
+        self._preempted(rule)
+        log.warning(
+            "%s: %s",
+            ref,
+            message,
+            extra={
+                "event": "preempted",
+                "workload": str(ref),
+                "cluster": cluster,
+                "preemptor": str(preemptor),
+                "reason": rule,
+            },
+        )
+        return True
+
+    @staticmethod
+    def _words(eviction: Eviction, evicted: Sequence[Victim]) -> str:
+        names = ", ".join(str(v.workload.ref) for v in evicted)
+        return (
+            f"evicting {names} on cluster {eviction.cluster} ({_rules(eviction)}): "
+            "placed once they are gone"
+        )
+
+
+def _rules(eviction: Eviction) -> str:
+    return ", ".join(sorted({v.reason for v in eviction.victims}))
+
+
+def _with(obj: JSON, condition: Mapping[str, object]) -> JSON:
+    """``obj``'s status with ``condition`` among its conditions (the one of its type
+    replaced)."""
+    status = dict(obj.get("status") or {})
+    conditions = [
+        dict(c)
+        for c in status.get("conditions") or ()
+        if isinstance(c, Mapping) and c.get("type") != condition.get("type")
+    ]
+    status["conditions"] = [*conditions, dict(condition)]
+    return status

@@ -1,0 +1,187 @@
+"""Issue 14 in the controller: Queue objects on the hub, fair share, reclaim and preemption.
+
+One member (``m1``: 12 nodes of 8 GPUs, 96 GPUs) so that a queue can flood it. The members run
+no scheduler, so placed Jobs hold their capacity through the in-flight ledger (their planned
+pods on the member's nodes): what an eviction frees is exactly what the victim's entry held.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+import pytest
+
+from placer.controller.hubconfig import queues_from_hub
+from placer.fleet import fleet_from_kubeconfigs
+from placer.virtual.hub import hub_crds
+from tests.controller.conftest import HubFleet, Running
+
+GPU = "nvidia.com/gpu"
+
+
+def queue(name: str, quota: int, **rule: Any) -> dict[str, Any]:
+    return {
+        "apiVersion": "placer.dev/v1alpha1",
+        "kind": "Queue",
+        "metadata": {"name": name},
+        "spec": {"resources": {GPU: {"quota": quota, **rule}}},
+    }
+
+
+def serve_queues(hubfleet: HubFleet, *queues: dict[str, Any]) -> None:
+    """The Queue CRD on the hub (as ``placer fleet up --hub`` and ``deploy/`` install it), and
+    ``queues``."""
+    (crd,) = [c for c in hub_crds() if c["metadata"]["name"] == "queues.placer.dev"]
+    hubfleet.hub.store.create(crd)
+    for item in queues:
+        hubfleet.hub.store.create(item)
+
+
+def one_member(hubfleet: HubFleet, **overrides: Any) -> Running:
+    fleet = fleet_from_kubeconfigs([hubfleet.members_kubeconfig], ["m1"], timeout=5.0)
+    return hubfleet.controller(fleet, **overrides)
+
+
+def team_job(hubfleet: HubFleet, name: str, team: str, **labels: str) -> dict[str, Any]:
+    return hubfleet.job(name, gpus=8, labels={"placer.dev/queue": team, **labels})
+
+
+def hub_job(hubfleet: HubFleet, name: str) -> dict[str, Any]:
+    return hubfleet.hub.store.get("jobs", name, hubfleet.NAMESPACE)
+
+
+def flood(hubfleet: HubFleet, team: str, count: int, **labels: str) -> list[str]:
+    """``count`` Jobs of 8 GPUs for ``team``, all placed."""
+    names = [f"{team}-{i}" for i in range(count)]
+    for name in names:
+        hubfleet.hub.store.create(team_job(hubfleet, name, team, **labels))
+    hubfleet.wait_for(
+        lambda: all(hubfleet.placed_cluster(hub_job(hubfleet, n)) == "m1" for n in names),
+        timeout=60,
+        what=f"{team}'s Jobs placed",
+    )
+    return names
+
+
+def test_reclaim_places_in_quota_work_by_evicting_over_quota_work(hubfleet: HubFleet) -> None:
+    """team-b floods the member (96 GPUs, 64 over its quota); team-a's in-quota Job is then
+    placed by reclaiming exactly one of team-b's Jobs, which goes back to pending with the
+    ``Preempted`` condition and Event naming the preemptor; never two copies, never more than
+    the member's GPUs."""
+    serve_queues(hubfleet, queue("team-a", 32), queue("team-b", 32))
+    running = one_member(hubfleet)
+    names = flood(hubfleet, "team-b", 12)
+    hubfleet.hub.store.create(team_job(hubfleet, "a-0", "team-a"))
+    hubfleet.wait_for(
+        lambda: hubfleet.placed_cluster(hub_job(hubfleet, "a-0")) == "m1",
+        timeout=60,
+        what="team-a's Job placed by reclaim",
+    )
+    victims = [
+        n for n in names if (hubfleet.condition(hub_job(hubfleet, n), "Preempted") or {})
+    ]
+    assert len(victims) == 1, victims
+    victim = hub_job(hubfleet, victims[0])
+    preempted = hubfleet.condition(victim, "Preempted") or {}
+    assert preempted["status"] == "True" and preempted["reason"] == "Reclaim"
+    assert "team-a/a-0" in preempted["message"] or "a-0" in preempted["message"]
+    placed = hubfleet.condition(victim, "Placed") or {}
+    assert placed["status"] == "False" and placed["reason"] in ("Preempted", "Unschedulable")
+    assert hubfleet.placed_cluster(victim) is None
+    assert hubfleet.copies(victims[0]) == {}
+    events = [e for e in hubfleet.events(victims[0]) if e["reason"] == "Preempted"]
+    assert events and "a-0" in events[0]["message"] and events[0]["type"] == "Warning"
+    assert any(e["reason"] == "Preempting" for e in hubfleet.events("a-0"))
+    copies = hubfleet.members["m1"].store.list("jobs", hubfleet.NAMESPACE)
+    assert len(copies) == 12  # 11 of team-b's and team-a's: 96 GPUs, never more
+    assert sum(1 for n in names if hubfleet.copies(n)) == 11
+    metrics = running.controller.metrics.exposition().decode()
+    assert 'placer_preemptions_total{reason="reclaim"} 1.0' in metrics
+
+
+def test_protected_work_is_never_evicted(hubfleet: HubFleet) -> None:
+    """``placer.dev/preemptible: "false"`` on every flooding Job: team-a's in-quota Job waits,
+    and nothing is evicted."""
+    serve_queues(hubfleet, queue("team-a", 32), queue("team-b", 32))
+    running = one_member(hubfleet)
+    names = flood(hubfleet, "team-b", 12, **{"placer.dev/preemptible": "false"})
+    hubfleet.hub.store.create(team_job(hubfleet, "a-0", "team-a"))
+    hubfleet.wait_for(
+        lambda: (hubfleet.condition(hub_job(hubfleet, "a-0")) or {}).get("reason")
+        == "Unschedulable",
+        timeout=30,
+        what="team-a's Job unschedulable",
+    )
+    assert all(hubfleet.placed_cluster(hub_job(hubfleet, n)) == "m1" for n in names)
+    assert not any(hubfleet.condition(hub_job(hubfleet, n), "Preempted") for n in names)
+    assert "placer_preemptions_total{" not in running.controller.metrics.exposition().decode()
+
+
+def test_unknown_queue_is_a_condition_and_limits_hold(hubfleet: HubFleet) -> None:
+    """A Job naming a queue the hub does not define gets ``UnknownQueue``, naming the known
+    queues; a queue's limit is never passed, across cycles."""
+    serve_queues(hubfleet, queue("team-a", 16, limit=16))
+    one_member(hubfleet)
+    hubfleet.hub.store.create(team_job(hubfleet, "typo", "team-x"))
+    hubfleet.wait_for(
+        lambda: (hubfleet.condition(hub_job(hubfleet, "typo")) or {}).get("reason")
+        == "UnknownQueue",
+        timeout=30,
+        what="the UnknownQueue condition",
+    )
+    message = (hubfleet.condition(hub_job(hubfleet, "typo")) or {})["message"]
+    assert "team-x" in message and "team-a" in message
+    for i in range(3):
+        hubfleet.hub.store.create(team_job(hubfleet, f"a-{i}", "team-a"))
+    hubfleet.wait_for(
+        lambda: sum(
+            1 for i in range(3) if hubfleet.placed_cluster(hub_job(hubfleet, f"a-{i}"))
+        )
+        == 2
+        and (hubfleet.condition(hub_job(hubfleet, "a-2")) or {}).get("reason")
+        == "Unschedulable",
+        timeout=30,
+        what="two of team-a's Jobs placed, the third refused at the limit",
+    )
+    refused = [
+        f"a-{i}" for i in range(3) if not hubfleet.placed_cluster(hub_job(hubfleet, f"a-{i}"))
+    ]
+    assert len(refused) == 1
+    message = (hubfleet.condition(hub_job(hubfleet, refused[0])) or {})["message"]
+    assert "team-a" in message and "limit" in message
+
+
+def test_queues_from_hub_leave_out_invalid_queues_only() -> None:
+    """A Queue invalid alone or in the set (a cycle, an unknown parent, children's quotas above
+    the parent's) is reported naming the queue and field; the others apply."""
+    good = queue("good", 8)
+    bad_field = queue("negative", -1)
+    loop_a = {**queue("loop-a", 1), "spec": {"parent": "loop-b", "resources": {}}}
+    loop_b = {**queue("loop-b", 1), "spec": {"parent": "loop-a", "resources": {}}}
+    orphan = {**queue("orphan", 1), "spec": {"parent": "missing"}}
+    parent = queue("dept", 4)
+    child = {**queue("team", 8), "spec": {"parent": "dept", "resources": {GPU: {"quota": 8}}}}
+    hub = queues_from_hub(
+        [good, bad_field, loop_a, loop_b, orphan, parent, child],
+        [
+            {
+                "apiVersion": "scheduling.k8s.io/v1",
+                "kind": "PriorityClass",
+                "metadata": {"name": "system-node-critical"},
+                "value": 2000001000,
+            }
+        ],
+    )
+    assert hub.queues is not None and set(hub.queues.queues) == {"good"}
+    assert "spec.resources.nvidia.com/gpu.quota" in hub.problems["negative"]
+    assert "spec.parent" in hub.problems["loop-a"] and "spec.parent" in hub.problems["orphan"]
+    assert "dept" in hub.problems["dept"] and "quota" in hub.problems["dept"]
+    assert "team" in hub.problems
+    assert hub.queues.classes["system-node-critical"].value == 2000001000
+    assert queues_from_hub([]).queues is None
+
+
+@pytest.mark.parametrize("kind", ["Queue"])
+def test_queue_crd_is_served_on_the_hub_of_fleet_up(kind: str) -> None:
+    names = {c["spec"]["names"]["kind"] for c in hub_crds()}
+    assert kind in names
