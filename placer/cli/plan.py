@@ -185,18 +185,14 @@ def run(args: argparse.Namespace) -> int:
 def _queue_data(fair: FairDecision, workloads: list[Workload]) -> list[dict[str, Any]]:
     """The queues after the decision (:func:`placer.queues.report.queue_rows`), with the
     demand of the workloads left pending."""
-    from placer.queues.report import queue_rows
+    from placer.queues.report import pending_demand, queue_rows
 
     assert fair.usage is not None
     placed = {p.workload for p in fair.decision.placements}
-    pending: dict[str, dict[str, int]] = {}
-    for workload, member in zip(workloads, fair.memberships, strict=True):
-        if workload.ref in placed or member.queue is None or member.refusal:
-            continue
-        for queue in fair.usage.queues.chain(member.queue):
-            into = pending.setdefault(queue.name, {})
-            for name, amount in workload.total_requests().items():
-                into[name] = into.get(name, 0) + amount
+    waiting = [
+        (w, m) for w, m in zip(workloads, fair.memberships, strict=True) if w.ref not in placed
+    ]
+    pending = pending_demand(fair.usage.queues, waiting)
     return queue_rows(fair.usage.queues, fair.usage, pending)
 
 

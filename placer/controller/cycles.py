@@ -44,7 +44,13 @@ from placer.controller.hubwrites import HubWriter
 from placer.controller.members import MembersView
 from placer.controller.metrics import Metrics, unschedulable_reason
 from placer.controller.pending import PendingQueue, batch_deadline
-from placer.controller.preemption import PREEMPTING, Held, Preemption, placed_work
+from placer.controller.preemption import (
+    PREEMPTING,
+    Held,
+    Preemption,
+    placed_work,
+    queue_report,
+)
 from placer.controller.reconcile import group_clusters
 from placer.controller.records import (
     ANNOTATION_HUB_UID,
@@ -114,6 +120,8 @@ SPREAD_UNDER_QUEUES = (
     "spread workloads (a policy's replicaScheduling) are not placed under the hub's Queues yet; "
     "`placer plan` decides them (docs/spread.md)"
 )
+#: seconds between two updates of the queue gauges at most.
+QUEUE_METRICS_SECONDS = 1.0
 
 
 def more_room(
@@ -203,6 +211,7 @@ class DecisionCycle:
         self.stuck: StuckMover | None = None
         #: evicts placed work for pending work the hub's queues entitle, when set.
         self.preemption: Preemption | None = None
+        self._queue_metrics_at = float("-inf")
 
     # -- the thread ------------------------------------------------------------------------------
 
@@ -277,6 +286,21 @@ class DecisionCycle:
         if self.stuck is not None:
             self.stuck.check()
         return charged
+
+    def queue_metrics(self) -> None:
+        """The queue gauges from the hub's queues, the placed work and the pending objects (the
+        loop's housekeeping calls it; at most every :data:`QUEUE_METRICS_SECONDS`)."""
+        now = self._clock()
+        if now < self._queue_metrics_at:
+            return
+        self._queue_metrics_at = now + QUEUE_METRICS_SECONDS
+        queues = self.hub.queues
+        rows = (
+            queue_report(self.hub, self.ledger, queues, self.pending.refs())
+            if queues is not None
+            else []
+        )
+        self.metrics.set_queues(rows)
 
     def _room(self, cluster: Cluster, uncharged: Fleet) -> dict[str, int]:
         """``cluster.free()``; for a cluster read from the watches, from the free room they

@@ -46,6 +46,8 @@ name                                   type       labels / meaning
 from __future__ import annotations
 
 import re
+from collections.abc import Mapping, Sequence
+from typing import Any
 
 from prometheus_client import CollectorRegistry, Counter, Gauge, Histogram
 from prometheus_client.exposition import CONTENT_TYPE_LATEST, generate_latest
@@ -175,6 +177,17 @@ class Metrics:
             ["queue", "resource"],
             registry=r,
         )
+
+    def set_queues(self, rows: Sequence[Mapping[str, Any]]) -> None:
+        """The queue gauges from :func:`placer.queues.report.queue_rows` rows (every series of
+        a queue or resource no longer there is dropped)."""
+        for gauge in (self.queue_allocated, self.queue_quota, self.queue_pending):
+            gauge.clear()
+        for row in rows:
+            for resource, values in row["resources"].items():
+                self.queue_allocated.labels(row["name"], resource).set(values["allocated"])
+                self.queue_quota.labels(row["name"], resource).set(values["quota"])
+                self.queue_pending.labels(row["name"], resource).set(values.get("pending", 0))
 
     def exposition(self) -> bytes:
         """The registry in Prometheus text format."""

@@ -34,8 +34,9 @@ from __future__ import annotations
 
 import logging
 import time
-from collections.abc import Callable, Mapping, Sequence
+from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass
+from typing import Any
 
 from placer.controller.events import EventRecorder
 from placer.controller.hubcache import HubCache
@@ -44,6 +45,7 @@ from placer.controller.members import MembersView
 from placer.controller.records import (
     JSON,
     clear_record_patch,
+    condition_of,
     cut_message,
     placed_condition,
     record_of,
@@ -57,6 +59,7 @@ from placer.model import Fleet, Placement, PodAssignment, Workload, WorkloadRef
 from placer.objects import generation_of, name_key, uid_of
 from placer.policy import PlacementPolicy
 from placer.queues import QueueSet, Usage, membership
+from placer.queues.report import pending_demand, queue_rows
 from placer.solver.charging import release
 from placer.solver.fairshare import Running
 from placer.solver.preempt import RECLAIM, Eviction, Victim, find_victims
@@ -69,6 +72,7 @@ __all__ = [
     "Held",
     "Preemption",
     "placed_work",
+    "queue_report",
 ]
 
 log = logging.getLogger(__name__)
@@ -123,6 +127,32 @@ def placed_work(hub: HubCache, ledger: Ledger, exclude: Sequence[WorkloadRef] = 
         placed_at = record.placed_at if record is not None and record.placed_at else 0.0
         held.append(Held(ref, obj, workload, cluster, placed_at))
     return held
+
+
+def queue_report(
+    hub: HubCache, ledger: Ledger, queues: QueueSet, pending: Iterable[WorkloadRef]
+) -> list[dict[str, Any]]:
+    """The hub's queues as rows (:func:`placer.queues.report.queue_rows`): allocated by the
+    work placed or in flight, pending the demand of ``pending`` (the objects waiting for a
+    cycle), preempted how many of those wait after an eviction."""
+    usage = queue_usage(queues, [h.running() for h in placed_work(hub, ledger)])
+    waiting = []
+    preempted: dict[str, int] = {}
+    for ref in pending:
+        obj = hub.get(ref)
+        if obj is None:
+            continue
+        try:
+            workload = hub.decompose(obj).workload
+        except PlacerError:
+            continue
+        member = membership(workload, queues)
+        waiting.append((workload, member))
+        evicted = condition_of(obj, PREEMPTED) or {}
+        if member.queue is not None and evicted.get("status") == "True" and not record_of(obj):
+            for queue in queues.chain(member.queue):
+                preempted[queue.name] = preempted.get(queue.name, 0) + 1
+    return queue_rows(queues, usage, pending_demand(queues, waiting), preempted)
 
 
 def queue_usage(queues: QueueSet, running: Sequence[Running]) -> Usage:

@@ -142,6 +142,7 @@ class Reconciler:
                     self.metrics.managed.set(self.hub.placed_count())
                     for cluster, count in self.members.blocked_counts().items():
                         self.metrics.waiting_for.labels(cluster).set(count)
+                    self.cycle.queue_metrics()
         except Exception:
             log.exception("the controller loop failed", extra={"event": "loop-failed"})
             raise

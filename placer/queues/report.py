@@ -7,25 +7,44 @@ JSON; ``limit`` is ``None`` when the queue has none.
 
 from __future__ import annotations
 
-from collections.abc import Mapping
+from collections.abc import Iterable, Mapping
 from typing import Any
 
+from placer.model import Workload
 from placer.quantity import to_base
-from placer.queues.accounting import Usage
+from placer.queues.accounting import Membership, Usage
 from placer.queues.model import QueueSet
 
-__all__ = ["queue_rows"]
+__all__ = ["pending_demand", "queue_rows"]
+
+
+def pending_demand(
+    queues: QueueSet, waiting: Iterable[tuple[Workload, Membership]]
+) -> dict[str, dict[str, int]]:
+    """What the ``waiting`` workloads ask, per queue (each ancestor counts its children's) and
+    resource; work in no queue, or refused by its queues as written, is left out."""
+    pending: dict[str, dict[str, int]] = {}
+    for workload, member in waiting:
+        if member.queue is None or member.refusal:
+            continue
+        for queue in queues.chain(member.queue):
+            into = pending.setdefault(queue.name, {})
+            for name, amount in workload.total_requests().items():
+                into[name] = into.get(name, 0) + amount
+    return pending
 
 
 def queue_rows(
     queues: QueueSet,
     usage: Usage,
     pending: Mapping[str, Mapping[str, int]] | None = None,
+    preempted: Mapping[str, int] | None = None,
 ) -> list[dict[str, Any]]:
     """One row per queue (in the set's order) with, per resource it lists: ``quota``,
     ``limit``, ``overQuotaWeight``, ``allocated``, ``overQuota`` (allocated beyond the quota)
     and, when ``pending`` is given, ``pending`` (demand of its workloads not placed, children
-    included)."""
+    included); with ``preempted``, the row's ``preempted``: its workloads waiting after an
+    eviction."""
     rows = []
     for queue in queues:
         resources: dict[str, Any] = {}
@@ -41,5 +60,8 @@ def queue_rows(
             }
             if pending is not None:
                 resources[resource]["pending"] = to_base(resource, waiting.get(resource, 0))
-        rows.append({"name": queue.name, "parent": queue.parent, "resources": resources})
+        row: dict[str, Any] = {"name": queue.name, "parent": queue.parent, "resources": resources}
+        if preempted is not None:
+            row["preempted"] = preempted.get(queue.name, 0)
+        rows.append(row)
     return rows

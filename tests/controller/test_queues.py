@@ -7,12 +7,15 @@ pods on the member's nodes): what an eviction frees is exactly what the victim's
 
 from __future__ import annotations
 
+from pathlib import Path
 from typing import Any
 
 import pytest
+import yaml
 
 from placer.controller.hubconfig import queues_from_hub
 from placer.fleet import fleet_from_kubeconfigs
+from placer.queues import reader
 from placer.virtual.hub import hub_crds
 from tests.controller.conftest import HubFleet, Running
 
@@ -77,9 +80,7 @@ def test_reclaim_places_in_quota_work_by_evicting_over_quota_work(hubfleet: HubF
         timeout=60,
         what="team-a's Job placed by reclaim",
     )
-    victims = [
-        n for n in names if (hubfleet.condition(hub_job(hubfleet, n), "Preempted") or {})
-    ]
+    victims = [n for n in names if (hubfleet.condition(hub_job(hubfleet, n), "Preempted") or {})]
     assert len(victims) == 1, victims
     victim = hub_job(hubfleet, victims[0])
     preempted = hubfleet.condition(victim, "Preempted") or {}
@@ -97,6 +98,18 @@ def test_reclaim_places_in_quota_work_by_evicting_over_quota_work(hubfleet: HubF
     assert sum(1 for n in names if hubfleet.copies(n)) == 11
     metrics = running.controller.metrics.exposition().decode()
     assert 'placer_preemptions_total{reason="reclaim"} 1.0' in metrics
+    series = (
+        'placer_queue_allocated{queue="team-a",resource="nvidia.com/gpu"} 8.0',
+        'placer_queue_allocated{queue="team-b",resource="nvidia.com/gpu"} 88.0',
+        'placer_queue_quota{queue="team-b",resource="nvidia.com/gpu"} 32.0',
+        'placer_queue_pending{queue="team-b",resource="nvidia.com/gpu"} 8.0',
+        'placer_queue_pending{queue="team-a",resource="nvidia.com/gpu"} 0.0',
+    )
+    hubfleet.wait_for(
+        lambda: all(s in running.controller.metrics.exposition().decode() for s in series),
+        timeout=10,
+        what="the queue gauges",
+    )
 
 
 def test_protected_work_is_never_evicted(hubfleet: HubFleet) -> None:
@@ -107,8 +120,9 @@ def test_protected_work_is_never_evicted(hubfleet: HubFleet) -> None:
     names = flood(hubfleet, "team-b", 12, **{"placer.dev/preemptible": "false"})
     hubfleet.hub.store.create(team_job(hubfleet, "a-0", "team-a"))
     hubfleet.wait_for(
-        lambda: (hubfleet.condition(hub_job(hubfleet, "a-0")) or {}).get("reason")
-        == "Unschedulable",
+        lambda: (
+            (hubfleet.condition(hub_job(hubfleet, "a-0")) or {}).get("reason") == "Unschedulable"
+        ),
         timeout=30,
         what="team-a's Job unschedulable",
     )
@@ -124,8 +138,9 @@ def test_unknown_queue_is_a_condition_and_limits_hold(hubfleet: HubFleet) -> Non
     one_member(hubfleet)
     hubfleet.hub.store.create(team_job(hubfleet, "typo", "team-x"))
     hubfleet.wait_for(
-        lambda: (hubfleet.condition(hub_job(hubfleet, "typo")) or {}).get("reason")
-        == "UnknownQueue",
+        lambda: (
+            (hubfleet.condition(hub_job(hubfleet, "typo")) or {}).get("reason") == "UnknownQueue"
+        ),
         timeout=30,
         what="the UnknownQueue condition",
     )
@@ -133,16 +148,16 @@ def test_unknown_queue_is_a_condition_and_limits_hold(hubfleet: HubFleet) -> Non
     assert "team-x" in message and "team-a" in message
     for i in range(3):
         hubfleet.hub.store.create(team_job(hubfleet, f"a-{i}", "team-a"))
-    hubfleet.wait_for(
-        lambda: sum(
-            1 for i in range(3) if hubfleet.placed_cluster(hub_job(hubfleet, f"a-{i}"))
-        )
-        == 2
-        and (hubfleet.condition(hub_job(hubfleet, "a-2")) or {}).get("reason")
-        == "Unschedulable",
-        timeout=30,
-        what="two of team-a's Jobs placed, the third refused at the limit",
-    )
+
+    def settled() -> bool:
+        jobs = [hub_job(hubfleet, f"a-{i}") for i in range(3)]
+        placed = [j for j in jobs if hubfleet.placed_cluster(j)]
+        waiting = [
+            j for j in jobs if (hubfleet.condition(j) or {}).get("reason") == "Unschedulable"
+        ]
+        return len(placed) == 2 and len(waiting) == 1
+
+    hubfleet.wait_for(settled, timeout=30, what="two of team-a's Jobs placed, one at the limit")
     refused = [
         f"a-{i}" for i in range(3) if not hubfleet.placed_cluster(hub_job(hubfleet, f"a-{i}"))
     ]
@@ -185,3 +200,27 @@ def test_queues_from_hub_leave_out_invalid_queues_only() -> None:
 def test_queue_crd_is_served_on_the_hub_of_fleet_up(kind: str) -> None:
     names = {c["spec"]["names"]["kind"] for c in hub_crds()}
     assert kind in names
+
+
+def test_queue_crd_matches_the_reader_and_rbac_reads_queues() -> None:
+    deploy = Path(__file__).resolve().parents[2] / "deploy"
+    (crd,) = yaml.safe_load_all((deploy / "crds/queues.placer.dev.yaml").read_text())
+    (version,) = crd["spec"]["versions"]
+    assert f"{crd['spec']['group']}/{version['name']}" == reader.API_VERSION
+    assert crd["spec"]["names"]["kind"] == reader.KIND and crd["spec"]["scope"] == "Cluster"
+    spec = version["schema"]["openAPIV3Schema"]["properties"]["spec"]["properties"]
+    assert set(spec) == set(reader._SPEC_FIELDS)
+    rule = spec["resources"]["additionalProperties"]["properties"]
+    assert set(rule) == set(reader._RULE_FIELDS)
+    kustomization = yaml.safe_load((deploy / "kustomization.yaml").read_text())
+    assert "crds/queues.placer.dev.yaml" in kustomization["resources"]
+    roles = [d for d in yaml.safe_load_all((deploy / "rbac.yaml").read_text()) if d]
+    (role,) = [d for d in roles if d["kind"] == "ClusterRole"]
+    reads = {
+        (group, resource)
+        for rule_ in role["rules"]
+        for group in rule_["apiGroups"]
+        for resource in rule_["resources"]
+        if "watch" in rule_["verbs"]
+    }
+    assert {("placer.dev", "queues"), ("scheduling.k8s.io", "priorityclasses")} <= reads
