@@ -3,6 +3,7 @@
     placer get [TYPE] [-A | -n NAMESPACE] [-w] [fleet options] [--catalog DIR]...
                [-o text|json|yaml]
     placer get queues --queues FILE [fleet options] [--catalog DIR]... [-o text|json|yaml]
+    placer get queues [--hub-context NAME] [--kubeconfig PATH]... [--catalog DIR]... [-o ...]
 
 One row per top-level workload (:mod:`placer.inventory.listing`): CLUSTER, NAMESPACE, NAME,
 KIND, PHASE (the definition's status mapping), COMPONENTS (``leader(1), worker(2)``: desired
@@ -23,7 +24,11 @@ whose watch ends for good is a warning; when every watch has ended, exit 1.
 ``placer get queues`` shows the queues of ``--queues FILE`` with what the work placer placed on
 the members (every namespace; finished work aside) uses of each: per queue and resource QUOTA,
 LIMIT, ALLOCATED and OVER QUOTA (:func:`placer.queues.report.queue_rows`; JSON:
-``{"queues": [...]}``).
+``{"queues": [...]}``). Without ``--queues`` it reads the placement controller's hub instead
+(``--hub-context NAME``, else the kubeconfig's context marked as a hub): its ``Queue`` objects
+and PriorityClasses, and its workloads — ALLOCATED by those with a placement record that have
+not finished, PENDING what those waiting ask, and per queue PREEMPTED, how many wait after an
+eviction (:func:`placer.controller.preemption.hub_queue_rows`).
 """
 
 from __future__ import annotations
@@ -66,6 +71,12 @@ def register(subparsers: argparse._SubParsersAction[argparse.ArgumentParser]) ->
         help="with TYPE queues: the Queue YAML whose usage to show (docs/queues.md)",
     )
     parser.add_argument(
+        "--hub-context",
+        metavar="NAME",
+        help="with TYPE queues and no --queues: the controller's hub whose Queues to show "
+        "(default: the kubeconfig's context marked as a hub)",
+    )
+    parser.add_argument(
         "-w",
         "--watch",
         action="store_true",
@@ -84,8 +95,8 @@ def run(args: argparse.Namespace) -> int:
 
     if args.type in ("queues", "queue"):
         return _queues(args)
-    if args.queues:
-        raise UsageError("--queues goes with `placer get queues`")
+    if args.queues or args.hub_context:
+        raise UsageError("--queues and --hub-context go with `placer get queues`")
     if args.all_namespaces and args.namespace:
         raise UsageError("give either -A or -n NAMESPACE, not both")
     namespace = None if args.all_namespaces else (args.namespace or "default")
@@ -210,9 +221,9 @@ def _queues(args: argparse.Namespace) -> int:
     from placer.queues.report import queue_rows
 
     if not args.queues:
-        raise UsageError(
-            "`placer get queues` needs --queues FILE", hint="the Queue YAML (docs/queues.md)"
-        )
+        return _hub_queues(args)
+    if args.hub_context:
+        raise UsageError("give either --queues FILE or --hub-context NAME, not both")
     queues = load_queues(args.queues)
     config = fleet_config_from_args(args)
     with member_clients(config) as clients:
@@ -223,26 +234,104 @@ def _queues(args: argparse.Namespace) -> int:
         usage.add(
             membership(item.workload, queues).queue, item.workload.total_requests(), item.cluster
         )
-    rows = queue_rows(queues, usage)
+    return _print_queues(args, queue_rows(queues, usage))
+
+
+def _print_queues(args: argparse.Namespace, rows: list[dict[str, Any]]) -> int:
     if args.output != "text":
         print_data({"queues": rows}, args.output)
         return 0
+    hub = bool(rows) and "preempted" in rows[0]
     table = [["QUEUE", "PARENT", "RESOURCE", "QUOTA", "LIMIT", "ALLOCATED", "OVER QUOTA"]]
+    if hub:
+        table[0] += ["PENDING", "PREEMPTED"]
     for row in rows:
         for resource, values in row["resources"].items():
-            table.append(
-                [
-                    row["name"],
-                    row["parent"] or "-",
-                    resource,
-                    _number(values["quota"]),
-                    "-" if values["limit"] is None else _number(values["limit"]),
-                    _number(values["allocated"]),
-                    _number(values["overQuota"]),
-                ]
-            )
+            line = [
+                row["name"],
+                row["parent"] or "-",
+                resource,
+                _number(values["quota"]),
+                "-" if values["limit"] is None else _number(values["limit"]),
+                _number(values["allocated"]),
+                _number(values["overQuota"]),
+            ]
+            if hub:
+                line += [_number(values["pending"]), str(row["preempted"])]
+            table.append(line)
     print_table(table)
     return 0
+
+
+def _hub_queues(args: argparse.Namespace) -> int:
+    """``placer get queues`` against the controller's hub (module docstring)."""
+    from placer.controller.hubconfig import PRIORITY_CLASS_KIND, QUEUE_KIND, queues_from_hub
+    from placer.controller.preemption import hub_queue_rows
+    from placer.controller.records import is_opted_in, record_of
+    from placer.definitions import decompose
+    from placer.errors import KubeError, NotFoundError, PlacerError
+    from placer.kube import ROLE_HUB, load_kubeconfigs, open_client
+    from placer.objects import is_deleting
+    from placer.solver.fairshare import Running
+
+    kubeconfigs = load_kubeconfigs(args.kubeconfig)
+    context = args.hub_context
+    if context is None:
+        hubs = [c.name for c in kubeconfigs.contexts() if c.role == ROLE_HUB]
+        if len(hubs) != 1:
+            raise UsageError(
+                "`placer get queues` needs --queues FILE, or a hub: "
+                + ("no context is marked as a hub" if not hubs else f"hubs {', '.join(hubs)}"),
+                hint="give --hub-context NAME (the placement controller's hub) or --queues FILE",
+            )
+        context = hubs[0]
+    catalog = load_catalog(args)
+    client = open_client(kubeconfigs, context, name=context)
+    try:
+        try:
+            queue_objects = client.list(*QUEUE_KIND).items
+        except NotFoundError:
+            raise UsageError(
+                f"the hub {context} does not serve placer's Queue",
+                hint="install deploy/crds/queues.placer.dev.yaml there",
+            ) from None
+        try:
+            classes = client.list(*PRIORITY_CLASS_KIND).items
+        except KubeError:
+            classes = []
+        found = queues_from_hub(queue_objects, classes)
+        for name, problem in sorted(found.problems.items()):
+            print(f"warning: Queue {name} is left out: {problem}", file=sys.stderr)
+        if found.queues is None:
+            raise UsageError(
+                f"the hub {context} has no valid Queue", hint="kubectl apply one (docs/queues.md)"
+            )
+        running, waiting = [], []
+        for definition in catalog.definitions:
+            target = definition.target
+            if target is None:
+                continue
+            try:
+                items = client.list(target.api_version, target.kind).items
+            except NotFoundError:
+                continue  # the hub does not serve that kind
+            for obj in items:
+                record = record_of(obj)
+                if record is None and (not is_opted_in(obj) or is_deleting(obj)):
+                    continue
+                if record is not None and record.terminal:
+                    continue
+                try:
+                    workload = decompose(obj, catalog, source="hub").workload
+                except PlacerError:
+                    continue
+                if record is not None:
+                    running.append(Running(workload, record.cluster))
+                else:
+                    waiting.append((workload, obj))
+    finally:
+        client.close()
+    return _print_queues(args, hub_queue_rows(found.queues, running, waiting))
 
 
 def _number(value: float) -> str:

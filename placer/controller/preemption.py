@@ -71,6 +71,7 @@ __all__ = [
     "PREEMPTING",
     "Held",
     "Preemption",
+    "hub_queue_rows",
     "placed_work",
     "queue_report",
 ]
@@ -132,27 +133,38 @@ def placed_work(hub: HubCache, ledger: Ledger, exclude: Sequence[WorkloadRef] = 
 def queue_report(
     hub: HubCache, ledger: Ledger, queues: QueueSet, pending: Iterable[WorkloadRef]
 ) -> list[dict[str, Any]]:
-    """The hub's queues as rows (:func:`placer.queues.report.queue_rows`): allocated by the
-    work placed or in flight, pending the demand of ``pending`` (the objects waiting for a
-    cycle), preempted how many of those wait after an eviction."""
-    usage = queue_usage(queues, [h.running() for h in placed_work(hub, ledger)])
+    """The hub's queues as rows (:func:`hub_queue_rows`): allocated by the work placed or in
+    flight, pending the objects waiting for a cycle."""
     waiting = []
-    preempted: dict[str, int] = {}
     for ref in pending:
         obj = hub.get(ref)
         if obj is None:
             continue
         try:
-            workload = hub.decompose(obj).workload
+            waiting.append((hub.decompose(obj).workload, obj))
         except PlacerError:
             continue
+    running = [h.running() for h in placed_work(hub, ledger)]
+    return hub_queue_rows(queues, running, waiting)
+
+
+def hub_queue_rows(
+    queues: QueueSet, running: Sequence[Running], waiting: Sequence[tuple[Workload, JSON]]
+) -> list[dict[str, Any]]:
+    """Rows of :func:`placer.queues.report.queue_rows`: ``running`` allocated, ``waiting``
+    (workloads with their hub objects) pending, and per queue how many of those wait after an
+    eviction (their ``Preempted`` condition)."""
+    usage = queue_usage(queues, running)
+    members = []
+    preempted: dict[str, int] = {}
+    for workload, obj in waiting:
         member = membership(workload, queues)
-        waiting.append((workload, member))
+        members.append((workload, member))
         evicted = condition_of(obj, PREEMPTED) or {}
-        if member.queue is not None and evicted.get("status") == "True" and not record_of(obj):
+        if member.queue is not None and evicted.get("status") == "True":
             for queue in queues.chain(member.queue):
                 preempted[queue.name] = preempted.get(queue.name, 0) + 1
-    return queue_rows(queues, usage, pending_demand(queues, waiting), preempted)
+    return queue_rows(queues, usage, pending_demand(queues, members), preempted)
 
 
 def queue_usage(queues: QueueSet, running: Sequence[Running]) -> Usage:

@@ -7,12 +7,14 @@ pods on the member's nodes): what an eviction frees is exactly what the victim's
 
 from __future__ import annotations
 
+import json
 from pathlib import Path
 from typing import Any
 
 import pytest
 import yaml
 
+from placer.cli import main
 from placer.controller.hubconfig import queues_from_hub
 from placer.fleet import fleet_from_kubeconfigs
 from placer.queues import reader
@@ -66,7 +68,9 @@ def flood(hubfleet: HubFleet, team: str, count: int, **labels: str) -> list[str]
     return names
 
 
-def test_reclaim_places_in_quota_work_by_evicting_over_quota_work(hubfleet: HubFleet) -> None:
+def test_reclaim_places_in_quota_work_by_evicting_over_quota_work(
+    hubfleet: HubFleet, capsys: pytest.CaptureFixture[str]
+) -> None:
     """team-b floods the member (96 GPUs, 64 over its quota); team-a's in-quota Job is then
     placed by reclaiming exactly one of team-b's Jobs, which goes back to pending with the
     ``Preempted`` condition and Event naming the preemptor; never two copies, never more than
@@ -110,6 +114,17 @@ def test_reclaim_places_in_quota_work_by_evicting_over_quota_work(hubfleet: HubF
         timeout=10,
         what="the queue gauges",
     )
+    # placer get queues against the hub: the same numbers, and who waits after an eviction
+    hub_kubeconfig = str(hubfleet.hub_kubeconfig)
+    code = main(
+        ["get", "queues", "--hub-context", "hub", "--kubeconfig", hub_kubeconfig, "-o", "json"]
+    )
+    assert code == 0
+    rows = {r["name"]: r for r in json.loads(capsys.readouterr().out)["queues"]}
+    assert rows["team-b"]["preempted"] == 1 and rows["team-a"]["preempted"] == 0
+    gpus = rows["team-b"]["resources"][GPU]
+    assert (gpus["allocated"], gpus["overQuota"], gpus["pending"]) == (88, 56, 8)
+    assert rows["team-a"]["resources"][GPU]["allocated"] == 8
 
 
 def test_protected_work_is_never_evicted(hubfleet: HubFleet) -> None:
