@@ -86,7 +86,8 @@ from placer.dispatch import (
 from placer.dispatch.claims import Succession
 from placer.dispatch.dependencies import read_from
 from placer.dispatch.ledger.sync import LedgerReads
-from placer.dispatch.options import Decide
+from placer.dispatch.options import Decide, Guard
+from placer.dispatch.redecide import queue_guard
 from placer.dispatch.spread import dispatch_spread, outcome_shares, spread_annotation, spreads
 from placer.errors import (
     ClusterUnreachableError,
@@ -517,6 +518,13 @@ class DecisionCycle:
             for c in fleet.clusters
             if c.reachable and c.name in self.members.clients
         }
+        guard = (
+            queue_guard(
+                queues, [h.running() for h in held], decision, [m.workload for m in manifests]
+            )
+            if queues is not None
+            else None
+        )
         outcomes: list[Outcome] = []
         unplaced: dict[WorkloadRef, dict[str, str]] = {}
         by_ref = {m.ref: m for m in manifests}
@@ -547,7 +555,7 @@ class DecisionCycle:
             )
         if manifests:
             whole, whole_reasons = self._dispatch(
-                clients, policies, manifests, decision, fleet, decision_id
+                clients, policies, manifests, decision, fleet, decision_id, guard
             )
             outcomes += whole
             unplaced.update(whole_reasons)
@@ -676,8 +684,10 @@ class DecisionCycle:
         decision: Decision,
         fleet: Fleet,
         decision_id: str,
+        guard: Guard | None = None,
     ) -> tuple[list[Outcome], dict[WorkloadRef, dict[str, str]]]:
-        """Carry ``decision`` out in concurrent parts (:mod:`placer.controller.fanout`)."""
+        """Carry ``decision`` out in concurrent parts (:mod:`placer.controller.fanout`);
+        ``guard``: the clusters re-decisions leave out (a decision under queues)."""
         parts = split_decision(decision, manifests, fleet, self.settings.dispatch_parts)
         if self.settings.create_namespaces and len(parts) > 1:
             ensure_namespaces(clients, decision.placements)
@@ -689,7 +699,7 @@ class DecisionCycle:
 
         def run(index: int, part: Part) -> DispatchResult:
             options = self._options(
-                policies, redecisions.for_part(index) if len(parts) > 1 else None
+                policies, redecisions.for_part(index) if len(parts) > 1 else None, guard
             )
             dispatcher = Dispatcher(clients, options, ledger=self.ledger)
             return dispatcher.dispatch(
@@ -706,10 +716,14 @@ class DecisionCycle:
         return outcomes, unplaced
 
     def _options(
-        self, policies: Sequence[PlacementPolicy], decide: Decide | None
+        self,
+        policies: Sequence[PlacementPolicy],
+        decide: Decide | None,
+        guard: Guard | None = None,
     ) -> DispatchOptions:
         """How the controller dispatches: resumed, marked as this hub's copies, claims taken
-        with the Lease's succession, this hub's own copies left to its informers."""
+        with the Lease's succession, this hub's own copies left to its informers; ``guard``:
+        the clusters re-decisions leave out (a decision under queues)."""
         return DispatchOptions(
             policies=tuple(policies),
             create_namespaces=self.settings.create_namespaces,
@@ -722,6 +736,7 @@ class DecisionCycle:
             own_copy=self._own_copy,
             copy_selector=f"{LABEL_HUB}!={self.settings.hub}",
             decide=decide,
+            guard=guard,
             schedulers=self.config.schedulers,
         )
 

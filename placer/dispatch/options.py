@@ -22,12 +22,16 @@ from placer.model import Decision, Fleet, Workload
 from placer.policy import PlacementPolicy
 from placer.schedulers import SchedulerSpec
 
-__all__ = ["Decide", "DispatchOptions", "Transform"]
+__all__ = ["Decide", "DispatchOptions", "Guard", "Transform"]
 
 #: ``transform(body, manifest)``: the body to apply instead of ``body`` (after the record).
 Transform = Callable[[dict[str, Any], Manifest], Mapping[str, Any]]
 #: ``decide(workloads, fleet)``: a decision for re-deciding units after a failed dispatch.
 Decide = Callable[[Sequence[Workload], Fleet], Decision]
+#: ``guard(workloads, clusters)``: the clusters of ``clusters`` a re-decision of ``workloads``
+#: must leave out, each with the reason (their queues' ``clusterLimits``:
+#: :func:`placer.dispatch.redecide.queue_guard`).
+Guard = Callable[[Sequence[Workload], Sequence[str]], Mapping[str, str]]
 
 
 @dataclass(frozen=True)
@@ -74,6 +78,9 @@ class DispatchOptions:
     seed: int = 0
     #: replaces the solver for re-decisions (snapshot-free decisions; the controller's parts).
     decide: Decide | None = None
+    #: clusters re-decisions leave out (a decision under queues: :func:`~placer.dispatch.
+    #: redecide.queue_guard`).
+    guard: Guard | None = None
 
     # -- workload identity -------------------------------------------------------------------
     #: claim each workload's identity on every member before anything is written for it

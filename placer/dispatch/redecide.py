@@ -9,6 +9,13 @@ taken on the remaining nodes of its cluster (:meth:`Redecider.on_cluster`).
 
 Re-decisions use the first decision's policies and solver settings, or the caller's ``decide``
 hook (snapshot-free decisions; the controller's parts, which decide again one at a time).
+
+A first decision made under queues (:func:`placer.solver.fairshare.solve_fair`) admitted each
+unit against its queue's limits fleet-wide; moving it to another cluster keeps those totals but
+not its queue's per-cluster caps. The ``guard`` (:func:`queue_guard`) leaves out of a
+re-decision every cluster where the unit would take a queue past its ``clusterLimits``, with
+that reason, on the queues' use by the work already running and every other placement of the
+decision.
 """
 
 from __future__ import annotations
@@ -17,14 +24,60 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, replace
 
 from placer.dispatch.ledger import charge_known
-from placer.dispatch.options import Decide, DispatchOptions
+from placer.dispatch.options import Decide, DispatchOptions, Guard
 from placer.dispatch.outcomes import Manifest
 from placer.dispatch.units import Unit
 from placer.model import Decision, Fleet, Placement, Unplaced, Workload, WorkloadRef
 from placer.policy import PlacementPolicy
+from placer.queues import QueueSet, Usage, membership
 from placer.solver import solve
+from placer.solver.fairshare import Running
 
-__all__ = ["Redecider"]
+__all__ = ["Redecider", "queue_guard"]
+
+
+def queue_guard(
+    queues: QueueSet,
+    running: Sequence[Running],
+    decision: Decision,
+    workloads: Sequence[Workload],
+) -> Guard:
+    """The ``guard`` of re-decisions of ``decision`` (module docstring): ``running`` and the
+    decision's placements (of ``workloads``) booked to their queues; a unit re-decided is
+    taken out of them before its clusters are judged."""
+    by_ref = {w.ref: w for w in workloads}
+    usage = Usage(queues)
+    for item in running:
+        usage.add(
+            membership(item.workload, queues).queue, item.workload.total_requests(), item.cluster
+        )
+    placed: dict[WorkloadRef, str] = {}
+    for placement in decision.placements:
+        workload = by_ref.get(placement.workload)
+        if workload is not None:
+            queue = membership(workload, queues).queue
+            usage.add(queue, workload.total_requests(), placement.cluster)
+            placed[workload.ref] = placement.cluster
+
+    def guard(unit: Sequence[Workload], clusters: Sequence[str]) -> dict[str, str]:
+        mine = usage.copy()
+        for workload in unit:
+            if workload.ref in placed:
+                queue = membership(workload, queues).queue
+                mine.remove(queue, workload.total_requests(), placed[workload.ref])
+        barred: dict[str, str] = {}
+        for cluster in clusters:
+            here = mine.copy()
+            for workload in unit:
+                queue = membership(workload, queues).queue
+                problem = here.cluster_problem(queue, workload.total_requests(), cluster)
+                if problem is not None:
+                    barred[cluster] = problem
+                    break
+                here.add(queue, workload.total_requests(), cluster)
+        return barred
+
+    return guard
 
 
 @dataclass(frozen=True)
@@ -37,6 +90,8 @@ class Redecider:
     seed: int = 0
     #: replaces the solver.
     decide: Decide | None = None
+    #: clusters a re-decision leaves out (module docstring).
+    guard: Guard | None = None
 
     @classmethod
     def from_options(cls, options: DispatchOptions) -> Redecider:
@@ -46,10 +101,23 @@ class Redecider:
             time_limit=options.time_limit,
             seed=options.seed,
             decide=options.decide,
+            guard=options.guard,
         )
 
     def decision(self, workloads: Sequence[Workload], fleet: Fleet) -> Decision:
-        """``workloads`` decided on ``fleet``."""
+        """``workloads`` decided on ``fleet`` (without the clusters the guard bars)."""
+        if self.guard is not None:
+            barred = self.guard(workloads, [c.name for c in fleet.clusters if c.reachable])
+            if barred:
+                fleet = replace(
+                    fleet,
+                    clusters=tuple(
+                        replace(c, reachable=False, reason=barred[c.name])
+                        if c.name in barred
+                        else c
+                        for c in fleet.clusters
+                    ),
+                )
         if self.decide is not None:
             return self.decide(workloads, fleet)
         return solve(

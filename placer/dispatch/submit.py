@@ -269,6 +269,11 @@ def submit(
         decision = _without(decision, spread)
         # the copies placed take their room: the other workloads' re-decisions must see it
         whole_fleet = charge_known(fleet, _copy_placements(spread_outcomes.values()))
+    if queues is not None and not snapshot_free:
+        from placer.dispatch.redecide import queue_guard
+
+        guard = queue_guard(queues, running, decision, [m.workload for m in todo])
+        options = replace(options, guard=guard)
     dispatcher = Dispatcher(reachable, options, ledger=ledger)
     result = dispatcher.dispatch(todo, decision, whole_fleet, decision_id=decision_id)
     lap("dispatch")
