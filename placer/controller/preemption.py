@@ -52,17 +52,17 @@ from placer.controller.records import (
     status_patch,
 )
 from placer.dispatch import Ledger
+from placer.dispatch.eviction import evict_for, held_pods
 from placer.dispatch.ledger.sync import LedgerReads
 from placer.errors import KubeError, PlacerError
 from placer.kube import KubeClient
 from placer.model import Fleet, Placement, PodAssignment, Workload, WorkloadRef
-from placer.objects import generation_of, name_key, uid_of
+from placer.objects import generation_of, uid_of
 from placer.policy import PlacementPolicy
 from placer.queues import QueueSet, Usage, membership
 from placer.queues.report import pending_demand, queue_rows
-from placer.solver.charging import release
 from placer.solver.fairshare import Running
-from placer.solver.preempt import RECLAIM, Eviction, Victim, find_victims
+from placer.solver.preempt import RECLAIM, Eviction, Victim
 
 __all__ = [
     "EVICTION_SECONDS",
@@ -86,8 +86,6 @@ PREEMPTING = "Preempting"
 EVICTION_SECONDS = 120.0
 #: pending workloads looked at for preemption in one cycle at most.
 MAX_PREEMPTORS = 16
-#: pod phases that hold no capacity.
-_DONE = ("Succeeded", "Failed")
 
 
 @dataclass(frozen=True)
@@ -262,27 +260,14 @@ class Preemption:
         victims = self._victims(held)
         candidates = {v.workload.ref: v for v in victims}
         by_ref = {h.ref: h for h in held}
+
+        def carry(preemptor: Workload, eviction: Eviction) -> list[Victim]:
+            return self._evict(eviction, preemptor, candidates, by_ref)
+
         done: dict[WorkloadRef, str] = {}
-        for preemptor in order:
-            if not victims:
-                break
-            eviction = find_victims(
-                preemptor, fleet, victims, queues, usage, policies=policies, time_limit=time_limit
-            )
-            if eviction is None or not eviction.victims:
-                continue
-            evicted = self._evict(eviction, preemptor, candidates, by_ref)
-            if not evicted:
-                continue
-            gone = {v.workload.ref for v in evicted}
-            fleet = release(fleet, [v.placement for v in evicted])
-            for victim in evicted:
-                usage.remove(
-                    membership(victim.workload, queues).queue,
-                    victim.workload.total_requests(),
-                    victim.placement.cluster,
-                )
-            victims = [v for v in victims if v.workload.ref not in gone]
+        for preemptor, eviction, evicted in evict_for(
+            order, fleet, victims, queues, usage, carry, policies=policies, time_limit=time_limit
+        ):
             self._evicting[preemptor.ref] = self._clock() + EVICTION_SECONDS
             done[preemptor.ref] = self._words(eviction, evicted)
         return done
@@ -320,8 +305,8 @@ class Preemption:
     def _observed(
         self, cluster: str, client: KubeClient, items: Sequence[Held]
     ) -> dict[WorkloadRef, list[PodAssignment]]:
-        """The pods each held workload's copy owns on ``cluster``, bound to a node and not
-        finished."""
+        """The pods each held workload's copy owns on ``cluster`` (:func:`~placer.dispatch.
+        eviction.held_pods`)."""
         copies: dict[str, WorkloadRef] = {}
         for item in items:
             found, _ = self.members.view(item.ref, uid_of(item.obj))
@@ -330,33 +315,11 @@ class Preemption:
                 copies[uid_of(copy)] = item.ref
         if not copies:
             return {}
-        reads = self._reads(cluster, client)
-        owners = reads.owners()
-        out: dict[WorkloadRef, list[PodAssignment]] = {}
         try:
-            for namespace in sorted({item.ref.namespace for item in items}):
-                for pod in reads.pods(namespace):
-                    node = str((pod.get("spec") or {}).get("nodeName") or "")
-                    if not node or (pod.get("status") or {}).get("phase") in _DONE:
-                        continue
-                    uids = owners.owner_uids(pod, copies) & set(copies)
-                    if not uids:
-                        continue
-                    ref = copies[next(iter(uids))]
-                    mine = out.setdefault(ref, [])
-                    _, name = name_key(pod)
-                    assignment = PodAssignment(
-                        component=name,
-                        instance="",
-                        index=len(mine),
-                        node=node,
-                        requests=dict(reads.requests(pod)),
-                    )
-                    mine.append(assignment)
+            return held_pods(self._reads(cluster, client), copies, [i.ref.namespace for i in items])
         except KubeError as err:
             log.info("cluster %s: pods not read for preemption: %s", cluster, err)
             return {}
-        return out
 
     # -- evicting --------------------------------------------------------------------------------
 

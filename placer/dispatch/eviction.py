@@ -1,0 +1,145 @@
+"""Evicting placed work on a member: what its copy holds there, and taking it away.
+
+* :func:`held_pods` — the pods each of a member's copies owns (through the owner chain), bound
+  to a node and not finished, as :class:`~placer.model.PodAssignment` rows: what an eviction
+  of that copy frees on the member's nodes (:func:`placer.solver.preempt.find_victims` checks
+  the preemptor on them).
+* :func:`evict_for` — the evictions for pending work, highest priority first, each carried out
+  (or only noted) by the caller before the next is chosen on what it freed: the controller's
+  cycles and ``placer submit`` share it;
+* :func:`evict_copy` — ``placer submit --allow-preemption``'s eviction: the copy is
+  *suspended* where its definition says how (its pods go, the object stays on the member with
+  the annotation :data:`ANNOTATION_PREEMPTED_BY` naming the preemptor, and can be resumed),
+  else deleted. (The controller deletes the copy: its hub object is what waits.)
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Iterable, Mapping, Sequence
+from typing import Any
+
+from placer.definitions import Definition
+from placer.definitions.suspend import can_suspend, suspend
+from placer.dispatch.ledger.sync import LedgerReads
+from placer.kube import KubeClient
+from placer.model import Fleet, PodAssignment, Workload, WorkloadRef
+from placer.objects import name_key
+from placer.policy import PlacementPolicy
+from placer.queues import QueueSet, Usage, membership
+from placer.solver.charging import release
+from placer.solver.preempt import Eviction, Victim, find_victims
+
+__all__ = [
+    "ANNOTATION_PREEMPTED_BY",
+    "DELETED",
+    "SUSPENDED",
+    "Carry",
+    "evict_copy",
+    "evict_for",
+    "held_pods",
+]
+
+#: ``carry(preemptor, eviction)``: carry ``eviction`` out (or note it); the victims evicted.
+Carry = Callable[[Workload, Eviction], Sequence[Victim]]
+
+#: on a copy suspended by an eviction: the workload it was evicted for.
+ANNOTATION_PREEMPTED_BY = "placer.dev/preempted-by"
+SUSPENDED = "suspended"
+DELETED = "deleted"
+#: pod phases that hold no capacity.
+_DONE = ("Succeeded", "Failed")
+
+
+def held_pods(
+    reads: LedgerReads, copies: Mapping[str, WorkloadRef], namespaces: Iterable[str]
+) -> dict[WorkloadRef, list[PodAssignment]]:
+    """Per copy (``copies``: the copy's uid -> its workload), the pods it owns in
+    ``namespaces``, bound and not finished, with their effective requests."""
+    owners = reads.owners()
+    out: dict[WorkloadRef, list[PodAssignment]] = {}
+    for namespace in sorted(set(namespaces)):
+        for pod in reads.pods(namespace):
+            node = str((pod.get("spec") or {}).get("nodeName") or "")
+            if not node or (pod.get("status") or {}).get("phase") in _DONE:
+                continue
+            uids = owners.owner_uids(pod, copies) & set(copies)
+            if not uids:
+                continue
+            ref = copies[min(uids)]
+            mine = out.setdefault(ref, [])
+            _, name = name_key(pod)
+            mine.append(
+                PodAssignment(
+                    component=name,
+                    instance="",
+                    index=len(mine),
+                    node=node,
+                    requests=dict(reads.requests(pod)),
+                )
+            )
+    return out
+
+
+def evict_copy(
+    client: KubeClient,
+    obj: Mapping[str, Any],
+    definition: Definition,
+    preemptor: WorkloadRef,
+    *,
+    field_manager: str = "placer",
+) -> str:
+    """Suspend the copy ``obj`` on its member where ``definition`` can (:data:`SUSPENDED`),
+    else delete it (:data:`DELETED`); raises :class:`~placer.errors.KubeError`."""
+    namespace, name = name_key(obj)
+    api_version, kind = str(obj.get("apiVersion")), str(obj.get("kind"))
+    if can_suspend(definition):
+        body = suspend(obj, definition)
+        metadata = dict(body.get("metadata") or {})
+        annotations = dict(metadata.get("annotations") or {})
+        annotations[ANNOTATION_PREEMPTED_BY] = str(preemptor)
+        metadata["annotations"] = annotations
+        body["metadata"] = metadata
+        client.replace(body, namespace=namespace or None, field_manager=field_manager)
+        return SUSPENDED
+    client.delete(api_version, kind, name, namespace=namespace or None, missing_ok=True)
+    return DELETED
+
+
+def evict_for(
+    waiting: Sequence[Workload],
+    fleet: Fleet,
+    victims: Sequence[Victim],
+    queues: QueueSet,
+    usage: Usage,
+    carry: Carry,
+    *,
+    policies: Sequence[PlacementPolicy] = (),
+    time_limit: float = 0.5,
+) -> list[tuple[Workload, Eviction, list[Victim]]]:
+    """For each of ``waiting`` (highest priority first, then in order) the least disruptive
+    eviction the rules allow among ``victims`` (:func:`~placer.solver.preempt.find_victims`,
+    on ``fleet`` charged with them and ``usage`` booking them), handed to ``carry``; what it
+    evicted is released before the next preemptor is looked at. Returns each preemptor with
+    its eviction and the victims evicted."""
+    order = sorted(waiting, key=lambda w: -membership(w, queues).priority)
+    left = list(victims)
+    done: list[tuple[Workload, Eviction, list[Victim]]] = []
+    for preemptor in order:
+        if not left:
+            break
+        eviction = find_victims(
+            preemptor, fleet, left, queues, usage, policies=policies, time_limit=time_limit
+        )
+        if eviction is None or not eviction.victims:
+            continue
+        evicted = list(carry(preemptor, eviction))
+        if not evicted:
+            continue
+        fleet = release(fleet, [v.placement for v in evicted])
+        for victim in evicted:
+            queue = membership(victim.workload, queues).queue
+            usage.remove(queue, victim.workload.total_requests(), victim.placement.cluster)
+        gone = {v.workload.ref for v in evicted}
+        left = [v for v in left if v.workload.ref not in gone]
+        done.append((preemptor, eviction, evicted))
+    return done
