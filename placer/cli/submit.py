@@ -3,7 +3,7 @@
     placer submit -f FILE... [fleet options | --snapshot-free] [--policy FILE]... [--dry-run]
                   [--wait[=TIMEOUT]] [--move [--allow-restart]] [--no-create-namespace]
                   [--in-flight-ttl S] [--solver NAME] [--time-limit S] [--seed N]
-                  [--catalog DIR]... [-o text|json|yaml]
+                  [--queues FILE [--allow-preemption]] [--catalog DIR]... [-o text|json|yaml]
 
 Decomposes every object of the files with its Workload Map definition, gathers the fleet's
 node-level capacity (in-flight placements charged), decides all objects in one batch and
@@ -13,6 +13,10 @@ other cluster was refused, failures with the API server's Status, warnings. JSON
 plan``, plus ``decision`` (id), per placement ``dispatched``, ``state``, ``error``,
 ``attempts``, ``record`` and ``refused``, per unplaced workload ``dispatched: false`` and
 ``error``, and ``warnings`` and ``timings`` (seconds per step).
+
+With ``--queues FILE`` the decision honours the queues, and each workload left unplaced says
+what it would evict (JSON ``preemptions``); ``--allow-preemption`` evicts it and dispatches
+the workload (:mod:`placer.dispatch.reclaim`).
 
 ``--wait[=TIMEOUT]`` (default 300 s; ``90s``, ``5m`` accepted) then follows each placed
 workload's phase (its definition's status mapping) until Running, Completed or Failed.
@@ -110,6 +114,13 @@ def register(subparsers: argparse._SubParsersAction[argparse.ArgumentParser]) ->
         action="store_true",
         help="write the decision's node plan into the pod templates as required node "
         "affinity (the member's scheduler may then bind each pod only to its planned nodes)",
+    )
+    parser.add_argument(
+        "--allow-preemption",
+        action="store_true",
+        help="with --queues: evict placed work for the workloads the queues entitle that no "
+        "cluster has room for (reclaim, preempt: docs/queues.md); without it submit only says "
+        "what it would evict",
     )
     parser.add_argument(
         "--no-create-namespace",
@@ -220,23 +231,40 @@ def read_manifests(
 _DONE_PHASES = frozenset({"Completed", "Succeeded", "Failed"})
 
 
-def placed_work(clients: Any, catalog_dirs: Sequence[str]) -> list[Any]:
-    """The work placer placed on the members (a placement record, not finished), as
-    :class:`~placer.solver.fairshare.Running` for the queues' usage."""
+def placed_copies(clients: Any, catalog_dirs: Sequence[str]) -> list[Any]:
+    """The work placer placed on the members (a placement record, not finished, not suspended
+    by an eviction), as :class:`~placer.dispatch.reclaim.PlacedCopy`."""
     from placer.definitions import Catalog
+    from placer.dispatch.eviction import ANNOTATION_PREEMPTED_BY
+    from placer.dispatch.reclaim import PlacedCopy
     from placer.inventory import list_workloads
-    from placer.solver.fairshare import Running
+    from placer.timestamps import parse_rfc3339
 
     inventory = list_workloads(clients, Catalog.load(catalog_dirs))
     for warning in inventory.warnings:
         print(f"warning: queues' usage: {warning}", file=sys.stderr)
     return [
-        Running(live.decomposition.workload, live.cluster)
+        PlacedCopy(
+            live.decomposition.workload,
+            live.cluster,
+            live.object,
+            live.definition,
+            parse_rfc3339(live.record.placed_at) or 0.0,
+        )
         for live in inventory.workloads
         if live.record is not None
         and live.decomposition is not None
         and not _DONE_PHASES.intersection(live.phases)
+        and ANNOTATION_PREEMPTED_BY not in (live.metadata.get("annotations") or {})
     ]
+
+
+def placed_work(clients: Any, catalog_dirs: Sequence[str]) -> list[Any]:
+    """The work placer placed on the members (:func:`placed_copies`), as
+    :class:`~placer.solver.fairshare.Running` for the queues' usage."""
+    from placer.solver.fairshare import Running
+
+    return [Running(p.workload, p.cluster) for p in placed_copies(clients, catalog_dirs)]
 
 
 def run(args: argparse.Namespace) -> int:
@@ -244,6 +272,7 @@ def run(args: argparse.Namespace) -> int:
     from placer.dispatch.submit import submit
     from placer.dispatch.update import MoveOptions
     from placer.fleet import member_clients
+    from placer.solver.fairshare import Running
 
     policies = decision_policies(args)
     wait = parse_duration(args.wait) if args.wait is not None else None
@@ -254,12 +283,15 @@ def run(args: argparse.Namespace) -> int:
         raise UsageError("--wait cannot be combined with --dry-run (nothing is created)")
     if args.allow_restart and not args.move:
         raise UsageError("--allow-restart only applies to moves: add --move")
+    if args.allow_preemption and not args.queues:
+        raise UsageError("--allow-preemption goes with --queues FILE (docs/queues.md)")
     manifests = read_manifests(args.filename, args.catalog, accelerators_for(args))
     refuse_spread([m.workload for m in manifests], policies, args)
     config = fleet_config_from_args(args)
     queues = decision_queues(args)
     with member_clients(config) as clients:
-        running = placed_work(clients, args.catalog) if queues is not None else []
+        placed = placed_copies(clients, args.catalog) if queues is not None else []
+        running = [Running(p.workload, p.cluster) for p in placed]
         report = submit(
             manifests,
             config,
@@ -277,11 +309,19 @@ def run(args: argparse.Namespace) -> int:
             moves=MoveOptions(move=args.move, allow_restart=args.allow_restart),
             pin_nodes=args.pin_nodes,
         )
+        preemptions: list[Any] = []
+        if queues is not None and not args.snapshot_free:
+            report, preemptions = _preempt(args, report, manifests, placed, clients, queues)
         report_unreachable(report.fleet)
         if args.output != "text":
-            print_data(report_to_dict(report), args.output)
+            data = report_to_dict(report)
+            if queues is not None:
+                data["preemptions"] = [p.to_dict() for p in preemptions]
+            print_data(data, args.output)
         else:
             render(report)
+            for preemption in preemptions:
+                print(preemption.describe())
         for warning in report.warnings:
             print(f"warning: {warning}", file=sys.stderr)
         code = EXIT_OK if report.ok else EXIT_ERROR
@@ -290,6 +330,57 @@ def run(args: argparse.Namespace) -> int:
         if wait is not None:
             code = max(code, _wait(report, manifests, clients, wait))
     return code
+
+
+def _preempt(
+    args: argparse.Namespace,
+    report: Any,
+    manifests: Sequence[Any],
+    placed: Sequence[Any],
+    clients: Any,
+    queues: Any,
+) -> tuple[Any, list[Any]]:
+    """What the workloads left unplaced would evict; with ``--allow-preemption`` (not in a dry
+    run), evicted and the preemptors dispatched (:mod:`placer.dispatch.reclaim`)."""
+    from dataclasses import replace
+
+    from placer.dispatch import DispatchOptions
+    from placer.dispatch.ledger import DEFAULT_TTL
+    from placer.dispatch.reclaim import preempt_unplaced
+
+    options = DispatchOptions(
+        policies=tuple(decision_policies(args)),
+        create_namespaces=args.create_namespace,
+        in_flight_ttl=DEFAULT_TTL if args.in_flight_ttl is None else args.in_flight_ttl,
+        solver=args.solver,
+        time_limit=args.time_limit,
+        seed=args.seed,
+        schedulers=fleet_config_from_args(args).schedulers,
+        pin_nodes=args.pin_nodes,
+    )
+    allow = args.allow_preemption and not args.dry_run
+    preemptions, outcomes = preempt_unplaced(
+        manifests,
+        report.outcomes,
+        report.fleet,
+        placed,
+        clients,
+        queues,
+        options,
+        allow=allow,
+        ledger=report.ledger,
+    )
+    if not allow:
+        return report, preemptions
+    now = {o.workload: o for o in outcomes if o.placed and o.placement is not None}
+    decision = report.decision
+    decision = replace(
+        decision,
+        placements=(*decision.placements, *(o.placement for o in now.values())),
+        unplaced=tuple(u for u in decision.unplaced if u.workload not in now),
+        summary=replace(decision.summary, placed=decision.summary.placed + len(now)),
+    )
+    return replace(report, decision=decision, outcomes=tuple(outcomes)), preemptions
 
 
 # --------------------------------------------------------------------------------------------

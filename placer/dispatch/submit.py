@@ -116,6 +116,9 @@ class SubmitReport:
     #: seconds per step: gather (the ledger read included), ledger (the slowest member's
     #: ledger read), existing, update (when a manifest changed), decide, dispatch, explain.
     timings: Mapping[str, float] = field(default_factory=dict)
+    #: the in-flight ledger ``fleet`` was charged with (this dispatch's entries added): what a
+    #: later dispatch on that fleet knows (:mod:`placer.dispatch.reclaim`).
+    ledger: Ledger | None = field(default=None, compare=False)
 
     @property
     def ok(self) -> bool:
@@ -312,7 +315,14 @@ def submit(
     final = _merge(result.decision, outcomes, manifests, decision)
     lap("explain")
     return SubmitReport(
-        decision_id, final, outcomes, refused, fleet, tuple(warnings), stopwatch.timings
+        decision_id,
+        final,
+        outcomes,
+        refused,
+        fleet,
+        tuple(warnings),
+        stopwatch.timings,
+        None if snapshot_free else ledger,
     )
 
 
