@@ -22,6 +22,10 @@ Contenders, side by side on the same stream (CP-SAT, ``--time-limit`` per solver
     today's placer: one batch decision over everything pending, no tenant accounting.
 ``placer``
     the queues (limits none), fair share in every decision and preemption (reclaim, preempt).
+``placer + fair-share reclaim``
+    the same, and over-quota work may also evict other queues' over-quota work down to the
+    weighted fair share (``placer simulate --fair-share-reclaim``; at most one such try per
+    queue and decision).
 ``kueue-like``
     Kueue-style borrowing: the same nominal quotas, unlimited borrowing within one cohort,
     borrowed capacity not weighted (every weight 1), ``reclaimWithinCohort: LowerPriority`` —
@@ -87,7 +91,8 @@ from simulations.fleets import HELIOS_DAY, helios_vc_gpus
 
 __all__ = ["Config", "main", "run"]
 
-CONTENDERS = ("no queues", "placer", "kueue-like", "fifo per queue")
+FAIR = "placer + fair-share reclaim"
+CONTENDERS = ("no queues", "placer", FAIR, "kueue-like", "fifo per queue")
 
 
 @dataclass(frozen=True)
@@ -120,7 +125,7 @@ def queues_yaml(sizes: Sequence[tuple[str, int, int]], contender: str) -> QueueS
     docs = []
     for name, quota, weight in sizes:
         rule = f"quota: {quota}"
-        if contender == "placer":
+        if contender in ("placer", FAIR):
             rule += f", overQuotaWeight: {weight}"
         elif contender == "fifo per queue":
             rule += f", limit: {quota}"
@@ -434,7 +439,8 @@ def run(config: Config) -> dict[str, Any]:
             seed=config.seed,
             interval=config.interval,
             queues=the_queues,
-            preemption=contender == "placer",
+            preemption=contender in ("placer", FAIR),
+            fair_share_reclaim=contender == FAIR,
         )
         started = time.perf_counter()
         cpu = time.process_time()

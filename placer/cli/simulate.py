@@ -129,6 +129,12 @@ def register(subparsers: argparse._SubParsersAction[argparse.ArgumentParser]) ->
         "fraction (0.5: ±50 %%; default 0, exact)",
     )
     parser.add_argument(
+        "--fair-share-reclaim",
+        action="store_true",
+        help="with --allow-preemption: over-quota work may also evict other queues' "
+        "over-quota work down to the weighted fair share (docs/queues.md)",
+    )
+    parser.add_argument(
         "--solver",
         default="cpsat",
         metavar="NAME[,NAME...]",
@@ -253,6 +259,7 @@ def run(args: argparse.Namespace) -> int:
             preemption=args.allow_preemption,
             reservations=_reservations_policy(args),
             runtime_noise=args.runtime_noise,
+            fair_share_reclaim=args.fair_share_reclaim,
         )
         runs.append(simulate(items, simulated, settings, progress=progress))
     doc = document(
@@ -323,6 +330,7 @@ def _sweep(
             preemption=args.allow_preemption,
             reservations=_reservations_policy(args),
             runtime_noise=args.runtime_noise,
+            fair_share_reclaim=args.fair_share_reclaim,
         )
         for solver in solvers
     ]
@@ -387,6 +395,8 @@ def _queues(args: argparse.Namespace) -> QueueSet | None:
     queues = decision_queues(args)
     if args.allow_preemption and (queues is None or args.mode != "stream"):
         raise UsageError("--allow-preemption needs --queues FILE and --mode stream")
+    if args.fair_share_reclaim and not args.allow_preemption:
+        raise UsageError("--fair-share-reclaim goes with --allow-preemption")
     return queues
 
 

@@ -55,7 +55,7 @@ from placer.simulate import MODES
 from placer.simulate.capacity import FreeTotals, free_totals, gpu_milli, shortfall, used_gpu_milli
 from placer.simulate.reserving import ReservationRecord, Reserver, runtime_estimates
 from placer.solver import charge, release, solve, verify
-from placer.solver.fairshare import Running, solve_fair
+from placer.solver.fairshare import Running, fleet_capacity, solve_fair
 from placer.solver.preempt import Victim, find_victims
 from placer.solver.reservations import ReservationPolicy
 
@@ -118,6 +118,9 @@ class Settings:
     trace_estimates: bool = True
     #: ... times a factor drawn uniformly from [1 - noise, 1 + noise] (0: exact).
     runtime_noise: float = 0.0
+    #: with preemption: over-quota work may also reclaim towards the weighted fair share
+    #: (:data:`placer.solver.preempt.FAIR_SHARE`; at most one such try per queue and decision).
+    fair_share_reclaim: bool = False
 
 
 @dataclass(frozen=True)
@@ -582,6 +585,40 @@ class _Stream:
             self.end[index] = now + duration
             heapq.heappush(self.departures, (now + duration, index))
 
+    def _usage(self) -> tuple[Usage, list[Victim]]:
+        """The queues' use by the running workloads, and those workloads as victims."""
+        queues = self.settings.queues
+        assert queues is not None
+        usage = Usage(queues)
+        victims = []
+        for i, placement in self.placements.items():
+            usage.add(
+                membership(self.workloads[i], queues).queue,
+                self.workloads[i].total_requests(),
+                placement.cluster,
+            )
+            victims.append(Victim(self.workloads[i], placement, self.start.get(i, 0.0)))
+        return usage, victims
+
+    def _preemptors(self, waiting: list[int]) -> list[int]:
+        """``waiting`` in the order they may evict: the highest priority first; within a
+        priority, work in its queue's quota first, then the queue with the least weighted
+        over-quota share (:meth:`placer.queues.Usage.over_share`: who is furthest below its
+        fair share reclaims first), then arrival."""
+        queues = self.settings.queues
+        assert queues is not None
+        usage, _ = self._usage()
+        capacity = fleet_capacity(self.fleet)
+
+        def key(i: int) -> tuple[int, int, float, int]:
+            workload = self.workloads[i]
+            member = membership(workload, queues)
+            demand = workload.total_requests()
+            over = usage.quota_problem(member.queue, demand, ancestors=False) is not None
+            return (-member.priority, int(over), usage.over_share(member.queue, capacity), i)
+
+        return sorted(waiting, key=key)
+
     def _preempt(self, waiting: list[int], now: float) -> tuple[set[int], set[int]]:
         """Evictions for the workloads left pending, highest priority first (then arrival):
         each that the rules allow is placed on what its victims free; the victims go back to
@@ -590,18 +627,18 @@ class _Stream:
         assert queues is not None
         started: set[int] = set()
         gone: set[int] = set()
-        order = sorted(waiting, key=lambda i: (-membership(self.workloads[i], queues).priority, i))
+        order = self._preemptors(waiting)
         index_of = {w.ref: i for i, w in enumerate(self.workloads)}
+        fair_tried: set[str | None] = set()
         for index in order:
-            usage = Usage(queues)
-            victims = []
-            for i, placement in self.placements.items():
-                usage.add(
-                    membership(self.workloads[i], queues).queue,
-                    self.workloads[i].total_requests(),
-                    placement.cluster,
-                )
-                victims.append(Victim(self.workloads[i], placement, self.start.get(i, 0.0)))
+            usage, victims = self._usage()
+            member = membership(self.workloads[index], queues)
+            demand = self.workloads[index].total_requests()
+            fair = usage.quota_problem(member.queue, demand, ancestors=False) is not None
+            if fair and (not self.settings.fair_share_reclaim or member.queue in fair_tried):
+                fair = False
+            elif fair:
+                fair_tried.add(member.queue)
             eviction = find_victims(
                 self.workloads[index],
                 self.fleet,
@@ -611,6 +648,7 @@ class _Stream:
                 policies=self.settings.policies,
                 seed=self.settings.seed,
                 time_limit=self.settings.time_limit,
+                fair_share=fair,
             )
             if eviction is None or index in self.placements:
                 continue

@@ -9,6 +9,19 @@ Who may be evicted (issue #14; KAI Scheduler's *reclaim* and *preempt* actions):
   over-quota resources are reclaimed: from a victim queue ``q`` at most ``U_{q,r} − Q_{q,r}``
   of each resource ``r`` it lists, so a queue within its quota is never a victim and one over
   it is never taken below it.
+* **fair-share reclaim** — the preemptor is over its quota (its queue's deserved share used),
+  and another queue, over its own quota too, holds more over-quota capacity per unit of
+  ``overQuotaWeight`` than the preemptor's queue will once placed (KAI's and Run:ai's reclaim
+  towards the fair share of what is left after the quotas): its over-quota work, ``reclaimable``
+  and of a priority no higher than the preemptor's, may be evicted, but never so much that the
+  victim queue ends below the preemptor's: per victim queue ``q``, preemptor queue ``p`` and
+  resource ``r`` the preemptor asks for and both list with a weight,
+  ``Σ_{v ∈ q} d_{v,r} x_v ≤ O_{q,r} − (ω_{q,r} / ω_{p,r}) · (O_{p,r} + D_r)`` with ``O`` the
+  over-quota use (``max(0, U − Q)``; the preemptor's counted as placed) — so the two queues'
+  weighted over-quota shares ``O / ω`` meet and never cross, and the evicted work cannot take
+  its room back by the same rule (no ping-pong). Leaf queues are compared on their own rules
+  (ancestors' over-quota shares are not balanced). Only with ``fair_share=True`` (off by
+  default: ``placer simulate --fair-share-reclaim``).
 * **preempt** — running work of the preemptor's own queue with a strictly lower priority.
 * **protected** — a workload labelled ``placer.dev/preemptible: "false"`` is never evicted.
 * Victims are whole workloads (a gang is evicted whole or not at all).
@@ -25,6 +38,8 @@ Model, per cluster ``c`` the preemptor may use (CP-SAT, one small model over the
   the devices wholly free on each node once the victims there are gone;
 * reclaim only over quota: ``Σ_{v ∈ q} d_{v,r} x_v ≤ U_{q,r} − Q_{q,r}`` per victim queue ``q``
   taken by reclaim and resource ``r`` it lists (ancestors shared with the preemptor aside);
+* fair-share reclaim only down to the preemptor's share: the bound above, per victim queue
+  taken by fair-share reclaim;
 * reclaim only in quota: ``U_{p,r} − Σ_{v under p} d_{v,r} x_v + D_r ≤ Q_{p,r}`` for every
   ancestor ``p`` of the preemptor's queue when a reclaim victim from outside ``p`` is chosen
   (reclaiming from a sibling leaves their common parent's use as it was: KAI compares queues
@@ -62,6 +77,7 @@ from placer.solver.decide import solve
 from placer.solver.state import node_devices
 
 __all__ = [
+    "FAIR_SHARE",
     "LABEL_PREEMPTIBLE",
     "MAX_ROUNDS",
     "PREEMPT",
@@ -76,6 +92,7 @@ __all__ = [
 LABEL_PREEMPTIBLE = "placer.dev/preemptible"
 RECLAIM = "reclaim"
 PREEMPT = "preempt"
+FAIR_SHARE = "fair-share"
 #: victim sets tried per cluster before giving up on it.
 MAX_ROUNDS = 8
 #: CP-SAT seconds per objective stage (the models are tiny).
@@ -121,8 +138,35 @@ def _milli(requests: Mapping[str, int]) -> int:
     return requests.get(GPU, 0) * 1000 + requests.get(GPU_SHARE, 0)
 
 
+def fair_bounds(
+    queue: str, preemptor_queue: str, demand: Mapping[str, int], queues: QueueSet, usage: Usage
+) -> dict[str, int]:
+    """Per resource ``r``, the most fair-share reclaim may take from ``queue`` for a preemptor of
+    ``preemptor_queue`` asking ``demand``: ``O_{q,r} − (ω_{q,r} / ω_{p,r}) · (O_{p,r} + D_r)``
+    (module docstring), over the resources the preemptor asks for that both queues list with a
+    weight. Empty: no such resource (no fair-share reclaim between them)."""
+    theirs = queues.queues[queue].resources
+    mine = queues.queues[preemptor_queue].resources
+    bounds: dict[str, int] = {}
+    for resource, amount in demand.items():
+        if not amount or resource not in theirs or resource not in mine:
+            continue
+        rule, own = theirs[resource], mine[resource]
+        if rule.over_quota_weight <= 0 or own.over_quota_weight <= 0:
+            continue
+        over = max(0, usage.used(queue, resource) - rule.quota)
+        after = max(0, usage.used(preemptor_queue, resource) + amount - own.quota)
+        bound = over - rule.over_quota_weight / own.over_quota_weight * after
+        bounds[resource] = int(bound) if bound >= 0 else -1
+    return bounds
+
+
 def _candidates(
-    preemptor: Workload, running: Sequence[Victim], queues: QueueSet, usage: Usage
+    preemptor: Workload,
+    running: Sequence[Victim],
+    queues: QueueSet,
+    usage: Usage,
+    fair_share: bool = False,
 ) -> list[tuple[Victim, str]]:
     """The running workloads the rules allow to evict for ``preemptor``, with the rule."""
     mine = membership(preemptor, queues)
@@ -130,7 +174,9 @@ def _candidates(
         return []
     # in its own queue's quota; the ancestors' are checked with the victims evicted (work
     # reclaimed from a sibling gives a shared parent its room back)
-    in_quota = usage.quota_problem(mine.queue, preemptor.total_requests(), ancestors=False) is None
+    demand = preemptor.total_requests()
+    in_quota = usage.quota_problem(mine.queue, demand, ancestors=False) is None
+    fair: dict[str, bool] = {}
     out = []
     for victim in running:
         workload = victim.workload
@@ -141,14 +187,23 @@ def _candidates(
             if theirs.priority < mine.priority:
                 out.append((victim, PREEMPT))
             continue
-        if not in_quota or theirs.priority > mine.priority or theirs.queue is None:
+        if theirs.priority > mine.priority or theirs.queue is None:
             continue
         queue = queues.queues[theirs.queue]
         if not queue.reclaimable:
             continue
         if not _over(usage, theirs.queue):
             continue  # within its quota: never reclaimed
-        out.append((victim, RECLAIM))
+        if in_quota:
+            out.append((victim, RECLAIM))
+            continue
+        if not fair_share or mine.queue is None:
+            continue
+        if theirs.queue not in fair:
+            bounds = fair_bounds(theirs.queue, mine.queue, demand, queues, usage)
+            fair[theirs.queue] = bool(bounds) and all(b > 0 for b in bounds.values())
+        if fair[theirs.queue]:
+            out.append((victim, FAIR_SHARE))
     return out
 
 
@@ -167,10 +222,12 @@ def find_victims(
     policies: Sequence[PlacementPolicy] = (),
     seed: int = 0,
     time_limit: float = 0.5,
+    fair_share: bool = False,
 ) -> Eviction | None:
     """The least disruptive eviction that lets ``preemptor`` be placed (see the module
-    docstring), or ``None``. ``fleet`` is charged with ``running``; ``usage`` books it."""
-    candidates = _candidates(preemptor, running, queues, usage)
+    docstring), or ``None``. ``fleet`` is charged with ``running``; ``usage`` books it;
+    ``fair_share``: over-quota work may reclaim towards the weighted fair share."""
+    candidates = _candidates(preemptor, running, queues, usage, fair_share)
     if not candidates:
         return None
     mine = membership(preemptor, queues)
@@ -361,6 +418,17 @@ def _solve_model(
             if theirs is not None:
                 for ancestor in queues.chain(theirs):
                     reclaimed.setdefault(ancestor.name, []).append(i)
+    # fair-share reclaim only down to the preemptor's weighted over-quota share
+    shared: dict[str, list[int]] = {}
+    for i, (victim, kind) in enumerate(here):
+        theirs = membership(victim.workload, queues).queue
+        if kind == FAIR_SHARE and theirs is not None:
+            shared.setdefault(theirs, []).append(i)
+    for name, members in shared.items():
+        assert queue is not None
+        for resource, bound in fair_bounds(name, queue, demand, queues, usage).items():
+            taken = sum(requests[i].get(resource, 0) * x[i] for i in members)
+            model.add(taken <= max(0, bound))
     mine = {q.name for q in queues.chain(queue)} if queue is not None else set()
     for name, members in reclaimed.items():
         if name in mine:

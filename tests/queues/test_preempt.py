@@ -10,8 +10,15 @@ from collections.abc import Sequence
 
 from placer.model import Fleet, Workload
 from placer.queues import QueueSet, Usage, membership
-from placer.solver import charge, solve
-from placer.solver.preempt import PREEMPT, RECLAIM, Victim, _realise, find_victims
+from placer.solver import charge, release, solve
+from placer.solver.preempt import (
+    FAIR_SHARE,
+    PREEMPT,
+    RECLAIM,
+    Victim,
+    _realise,
+    find_victims,
+)
 from tests.queues.conftest import gpu_job, queue_doc, queues
 from tests.solver.conftest import cluster, fleet, node
 
@@ -187,3 +194,31 @@ def test_a_sibling_reclaims_under_a_parent_at_its_quota() -> None:
     eviction = find_victims(gpu_job("x1", "x", 1, 8), the_fleet, victims, the_queues, usage)
     assert eviction is not None and eviction.gpu_milli == 8000
     assert all(v.reason == RECLAIM for v in eviction.victims)
+
+
+def test_fair_share_reclaim_evicts_down_to_the_weighted_share_and_never_back() -> None:
+    """Both queues over their quota (0), equal weights: team-b, holding nothing, may reclaim
+    from team-a's 8 over-quota GPUs only while team-a keeps at least what team-b will hold —
+    2 GPUs for a 2-GPU job, never a 6-GPU job (it would leave team-a 2 below team-b's 6) —
+    and never without ``fair_share``; the evicted work cannot reclaim it back."""
+    even = queues(
+        queue_doc("team-a", nvidia_com__gpu={"quota": 0}),
+        queue_doc("team-b", nvidia_com__gpu={"quota": 0}),
+    )
+    jobs = [gpu_job(f"a{i}", "team-a", 1, 2) for i in range(4)]
+    the_fleet, victims, usage = running(jobs, fleet(cluster("c0", node("n0"))), even)
+    small = gpu_job("b-small", "team-b", 1, 2)
+    assert find_victims(small, the_fleet, victims, even, usage) is None
+    eviction = find_victims(small, the_fleet, victims, even, usage, fair_share=True)
+    assert eviction is not None
+    assert [(v.workload.name, v.reason) for v in eviction.victims] == [("a3", FAIR_SHARE)]
+    big = gpu_job("b-big", "team-b", 1, 6)
+    assert find_victims(big, the_fleet, victims, even, usage, fair_share=True) is None
+    # after the eviction: team-a 6, team-b 2; a3 back in the queue may not take it back
+    kept = [v for v in victims if v.workload.ref.name != "a3"]
+    after = charge(release(the_fleet, [victims[3].placement]), [eviction.placement])
+    usage.remove("team-a", jobs[3].total_requests(), "c0")
+    usage.add("team-b", small.total_requests(), "c0")
+    mine = Victim(small, eviction.placement, started=9.0)
+    back = find_victims(jobs[3], after, [*kept, mine], even, usage, fair_share=True)
+    assert back is None
