@@ -48,6 +48,7 @@ from placer.controller.preemption import (
     PREEMPTING,
     Held,
     Preemption,
+    placed_again,
     placed_work,
     queue_report,
 )
@@ -807,7 +808,9 @@ class DecisionCycle:
             time.time(),
             generation=generation_of(manifest.body),
         )
-        obj = self.writer.patch_status(ref, obj, status_patch(obj, condition))
+        obj = self.writer.patch_status(
+            ref, obj, status_patch(obj, condition, placed_again(obj, cluster, time.time()))
+        )
         parts = []
         for copy in outcome.copies or (outcome,):
             placement = copy.placement

@@ -63,6 +63,7 @@ from placer.queues import QueueSet, Usage, membership
 from placer.queues.report import pending_demand, queue_rows
 from placer.solver.fairshare import Running
 from placer.solver.preempt import RECLAIM, Eviction, Victim
+from placer.timestamps import rfc3339
 
 __all__ = [
     "EVICTION_SECONDS",
@@ -72,6 +73,7 @@ __all__ = [
     "Held",
     "Preemption",
     "hub_queue_rows",
+    "placed_again",
     "placed_work",
     "queue_report",
 ]
@@ -400,7 +402,7 @@ class Preemption:
                 "lastTransitionTime": placed["lastTransitionTime"],
             }
             obj = self.writer.patch_status(
-                ref, obj, status_patch(obj, placed, _with(obj, preempted))
+                ref, obj, status_patch(obj, placed, with_condition(obj, preempted))
             )
         except KubeError as err:
             log.warning("%s: evicted, but its hub record not written: %s", ref, err)
@@ -433,7 +435,23 @@ def _rules(eviction: Eviction) -> str:
     return ", ".join(sorted({v.reason for v in eviction.victims}))
 
 
-def _with(obj: JSON, condition: Mapping[str, object]) -> JSON:
+def placed_again(obj: JSON, cluster: str, now: float) -> JSON | None:
+    """``obj``'s status with its ``Preempted`` condition turned ``False`` (reason ``Placed``),
+    to write with its ``Placed`` condition once it is placed again; ``None`` when it was not
+    preempted."""
+    if (condition_of(obj, PREEMPTED) or {}).get("status") != "True":
+        return None
+    cleared = {
+        "type": PREEMPTED,
+        "status": "False",
+        "reason": "Placed",
+        "message": f"placed again, on cluster {cluster}",
+        "lastTransitionTime": rfc3339(now),
+    }
+    return with_condition(obj, cleared)
+
+
+def with_condition(obj: JSON, condition: Mapping[str, object]) -> JSON:
     """``obj``'s status with ``condition`` among its conditions (the one of its type
     replaced)."""
     status = dict(obj.get("status") or {})

@@ -96,6 +96,9 @@ JSON = dict[str, Any]
 ANNOTATION_PHASE = "placer.dev/phase"
 FINALIZER = "placer.dev/placement"
 CONDITION = "Placed"
+#: placer's other condition on hub objects (:mod:`placer.controller.preemption`): kept, like
+#: ``Placed``, when the member copy's status is mirrored.
+PREEMPTED_CONDITION = "Preempted"
 #: on member copies: the uid of the hub object the copy stands for.
 ANNOTATION_HUB_UID = "placer.dev/hub-uid"
 #: phases after which a copy is never re-created.
@@ -333,12 +336,13 @@ def status_patch(
     current = obj.get("status")
     current = dict(current) if isinstance(current, Mapping) else {}
     base = dict(mirrored) if mirrored is not None else dict(current)
-    others = [
-        dict(c)
-        for c in base.get("conditions") or ()
-        if isinstance(c, Mapping) and c.get("type") != CONDITION
-    ]
-    desired = {**base, "conditions": merge_conditions([*others, *_own(obj)], condition)}
+    listed = [dict(c) for c in base.get("conditions") or () if isinstance(c, Mapping)]
+    others = [c for c in listed if c.get("type") not in (CONDITION, PREEMPTED_CONDITION)]
+    # placer's: Placed as the hub has it; Preempted as given (a caller's status), else the hub's
+    preempted = next((c for c in listed if c.get("type") == PREEMPTED_CONDITION), None)
+    own = [*_own(obj), *([preempted] if preempted is not None else [])]
+    owned = {str(c.get("type")): c for c in own}
+    desired = {**base, "conditions": merge_conditions([*others, *owned.values()], condition)}
     if desired == current:
         return None
     patch: dict[str, Any] = {k: v for k, v in desired.items() if current.get(k) != v}
@@ -349,8 +353,9 @@ def status_patch(
 
 
 def _own(obj: Mapping[str, Any]) -> list[dict[str, Any]]:
-    own = condition_of(obj)
-    return [own] if own is not None else []
+    """placer's conditions on ``obj`` (``Placed``, ``Preempted``)."""
+    found = (condition_of(obj), condition_of(obj, PREEMPTED_CONDITION))
+    return [c for c in found if c is not None]
 
 
 def copy_marks(hub: str, uid: str) -> tuple[dict[str, str], dict[str, str]]:

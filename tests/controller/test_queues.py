@@ -125,6 +125,33 @@ def test_reclaim_places_in_quota_work_by_evicting_over_quota_work(
     gpus = rows["team-b"]["resources"][GPU]
     assert (gpus["allocated"], gpus["overQuota"], gpus["pending"]) == (88, 56, 8)
     assert rows["team-a"]["resources"][GPU]["allocated"] == 8
+    # team-a's Job gone, the victim is placed again: Preempted turns False
+    hubfleet.hub.store.delete("jobs", "a-0", hubfleet.NAMESPACE)
+    hubfleet.wait_for(
+        lambda: hubfleet.placed_cluster(hub_job(hubfleet, victims[0])) == "m1",
+        timeout=60,
+        what="the victim placed again",
+    )
+    again = hubfleet.condition(hub_job(hubfleet, victims[0]), "Preempted") or {}
+    assert again["status"] == "False" and again["reason"] == "Placed"
+
+
+@pytest.mark.parametrize("preemption", [False])
+def test_no_preemption_evicts_nothing(hubfleet: HubFleet, preemption: bool) -> None:
+    """``--no-preemption``: team-a's in-quota Job waits while team-b floods the member."""
+    serve_queues(hubfleet, queue("team-a", 32), queue("team-b", 32))
+    running = one_member(hubfleet, preemption=preemption)
+    names = flood(hubfleet, "team-b", 12)
+    hubfleet.hub.store.create(team_job(hubfleet, "a-0", "team-a"))
+    hubfleet.wait_for(
+        lambda: (
+            (hubfleet.condition(hub_job(hubfleet, "a-0")) or {}).get("reason") == "Unschedulable"
+        ),
+        timeout=30,
+        what="team-a's Job unschedulable",
+    )
+    assert all(hubfleet.placed_cluster(hub_job(hubfleet, n)) == "m1" for n in names)
+    assert "placer_preemptions_total{" not in running.controller.metrics.exposition().decode()
 
 
 def test_protected_work_is_never_evicted(hubfleet: HubFleet) -> None:
