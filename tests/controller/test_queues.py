@@ -8,6 +8,7 @@ pods on the member's nodes): what an eviction frees is exactly what the victim's
 from __future__ import annotations
 
 import json
+import time
 from pathlib import Path
 from typing import Any
 
@@ -127,13 +128,21 @@ def test_reclaim_places_in_quota_work_by_evicting_over_quota_work(
     assert rows["team-a"]["resources"][GPU]["allocated"] == 8
     # team-a's Job gone, the victim is placed again: Preempted turns False
     hubfleet.hub.store.delete("jobs", "a-0", hubfleet.NAMESPACE)
-    hubfleet.wait_for(
-        lambda: hubfleet.placed_cluster(hub_job(hubfleet, victims[0])) == "m1",
-        timeout=60,
-        what="the victim placed again",
-    )
-    again = hubfleet.condition(hub_job(hubfleet, victims[0]), "Preempted") or {}
-    assert again["status"] == "False" and again["reason"] == "Placed"
+
+    def placed_again() -> bool:
+        obj = hub_job(hubfleet, victims[0])
+        again = hubfleet.condition(obj, "Preempted") or {}
+        placed = hubfleet.condition(obj) or {}
+        return (
+            hubfleet.placed_cluster(obj) == "m1"
+            and placed.get("status") == "True"
+            and (again.get("status"), again.get("reason")) == ("False", "Placed")
+        )
+
+    hubfleet.wait_for(placed_again, timeout=60, what="the victim placed again, not Preempted")
+    # ... and it stays so once the copy's status is mirrored
+    time.sleep(1.0)
+    assert placed_again()
 
 
 @pytest.mark.parametrize("preemption", [False])
