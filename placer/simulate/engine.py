@@ -630,12 +630,20 @@ class _Stream:
         order = self._preemptors(waiting)
         index_of = {w.ref: i for i, w in enumerate(self.workloads)}
         fair_tried: set[str | None] = set()
+        priority = {i: membership(self.workloads[i], queues).priority for i in order}
         for index in order:
             usage, victims = self._usage()
             member = membership(self.workloads[index], queues)
             demand = self.workloads[index].total_requests()
             fair = usage.quota_problem(member.queue, demand, ancestors=False) is not None
-            if fair and (not self.settings.fair_share_reclaim or member.queue in fair_tried):
+            # fair-share reclaim only at the highest priority still waiting: it never starts
+            # work while work of a higher priority waits (priorities before fair share)
+            top = max((priority[i] for i in order if i not in started), default=member.priority)
+            if fair and (
+                not self.settings.fair_share_reclaim
+                or member.queue in fair_tried
+                or member.priority < top
+            ):
                 fair = False
             elif fair:
                 fair_tried.add(member.queue)

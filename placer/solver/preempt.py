@@ -97,6 +97,8 @@ FAIR_SHARE = "fair-share"
 MAX_ROUNDS = 8
 #: CP-SAT seconds per objective stage (the models are tiny).
 STAGE_SECONDS = 2.0
+#: ... and at least (a stage that finds no answer in time loses the eviction for a decision).
+MIN_STAGE_SECONDS = 0.25
 
 
 @dataclass(frozen=True)
@@ -483,7 +485,7 @@ def _solve_model(
     solver = cp_model.CpSolver()
     solver.parameters.num_workers = 1
     solver.parameters.random_seed = seed
-    solver.parameters.max_time_in_seconds = min(STAGE_SECONDS, max(0.05, time_limit))
+    solver.parameters.max_time_in_seconds = min(STAGE_SECONDS, max(MIN_STAGE_SECONDS, time_limit))
     chosen: list[int] | None = None
     for terms in stages:
         objective = sum(weight * var for weight, var in terms)
