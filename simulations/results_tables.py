@@ -547,10 +547,19 @@ def fairshare_line() -> str:
         text += "; met: " + ", ".join(met)
     if missed:
         text += "; **not met**: " + ", ".join(missed)
-    return (
-        f"{text}; {placer['suspected_priority_inversions']} suspected priority inversions "
+    text += (
+        f"; {placer['suspected_priority_inversions']} suspected priority inversions "
         f"(no queues: {none['suspected_priority_inversions']})"
     )
+    fair = contenders.get("placer + fair-share reclaim")
+    if fair is not None:
+        text += (
+            f"; with fair-share reclaim: {fair['reclaim_within_interval_pct']:.1f} % of "
+            f"{fair['reclaim_events']} moments, split {fair['over_quota_split_gap_pp_mean']:.1f}"
+            f" pp, {fair['preemptions']} preemptions ({placer['preemptions']} without), "
+            f"{fair['gpu_hours_lost']:.0f} GPU-h lost ({placer['gpu_hours_lost']:.0f})"
+        )
+    return text
 
 
 def capacity_line() -> str:

@@ -52,11 +52,11 @@ from placer.controller.records import (
     status_patch,
 )
 from placer.dispatch import Ledger
-from placer.dispatch.eviction import evict_for, held_pods
+from placer.dispatch.eviction import evict_for, held_pods, victim_of
 from placer.dispatch.ledger.sync import LedgerReads
 from placer.errors import KubeError, PlacerError
 from placer.kube import KubeClient
-from placer.model import Fleet, Placement, PodAssignment, Workload, WorkloadRef
+from placer.model import Fleet, PodAssignment, Workload, WorkloadRef
 from placer.objects import generation_of, uid_of
 from placer.policy import PlacementPolicy
 from placer.queues import QueueSet, Usage, membership
@@ -294,14 +294,9 @@ class Preemption:
                 entry = self.ledger.get(cluster, item.ref)
                 if entry is not None:
                     pods += entry.placement.pods
-                if not pods:
-                    continue
-                requests: dict[str, int] = {}
-                for pod in pods:
-                    for name, amount in pod.requests.items():
-                        requests[name] = requests.get(name, 0) + amount
-                placement = Placement(item.ref, cluster, tuple(pods), requests)
-                victims.append(Victim(item.workload, placement, item.placed_at))
+                victim = victim_of(item.workload, cluster, pods, item.placed_at)
+                if victim is not None:
+                    victims.append(victim)
         return victims
 
     def _observed(

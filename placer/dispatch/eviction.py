@@ -22,7 +22,7 @@ from placer.definitions import Definition
 from placer.definitions.suspend import can_suspend, suspend
 from placer.dispatch.ledger.sync import LedgerReads
 from placer.kube import KubeClient
-from placer.model import Fleet, PodAssignment, Workload, WorkloadRef
+from placer.model import Fleet, Placement, PodAssignment, Workload, WorkloadRef
 from placer.objects import name_key
 from placer.policy import PlacementPolicy
 from placer.queues import QueueSet, Usage, membership
@@ -37,6 +37,7 @@ __all__ = [
     "evict_copy",
     "evict_for",
     "held_pods",
+    "victim_of",
 ]
 
 #: ``carry(preemptor, eviction)``: carry ``eviction`` out (or note it); the victims evicted.
@@ -78,6 +79,22 @@ def held_pods(
                 )
             )
     return out
+
+
+def victim_of(
+    workload: Workload, cluster: str, pods: Sequence[PodAssignment], started: float
+) -> Victim | None:
+    """``workload`` as a candidate victim holding ``pods`` on ``cluster`` (what its member
+    shows and what is still in flight for it); ``None`` when it holds nothing known (evicting
+    it could free nothing)."""
+    if not pods:
+        return None
+    requests: dict[str, int] = {}
+    for pod in pods:
+        for name, amount in pod.requests.items():
+            requests[name] = requests.get(name, 0) + amount
+    placement = Placement(workload.ref, cluster, tuple(pods), requests)
+    return Victim(workload, placement, started)
 
 
 def evict_copy(

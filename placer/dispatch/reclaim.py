@@ -21,14 +21,14 @@ from typing import Any
 
 from placer.definitions import Definition
 from placer.dispatch.dispatcher import Dispatcher
-from placer.dispatch.eviction import evict_copy, evict_for, held_pods
+from placer.dispatch.eviction import evict_copy, evict_for, held_pods, victim_of
 from placer.dispatch.ledger import Ledger, delete_entry, read_entries
 from placer.dispatch.ledger.sync import ListedReads
 from placer.dispatch.options import DispatchOptions
 from placer.dispatch.outcomes import DISPATCHED, UNPLACED, Manifest, Outcome
 from placer.errors import KubeError
 from placer.kube import KubeClient
-from placer.model import Decision, Fleet, Placement, PodAssignment, Workload, WorkloadRef
+from placer.model import Decision, Fleet, PodAssignment, Workload, WorkloadRef
 from placer.objects import uid_of
 from placer.queues import QueueSet, Usage, membership
 from placer.solver.charging import charge, release
@@ -222,14 +222,9 @@ def _victims(placed: Sequence[PlacedCopy], clients: Mapping[str, KubeClient]) ->
                 *observed.get(item.workload.ref, ()),
                 *planned.get(item.workload.ref, ()),
             ]
-            if not pods:
-                continue
-            requests: dict[str, int] = {}
-            for pod in pods:
-                for name, amount in pod.requests.items():
-                    requests[name] = requests.get(name, 0) + amount
-            placement = Placement(item.workload.ref, cluster, tuple(pods), requests)
-            victims.append(Victim(item.workload, placement, item.started))
+            victim = victim_of(item.workload, cluster, pods, item.started)
+            if victim is not None:
+                victims.append(victim)
     return victims
 
 

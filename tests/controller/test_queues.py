@@ -145,30 +145,22 @@ def test_reclaim_places_in_quota_work_by_evicting_over_quota_work(
     assert placed_again()
 
 
-@pytest.mark.parametrize("preemption", [False])
-def test_no_preemption_evicts_nothing(hubfleet: HubFleet, preemption: bool) -> None:
-    """``--no-preemption``: team-a's in-quota Job waits while team-b floods the member."""
+@pytest.mark.parametrize(
+    ("labels", "overrides"),
+    [
+        ({"placer.dev/preemptible": "false"}, {}),  # protected work
+        ({}, {"preemption": False}),  # placer controller --no-preemption
+    ],
+    ids=["preemptible-false", "no-preemption"],
+)
+def test_protected_work_is_never_evicted(
+    hubfleet: HubFleet, labels: dict[str, str], overrides: dict[str, Any]
+) -> None:
+    """``placer.dev/preemptible: "false"`` on every flooding Job, or a controller without
+    preemption: team-a's in-quota Job waits, and nothing is evicted."""
     serve_queues(hubfleet, queue("team-a", 32), queue("team-b", 32))
-    running = one_member(hubfleet, preemption=preemption)
-    names = flood(hubfleet, "team-b", 12)
-    hubfleet.hub.store.create(team_job(hubfleet, "a-0", "team-a"))
-    hubfleet.wait_for(
-        lambda: (
-            (hubfleet.condition(hub_job(hubfleet, "a-0")) or {}).get("reason") == "Unschedulable"
-        ),
-        timeout=30,
-        what="team-a's Job unschedulable",
-    )
-    assert all(hubfleet.placed_cluster(hub_job(hubfleet, n)) == "m1" for n in names)
-    assert "placer_preemptions_total{" not in running.controller.metrics.exposition().decode()
-
-
-def test_protected_work_is_never_evicted(hubfleet: HubFleet) -> None:
-    """``placer.dev/preemptible: "false"`` on every flooding Job: team-a's in-quota Job waits,
-    and nothing is evicted."""
-    serve_queues(hubfleet, queue("team-a", 32), queue("team-b", 32))
-    running = one_member(hubfleet)
-    names = flood(hubfleet, "team-b", 12, **{"placer.dev/preemptible": "false"})
+    running = one_member(hubfleet, **overrides)
+    names = flood(hubfleet, "team-b", 12, **labels)
     hubfleet.hub.store.create(team_job(hubfleet, "a-0", "team-a"))
     hubfleet.wait_for(
         lambda: (
