@@ -252,6 +252,8 @@ class Preemption:
         """Evict for ``waiting`` (the cycle's pending work) on ``fleet`` (charged with
         everything placed, ``placed_now`` included); per preemptor whose victims were
         evicted, what it evicted in words."""
+        now = self._clock()
+        self._evicting = {r: t for r, t in self._evicting.items() if t > now}  # (gone ones)
         order = sorted(
             (w for w in waiting if not self.evicting(w.ref)),
             key=lambda w: -membership(w, queues).priority,
