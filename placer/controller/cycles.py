@@ -104,7 +104,7 @@ from placer.kube import KubeClient
 from placer.model import LABEL_QUEUE, Cluster, Decision, Fleet, Unplaced, Workload, WorkloadRef
 from placer.objects import generation_of, is_deleting, uid_of
 from placer.policy import PlacementPolicy
-from placer.queues import QueueSet
+from placer.queues import QueueSet, membership
 from placer.solver import solve
 from placer.solver.charging import charge
 from placer.solver.fairshare import Running, solve_fair
@@ -470,11 +470,12 @@ class DecisionCycle:
         held: list[Held] = []
         refused: dict[WorkloadRef, tuple[str, str]] = {}
         if queues is None:
+            classes = self.hub.priority_classes
             decide = solve
             if spread:  # a copy per cluster (placer.solver.spread; OR-Tools, as solve)
                 from placer.solver.spread import solve_spread as decide
             decision = decide(
-                [m.workload for m in manifests],
+                [with_class_priority(m.workload, classes) for m in manifests],
                 fleet,
                 policies=policies,
                 solver=self.settings.solver,
@@ -918,3 +919,13 @@ def _refusal_reason(workload: Workload, queues: QueueSet) -> str:
     ``placer.dev/queue`` names no Queue on the hub) or ``UnknownPriorityClass``."""
     name = workload.labels.get(LABEL_QUEUE)
     return "UnknownQueue" if name is not None and name not in queues else "UnknownPriorityClass"
+
+
+def with_class_priority(workload: Workload, classes: QueueSet) -> Workload:
+    """``workload`` with the priority its ``priorityClassName`` has among the hub's
+    PriorityClasses (or the global default class's), unless ``placer.dev/priority`` sets one:
+    the priority a decision without queues honours too (:func:`placer.queues.membership`)."""
+    if not classes.classes:
+        return workload
+    priority = membership(workload, classes).priority
+    return workload if priority == workload.priority else replace(workload, priority=priority)

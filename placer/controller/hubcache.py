@@ -279,6 +279,12 @@ class HubCache:
         with self._lock:
             return self._queues.queues
 
+    @property
+    def priority_classes(self) -> QueueSet:
+        """The hub's PriorityClasses (as a set without queues)."""
+        with self._lock:
+            return self._queues.classes
+
     def set_queues(self, queues: HubQueues) -> None:
         with self._lock:
             self._queues = queues

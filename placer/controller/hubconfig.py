@@ -171,6 +171,9 @@ class HubQueues:
     queues: QueueSet | None = None
     #: Queue object name -> why it is left out.
     problems: Mapping[str, str] = field(default_factory=dict)
+    #: the hub's PriorityClasses (a workload's ``priorityClassName`` gives its priority, with
+    #: queues or without).
+    classes: QueueSet = field(default_factory=QueueSet)
 
 
 def queues_from_hub(
@@ -197,6 +200,7 @@ def queues_from_hub(
             continue  # the API server validates PriorityClasses: not placer's to report
         default = obj.get("globalDefault") is True
         classes.append(PriorityClass(name, value, global_default=default, source=describe(obj)))
+    known = QueueSet(classes={c.name: c for c in classes}, source=HUB_SOURCE)
     while queues:
         try:
             built = queue_set(list(queues.values()), classes, source=HUB_SOURCE)
@@ -204,7 +208,7 @@ def queues_from_hub(
             culprit = next((n for n, q in queues.items() if q.source == err.source), None)
             if culprit is None:  # two global default classes: the queues without classes
                 built = queue_set(list(queues.values()), (), source=HUB_SOURCE)
-                return HubQueues(built, problems)
+                return HubQueues(built, problems, QueueSet(source=HUB_SOURCE))
             problems[culprit] = str(err)
             del queues[culprit]
             for other, queue in list(queues.items()):
@@ -215,5 +219,5 @@ def queues_from_hub(
                     )
                     del queues[other]
             continue
-        return HubQueues(built, problems)
-    return HubQueues(None, problems)
+        return HubQueues(built, problems, known)
+    return HubQueues(None, problems, known)

@@ -267,3 +267,31 @@ def test_queue_crd_matches_the_reader_and_rbac_reads_queues() -> None:
         if "watch" in rule_["verbs"]
     }
     assert {("placer.dev", "queues"), ("scheduling.k8s.io", "priorityclasses")} <= reads
+
+
+def test_priority_class_from_the_hub_without_queues(hubfleet: HubFleet) -> None:
+    """No Queue on the hub: a Job whose pods name the hub's PriorityClass ``urgent`` goes before
+    a bigger Job of priority 0 when only one fits (the bigger one would place more GPUs)."""
+    hubfleet.hub.store.create(
+        {
+            "apiVersion": "scheduling.k8s.io/v1",
+            "kind": "PriorityClass",
+            "metadata": {"name": "urgent"},
+            "value": 1000,
+        }
+    )
+    big = hubfleet.job("big", gpus=8, pods=12)
+    urgent = hubfleet.job("urgent", gpus=8, pods=11)
+    urgent["spec"]["template"]["spec"]["priorityClassName"] = "urgent"
+    for item in (big, urgent):
+        hubfleet.hub.store.create(item)
+    one_member(hubfleet)
+    hubfleet.wait_for(
+        lambda: (
+            hubfleet.placed_cluster(hub_job(hubfleet, "urgent")) == "m1"
+            and (hubfleet.condition(hub_job(hubfleet, "big")) or {}).get("reason")
+            == "Unschedulable"
+        ),
+        timeout=30,
+        what="the urgent Job placed, the big one waiting",
+    )
