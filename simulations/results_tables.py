@@ -650,8 +650,9 @@ LINES: dict[str, tuple[str, Callable[[], str]]] = {
     ),
     "bench_fairshare": (
         "queues sized from the Helios Venus VCs on a multi-tenant stream (360 gangs, first 2 "
-        "clusters of openb-8, offered load 1.2×), placer's queues with preemption side by side "
-        "with no queues, Kueue-like borrowing and strict FIFO per queue (`docs/queues.md`)",
+        "clusters of openb-8, offered load 1.2×), placer's queues with preemption (and with "
+        "fair-share reclaim) side by side with no queues, Kueue-like borrowing and strict FIFO "
+        "per queue (`docs/queues.md`)",
         fairshare_line,
     ),
 }
