@@ -295,3 +295,27 @@ def test_priority_class_from_the_hub_without_queues(hubfleet: HubFleet) -> None:
         timeout=30,
         what="the urgent Job placed, the big one waiting",
     )
+
+
+def test_a_spread_workload_waits_under_queues_saying_why(hubfleet: HubFleet) -> None:
+    """Spread workloads are not decided under the hub's Queues yet: one waits, ``Placed=False``
+    naming why, and no copy is made (rather than being placed whole past its queue)."""
+    from tests.controller.test_spread import DEPLOY as SPREAD_DEPLOY
+    from tests.controller.test_spread import deployment, policy
+
+    serve_queues(hubfleet, queue("default", 8))
+    hub = hubfleet.hub.store
+    hub.create(
+        yaml.safe_load((SPREAD_DEPLOY / "crds" / "placementpolicies.placer.dev.yaml").read_text())
+    )
+    hub.create(policy())
+    hubfleet.controller()
+    hub.create(deployment(hubfleet.NAMESPACE))
+
+    def waiting() -> bool:
+        [obj] = hub.list("deployments.apps", hubfleet.NAMESPACE)
+        placed = hubfleet.condition(obj) or {}
+        return placed.get("status") == "False" and "not placed under" in placed.get("message", "")
+
+    hubfleet.wait_for(waiting, timeout=30, what="the spread Deployment waiting under queues")
+    assert hubfleet.copies("serve", kind="deployments.apps") == {}
