@@ -189,6 +189,21 @@ def test_unknown_queue_is_a_condition_and_limits_hold(hubfleet: HubFleet) -> Non
     )
     message = (hubfleet.condition(hub_job(hubfleet, "typo")) or {})["message"]
     assert "team-x" in message and "team-a" in message
+    # an invalid Queue is reported on itself (Valid=False, an InvalidQueue Event naming the
+    # field) and left out; the Job naming it still waits for an UnknownQueue
+    hubfleet.hub.store.create(queue("team-x", -2))
+
+    def reported() -> bool:
+        obj = hubfleet.hub.store.get("queues.placer.dev", "team-x")
+        valid = hubfleet.condition(obj, "Valid") or {}
+        return valid.get("status") == "False" and valid.get("reason") == "InvalidQueue"
+
+    hubfleet.wait_for(reported, timeout=30, what="the invalid Queue's Valid=False condition")
+    obj = hubfleet.hub.store.get("queues.placer.dev", "team-x")
+    assert (
+        "spec.resources.nvidia.com/gpu.quota" in (hubfleet.condition(obj, "Valid") or {})["message"]
+    )
+    assert (hubfleet.condition(hub_job(hubfleet, "typo")) or {}).get("reason") == "UnknownQueue"
     for i in range(3):
         hubfleet.hub.store.create(team_job(hubfleet, f"a-{i}", "team-a"))
 
