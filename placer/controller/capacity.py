@@ -21,7 +21,13 @@ The rules of gathering hold (:mod:`placer.fleet.gather`):
   (:data:`WATCH_TIMEOUT` + 15 s);
 * a member that does not serve ``resource.k8s.io/v1`` has no DRA devices, and the claims count
   only where there are slices (a refused claims list leaves out only a member with slices);
-* the counting is the gather's (:class:`~placer.fleet.livecluster.LiveCluster`).
+* the counting is the gather's (:class:`~placer.fleet.livecluster.LiveCluster`);
+* the ledger is synced before the capacity is read, as a gather does, and **both see the same
+  state of the caches**: a cycle holds the member's changes while it does both
+  (:meth:`MemberCapacity.holding`). An entry is retired by the pods its sync saw bound; had
+  one of them gone before the capacity was read (a re-applied edit rolling the workload's
+  pods), its room would be counted by neither, and the node look free while the workload's
+  new pods wait for it.
 
 The ledger's entries are read from the ConfigMap cache, and its workloads from the caches of
 this hub's copies (``workloads``; a workload not found there is read with a GET). An entry this
@@ -35,7 +41,8 @@ from __future__ import annotations
 import logging
 import threading
 import time
-from collections.abc import Callable, Iterable, Mapping, Sequence
+from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
+from contextlib import contextmanager
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -91,6 +98,9 @@ Workloads = Callable[[str, str, str], Informer | None]
 @dataclass
 class _Member:
     live: LiveCluster
+    #: held while a change is applied to ``live``, and while a cycle syncs the ledger and reads
+    #: the capacity (:meth:`MemberCapacity.holding`): both see the same state.
+    hold: threading.Lock = field(default_factory=threading.Lock)
     informers: dict[tuple[str, str], Informer] = field(default_factory=dict)
     #: (apiVersion, kind) -> why its watch failed (absent: it works).
     problems: dict[tuple[str, str], str] = field(default_factory=dict)
@@ -237,14 +247,15 @@ class MemberCapacity:
         if obj is None or what == CONFIGMAPS:
             return
         key = name_key(obj)
-        if what == NODES:
-            member.live.set_node(new, name=key[1])
-        elif what == PODS:
-            member.live.set_pod(key, new)
-        elif what == SLICES:
-            member.live.set_slice(key, new)
-        else:
-            member.live.set_claim(key, new)
+        with member.hold:
+            if what == NODES:
+                member.live.set_node(new, name=key[1])
+            elif what == PODS:
+                member.live.set_pod(key, new)
+            elif what == SLICES:
+                member.live.set_slice(key, new)
+            else:
+                member.live.set_claim(key, new)
         if self._on_change is not None:
             self._on_change(informer.cluster)
 
@@ -262,6 +273,18 @@ class MemberCapacity:
             self._on_state(informer.cluster, reachable, reason)
 
     # -- reading ---------------------------------------------------------------------------------
+
+    @contextmanager
+    def holding(self, name: str) -> Iterator[None]:
+        """Member ``name``'s capacity objects unchanged while held (their watches' changes wait):
+        a cycle syncs the ledger and reads the capacity under it, so that both see the same
+        pods (module docstring)."""
+        member = self._member(name)
+        if member is None:
+            yield
+            return
+        with member.hold:
+            yield
 
     def cluster(self, source: ClusterSource) -> Cluster:
         """``source``'s capacity as the watches know it, or the member unavailable and why."""

@@ -364,20 +364,21 @@ class DecisionCycle:
         clusters = []
         for source in self.config.clusters:
             client = self.members.clients.get(source.name)
-            if client is not None and not capacity.problem(source.name):
-                reads = capacity.ledger_reads(
-                    source.name,
-                    client,
-                    ledger=self.ledger,
-                    workloads=self.members.informer,
-                    now=now,
-                )
-                try:
-                    self._sync_ledger(source, now, unreadable, reads)
-                except KubeError as err:
-                    clusters.append(unavailable(source, failure_reason(err)))
-                    continue
-            clusters.append(capacity.cluster(source))
+            with capacity.holding(source.name):  # (the sync and the read see the same pods)
+                if client is not None and not capacity.problem(source.name):
+                    reads = capacity.ledger_reads(
+                        source.name,
+                        client,
+                        ledger=self.ledger,
+                        workloads=self.members.informer,
+                        now=now,
+                    )
+                    try:
+                        self._sync_ledger(source, now, unreadable, reads)
+                    except KubeError as err:
+                        clusters.append(unavailable(source, failure_reason(err)))
+                        continue
+                clusters.append(capacity.cluster(source))
         return Fleet(tuple(clusters), captured_at, accelerators=dict(self.config.accelerators_data))
 
     def _set_health(self, cluster: str, reachable: bool, reason: str) -> None:

@@ -5,6 +5,7 @@ sent to the members once the watches run."""
 
 from __future__ import annotations
 
+import threading
 import time
 from collections.abc import Iterator
 from dataclasses import replace
@@ -303,36 +304,7 @@ def test_pods_seen_bound_retire_the_in_flight_entry_and_count_once(hubfleet: Any
     member = hubfleet.members[where].store
     copy = member.get("jobs", "watched", hubfleet.NAMESPACE)
     member.put(
-        {
-            "apiVersion": "v1",
-            "kind": "Pod",
-            "metadata": {
-                "name": "watched-0",
-                "namespace": hubfleet.NAMESPACE,
-                "ownerReferences": [
-                    {
-                        "apiVersion": "batch/v1",
-                        "kind": "Job",
-                        "name": "watched",
-                        "uid": copy["metadata"]["uid"],
-                        "controller": True,
-                    }
-                ],
-            },
-            "spec": {
-                "nodeName": entry.placement.pods[0].node,
-                "containers": [
-                    {
-                        "name": "main",
-                        "resources": {
-                            "requests": {"cpu": "1", "memory": "1Gi"},
-                            "limits": {"nvidia.com/gpu": "2"},
-                        },
-                    }
-                ],
-            },
-            "status": {"phase": "Running"},
-        }
+        bound_pod(hubfleet, "watched", entry.placement.pods[0].node, copy["metadata"]["uid"], 2)
     )
     hubfleet.wait_for(
         lambda: all(
@@ -344,6 +316,114 @@ def test_pods_seen_bound_retire_the_in_flight_entry_and_count_once(hubfleet: Any
     hubfleet.wait_for(lambda: free_gpus() == total - 2, what="counted once")
     time.sleep(1.2)  # a few more gathers
     assert free_gpus() == total - 2
+
+
+def bound_pod(hubfleet: Any, name: str, node: str, owner_uid: str, gpus: int) -> dict[str, Any]:
+    """A running pod of the Job copy ``name`` on ``node`` (as the member's scheduler binds it)."""
+    return {
+        "apiVersion": "v1",
+        "kind": "Pod",
+        "metadata": {
+            "name": f"{name}-0",
+            "namespace": hubfleet.NAMESPACE,
+            "ownerReferences": [
+                {
+                    "apiVersion": "batch/v1",
+                    "kind": "Job",
+                    "name": name,
+                    "uid": owner_uid,
+                    "controller": True,
+                }
+            ],
+        },
+        "spec": {
+            "nodeName": node,
+            "containers": [
+                {
+                    "name": "main",
+                    "resources": {
+                        "requests": {"cpu": "1", "memory": "1Gi"},
+                        "limits": {"nvidia.com/gpu": str(gpus)},
+                    },
+                }
+            ],
+        },
+        "status": {"phase": "Running"},
+    }
+
+
+def test_a_pod_gone_between_the_ledger_sync_and_the_capacity_read_stays_counted(
+    hubfleet: Any,
+) -> None:
+    """The race of a re-applied edit (its framework replaces the pods): the sync sees the pod
+    bound and retires the entry; the pod goes before the capacity is read. Counted by neither,
+    the node would look free while the new pod waits for it; the member's changes wait until
+    the cycle has read both (the bench_churn census found nodes overcommitted that way)."""
+    controller = hubfleet.controller(capacity="watch").controller
+    cycle = controller.cycle
+    total = len(hubfleet.MEMBERS) * hubfleet.NODES * hubfleet.GPUS
+
+    def free_gpus(fleet: Any) -> int:
+        return sum(c.free().get("nvidia.com/gpu", 0) for c in fleet.clusters) if fleet else -1
+
+    hubfleet.hub.store.create(hubfleet.job("rolled", gpus=2))
+    where = hubfleet.wait_for(lambda: placed(hubfleet, ["rolled"]), what="placed")["rolled"]
+    entry = hubfleet.wait_for(
+        lambda: next((e for e in controller.ledger.entries() if e.cluster == where), None),
+        what="the in-flight entry",
+    )
+    member = hubfleet.members[where].store
+    copy = member.get("jobs", "rolled", hubfleet.NAMESPACE)
+    node = entry.placement.pods[0].node
+    member.put(bound_pod(hubfleet, "rolled", node, copy["metadata"]["uid"], 2))
+    hubfleet.wait_for(
+        lambda: all(
+            not e.placement.pods for e in controller.ledger.entries() if e.cluster == where
+        ),
+        what="the entry observed",
+    )
+    hubfleet.wait_for(lambda: free_gpus(cycle.fleet) == total - 2, what="the pod counted")
+
+    # the next sync reads the pods; right after, the pod is deleted (the edit's roll) and its
+    # deletion reaches the watch cache (at most 2 s) before the capacity is read
+    assert cycle.capacity is not None
+    live = cycle.capacity._member(where).live
+    read_pods = live.pods_in
+    fired = threading.Event()
+
+    def pods_in(namespace: str) -> list[dict[str, Any]]:
+        pods = read_pods(namespace)
+        if namespace == hubfleet.NAMESPACE and not fired.is_set():
+            fired.set()
+            member.delete("pods", "rolled-0", hubfleet.NAMESPACE)
+            deadline = time.monotonic() + 2.0
+            while time.monotonic() < deadline and read_pods(namespace):
+                time.sleep(0.02)
+        return pods
+
+    charged: list[Any] = []
+    charge = cycle.ledger.charge
+
+    def charge_and_keep(fleet: Any, **kwargs: Any) -> Any:
+        result = charge(fleet, **kwargs)
+        if fired.is_set() and not charged:
+            charged.append(result)
+        return result
+
+    live.pods_in = pods_in
+    cycle.ledger.charge = charge_and_keep
+    try:
+        cycle.gather_soon()
+        hubfleet.wait_for(lambda: charged, what="a gather with the pod deleted meanwhile")
+    finally:
+        live.pods_in = read_pods
+        cycle.ledger.charge = charge
+    # that gather counted the pod (it read the pods before the deletion) ...
+    assert free_gpus(charged[0]) == total - 2
+    # ... and the next ones the entry again (its pod gone, the workload's new one not bound)
+    cycle.gather_soon()
+    time.sleep(1.2)
+    assert free_gpus(cycle.fleet) == total - 2
 
 
 def test_an_entry_just_written_counts_until_its_watch_shows_it_and_not_after_its_removal(
