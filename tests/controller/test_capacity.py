@@ -284,20 +284,29 @@ def test_the_controllers_cycles_list_nothing_of_capacity_from_the_members(
         assert set(seen) <= expected, (name, seen)
 
 
+def fleet_free_gpus(fleet: Any) -> int:
+    return sum(c.free().get("nvidia.com/gpu", 0) for c in fleet.clusters) if fleet else -1
+
+
+def placed_with_entry(hubfleet: Any, controller: Any, name: str) -> tuple[str, InFlight]:
+    """Job ``name`` (2 GPUs) created on the hub: where it was placed, and its in-flight entry."""
+    hubfleet.hub.store.create(hubfleet.job(name, gpus=2))
+    where: str = hubfleet.wait_for(lambda: placed(hubfleet, [name]), what="placed")[name]
+    entry: InFlight = hubfleet.wait_for(
+        lambda: next((e for e in controller.ledger.entries() if e.cluster == where), None),
+        what="the in-flight entry",
+    )
+    return where, entry
+
+
 def test_pods_seen_bound_retire_the_in_flight_entry_and_count_once(hubfleet: Any) -> None:
     controller = hubfleet.controller(capacity="watch").controller
     total = len(hubfleet.MEMBERS) * hubfleet.NODES * hubfleet.GPUS
 
     def free_gpus() -> int:
-        fleet = controller.cycle.fleet
-        return sum(c.free().get("nvidia.com/gpu", 0) for c in fleet.clusters) if fleet else -1
+        return fleet_free_gpus(controller.cycle.fleet)
 
-    hubfleet.hub.store.create(hubfleet.job("watched", gpus=2))
-    where = hubfleet.wait_for(lambda: placed(hubfleet, ["watched"]), what="placed")["watched"]
-    entry = hubfleet.wait_for(
-        lambda: next((e for e in controller.ledger.entries() if e.cluster == where), None),
-        what="the in-flight entry",
-    )
+    where, entry = placed_with_entry(hubfleet, controller, "watched")
     assert entry.placement.pods
     hubfleet.wait_for(lambda: free_gpus() == total - 2, what="the entry charged")
     # the member's scheduler binds the copy's pod where the entry planned it
@@ -362,16 +371,8 @@ def test_a_pod_gone_between_the_ledger_sync_and_the_capacity_read_stays_counted(
     controller = hubfleet.controller(capacity="watch").controller
     cycle = controller.cycle
     total = len(hubfleet.MEMBERS) * hubfleet.NODES * hubfleet.GPUS
-
-    def free_gpus(fleet: Any) -> int:
-        return sum(c.free().get("nvidia.com/gpu", 0) for c in fleet.clusters) if fleet else -1
-
-    hubfleet.hub.store.create(hubfleet.job("rolled", gpus=2))
-    where = hubfleet.wait_for(lambda: placed(hubfleet, ["rolled"]), what="placed")["rolled"]
-    entry = hubfleet.wait_for(
-        lambda: next((e for e in controller.ledger.entries() if e.cluster == where), None),
-        what="the in-flight entry",
-    )
+    free_gpus = fleet_free_gpus
+    where, entry = placed_with_entry(hubfleet, controller, "rolled")
     member = hubfleet.members[where].store
     copy = member.get("jobs", "rolled", hubfleet.NAMESPACE)
     node = entry.placement.pods[0].node
