@@ -180,11 +180,19 @@ class ComponentDemand:
     instance: str
     replicas: int
     pod: PodDemand
+    #: an *elastic* component (:mod:`placer.definitions.elastic`): it may run any count in
+    #: ``[replicas, max_replicas]``, and ``replicas`` is its minimum (the gang's share of
+    #: ``minMember``); ``None``: exactly ``replicas``.
+    max_replicas: int | None = None
 
     @property
     def label(self) -> str:
         """``component`` or ``component/instance`` for messages and tables."""
         return f"{self.name}/{self.instance}" if self.instance else self.name
+
+    @property
+    def elastic(self) -> bool:
+        return self.max_replicas is not None and self.max_replicas > self.replicas
 
 
 @dataclass(frozen=True)
@@ -247,6 +255,11 @@ class Workload:
     def pod_count(self) -> int:
         return sum(c.replicas for c in self.components)
 
+    @property
+    def elastic(self) -> bool:
+        """Some component may run more than its ``replicas`` (:class:`ComponentDemand`)."""
+        return any(c.elastic for c in self.components)
+
     def total_requests(self) -> dict[str, int]:
         """Sum of all pods' requests (no ``pods`` entry)."""
         # written out rather than add(scale(...)): a hot path of simulation
@@ -254,6 +267,15 @@ class Workload:
         for component in self.components:
             for name, amount in component.pod.requests.items():
                 total[name] = total.get(name, 0) + amount * component.replicas
+        return total
+
+    def largest_requests(self) -> dict[str, int]:
+        """``total_requests`` with every elastic component at its ``max_replicas``."""
+        total: dict[str, int] = {}
+        for component in self.components:
+            count = max(component.replicas, component.max_replicas or 0)
+            for name, amount in component.pod.requests.items():
+                total[name] = total.get(name, 0) + amount * count
         return total
 
     @property

@@ -79,6 +79,7 @@ def register(subparsers: argparse._SubParsersAction[argparse.ArgumentParser]) ->
 def run(args: argparse.Namespace) -> int:
     from placer.dispatch.handoff import gang_warnings
     from placer.solver import solve  # OR-Tools: only for the commands that decide
+    from placer.solver.elastic import chosen_counts
     from placer.solver.refusals import refusals
     from placer.solver.report import decision_to_dict, render_text
 
@@ -156,6 +157,9 @@ def run(args: argparse.Namespace) -> int:
                 item["topology"] = [d.as_dict() for d in domains[placement.workload]]
             if placement.workload in spread:
                 item["copy"] = spread_copy(placement, objects, fleet, policies)
+            counts = chosen_counts(by_ref[placement.workload], placement)
+            if counts:
+                item["elastic"] = [c.as_dict() for c in counts]
         if queue_data is not None:
             data["queues"] = queue_data
         print_data(data, args.output)
@@ -166,6 +170,11 @@ def run(args: argparse.Namespace) -> int:
         else:
             print_table(block)
     for placement in decision.placements:
+        for count in chosen_counts(by_ref[placement.workload], placement):
+            sys.stdout.write(
+                f"{placement.workload} -> {placement.cluster}: {count.label} at "
+                f"{count.chosen} of max {count.max} replicas (elastic, min {count.min})\n"
+            )
         for shown in domains.get(placement.workload, ()):
             kind = "required" if shown.required else "preferred"
             values = ", ".join(f"{shown.level}={v}" for v in shown.domains)

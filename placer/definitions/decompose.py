@@ -36,6 +36,7 @@ from placer.accelerators import (
     default_accelerators,
 )
 from placer.definitions.catalog import Catalog
+from placer.definitions.elastic import replica_range, write_replicas
 from placer.definitions.gangs import predict_gangs
 from placer.definitions.interpret import (
     ExtractedInstance,
@@ -44,7 +45,7 @@ from placer.definitions.interpret import (
     status_phases,
 )
 from placer.definitions.jq import DEFAULT_LIMITS, JqLimits, normalize, to_json_text
-from placer.definitions.model import Definition, GroupVersionKind
+from placer.definitions.model import Component, Definition, GroupVersionKind
 from placer.definitions.replicas import replicas_field
 from placer.definitions.topology import topology_constraints
 from placer.errors import InterpretationError
@@ -87,6 +88,9 @@ class ComponentInstance:
     pod: PodDemand
     min_replicas: int | None = None
     max_replicas: int | None = None
+    #: ``(low, high)`` replicas of an elastic instance (:mod:`placer.definitions.elastic`): it
+    #: is placed at any count in that range; ``None``: at ``replicas``.
+    elastic: tuple[int, int] | None = None
     #: per pod, what the pod asks for beyond its own containers (or a shared GPU resource they
     #: ask for), and where from: injected containers, GPU fractions, DRA claims.
     sources: tuple[RequestSource, ...] = ()
@@ -249,7 +253,10 @@ def decompose(
         if not component.has_pod_definition:
             continue
         for inst in extracted:
-            components.append(_component_instance(component.name, inst, where, counting))
+            made = _component_instance(component.name, inst, where, counting)
+            if definition.elastic:
+                made = _elastic(obj, definition, component, made, where, limits, counting)
+            components.append(made)
     gangs = predict_gangs(definition, extraction.instances)
     workload = _workload(obj, ref, components, gangs, source)
     topologies = (
@@ -340,6 +347,32 @@ def _component_instance(
     )
 
 
+def _elastic(
+    obj: Mapping[str, Any],
+    definition: Definition,
+    component: Component,
+    made: ComponentInstance,
+    where: str,
+    limits: JqLimits,
+    counting: _Counting,
+) -> ComponentInstance:
+    """``made`` with its elastic range when it has one placer can write (else a warning)."""
+    scale = Scale(made.replicas, made.min_replicas, made.max_replicas)
+    at = f"{where}: component {made.label!r}"
+    found = replica_range(component, scale, where=at)
+    if found is None or found[1] <= found[0]:
+        return made
+    low, high = found
+    try:
+        write_replicas(
+            obj, definition, {(made.name, made.instance): high}, where=where, limits=limits
+        )
+    except InterpretationError as exc:
+        counting.warnings.append(f"{exc}; placed at its declared {made.replicas} replicas")
+        return made
+    return replace(made, elastic=(low, high))
+
+
 def _workload(
     obj: Mapping[str, Any],
     ref: WorkloadRef,
@@ -383,8 +416,16 @@ def _workload(
         ref=ref,
         components=tuple(
             ComponentDemand(name=c.name, instance=c.instance, replicas=c.replicas, pod=c.pod)
+            if c.elastic is None
+            else ComponentDemand(
+                name=c.name,
+                instance=c.instance,
+                replicas=c.elastic[0],
+                pod=c.pod,
+                max_replicas=c.elastic[1],
+            )
             for c in components
-            if c.replicas > 0
+            if c.replicas > 0 or c.elastic is not None
         ),
         gangs=gangs,
         labels=labels,

@@ -5,7 +5,9 @@ One model for both API eras: ``run.ai/v1alpha1 Karta`` (current) and
 the current era has (suspend, ``matchLabels``, ``replicaSelector``, ``podGroup``) are simply
 absent in old documents. Absent and ``null`` mean the same everywhere, as in upstream's Go types.
 One field is placer's own extension, ignored by upstream's decoder (unknown keys):
-``specDefinition.injectedContainers`` (:class:`InjectedContainer`).
+``specDefinition.injectedContainers`` (:class:`InjectedContainer`); and two metadata
+annotations, ``placer.dev/elastic`` and ``placer.dev/resizable`` (:attr:`Definition.elastic`,
+:attr:`Definition.resizable`).
 
 Every component remembers ``field`` (``spec.structureDefinition.childComponents[1]``) so that any
 message about it can point at the exact place in the document.
@@ -21,6 +23,8 @@ from dataclasses import dataclass, field
 from typing import Any
 
 __all__ = [
+    "ANNOTATION_ELASTIC",
+    "ANNOTATION_RESIZABLE",
     "INJECTED_KINDS",
     "KARTA_API_VERSION",
     "RESOURCE_INTERFACE_API_VERSION",
@@ -357,6 +361,21 @@ class GangScheduling:
     pod_group: PodGroupV2 | None = None
 
 
+#: the definition's metadata annotations placer reads (placer's extension; upstream ignores
+#: annotations): elastic placement, and whether the framework resizes a running workload.
+ANNOTATION_ELASTIC = "placer.dev/elastic"
+ANNOTATION_RESIZABLE = "placer.dev/resizable"
+
+
+def _flag(document: Mapping[str, Any], key: str) -> bool:
+    metadata = document.get("metadata")
+    annotations = metadata.get("annotations") if isinstance(metadata, Mapping) else None
+    if not isinstance(annotations, Mapping):
+        return False
+    value = annotations.get(key)
+    return isinstance(value, str) and value.strip().lower() == "true"
+
+
 @dataclass(frozen=True, eq=False)
 class Definition:
     """A parsed definition document.
@@ -395,6 +414,19 @@ class Definition:
     def children_of(self, name: str) -> tuple[Component, ...]:
         """Components whose ``ownerRef`` is ``name``, in document order."""
         return tuple(c for c in self.children if c.owner == name)
+
+    @property
+    def elastic(self) -> bool:
+        """``metadata.annotations["placer.dev/elastic"] == "true"``: components with a
+        ``minReplicasPath`` or ``maxReplicasPath`` are placed at any count in that range, written
+        through their ``replicasPath`` (:mod:`placer.definitions.elastic`)."""
+        return _flag(self.document, ANNOTATION_ELASTIC)
+
+    @property
+    def resizable(self) -> bool:
+        """``metadata.annotations["placer.dev/resizable"] == "true"``: the framework resizes a
+        running workload when its replicas field changes, so the controller may grow it later."""
+        return _flag(self.document, ANNOTATION_RESIZABLE)
 
     @property
     def label(self) -> str:

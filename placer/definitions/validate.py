@@ -29,7 +29,7 @@ from collections.abc import Iterator
 
 from placer.definitions.jq import compile_jq, compile_problems
 from placer.definitions.jqsyntax import isolation_violations, safety_violations
-from placer.definitions.model import Component, Definition
+from placer.definitions.model import ANNOTATION_ELASTIC, Component, Definition
 from placer.errors import DefinitionInvalidError, JqError
 
 __all__ = ["check_definition", "jq_fields", "remember_valid", "validate_definition"]
@@ -90,6 +90,9 @@ def validate_definition(definition: Definition) -> list[str]:
                         f"spec.optimizationInstructions.gangScheduling.podGroup.subGroups[{s}]: "
                         f"sub-group component '{sub.component_name}' is not defined"
                     )
+
+    if definition.elastic:
+        problems.extend(_elastic_problems(definition))
 
     for component in definition.components:
         if component.suspend is None:
@@ -197,6 +200,32 @@ def _component_problems(component: Component) -> list[str]:
             )
         if type_selector.value is not None and not type_selector.key_path:
             problems.append(f"{_named(component)} {field}: value requires keyPath")
+    return problems
+
+
+def _elastic_problems(definition: Definition) -> list[str]:
+    """An elastic definition writes the chosen count through ``replicasPath``: a component
+    with a range must have one, and some component must have a range."""
+    problems = []
+    ranged = 0
+    for component in definition.components:
+        scale = component.scale
+        if scale is None or (scale.min_replicas_path is None and scale.max_replicas_path is None):
+            continue
+        ranged += 1
+        if not scale.replicas_path:
+            problems.append(
+                f"{definition.label}: {_named(component)} "
+                f"{component.field}.scaleDefinition.replicasPath: missing; "
+                f"the definition is elastic ({ANNOTATION_ELASTIC}) and placer writes the chosen "
+                "replica count there: add the jq path of the replicas field"
+            )
+    if not ranged:
+        problems.append(
+            f"{definition.label}: metadata.annotations[{ANNOTATION_ELASTIC}]: no component has a "
+            "scaleDefinition.minReplicasPath or maxReplicasPath to place elastically: add them, "
+            "or remove the annotation"
+        )
     return problems
 
 

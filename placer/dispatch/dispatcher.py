@@ -101,6 +101,7 @@ from placer.dispatch.record import (
 from placer.dispatch.redecide import Redecider
 from placer.dispatch.reservation import reserve
 from placer.dispatch.rollback import may_have_landed, rollback
+from placer.dispatch.scaling import with_chosen_replicas
 from placer.dispatch.units import ClusterRun, DispatchError, Unit, UnitResult, group_units
 from placer.errors import (
     ClusterUnreachableError,
@@ -529,7 +530,7 @@ class Dispatcher:
                 shaped = topology_of(manifest.workload, self.options.policies)
                 domains = required_domains(shaped, placement, fleet)
                 handoff = plan_handoff(
-                    self._body(manifest, record),
+                    self._body(manifest, record, placement),
                     manifest,
                     placement,
                     scheduler,
@@ -676,8 +677,12 @@ class Dispatcher:
         holder = taken or Claim("", "", "another decider", "", 0.0, 0.0, 0.0)
         raise DispatchError(attempt, leftover=leftover, taken=holder)
 
-    def _body(self, manifest: Manifest, record: PlacementRecord) -> dict[str, Any]:
+    def _body(
+        self, manifest: Manifest, record: PlacementRecord, placement: Placement
+    ) -> dict[str, Any]:
         body = dispatch_manifest(manifest.body, manifest.ref, record)
+        # an elastic workload's copy carries the counts the decision chose
+        body = with_chosen_replicas(body, manifest.decomposition, placement)
         definition = manifest.decomposition.definition
         if self.options.resume and can_suspend(definition):
             body = resume(body, definition)

@@ -19,7 +19,12 @@ Symbols
 * Nodes ``n ∈ N_c`` with free vector ``f_n ∈ ℕ^K`` and GPU devices ``d`` with free thousandths
   ``φ_{n,d} ∈ [0, 1000]``; ``E_r ⊆ N_c`` the nodes run ``r`` may use (selector, affinity,
   taints, cordon, readiness).
-* Decision variables: ``x_{u,c} ∈ {0, 1}`` (the master), and the packer's pod-to-node map.
+* Elastic runs (:mod:`placer.solver.elastic`): a run ``r`` of an elastic component takes any
+  count ``n_r ∈ [lo_r, hi_r]`` (its ``replicas`` and ``max_replicas``); ``lo_r`` is what the
+  gang needs (its ``minMember`` share) and is the count in ``v_u`` and every constraint below;
+  ``e_r = n_r − lo_r`` are its extra pods, each worth ``v_r`` (one pod's value).
+* Decision variables: ``x_{u,c} ∈ {0, 1}`` (the master), the packer's pod-to-node map, and
+  ``e_r``.
 
 Objective
 ---------
@@ -27,7 +32,12 @@ Lexicographic: (1) priorities, strictly — level by level from the highest, eac
 on what the levels above left, so a higher priority is never displaced by a lower one;
 (2) placed value ``Σ v_u x_{u,c}``; (3) preference ``-Σ ρ_{u,c} x_{u,c}``. (2) and (3) are one
 CP-SAT objective ``max Σ (v_u·S − ρ_{u,c}) x_{u,c}`` with ``S = 1 + Σ_u max_c ρ_{u,c}``, which
-makes any value gain outweigh every preference term.
+makes any value gain outweigh every preference term. Then (4) **more replicas of elastic
+runs**, ``max Σ_r v_r e_r``, on the capacity the decision left, in the cluster each unit got:
+after priorities, fair share (:mod:`placer.solver.fairshare` grows after its last tier, within
+the queues' limits) and placed value, so an elastic job never keeps another workload out by
+growing. Every solver, baselines and online mode included, decides at ``lo_r`` and then grows
+(:func:`placer.solver.elastic.grow`: bisection per run, realised by the packer).
 
 Why a decomposition
 -------------------
@@ -114,9 +124,11 @@ valid upper bounds on what any node-feasible placement of the decision places
 (:mod:`placer.solver.bounds`): ``capacity_gpu`` (B0, always), ``cluster_lp_gpu`` (B2),
 ``node_lp_gpu`` (B3) and ``class_lp_gpu`` (the node-class LP) when the time limit affords
 the LPs (above), and ``tightest_gpu`` (the least of those present); when every unit is
-placed and the LPs were not solved, each LP bound is the placed GPUs. In batch CP-SAT with
-one priority level and a small master also ``cpsat_value``, the master's proven bound on
-placed value (before any no-good cut).
+placed and the LPs were not solved, each LP bound is the placed GPUs. The LPs model elastic
+runs at ``lo_r``: every bound adds the GPUs of their ``hi_r − lo_r`` extra pods (a placement
+less its extra pods is one they bound). In batch CP-SAT with one priority level and a small
+master also ``cpsat_value``, the master's proven bound on placed value (before any no-good
+cut; the value of the units at ``lo_r``).
 
 Time: ``time_limit`` covers the whole decision, the LP bounds included (they are solved
 before the search, so the search simply gets what is left). The search stops at the limit

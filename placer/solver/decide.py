@@ -27,6 +27,8 @@ from placer.solver import MODES, SOLVERS
 from placer.solver.bounds import BOUND_KEYS, gpu_class_lp, lp_bounds
 from placer.solver.classlp import ClassLP
 from placer.solver.clock import Clock
+from placer.solver.elastic import elastic_slack, placed_requests
+from placer.solver.elastic import grow as grow_elastic
 from placer.solver.explain import RunReasons, why_not
 from placer.solver.heuristics import Placed, failure_basis, run_rule
 from placer.solver.master import solve_level
@@ -70,6 +72,7 @@ def solve(
     seed: int = 0,
     pod_mix: Sequence[tuple[PodDemand, float]] = (),
     exclusions: Mapping[int, Mapping[str, str]] | None = None,
+    grow: bool = True,
 ) -> Decision:
     """Decide where each workload goes (see :mod:`placer.solver`).
 
@@ -87,6 +90,9 @@ def solve(
             (online mode); default: the pods of ``workloads``.
         exclusions: per workload (index in ``workloads``), clusters it may not use and why,
             beyond policies and pins (:mod:`placer.solver.fairshare`'s cluster limits).
+        grow: raise elastic components above their minimum on what the decision left (term
+            (4) of the model, :mod:`placer.solver.elastic`); ``False`` for a caller that grows
+            them itself after several calls (fair share's tiers).
 
     Raises:
         ValueError: an unknown solver or mode, or a time limit that is not positive.
@@ -99,7 +105,7 @@ def solve(
     gc.disable()
     try:
         return _solve(
-            workloads, fleet, policies, solver, mode, time_limit, seed, pod_mix, exclusions
+            workloads, fleet, policies, solver, mode, time_limit, seed, pod_mix, exclusions, grow
         )
     finally:
         if collecting:
@@ -116,6 +122,7 @@ def _solve(
     seed: int,
     pod_mix: Sequence[tuple[PodDemand, float]],
     exclusions: Mapping[int, Mapping[str, str]] | None,
+    grow: bool,
 ) -> Decision:
     started = time.perf_counter()
     clock = Clock()
@@ -152,6 +159,8 @@ def _solve(
     else:
         placed = _batch_rule(problem, live, solver, failures)
         status = "feasible"
+    if grow and any(w.elastic for w in workloads):
+        placed = grow_elastic(problem, placed)  # term (4) of the model
     bound = bounds.report(problem, placed)
     if cpsat_bound is not None:
         bound["cpsat_value"] = round(cpsat_bound, 3)
@@ -208,8 +217,15 @@ class DecisionBounds:
             elif self.affordable:
                 self.complete()
                 bound = dict(self.values or {})
+        # the LPs see elastic runs at their minimum: their extra pods' GPUs are added to every
+        # bound (a placement less its extra pods is one the LPs bound)
+        slack = elastic_slack(problem.workloads)
+        if slack:
+            for key in ("cluster_lp_gpu", "node_lp_gpu", "class_lp_gpu"):
+                if key in bound:
+                    bound[key] = round(bound[key] + slack / 1000.0, 3)
         free_milli = sum(int(s.devfree[s.usable].sum()) for s in self.pristine.values())
-        demand_milli = sum(u.milli for u in problem.units)
+        demand_milli = sum(u.milli for u in problem.units) + slack
         bound["capacity_gpu"] = min(free_milli, demand_milli) / 1000.0
         bound["tightest_gpu"] = min(bound[k] for k in BOUND_KEYS if k in bound)
         return bound
@@ -466,14 +482,15 @@ def _decision(
             )
         for member in unit.members:
             workload = workloads[member]
+            assigned = tuple(sorted(pods[member], key=lambda p: (p.component, p.instance, p.index)))
             placements.append(
                 Placement(
                     workload=workload.ref,
                     cluster=cluster,
-                    pods=tuple(
-                        sorted(pods[member], key=lambda p: (p.component, p.instance, p.index))
+                    pods=assigned,
+                    requests=(
+                        placed_requests(assigned) if workload.elastic else workload.total_requests()
                     ),
-                    requests=workload.total_requests(),
                 )
             )
     position: dict[object, int] = {}
@@ -496,13 +513,15 @@ def _decision(
             )
     unplaced.sort(key=lambda u: position.get(u.workload, 0))
     demand: dict[str, int] = {}
-    placed_requests: dict[str, int] = {}
-    placed_refs = {p.workload for p in placements}
+    placed_total: dict[str, int] = {}
+    placed_by_ref = {p.workload: p for p in placements}
     for workload in workloads:
-        for name, amount in workload.total_requests().items():
+        for name, amount in workload.largest_requests().items():
             demand[name] = demand.get(name, 0) + amount
-            if workload.ref in placed_refs:
-                placed_requests[name] = placed_requests.get(name, 0) + amount
+        placement = placed_by_ref.get(workload.ref)
+        if placement is not None:
+            for name, amount in placement.requests.items():
+                placed_total[name] = placed_total.get(name, 0) + amount
     summary = DecisionSummary(
         solver=solver,
         mode=mode,
@@ -511,7 +530,7 @@ def _decision(
         workloads=len(workloads),
         placed=len(placements),
         demand=demand,
-        placed_requests=placed_requests,
+        placed_requests=placed_total,
         bound=bound,
     )
     return Decision(placements=tuple(placements), unplaced=tuple(unplaced), summary=summary)

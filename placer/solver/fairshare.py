@@ -43,6 +43,9 @@ Objective, lexicographic
    ``ω_{q,r} = 0`` never goes over its quota of ``r``.
 4. **Packing quality**: each tier's offered set is one call of the chosen solver, which
    maximises placed value, then preference (:mod:`placer.solver`).
+5. **More replicas of elastic components**, after the last tier: every placed elastic
+   workload grows as far as the capacity left and its queues' limits allow
+   (:func:`placer.solver.elastic.grow_placements`; the tiers decide at the minimum).
 
 Rounds: in each tier the offer is bounded by the fleet's free totals (the admitted demand fits
 them per resource), so the solver's value maximisation cannot reorder the fair order; up to
@@ -81,6 +84,7 @@ from placer.quantity import GPU
 from placer.queues import Membership, QueueSet, Usage, membership
 from placer.solver.charging import charge
 from placer.solver.decide import solve
+from placer.solver.elastic import grow_placements
 from placer.solver.state import node_devices
 
 __all__ = ["IN_QUOTA", "OVER_QUOTA", "FairDecision", "Running", "solve_fair"]
@@ -239,6 +243,7 @@ def solve_fair(
             seed=seed,
             pod_mix=pod_mix,
             exclusions=exclusions,
+            grow=False,  # elastic components grow after the last tier (below)
         )
         statuses.append(decision.summary.status)
         by_ref = {p.workload: p for p in decision.placements}
@@ -312,10 +317,37 @@ def solve_fair(
                 if bounded and len(state.done) == before:
                     # nothing placed in the fair order: go to the last round at once
                     continue
+    # term (4) of the model (placer.solver.elastic), after every tier, within the queues' limits
+    grown = grow_placements(
+        workloads,
+        state.placed,
+        state.fleet,
+        policies=policies,
+        admission=_QueueAdmission(state.usage, members),
+    )
+    state.placed.update(grown)
     decision = _merge(workloads, units, state, reasons, fleet, solver, mode, statuses, started)
     return FairDecision(
         decision=decision, memberships=members, tiers=dict(state.tiers), usage=state.usage
     )
+
+
+@dataclass
+class _QueueAdmission:
+    """Extra pods of an elastic workload are admitted within its queues' limits."""
+
+    usage: Usage
+    members: Sequence[Membership]
+
+    def allows(self, workload: int, cluster: str, extra: Mapping[str, int]) -> bool:
+        queue = self.members[workload].queue
+        return (
+            self.usage.limit_problem(queue, extra) is None
+            and self.usage.cluster_problem(queue, extra, cluster) is None
+        )
+
+    def book(self, workload: int, cluster: str, extra: Mapping[str, int]) -> None:
+        self.usage.add(self.members[workload].queue, extra, cluster)
 
 
 @dataclass
@@ -459,9 +491,10 @@ def _merge(
     demand: dict[str, int] = {}
     placed_requests: dict[str, int] = {}
     for i, workload in enumerate(workloads):
-        for name, amount in workload.total_requests().items():
+        for name, amount in workload.largest_requests().items():
             demand[name] = demand.get(name, 0) + amount
-            if i in state.placed:
+        if i in state.placed:
+            for name, amount in state.placed[i].requests.items():
                 placed_requests[name] = placed_requests.get(name, 0) + amount
     if not statuses:
         status = "trivial"

@@ -6,8 +6,10 @@ so a bug in the solver's bookkeeping cannot hide itself. It checks:
 * every input workload is either placed once or unplaced once, and nothing else appears;
 * each placement is in a reachable cluster of the fleet, honours the workload's pin, the first
   matching policy's cluster selector (when ``policies`` are given) and the cluster's taints;
-* every pod of every component is there exactly once, on a node of that cluster which accepts
-  it (ready, not cordoned, selector, affinity, taints: :func:`placer.podspec.node_mismatch`);
+* every pod of every component is there exactly once (an elastic component's pods
+  ``0..k-1`` for one ``k`` between its ``replicas`` and ``max_replicas``), on a node of that
+  cluster which accepts it (ready, not cordoned, selector, affinity, taints:
+  :func:`placer.podspec.node_mismatch`);
 * no node gets more than its free amount of any resource or pod slots, and GPU devices are
   never over-committed (whole GPUs on idle devices, shares within a device's free thousandths);
 * the pods of each required topology constraint share one domain (one value of its level's
@@ -71,17 +73,24 @@ def verify(
         policy = policy_for(workload, policies)
         if policy is not None and not policy.admits(cluster):
             problems.append(f"{where}: policy {policy.name} excludes the cluster")
+        # an elastic component has its pods 0..k-1 for one k in [replicas, max_replicas]
         expected = {
-            (c.name, c.instance, i): c for c in workload.components for i in range(c.replicas)
+            (c.name, c.instance, i): c
+            for c in workload.components
+            for i in range(max(c.replicas, c.max_replicas or 0))
         }
         got = Counter((p.component, p.instance, p.index) for p in placement.pods)
+        top: dict[tuple[str, str], int] = {}
+        for name, instance, index in got:
+            top[(name, instance)] = max(top.get((name, instance), 0), index + 1)
         for pod_key, count in got.items():
             if pod_key not in expected:
                 problems.append(f"{where}: unexpected pod {pod_key}")
             elif count > 1:
                 problems.append(f"{where}: pod {pod_key} placed {count} times")
-        for pod_key in expected:
-            if pod_key not in got:
+        for pod_key, demand in expected.items():
+            needed = max(demand.replicas, top.get(pod_key[:2], 0))
+            if pod_key not in got and pod_key[2] < needed:
                 problems.append(f"{where}: pod {pod_key} has no node")
         nodes = {n.name: n for n in cluster.nodes}
         for pod in placement.pods:

@@ -1,0 +1,266 @@
+"""Growing elastic components: objective term (4) of the model in :mod:`placer.solver`.
+
+An elastic component (:attr:`placer.model.ComponentDemand.elastic`) runs any count in
+``[lo_r, hi_r]`` (``replicas`` .. ``max_replicas``). Every solver decides placements with each
+elastic run at ``lo_r`` (so priorities, fairness and placed value are decided on the gang's
+minimum, exactly as for any other run); then :func:`grow` raises the counts on the capacity the
+decision left, the lexicographic term after them: ``max Σ_r v_r e_r`` with ``e_r ∈
+[0, hi_r − lo_r]`` the extra pods of run ``r`` in the cluster its unit was given, ``v_r`` its
+pods' value. It is solved greedily: units by priority (highest first) then input order; in a
+unit, its elastic runs in order, each to the largest count the packer realises (bisection over
+the count, capped by the cluster's free copies of the pod, every pod of the unit packed again
+together, topology constraints included), never below ``lo_r``. An ``admission`` (queue limits,
+:mod:`placer.solver.fairshare`) may refuse extra pods.
+
+Pure: works on the solver's cluster states and returns new packings.
+"""
+
+from __future__ import annotations
+
+from collections import Counter
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass, replace
+from typing import Protocol
+
+from placer.model import ComponentDemand, Fleet, Placement, PodAssignment, Workload
+from placer.policy import PlacementPolicy
+from placer.solver.packer import Packed, PodRun, pack
+from placer.solver.problem import Problem, Unit, build_problem
+from placer.solver.state import ClusterState, PodShape, gpu_milli
+from placer.solver.topology import needs_of
+
+__all__ = [
+    "Admission",
+    "ChosenCount",
+    "chosen_counts",
+    "elastic_slack",
+    "grow",
+    "grow_placements",
+    "placed_requests",
+    "pods_of",
+]
+
+
+class Admission(Protocol):
+    """Who may take extra pods (queue limits): asked before a trial, told of what was kept."""
+
+    def allows(self, workload: int, cluster: str, extra: Mapping[str, int]) -> bool: ...
+
+    def book(self, workload: int, cluster: str, extra: Mapping[str, int]) -> None: ...
+
+
+def grow(
+    problem: Problem,
+    placed: Sequence[tuple[Unit, str, Packed]],
+    *,
+    admission: Admission | None = None,
+) -> list[tuple[Unit, str, Packed]]:
+    """``placed`` with every elastic run at the largest count that packs (module docstring).
+    ``problem.states`` hold the decision's placements and are updated with the growth."""
+    result = list(placed)
+    order = sorted(range(len(result)), key=lambda i: (-result[i][0].priority, result[i][0].index))
+    for position in order:
+        unit, cluster, packed = result[position]
+        state = problem.states[cluster]
+        grown = _grow_unit(problem, state, unit, cluster, packed, admission)
+        if grown is not None:
+            result[position] = (unit, cluster, grown)
+    return result
+
+
+def _grow_unit(
+    problem: Problem,
+    state: ClusterState,
+    unit: Unit,
+    cluster: str,
+    packed: Packed,
+    admission: Admission | None,
+) -> Packed | None:
+    workloads = problem.workloads
+    elastic = [
+        (member, c) for member in unit.members for c in workloads[member].components if c.elastic
+    ]
+    if not elastic:
+        return None
+    needs = {m: needs_of(workloads[m]) for m in unit.members if workloads[m].topology}
+    counts = {(m, c.label): c.replicas for m in unit.members for c in workloads[m].components}
+    shapes = {id(run.component.pod): run.shape for run, _, _, _ in packed.pods}
+
+    def runs() -> list[PodRun]:
+        return [
+            PodRun(
+                workload=m,
+                component=replace(c, replicas=counts[(m, c.label)]),
+                shape=shapes.get(id(c.pod)) or PodShape.of(c.pod, problem.names),
+                topology=needs[m].get(c.label, ()) if m in needs else (),
+            )
+            for m in unit.members
+            for c in workloads[m].components
+            if counts[(m, c.label)] > 0
+        ]
+
+    state.apply([packed.replay], sign=-1)
+    best = packed
+    for member, component in elastic:
+        key = (member, component.label)
+        shape = shapes.get(id(component.pod)) or PodShape.of(component.pod, problem.names)
+        low = counts[key]
+        assert component.max_replicas is not None
+        high = min(component.max_replicas, low + state.copies_total(shape))
+        while low < high:
+            middle = (low + high + 1) // 2
+            extra = _extra(component, middle - component.replicas)
+            if admission is not None and not admission.allows(member, cluster, extra):
+                high = middle - 1
+                continue
+            counts[key] = middle
+            mark = state.mark()
+            result = pack(state, runs(), scoring=unit.scoring, mix=problem.mix)
+            state.undo(mark)
+            if isinstance(result, Packed):
+                best, low = result, middle
+            else:
+                high = middle - 1
+            counts[key] = low
+        if admission is not None and low > component.replicas:
+            admission.book(member, cluster, _extra(component, low - component.replicas))
+    state.apply([best.replay])
+    return best if best is not packed else None
+
+
+@dataclass(frozen=True)
+class ChosenCount:
+    """The count chosen for an elastic component of a placed workload."""
+
+    component: str
+    instance: str
+    chosen: int
+    min: int
+    max: int
+
+    @property
+    def label(self) -> str:
+        return f"{self.component}/{self.instance}" if self.instance else self.component
+
+    def as_dict(self) -> dict[str, object]:
+        return {"component": self.label, "replicas": self.chosen, "min": self.min, "max": self.max}
+
+
+def chosen_counts(workload: Workload, placement: Placement) -> list[ChosenCount]:
+    """Each elastic component's chosen count in ``placement`` (its pods there)."""
+    placed = Counter((p.component, p.instance) for p in placement.pods)
+    return [
+        ChosenCount(c.name, c.instance, placed[(c.name, c.instance)], c.replicas, c.max_replicas)
+        for c in workload.components
+        if c.elastic and c.max_replicas is not None
+    ]
+
+
+def elastic_slack(workloads: Sequence[Workload]) -> int:
+    """GPU thousandths of every elastic run's pods above its minimum (``hi_r − lo_r``), what
+    the bounds add to their model of the runs at the minimum."""
+    return sum(
+        (c.max_replicas - c.replicas) * gpu_milli(c.pod)
+        for w in workloads
+        for c in w.components
+        if c.elastic and c.max_replicas is not None
+    )
+
+
+def _extra(component: ComponentDemand, pods: int) -> dict[str, int]:
+    return {name: amount * pods for name, amount in component.pod.requests.items()}
+
+
+def placed_requests(pods: Sequence[PodAssignment]) -> dict[str, int]:
+    """Total requests of a placement's pods (an elastic workload's grown size)."""
+    total: dict[str, int] = {}
+    for pod in pods:
+        for name, amount in pod.requests.items():
+            total[name] = total.get(name, 0) + amount
+    return total
+
+
+def grow_placements(
+    workloads: Sequence[Workload],
+    placements: Mapping[int, Placement],
+    fleet: Fleet,
+    *,
+    policies: Sequence[PlacementPolicy] = (),
+    admission: Admission | None = None,
+) -> dict[int, Placement]:
+    """:func:`grow` for placements already made (by index in ``workloads``) on ``fleet``, the
+    capacity with every placement of the decision charged: the grown ones, by index."""
+    chosen = [i for i in sorted(placements) if workloads[i].elastic]
+    if not chosen:
+        return {}
+    alone = [replace(workloads[i], group=None) for i in chosen]
+    problem = build_problem(alone, fleet, policies)
+    placed: list[tuple[Unit, str, Packed]] = []
+    for unit, index in zip(problem.units, chosen, strict=True):
+        placement = placements[index]
+        state = problem.states.get(placement.cluster)
+        if state is None:
+            continue
+        packed = _packed_of(problem, state, unit, placement)
+        if packed is not None:
+            placed.append((unit, placement.cluster, packed))
+    grown: dict[int, Placement] = {}
+    for unit, cluster, packed in grow(problem, placed, admission=_Shifted(admission, chosen)):
+        index = chosen[unit.members[0]]
+        pods = pods_of(problem.states[cluster], packed)
+        if len(pods) != len(placements[index].pods):
+            grown[index] = replace(placements[index], pods=pods, requests=placed_requests(pods))
+    return grown
+
+
+class _Shifted:
+    """An admission asked by the positions of a sub-list of the workloads."""
+
+    def __init__(self, inner: Admission | None, indices: Sequence[int]) -> None:
+        self.inner = inner
+        self.indices = indices
+
+    def allows(self, workload: int, cluster: str, extra: Mapping[str, int]) -> bool:
+        return self.inner is None or self.inner.allows(self.indices[workload], cluster, extra)
+
+    def book(self, workload: int, cluster: str, extra: Mapping[str, int]) -> None:
+        if self.inner is not None:
+            self.inner.book(self.indices[workload], cluster, extra)
+
+
+def _packed_of(
+    problem: Problem, state: ClusterState, unit: Unit, placement: Placement
+) -> Packed | None:
+    """The packing a placement made, over ``unit``'s runs (``None`` when a pod's node or
+    component is not known here)."""
+    position = {name: i for i, name in enumerate(state.node_names)}
+    runs = {(r.component.name, r.component.instance): r for r in unit.runs}
+    pods = []
+    for pod in placement.pods:
+        run = runs.get((pod.component, pod.instance))
+        node = position.get(pod.node)
+        if run is None or node is None:
+            return None
+        pods.append((run, pod.index, node, pod.devices))
+    return Packed(pods=tuple(pods), score=0.0)
+
+
+def pods_of(state: ClusterState, packed: Packed) -> tuple[PodAssignment, ...]:
+    """A packing's pods as the model's assignments, sorted as a Placement keeps them."""
+    names = state.node_names
+    return tuple(
+        sorted(
+            (
+                PodAssignment(
+                    component=run.component.name,
+                    instance=run.component.instance,
+                    index=index,
+                    node=names[node],
+                    requests=run.component.pod.requests,
+                    devices=devices,
+                )
+                for run, index, node, devices in packed.pods
+            ),
+            key=lambda p: (p.component, p.instance, p.index),
+        )
+    )
