@@ -59,6 +59,7 @@ from placer.controller.actions import Actions
 from placer.controller.capacity import MemberCapacity
 from placer.controller.cycles import DecisionCycle
 from placer.controller.events import EventRecorder
+from placer.controller.growth import Grower
 from placer.controller.hubcache import HubCache
 from placer.controller.hubconfig import (
     DEFINITION_KINDS,
@@ -259,6 +260,14 @@ class Controller:
             release=lambda ref: self.queue.done(ref, again=True),
             preempted=lambda reason: self.metrics.preemptions.labels(reason).inc(),
             clock=clock,
+        )
+        self.cycle.grower = Grower(
+            hub=self.hub_cache,
+            members=self.members,
+            ledger=self.ledger,
+            events=self.events,
+            claim=self._claim_for_move,
+            release=lambda ref: self.queue.done(ref, again=True),
         )
         self.reconciler = Reconciler(
             settings,

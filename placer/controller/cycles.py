@@ -39,6 +39,7 @@ from functools import partial
 from placer.controller.capacity import MemberCapacity
 from placer.controller.events import EventRecorder
 from placer.controller.fanout import Part, Redecisions, ensure_namespaces, split_decision
+from placer.controller.growth import Grower
 from placer.controller.hubcache import HubCache
 from placer.controller.hubwrites import HubWriter
 from placer.controller.members import MembersView
@@ -214,6 +215,9 @@ class DecisionCycle:
         #: evicts placed work for pending work the hub's queues entitle, when set.
         self.preemption: Preemption | None = None
         self._queue_metrics_at = float("-inf")
+        #: grows resizable elastic workloads when room appears, after each gather
+        #: (:mod:`placer.controller.growth`), when set.
+        self.grower: Grower | None = None
 
     # -- the thread ------------------------------------------------------------------------------
 
@@ -287,6 +291,8 @@ class DecisionCycle:
             self._last_gather = self._clock()
         if self.stuck is not None:
             self.stuck.check()
+        if self.grower is not None:
+            self.grower.check(charged)
         return charged
 
     def queue_metrics(self) -> None:

@@ -258,6 +258,8 @@ def decompose(
                 made = _elastic(obj, definition, component, made, where, limits, counting)
             components.append(made)
     gangs = predict_gangs(definition, extraction.instances)
+    if any(c.elastic is not None for c in components):
+        gangs = _elastic_gangs(gangs, components)
     workload = _workload(obj, ref, components, gangs, source)
     topologies = (
         catalog_or_definition.topologies
@@ -360,7 +362,7 @@ def _elastic(
     scale = Scale(made.replicas, made.min_replicas, made.max_replicas)
     at = f"{where}: component {made.label!r}"
     found = replica_range(component, scale, where=at)
-    if found is None or found[1] <= found[0]:
+    if found is None or found == (made.replicas, made.replicas):
         return made
     low, high = found
     try:
@@ -371,6 +373,21 @@ def _elastic(
         counting.warnings.append(f"{exc}; placed at its declared {made.replicas} replicas")
         return made
     return replace(made, elastic=(low, high))
+
+
+def _elastic_gangs(
+    gangs: tuple[Gang, ...], components: list[ComponentInstance]
+) -> tuple[Gang, ...]:
+    """``gangs`` with each elastic member counted at its minimum (the gang needs no more; a
+    declared count below ``minReplicas`` is raised to it, as placement does)."""
+    delta = {
+        c.label: c.elastic[0] - min(c.replicas, c.min_replicas or c.replicas)
+        for c in components
+        if c.elastic is not None
+    }
+    return tuple(
+        replace(g, min_member=g.min_member + sum(delta.get(m, 0) for m in g.members)) for g in gangs
+    )
 
 
 def _workload(

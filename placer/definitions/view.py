@@ -35,6 +35,7 @@ __all__ = [
     "DescribeView",
     "ViewRow",
     "build_view",
+    "elastic_lines",
     "format_amount",
     "render_text",
     "to_json",
@@ -299,8 +300,27 @@ def render_text(view: DescribeView) -> str:
             [g.name, str(g.min_member), ", ".join(g.members)] for g in d.gangs
         ]
         lines.extend(_align(gang_rows))
+    lines.extend(elastic_lines(d))
     lines.extend(topology_lines(d.workload.topology))
     return "\n".join(lines) + "\n"
+
+
+def elastic_lines(decomposition: Decomposition) -> list[str]:
+    """The ``Elastic:`` table (docs/elastic.md): each elastic component's replicas — the
+    count placer chose, once dispatched — against its minimum and maximum, or nothing."""
+    rows = [
+        [c.label, str(c.replicas), str(c.elastic[0]), str(c.elastic[1])]
+        for c in decomposition.components
+        if c.elastic is not None
+    ]
+    if not rows:
+        return []
+    resizable = "yes" if decomposition.definition.resizable else "no"
+    return [
+        "",
+        f"Elastic (resizable while running: {resizable}):",
+        *_align([["COMPONENT", "REPLICAS", "MIN", "MAX"], *rows]),
+    ]
 
 
 def topology_lines(constraints: Sequence[TopologyConstraint]) -> list[str]:
@@ -334,6 +354,8 @@ def to_json(decomposition: Decomposition) -> dict[str, Any]:
             "pod": {"requests": _base(c.pod.requests)},
             "total": _base(scale(c.pod.requests, c.replicas)),
         }
+        if c.elastic is not None:
+            item["elastic"] = {"min": c.elastic[0], "max": c.elastic[1]}
         if c.sources:
             item["sources"] = [
                 {

@@ -26,7 +26,13 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
 
-from placer.definitions.view import ViewRow, build_view, resource_rows, topology_lines
+from placer.definitions.view import (
+    ViewRow,
+    build_view,
+    elastic_lines,
+    resource_rows,
+    topology_lines,
+)
 from placer.dispatch.spread import spread_copies_of
 from placer.inventory.listing import LiveWorkload, age
 from placer.inventory.pods import attribute_pods
@@ -195,6 +201,7 @@ def render_live(view: LiveView) -> str:
             [g.name, str(g.min_member), ", ".join(g.members)] for g in w.decomposition.gangs
         ]
         lines.extend(_align(gang_rows))
+    lines.extend(elastic_lines(w.decomposition))
     lines.extend(topology_lines(w.decomposition.workload.topology))
     return "\n".join(lines) + "\n"
 

@@ -38,6 +38,7 @@ __all__ = [
     "grow_placements",
     "placed_requests",
     "pods_of",
+    "room_to_grow",
 ]
 
 
@@ -99,7 +100,8 @@ def _grow_unit(
             if counts[(m, c.label)] > 0
         ]
 
-    state.apply([packed.replay], sign=-1)
+    if packed.pods:
+        state.apply([packed.replay], sign=-1)
     best = packed
     for member, component in elastic:
         key = (member, component.label)
@@ -124,7 +126,8 @@ def _grow_unit(
             counts[key] = low
         if admission is not None and low > component.replicas:
             admission.book(member, cluster, _extra(component, low - component.replicas))
-    state.apply([best.replay])
+    if best.pods:
+        state.apply([best.replay])
     return best if best is not packed else None
 
 
@@ -165,6 +168,34 @@ def elastic_slack(workloads: Sequence[Workload]) -> int:
         for c in w.components
         if c.elastic and c.max_replicas is not None
     )
+
+
+def room_to_grow(
+    workload: Workload, current: Mapping[str, int], fleet: Fleet, cluster: str
+) -> tuple[PodAssignment, ...]:
+    """The extra pods each elastic component of a running ``workload`` (at ``current`` pods,
+    by component label) can take in ``cluster`` of ``fleet`` (its capacity with the workload's
+    pods in it), within ``max_replicas``, each on a node: packed on the nodes' free room as
+    :func:`grow` packs (topology constraints are not applied to them). Their ``index`` counts
+    from 0 for each component."""
+    extra = tuple(
+        replace(c, replicas=0, max_replicas=c.max_replicas - current[c.label])
+        for c in workload.components
+        if c.elastic
+        and c.max_replicas is not None
+        and c.label in current
+        and current[c.label] < c.max_replicas
+    )
+    here = tuple(c for c in fleet.clusters if c.name == cluster and c.reachable)
+    if not extra or not here:
+        return ()
+    alone = replace(workload, components=extra, group=None, topology=(), pinned_cluster=None)
+    problem = build_problem([alone], Fleet(clusters=here), ())
+    if cluster not in problem.states:
+        return ()
+    [unit] = problem.units
+    [(_, _, packed)] = grow(problem, [(unit, cluster, Packed(pods=(), score=0.0))])
+    return pods_of(problem.states[cluster], packed)
 
 
 def _extra(component: ComponentDemand, pods: int) -> dict[str, int]:

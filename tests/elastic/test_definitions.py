@@ -16,7 +16,7 @@ from placer.definitions.elastic import write_replicas
 from placer.errors import InterpretationError
 
 ROOT = Path(__file__).resolve().parents[2]
-ELASTIC_JOB = ROOT / "examples" / "pytorchjob-elastic.yaml"
+ELASTIC_JOB = ROOT / "deploy" / "examples" / "pytorchjob-elastic.yaml"
 
 
 @pytest.fixture(scope="module")

@@ -1,0 +1,155 @@
+"""The placement controller grows an elastic workload when room appears on its member — only
+when its definition says the framework resizes a running workload (PyTorchJob: yes; RayJob:
+no, it stays as placed). Loopback hub and members over HTTPS (tests/controller/conftest.py);
+the members' nodes are filled by bound pods the test seeds and deletes."""
+
+from __future__ import annotations
+
+import time
+from typing import Any
+
+from tests.builders import objects
+from tests.controller.conftest import HubFleet, hubfleet
+
+__all__ = ["hubfleet"]  # the fixture, imported for this module's tests
+
+NAMESPACE = "team-a"
+#: bound filler pods take every GPU of all but FREE nodes of each member (8 GPUs a node).
+FREE = 2
+
+
+def container(gpus: int) -> dict[str, Any]:
+    return {
+        "name": "main",
+        "image": "trainer",
+        "resources": {
+            "requests": {"cpu": "1", "memory": "1Gi"},
+            "limits": {"nvidia.com/gpu": str(gpus)},
+        },
+    }
+
+
+def pytorchjob(name: str) -> dict[str, Any]:
+    """Master and 2..10 workers of 4 GPUs: with 2 free nodes, master + 3 workers fit."""
+    spec = {"template": {"spec": {"containers": [container(4)]}}}
+    return {
+        "apiVersion": "kubeflow.org/v1",
+        "kind": "PyTorchJob",
+        "metadata": {
+            "name": name,
+            "namespace": NAMESPACE,
+            "labels": {"placer.dev/queue": "default"},
+        },
+        "spec": {
+            "runPolicy": {"suspend": True},
+            "elasticPolicy": {"minReplicas": 2, "maxReplicas": 10},
+            "pytorchReplicaSpecs": {
+                "Master": {"replicas": 1, **spec},
+                "Worker": {"replicas": 2, **spec},
+            },
+        },
+    }
+
+
+def rayjob(name: str) -> dict[str, Any]:
+    """A head (no GPU) and one group of 1..10 workers of 4 GPUs."""
+    return {
+        "apiVersion": "ray.io/v1",
+        "kind": "RayJob",
+        "metadata": {
+            "name": name,
+            "namespace": NAMESPACE,
+            "labels": {"placer.dev/queue": "default"},
+        },
+        "spec": {
+            "suspend": True,
+            "entrypoint": "python train.py",
+            "rayClusterSpec": {
+                "headGroupSpec": {"template": {"spec": {"containers": [container(0)]}}},
+                "workerGroupSpecs": [
+                    {
+                        "groupName": "gpu",
+                        "replicas": 1,
+                        "minReplicas": 1,
+                        "maxReplicas": 10,
+                        "template": {"spec": {"containers": [container(4)]}},
+                    }
+                ],
+            },
+        },
+    }
+
+
+def setup(hubfleet: HubFleet) -> None:
+    for server in (hubfleet.hub, *hubfleet.members.values()):
+        server.store.register_resource("kubeflow.org", "v1", "PyTorchJob", "pytorchjobs")
+        server.store.register_resource("ray.io", "v1", "RayJob", "rayjobs")
+    for member, server in hubfleet.members.items():
+        server.store.seed(
+            objects.pod(f"filler-{i}", node=f"{member}-n{i}", gpus=8, namespace="busy")
+            for i in range(hubfleet.NODES - FREE)
+        )
+
+
+def placed_copy(hubfleet: HubFleet, name: str, kind: str) -> tuple[str, dict[str, Any]]:
+    def found() -> tuple[str, dict[str, Any]] | None:
+        copies = hubfleet.copies(name, kind=kind)
+        return next(iter(copies.items())) if len(copies) == 1 else None
+
+    result: tuple[str, dict[str, Any]] = hubfleet.wait_for(found, what=f"{name} placed")
+    return result
+
+
+def free_nodes(hubfleet: HubFleet, member: str, count: int) -> None:
+    """Delete the filler pods of ``count`` more nodes of ``member``."""
+    store = hubfleet.members[member].store
+    for i in range(hubfleet.NODES - FREE - count, hubfleet.NODES - FREE):
+        store.delete("pods", f"filler-{i}", "busy")
+
+
+def resized_events(hubfleet: HubFleet, name: str) -> list[dict[str, Any]]:
+    return [e for e in hubfleet.events(name) if e["reason"] == "Resized"]
+
+
+def test_resizable_workload_grows_when_room_appears(hubfleet: HubFleet) -> None:
+    setup(hubfleet)
+    hubfleet.controller()
+    hubfleet.hub.store.create(pytorchjob("elastic"))
+    member, copy = placed_copy(hubfleet, "elastic", "pytorchjobs")
+    workers = copy["spec"]["pytorchReplicaSpecs"]["Worker"]
+    assert workers["replicas"] == 3  # 16 free GPUs: master and 3 workers of 4
+    time.sleep(1.5)  # a few gathers: no room, no change
+    assert hubfleet.copies("elastic", kind="pytorchjobs")[member] == copy
+    assert resized_events(hubfleet, "elastic") == []
+    free_nodes(hubfleet, member, 2)  # 16 GPUs more: 4 more workers
+
+    def grown() -> int | None:
+        now = hubfleet.copies("elastic", kind="pytorchjobs")[member]
+        replicas = int(now["spec"]["pytorchReplicaSpecs"]["Worker"]["replicas"])
+        return replicas if replicas != 3 else None
+
+    assert hubfleet.wait_for(grown, what="the copy resized") == 7
+    [event] = hubfleet.wait_for(lambda: resized_events(hubfleet, "elastic"), what="the Event")
+    assert event["type"] == "Normal"
+    assert f"cluster {member}: worker 3 -> 7 of max 10 replicas" in event["message"]
+    # the hub object keeps its own spec; the copy stays at 7 (no more room), once
+    hub = hubfleet.hub.store.get("pytorchjobs", "elastic", NAMESPACE)
+    assert hub["spec"]["pytorchReplicaSpecs"]["Worker"]["replicas"] == 2
+    time.sleep(1.5)
+    now = hubfleet.copies("elastic", kind="pytorchjobs")[member]
+    assert now["spec"]["pytorchReplicaSpecs"]["Worker"]["replicas"] == 7
+    assert len(resized_events(hubfleet, "elastic")) == 1
+
+
+def test_workload_of_a_framework_that_cannot_resize_stays_as_placed(hubfleet: HubFleet) -> None:
+    setup(hubfleet)
+    hubfleet.controller()
+    hubfleet.hub.store.create(rayjob("fixed"))
+    member, copy = placed_copy(hubfleet, "fixed", "rayjobs")
+    [group] = copy["spec"]["rayClusterSpec"]["workerGroupSpecs"]
+    assert group["replicas"] == 4  # placed at the largest count that fitted: 16 GPUs
+    free_nodes(hubfleet, member, 2)
+    time.sleep(2.5)  # several gathers with room for 4 more workers
+    now = hubfleet.copies("fixed", kind="rayjobs")[member]
+    assert now["spec"]["rayClusterSpec"]["workerGroupSpecs"][0]["replicas"] == 4
+    assert resized_events(hubfleet, "fixed") == []
