@@ -549,7 +549,9 @@ class _Stream:
         fleet = self.fleet
         if self.reserver is not None:
             fleet, workloads = self.reserver.view(self.fleet, chosen, now)
-        running = [Running(self.workloads[i], p.cluster) for i, p in self.placements.items()]
+        running = [
+            Running(self.workloads[i], p.cluster, p.requests) for i, p in self.placements.items()
+        ]
         decision, record = _decide(workloads, fleet, self.settings, "batch", now, running)
         self.records.append(record)
         self.fleet = charge(self.fleet, decision.placements)

@@ -103,6 +103,9 @@ class Running:
 
     workload: Workload
     cluster: str
+    #: what it holds, when not ``workload.total_requests()`` (an elastic workload grown above
+    #: its minimum: its placement's requests).
+    requests: Mapping[str, int] | None = None
 
 
 @dataclass(frozen=True)
@@ -202,7 +205,9 @@ def solve_fair(
     usage = Usage(queues)
     for item in running:
         usage.add(
-            membership(item.workload, queues).queue, item.workload.total_requests(), item.cluster
+            membership(item.workload, queues).queue,
+            item.requests if item.requests is not None else item.workload.total_requests(),
+            item.cluster,
         )
     units = _units(workloads, members)
     capacity = fleet_capacity(fleet)

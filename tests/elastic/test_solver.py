@@ -11,7 +11,7 @@ import pytest
 
 from placer.model import ComponentDemand, Decision, Workload
 from placer.solver import SOLVERS, solve, verify
-from placer.solver.fairshare import solve_fair
+from placer.solver.fairshare import Running, solve_fair
 from tests.builders.fleets import cluster, fleet, node, pod, workload
 from tests.queues.conftest import queue_doc, queues
 
@@ -121,3 +121,18 @@ def test_rigid_components_are_untouched() -> None:
     decision = solve([rigid], fleet_)
     assert workers(decision, "rigid") == 3
     assert ComponentDemand("w", "", 3, pod(1)).elastic is False
+
+
+def test_a_running_grown_workload_counts_its_placed_size_in_its_queue() -> None:
+    the_queues = queues(queue_doc("team", nvidia_com__gpu={"quota": 2, "limit": 5}))
+    fleet_ = fleet(cluster("a", node("a0", 8), node("a1", 8)))
+    labels = {"placer.dev/queue": "team"}
+    running = elastic("running", 2, 12, labels=labels)
+    grown = {"cpu": 6000, "memory": 6 * 2**30, "nvidia.com/gpu": 5}  # launcher + 5 workers
+    newcomer = workload("new", ("worker", 1, pod(1, 1)), labels=labels)
+    fair = solve_fair([newcomer], fleet_, the_queues, running=[Running(running, "a", grown)])
+    assert fair.decision.placements == ()
+    assert "limit" in " ".join(fair.decision.unplaced[0].reasons.values())
+    # counted at its minimum (2 GPUs), the same newcomer would fit under the limit
+    fair = solve_fair([newcomer], fleet_, the_queues, running=[Running(running, "a")])
+    assert [p.workload.name for p in fair.decision.placements] == ["new"]
