@@ -32,11 +32,14 @@ Lexicographic: (1) priorities, strictly — level by level from the highest, eac
 on what the levels above left, so a higher priority is never displaced by a lower one;
 (2) placed value ``Σ v_u x_{u,c}``; (3) preference ``-Σ ρ_{u,c} x_{u,c}``. (2) and (3) are one
 CP-SAT objective ``max Σ (v_u·S − ρ_{u,c}) x_{u,c}`` with ``S = 1 + Σ_u max_c ρ_{u,c}``, which
-makes any value gain outweigh every preference term. Then (4) **more replicas of elastic
-runs**, ``max Σ_r v_r e_r``, on the capacity the decision left, in the cluster each unit got:
-after priorities, fair share (:mod:`placer.solver.fairshare` grows after its last tier, within
-the queues' limits) and placed value, so an elastic job never keeps another workload out by
-growing. Every solver, baselines and online mode included, decides at ``lo_r`` and then grows
+makes any value gain outweigh every preference term. Between (2) and (3) comes (3') **more
+replicas of elastic runs**, ``max Σ_r v_r e_r``: on the capacity the decision left, each unit
+with elastic runs (highest priority first) takes the largest counts that pack, in its cluster
+or in another allowed cluster its policy ranks the same (preferred-cluster rank and cost: only
+the pack/spread load order of (3) gives way) where it gets more; after priorities, fair share
+(:mod:`placer.solver.fairshare` grows after its last tier, within the queues' limits, without
+moving) and placed value, so an elastic job never keeps another workload out by growing.
+Every solver, baselines and online mode included, decides at ``lo_r`` and then grows
 (:func:`placer.solver.elastic.grow`: bisection per run, realised by the packer).
 
 Why a decomposition

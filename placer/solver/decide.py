@@ -91,7 +91,7 @@ def solve(
         exclusions: per workload (index in ``workloads``), clusters it may not use and why,
             beyond policies and pins (:mod:`placer.solver.fairshare`'s cluster limits).
         grow: raise elastic components above their minimum on what the decision left (term
-            (4) of the model, :mod:`placer.solver.elastic`); ``False`` for a caller that grows
+            (3') of the model, :mod:`placer.solver.elastic`); ``False`` for a caller that grows
             them itself after several calls (fair share's tiers).
 
     Raises:
@@ -160,7 +160,7 @@ def _solve(
         placed = _batch_rule(problem, live, solver, failures)
         status = "feasible"
     if grow and any(w.elastic for w in workloads):
-        placed = grow_elastic(problem, placed)  # term (4) of the model
+        placed = grow_elastic(problem, placed, relocate=True)  # term (3') of the model
     bound = bounds.report(problem, placed)
     if cpsat_bound is not None:
         bound["cpsat_value"] = round(cpsat_bound, 3)

@@ -1,16 +1,19 @@
-"""Growing elastic components: objective term (4) of the model in :mod:`placer.solver`.
+"""Growing elastic components: objective term (3') of the model in :mod:`placer.solver`.
 
 An elastic component (:attr:`placer.model.ComponentDemand.elastic`) runs any count in
 ``[lo_r, hi_r]`` (``replicas`` .. ``max_replicas``). Every solver decides placements with each
 elastic run at ``lo_r`` (so priorities, fairness and placed value are decided on the gang's
 minimum, exactly as for any other run); then :func:`grow` raises the counts on the capacity the
 decision left, the lexicographic term after them: ``max Σ_r v_r e_r`` with ``e_r ∈
-[0, hi_r − lo_r]`` the extra pods of run ``r`` in the cluster its unit was given, ``v_r`` its
-pods' value. It is solved greedily: units by priority (highest first) then input order; in a
-unit, its elastic runs in order, each to the largest count the packer realises (bisection over
-the count, capped by the cluster's free copies of the pod, every pod of the unit packed again
-together, topology constraints included), never below ``lo_r``. An ``admission`` (queue limits,
-:mod:`placer.solver.fairshare`) may refuse extra pods.
+[0, hi_r − lo_r]`` the extra pods of run ``r``, ``v_r`` its pods' value. It is solved greedily:
+units by priority (highest first) then input order; for a unit, in the cluster it was given and
+(``relocate``, as :func:`placer.solver.solve` does) in every other allowed cluster its policy
+ranks the same (preferred-cluster rank and cost; the pack/spread load order gives way), its
+elastic runs in order, each to the largest count the packer realises (bisection over the count,
+capped by the cluster's free copies of the pod, every pod of the unit packed again together,
+topology constraints included), never below ``lo_r``; the unit takes the cluster with the most
+extra pods (its own on a tie). An ``admission`` (queue limits, :mod:`placer.solver.fairshare`)
+may refuse extra pods.
 
 Pure: works on the solver's cluster states and returns new packings.
 """
@@ -55,60 +58,111 @@ def grow(
     placed: Sequence[tuple[Unit, str, Packed]],
     *,
     admission: Admission | None = None,
+    relocate: bool = False,
 ) -> list[tuple[Unit, str, Packed]]:
     """``placed`` with every elastic run at the largest count that packs (module docstring).
-    ``problem.states`` hold the decision's placements and are updated with the growth."""
+    ``problem.states`` hold the decision's placements and are updated with the growth.
+    ``relocate``: a unit may move to another allowed cluster its policy ranks the same (same
+    preferred-cluster rank and cost) where it gets more extra pods."""
     result = list(placed)
     order = sorted(range(len(result)), key=lambda i: (-result[i][0].priority, result[i][0].index))
     for position in order:
-        unit, cluster, packed = result[position]
-        state = problem.states[cluster]
-        grown = _grow_unit(problem, state, unit, cluster, packed, admission)
-        if grown is not None:
-            result[position] = (unit, cluster, grown)
+        unit, home, packed = result[position]
+        elastic = _elastic_of(problem, unit)
+        if not elastic:
+            continue
+        state = problem.states[home]
+        if packed.pods:
+            state.apply([packed.replay], sign=-1)
+        options = [home, *(_peers(problem, unit, home) if relocate else ())]
+        best: tuple[int, str, Packed, dict[tuple[int, str], int]] | None = None
+        for name in options:
+            fallback = packed if name == home else None
+            found = _largest(problem, unit, name, elastic, admission, fallback)
+            if found is None:
+                continue
+            packing, counts = found
+            extra = sum(counts[(m, c.label)] - c.replicas for m, c in elastic)
+            if best is None or extra > best[0]:
+                best = (extra, name, packing, counts)
+        if best is None:  # the unit no longer packs anywhere but as it was
+            if packed.pods:
+                state.apply([packed.replay])
+            continue
+        _, name, packing, counts = best
+        if packing.pods:
+            problem.states[name].apply([packing.replay])
+        if admission is not None:
+            for member, component in elastic:
+                added = counts[(member, component.label)] - component.replicas
+                if added > 0:
+                    admission.book(member, name, _extra(component, added))
+        result[position] = (unit, name, packing)
     return result
 
 
-def _grow_unit(
+def _elastic_of(problem: Problem, unit: Unit) -> list[tuple[int, ComponentDemand]]:
+    workloads = problem.workloads
+    return [(m, c) for m in unit.members for c in workloads[m].components if c.elastic]
+
+
+def _peers(problem: Problem, unit: Unit, home: str) -> list[str]:
+    """The other allowed clusters the unit's policy ranks as ``home`` (rank and cost)."""
+    policy = unit.policy
+
+    def tier(name: str) -> tuple[float, float]:
+        return (float(policy.rank(name)), policy.cost(name)) if policy else (0.0, 0.0)
+
+    return [
+        c for c in unit.allowed() if c != home and c in problem.states and tier(c) == tier(home)
+    ]
+
+
+def _largest(
     problem: Problem,
-    state: ClusterState,
     unit: Unit,
     cluster: str,
-    packed: Packed,
+    elastic: list[tuple[int, ComponentDemand]],
     admission: Admission | None,
-) -> Packed | None:
+    fallback: Packed | None,
+) -> tuple[Packed, dict[tuple[int, str], int]] | None:
+    """The unit packed in ``cluster`` (not in its state) with each elastic run at the largest
+    count that packs, and the counts; ``fallback`` is its packing at the minimum there (else
+    it is packed at the minimum first; ``None`` when that fails)."""
     workloads = problem.workloads
-    elastic = [
-        (member, c) for member in unit.members for c in workloads[member].components if c.elastic
-    ]
-    if not elastic:
-        return None
+    state = problem.states[cluster]
     needs = {m: needs_of(workloads[m]) for m in unit.members if workloads[m].topology}
     counts = {(m, c.label): c.replicas for m in unit.members for c in workloads[m].components}
-    shapes = {id(run.component.pod): run.shape for run, _, _, _ in packed.pods}
+    shapes = {id(run.component.pod): run.shape for run in unit.runs}
 
-    def runs() -> list[PodRun]:
-        return [
+    def shape_of(component: ComponentDemand) -> PodShape:
+        return shapes.get(id(component.pod)) or PodShape.of(component.pod, problem.names)
+
+    def trial() -> Packed | None:
+        runs = [
             PodRun(
                 workload=m,
                 component=replace(c, replicas=counts[(m, c.label)]),
-                shape=shapes.get(id(c.pod)) or PodShape.of(c.pod, problem.names),
+                shape=shape_of(c),
                 topology=needs[m].get(c.label, ()) if m in needs else (),
             )
             for m in unit.members
             for c in workloads[m].components
             if counts[(m, c.label)] > 0
         ]
+        mark = state.mark()
+        result = pack(state, runs, scoring=unit.scoring, mix=problem.mix)
+        state.undo(mark)
+        return result if isinstance(result, Packed) else None
 
-    if packed.pods:
-        state.apply([packed.replay], sign=-1)
-    best = packed
+    best = fallback if fallback is not None else trial()
+    if best is None:
+        return None
     for member, component in elastic:
         key = (member, component.label)
-        shape = shapes.get(id(component.pod)) or PodShape.of(component.pod, problem.names)
         low = counts[key]
         assert component.max_replicas is not None
-        high = min(component.max_replicas, low + state.copies_total(shape))
+        high = min(component.max_replicas, low + state.copies_total(shape_of(component)))
         while low < high:
             middle = (low + high + 1) // 2
             extra = _extra(component, middle - component.replicas)
@@ -116,19 +170,13 @@ def _grow_unit(
                 high = middle - 1
                 continue
             counts[key] = middle
-            mark = state.mark()
-            result = pack(state, runs(), scoring=unit.scoring, mix=problem.mix)
-            state.undo(mark)
-            if isinstance(result, Packed):
-                best, low = result, middle
+            found = trial()
+            if found is not None:
+                best, low = found, middle
             else:
                 high = middle - 1
             counts[key] = low
-        if admission is not None and low > component.replicas:
-            admission.book(member, cluster, _extra(component, low - component.replicas))
-    if best.pods:
-        state.apply([best.replay])
-    return best if best is not packed else None
+    return best, counts
 
 
 @dataclass(frozen=True)

@@ -10,6 +10,7 @@ from dataclasses import replace
 import pytest
 
 from placer.model import ComponentDemand, Decision, Workload
+from placer.policy import PlacementPolicy
 from placer.solver import SOLVERS, solve, verify
 from placer.solver.fairshare import Running, solve_fair
 from tests.builders.fleets import cluster, fleet, node, pod, workload
@@ -136,3 +137,27 @@ def test_a_running_grown_workload_counts_its_placed_size_in_its_queue() -> None:
     # counted at its minimum (2 GPUs), the same newcomer would fit under the limit
     fair = solve_fair([newcomer], fleet_, the_queues, running=[Running(running, "a")])
     assert [p.workload.name for p in fair.decision.placements] == ["new"]
+
+
+@pytest.mark.parametrize("solver", SOLVERS)
+def test_moves_to_an_equally_preferred_cluster_where_it_grows_more(solver: str) -> None:
+    # pack puts work on the fuller cluster "a" (2 GPUs free); "b" has 8 free: the job takes b
+    fleet_ = fleet(
+        cluster("a", node("a0", 8, 6), node("a1", 8, 8)),
+        cluster("b", node("b0", 8), node("b1", 8, 8)),
+    )
+    job = elastic("job", 2, 16)
+    decision = solve([job], fleet_, solver=solver)
+    assert (decision.placements[0].cluster, workers(decision, "job")) == ("b", 8)
+    assert verify(decision, [job], fleet_) == []
+
+
+def test_a_preferred_cluster_is_not_traded_for_more_replicas() -> None:
+    fleet_ = fleet(
+        cluster("a", node("a0", 8, 6), node("a1", 8, 8)),
+        cluster("b", node("b0", 8), node("b1", 8, 8)),
+    )
+    job = elastic("job", 2, 16)
+    policy = PlacementPolicy(name="on-prem-first", preferred_clusters=("a", "b"))
+    decision = solve([job], fleet_, policies=[policy])
+    assert (decision.placements[0].cluster, workers(decision, "job")) == ("a", 2)
