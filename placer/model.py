@@ -17,7 +17,7 @@ The three families:
 
 from __future__ import annotations
 
-from collections.abc import Mapping
+from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, field
 
 from placer.quantity import GPU, PODS, Resources, add
@@ -50,6 +50,7 @@ __all__ = [
     "Unplaced",
     "Workload",
     "WorkloadRef",
+    "pods_requests",
 ]
 
 ANNOTATION_PREFIX = "placer.dev/"
@@ -423,6 +424,15 @@ class PodAssignment:
     #: GPU devices of the node the pod uses, by index (whole GPUs and shared ``GPU_SHARE``
     #: pods); empty when the node's GPUs are counted whole only and the pod needs no share.
     devices: tuple[int, ...] = ()
+
+
+def pods_requests(pods: Iterable[PodAssignment]) -> dict[str, int]:
+    """Total requests of assigned pods (a placement's ``requests`` from its pods)."""
+    total: dict[str, int] = {}
+    for pod in pods:
+        for name, amount in pod.requests.items():
+            total[name] = total.get(name, 0) + amount
+    return total
 
 
 @dataclass(frozen=True)

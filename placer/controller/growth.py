@@ -44,10 +44,10 @@ from placer.dispatch import Ledger
 from placer.dispatch.ledger import InFlight, remove_entries, write_entry
 from placer.errors import KubeError, PlacerError
 from placer.kube.owners import OwnerWalker
-from placer.model import Fleet, Placement, PodAssignment, WorkloadRef
+from placer.model import Fleet, Placement, PodAssignment, WorkloadRef, pods_requests
 from placer.objects import meta, name_of, uid_of
 from placer.podspec import pod_demand
-from placer.solver.elastic import placed_requests, room_to_grow
+from placer.solver.elastic import room_to_grow
 
 __all__ = ["RESIZED", "Grower", "Growth"]
 
@@ -248,7 +248,7 @@ class Grower:
         if previous is not None and not previous.expired(time.time()):
             before += previous.placement.pods
         pods = (*before, *extra)
-        placement = Placement(ref, cluster, pods, placed_requests(pods))
+        placement = Placement(ref, cluster, pods, pods_requests(pods))
         entry = write_entry(client, InFlight.new(placement, f"resize-{int(time.time())}"))
         self.ledger.add(entry)
         if previous is not None and previous.store and previous.store != entry.store:

@@ -97,7 +97,7 @@ from placer.dispatch.units import ClusterRun, Unit
 from placer.errors import ClusterUnreachableError, DefinitionError, KubeError, PlacerError
 from placer.fleet.capacity import PodTally
 from placer.kube import KubeClient, OwnerWalker
-from placer.model import Decision, Fleet, Placement, PodAssignment, WorkloadRef
+from placer.model import Decision, Fleet, Placement, PodAssignment, WorkloadRef, pods_requests
 from placer.policy import topology_of
 from placer.quantity import PODS
 from placer.solver.topology import required_domains
@@ -366,7 +366,7 @@ class Updater:
             for node, requests in tally.requested.items():
                 counted = {k: v for k, v in requests.items() if k != PODS}
                 pods.append(PodAssignment("copy", "", len(pods), node, counted))
-        held = [Placement(ref, cluster, tuple(pods), _total(pods))] if pods else []
+        held = [Placement(ref, cluster, tuple(pods), pods_requests(pods))] if pods else []
         entry = self.ledger.get(cluster, ref) if self.ledger is not None else None
         if entry is not None and entry.placement.pods:
             held.append(entry.placement)
@@ -789,11 +789,3 @@ def _deleting(copy: Existing) -> bool:
 
 def _uid(obj: Mapping[str, Any]) -> str:
     return str((obj.get("metadata") or {}).get("uid", ""))
-
-
-def _total(pods: Sequence[PodAssignment]) -> dict[str, int]:
-    total: dict[str, int] = {}
-    for pod in pods:
-        for name, amount in pod.requests.items():
-            total[name] = total.get(name, 0) + amount
-    return total

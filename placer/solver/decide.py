@@ -21,13 +21,14 @@ from placer.model import (
     PodDemand,
     Unplaced,
     Workload,
+    pods_requests,
 )
 from placer.policy import PlacementPolicy
 from placer.solver import MODES, SOLVERS
 from placer.solver.bounds import BOUND_KEYS, gpu_class_lp, lp_bounds
 from placer.solver.classlp import ClassLP
 from placer.solver.clock import Clock
-from placer.solver.elastic import elastic_slack, placed_requests
+from placer.solver.elastic import elastic_slack
 from placer.solver.elastic import grow as grow_elastic
 from placer.solver.explain import RunReasons, why_not
 from placer.solver.heuristics import Placed, failure_basis, run_rule
@@ -489,7 +490,7 @@ def _decision(
                     cluster=cluster,
                     pods=assigned,
                     requests=(
-                        placed_requests(assigned) if workload.elastic else workload.total_requests()
+                        pods_requests(assigned) if workload.elastic else workload.total_requests()
                     ),
                 )
             )

@@ -25,7 +25,14 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, replace
 from typing import Protocol
 
-from placer.model import ComponentDemand, Fleet, Placement, PodAssignment, Workload
+from placer.model import (
+    ComponentDemand,
+    Fleet,
+    Placement,
+    PodAssignment,
+    Workload,
+    pods_requests,
+)
 from placer.policy import PlacementPolicy
 from placer.solver.packer import Packed, PodRun, pack
 from placer.solver.problem import Problem, Unit, build_problem
@@ -39,7 +46,6 @@ __all__ = [
     "elastic_slack",
     "grow",
     "grow_placements",
-    "placed_requests",
     "pods_of",
     "room_to_grow",
 ]
@@ -250,15 +256,6 @@ def _extra(component: ComponentDemand, pods: int) -> dict[str, int]:
     return {name: amount * pods for name, amount in component.pod.requests.items()}
 
 
-def placed_requests(pods: Sequence[PodAssignment]) -> dict[str, int]:
-    """Total requests of a placement's pods (an elastic workload's grown size)."""
-    total: dict[str, int] = {}
-    for pod in pods:
-        for name, amount in pod.requests.items():
-            total[name] = total.get(name, 0) + amount
-    return total
-
-
 def grow_placements(
     workloads: Sequence[Workload],
     placements: Mapping[int, Placement],
@@ -288,7 +285,7 @@ def grow_placements(
         index = chosen[unit.members[0]]
         pods = pods_of(problem.states[cluster], packed)
         if len(pods) != len(placements[index].pods):
-            grown[index] = replace(placements[index], pods=pods, requests=placed_requests(pods))
+            grown[index] = replace(placements[index], pods=pods, requests=pods_requests(pods))
     return grown
 
 
