@@ -93,6 +93,7 @@ from placer.dispatch.redecide import Redecider
 from placer.dispatch.removal import remove_copy, retire_namespace
 from placer.dispatch.reservation import release_reserved, reserve
 from placer.dispatch.rollback import may_have_landed
+from placer.dispatch.scaling import with_chosen_replicas
 from placer.dispatch.units import ClusterRun, Unit
 from placer.errors import ClusterUnreachableError, DefinitionError, KubeError, PlacerError
 from placer.fleet.capacity import PodTally
@@ -429,7 +430,10 @@ class Updater:
         )
         shaped = topology_of(manifest.workload, self.options.policies)
         handoff = plan_handoff(
-            dispatch_manifest(manifest.body, ref, record),
+            # the counts its decision chose for an elastic workload (placer.dispatch.scaling)
+            with_chosen_replicas(
+                dispatch_manifest(manifest.body, ref, record), manifest.decomposition, placement
+            ),
             manifest,
             placement,
             scheduler,
@@ -635,6 +639,8 @@ class Updater:
         notes = self._retire(source, ref, copy.uid)
         assert placed.record is not None
         body = dispatch_manifest(manifest.body, ref, placed.record)
+        if placed.placement is not None:  # the counts the decision chose, kept on resuming
+            body = with_chosen_replicas(body, manifest.decomposition, placed.placement)
         problem = ""
         for attempt in range(RESUME_ATTEMPTS):
             try:

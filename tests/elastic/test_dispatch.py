@@ -117,3 +117,25 @@ def test_submit_never_goes_below_the_minimum(
         else:
             assert code != 0 and result["placements"] == []
             assert found == []
+
+
+def test_an_update_keeps_the_chosen_count(
+    demo_fleet: Callable[..., Fleet],
+    capsys: pytest.CaptureFixture[str],
+    tmp_path: Path,
+) -> None:
+    fleet = demo_fleet()
+    assert submit(capsys, fleet, JOB)[0] == 0
+    data = yaml.safe_load(JOB.read_text())
+    spec = data["spec"]["pytorchReplicaSpecs"]["Worker"]["template"]["spec"]
+    spec["containers"][0]["image"] = "nvcr.io/nvidia/pytorch:24.06-py3"
+    changed = tmp_path / "changed.yaml"
+    changed.write_text(yaml.safe_dump(data))
+    code, result, _ = submit(capsys, fleet, changed)
+    assert code == 0, result
+    job = fleet.virtual.server("west").store.get(
+        "pytorchjobs.kubeflow.org", "elastic-pretrain", "team-a"
+    )
+    worker = job["spec"]["pytorchReplicaSpecs"]["Worker"]
+    assert worker["template"]["spec"]["containers"][0]["image"].endswith("24.06-py3")
+    assert worker["replicas"] == WORKERS
