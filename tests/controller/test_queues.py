@@ -95,9 +95,15 @@ def test_reclaim_places_in_quota_work_by_evicting_over_quota_work(
     assert placed["status"] == "False" and placed["reason"] in ("Preempted", "Unschedulable")
     assert hubfleet.placed_cluster(victim) is None
     assert hubfleet.copies(victims[0]) == {}
-    events = [e for e in hubfleet.events(victims[0]) if e["reason"] == "Preempted"]
-    assert events and "a-0" in events[0]["message"] and events[0]["type"] == "Warning"
-    assert any(e["reason"] == "Preempting" for e in hubfleet.events("a-0"))
+    events = hubfleet.wait_for(
+        lambda: [e for e in hubfleet.events(victims[0]) if e["reason"] == "Preempted"],
+        what="the Preempted Event",
+    )
+    assert "a-0" in events[0]["message"] and events[0]["type"] == "Warning"
+    hubfleet.wait_for(
+        lambda: any(e["reason"] == "Preempting" for e in hubfleet.events("a-0")),
+        what="the Preempting Event",
+    )
     copies = hubfleet.members["m1"].store.list("jobs", hubfleet.NAMESPACE)
     assert len(copies) == 12  # 11 of team-b's and team-a's: 96 GPUs, never more
     assert sum(1 for n in names if hubfleet.copies(n)) == 11

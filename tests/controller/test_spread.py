@@ -155,7 +155,11 @@ def test_divided_aggregated_failed_over_and_deleted(hubfleet: Any) -> None:
     # the controller's API (/v1/placements) names every copy's cluster
     [item] = running.controller.placements_document()["placements"]
     assert (item["cluster"], item["clusters"]) == ("m1", ["m1", "m2", "m3"])
-    placed = [e for e in hubfleet.events(NAME) if e["reason"] == "Placed"]
+    # the Event follows the condition (written after it): wait for it
+    placed = hubfleet.wait_for(
+        lambda: [e for e in hubfleet.events(NAME) if e["reason"] == "Placed"],
+        what="the Placed Event",
+    )
     assert (
         "cluster m1: 3 pods, 3 GPUs; cluster m2: 2 pods, 2 GPUs; cluster m3: 1 pods"
         in (placed[0]["message"])
@@ -204,9 +208,10 @@ def test_divided_aggregated_failed_over_and_deleted(hubfleet: Any) -> None:
     reachable = {m: n for m, n in shares(hubfleet).items() if m != "m3"}
     assert reachable == {"m1": 7, "m2": 5}
     assert sum(reachable.values()) == 12
-    reasons = [e["reason"] for e in hubfleet.events(NAME)]
-    assert "ClusterLost" in reasons
-    lost = next(e for e in hubfleet.events(NAME) if e["reason"] == "ClusterLost")
+    lost = hubfleet.wait_for(
+        lambda: next((e for e in hubfleet.events(NAME) if e["reason"] == "ClusterLost"), None),
+        what="the ClusterLost Event",
+    )
     assert "its share is divided over the other clusters" in lost["message"]
 
     # m3 back: its stale copy is deleted, the other two stay
