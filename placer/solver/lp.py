@@ -12,7 +12,7 @@ from collections.abc import Sequence
 
 import numpy as np
 import numpy.typing as npt
-from ortools.linear_solver import linear_solver_pb2, pywraplp
+from ortools.linear_solver import linear_solver_pb2
 
 __all__ = ["LinearProgram", "Solution"]
 
@@ -112,6 +112,10 @@ class LinearProgram:
             solver_type=linear_solver_pb2.MPModelRequest.GLOP_LINEAR_PROGRAMMING,
         )
         response = linear_solver_pb2.MPSolutionResponse()
+        # imported here: loading GLOP's wrapper costs a tenth of a second, and a decision
+        # whose every unit is placed solves no LP (``DecisionBounds.report``)
+        from ortools.linear_solver import pywraplp
+
         pywraplp.Solver.SolveWithProto(request, response)
         if response.status != linear_solver_pb2.MPSOLVER_OPTIMAL:
             return None
