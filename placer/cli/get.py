@@ -28,7 +28,9 @@ LIMIT, ALLOCATED and OVER QUOTA (:func:`placer.queues.report.queue_rows`; JSON:
 (``--hub-context NAME``, else the kubeconfig's context marked as a hub): its ``Queue`` objects
 and PriorityClasses, and its workloads — ALLOCATED by those with a placement record that have
 not finished, PENDING what those waiting ask, and per queue PREEMPTED, how many wait after an
-eviction (:func:`placer.controller.preemption.hub_queue_rows`).
+eviction (:func:`placer.controller.preemption.hub_queue_rows`). A hub with no Queue (placer's
+Queue CRD not installed, or no Queue object) lists none, exit 0, with a hint on stderr saying how
+to create them; an API error (unreachable, 403...) is an error naming the hub's context.
 """
 
 from __future__ import annotations
@@ -291,10 +293,12 @@ def _hub_queues(args: argparse.Namespace) -> int:
         try:
             queue_objects = client.list(*QUEUE_KIND).items
         except NotFoundError:
-            raise UsageError(
-                f"the hub {context} does not serve placer's Queue",
-                hint="install deploy/crds/queues.placer.dev.yaml there",
-            ) from None
+            queue_objects = None  # the CRD is not installed: no queues, which is no error
+        if not queue_objects:
+            print(_no_queues_hint(context, installed=queue_objects is not None), file=sys.stderr)
+            if args.output != "text":
+                print_data({"queues": []}, args.output)
+            return 0
         try:
             classes = client.list(*PRIORITY_CLASS_KIND).items
         except KubeError:
@@ -332,6 +336,20 @@ def _hub_queues(args: argparse.Namespace) -> int:
     finally:
         client.close()
     return _print_queues(args, hub_queue_rows(found.queues, running, waiting))
+
+
+def _no_queues_hint(context: str, *, installed: bool) -> str:
+    """What ``placer get queues`` says about a hub without Queues (it lists none, exit 0)."""
+    crd = (
+        ""
+        if installed
+        else " (it does not serve placer's Queue: install the CRD with "
+        "kubectl apply -f deploy/crds/queues.placer.dev.yaml)"
+    )
+    return (
+        f"hub {context}: no Queue{crd}; create queues with kubectl apply -f FILE, a Queue "
+        "YAML as in docs/queues.md (e.g. deploy/examples/queues/queues.yaml)"
+    )
 
 
 def _number(value: float) -> str:
