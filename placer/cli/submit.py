@@ -237,6 +237,7 @@ def placed_copies(clients: Any, catalog_dirs: Sequence[str]) -> list[Any]:
     from placer.definitions import Catalog
     from placer.dispatch.eviction import ANNOTATION_PREEMPTED_BY
     from placer.dispatch.reclaim import PlacedCopy
+    from placer.dispatch.scaling import running_workload
     from placer.inventory import list_workloads
     from placer.timestamps import parse_rfc3339
 
@@ -245,7 +246,7 @@ def placed_copies(clients: Any, catalog_dirs: Sequence[str]) -> list[Any]:
         print(f"warning: queues' usage: {warning}", file=sys.stderr)
     return [
         PlacedCopy(
-            live.decomposition.workload,
+            running_workload(live.decomposition),  # an elastic one at its running count
             live.cluster,
             live.object,
             live.definition,

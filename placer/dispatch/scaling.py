@@ -4,20 +4,41 @@ An elastic component (:mod:`placer.definitions.elastic`) is placed at some count
 the copy applied to the member gets that count through the definition's ``replicasPath``
 (:func:`placer.definitions.elastic.write_replicas`, no framework code), so the framework starts
 exactly the pods the decision found room for. Components at their declared count are left as
-written.
+written. Read back, a dispatched copy's declared counts are what runs
+(:func:`running_workload`): what its queue is charged for, not the minimum.
 """
 
 from __future__ import annotations
 
 from collections import Counter
 from collections.abc import Mapping
+from dataclasses import replace
 from typing import Any
 
 from placer.definitions.decompose import Decomposition
 from placer.definitions.elastic import write_replicas
-from placer.model import Placement
+from placer.model import Placement, Workload
 
-__all__ = ["chosen_replicas", "with_chosen_replicas"]
+__all__ = ["chosen_replicas", "running_workload", "with_chosen_replicas"]
+
+
+def running_workload(copy: Decomposition) -> Workload:
+    """The workload of a dispatched ``copy`` (its decomposition, read from the member) with each
+    elastic component at the count the copy carries — the count its decision chose, or its
+    growth wrote since (within its range) — rather than at its minimum."""
+    workload = copy.workload
+    counts = {
+        (c.name, c.instance): min(max(c.replicas, c.elastic[0]), c.elastic[1])
+        for c in copy.components
+        if c.elastic is not None
+    }
+    if not counts:
+        return workload
+    components = tuple(
+        replace(c, replicas=counts[(c.name, c.instance)]) if (c.name, c.instance) in counts else c
+        for c in workload.components
+    )
+    return replace(workload, components=components)
 
 
 def chosen_replicas(

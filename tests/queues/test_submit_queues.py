@@ -85,3 +85,37 @@ def test_placed_work_counts_toward_the_queue_limit(
         for line in lines
     )
     assert main(["get", "queues", "--kubeconfig", str(kubeconfig)]) == 2
+
+
+def test_a_running_elastic_workload_counts_at_its_running_count(
+    kubeconfig: Path, tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """The elastic PyTorchJob runs a master and 7 workers of 2 GPUs on west (16 GPUs, its
+    minimum is 6): its queue is charged 16, so a Job of 8 more GPUs passes the limit of 20."""
+    queues = tmp_path / "queues.yaml"
+    queues.write_text(
+        yaml.safe_dump(
+            {
+                "apiVersion": "placer.dev/v1alpha1",
+                "kind": "Queue",
+                "metadata": {"name": "team-a"},
+                "spec": {"resources": {"nvidia.com/gpu": {"quota": 8, "limit": 20}}},
+            }
+        )
+    )
+    elastic = yaml.safe_load((ROOT / "deploy" / "examples" / "pytorchjob-elastic.yaml").read_text())
+    elastic["metadata"]["labels"] = {"placer.dev/queue": "team-a"}
+    path = tmp_path / "elastic.yaml"
+    path.write_text(yaml.safe_dump(elastic))
+    base = ["submit", "--kubeconfig", str(kubeconfig), "--queues", str(queues), "-o", "json"]
+    assert main([*base, "-f", str(path)]) == 0
+    [placement] = json.loads(capsys.readouterr().out)["placements"]
+    assert sum(p["component"] == "worker" for p in placement["pods"]) == 7  # 16 GPUs
+    get = ["get", "queues", "--queues", str(queues), "--kubeconfig", str(kubeconfig)]
+    assert main([*get, "-o", "json"]) == 0
+    [row] = json.loads(capsys.readouterr().out)["queues"]
+    assert row["resources"]["nvidia.com/gpu"]["allocated"] == 16
+    assert main([*base, "-f", str(_job(tmp_path, "a-finetune"))]) == 1
+    [unplaced] = json.loads(capsys.readouterr().out)["unplaced"]
+    for text in unplaced["reasons"].values():
+        assert "queue team-a is at its limit for nvidia.com/gpu: 16 in use + 8 requested" in text
