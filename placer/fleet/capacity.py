@@ -31,6 +31,18 @@ accelerator table (:mod:`placer.accelerators`):
   on one device, largest first, each on the fullest device it fits on; the pods of the
   table's reservation namespaces (which hold those shared devices whole on the scheduler's
   behalf) are not counted again. A share on several devices counts whole devices;
+* a node with the annotation ``placer.dev/gpu-devices`` (:data:`GPU_DEVICES_ANNOTATION`,
+  ``"1000,1000,500,0"``) models its GPUs per device, and the annotation is the devices'
+  **baseline**: the free thousandths of each device *before the node's pods*, i.e. with only
+  the use no pod shows taken off (a device held outside Kubernetes or broken reads 0; most
+  nodes read ``1000`` for every device). Its free devices are the baseline less its bound
+  non-terminal pods (:func:`with_gpu_use`): the whole GPUs they hold (``nvidia.com/gpu``, and
+  fractions of a whole device or more) each take a device still at 1000, lowest index first,
+  then the fractional shares are packed as above. The annotation is written once and never
+  has to follow the pods (a virtual fleet writes it when it seeds a node). A pod asking for
+  ``placer.dev/gpu-milli`` as a resource (the usage pods a virtual fleet seeds for a
+  snapshot's shared devices) counts in ``requested`` but takes no device: the baseline holds
+  that use;
 * **DRA devices** (ResourceSlices and ResourceClaims, :mod:`placer.fleet.devices`) are added
   to the node's allocatable and requested amounts by :func:`cluster_from_api`.
 
@@ -67,7 +79,7 @@ __all__ = [
     "gpu_product",
     "node_from_api",
     "pod_usage",
-    "with_shares",
+    "with_gpu_use",
 ]
 
 log = logging.getLogger(__name__)
@@ -81,8 +93,9 @@ GPU_PRODUCT_LABELS = (
     "k8s.amazonaws.com/accelerator",
     "amd.com/gpu.product-name",
 )
-#: Node annotation with the free thousandths of each GPU device (``"1000,1000,500,0"``), for
-#: fleets that model GPU sharing (virtual fleets write it; see ``Node.gpu_devices``).
+#: Node annotation with each GPU device's free thousandths before the node's pods are counted
+#: (``"1000,1000,500,0"``), for fleets that model GPU sharing: the baseline the bound pods'
+#: GPUs are taken from (module docstring, :func:`with_gpu_use`; virtual fleets write it).
 GPU_DEVICES_ANNOTATION = "placer.dev/gpu-devices"
 REGION_LABEL = "topology.kubernetes.io/region"
 ZONE_LABEL = "topology.kubernetes.io/zone"
@@ -292,18 +305,38 @@ def _with_requests(node: Mapping[str, Any] | Node, tally: PodTally) -> Node:
         built = replace(node, requested=dict(tally.requested.get(node.name, {})))
     else:
         built = node_from_api(node, tally.requested.get(name_of(node)))
-    shares = tally.shares.get(built.name)
-    return with_shares(built, shares) if shares else built
+    return with_gpu_use(built, tally.shares.get(built.name, ()))
 
 
-def with_shares(node: Node, shares: Sequence[tuple[str, int]]) -> Node:
-    """``node`` with its fractional pods' shares packed onto its GPU devices (module doc)."""
+def with_gpu_use(node: Node, shares: Sequence[tuple[str, int]] = ()) -> Node:
+    """``node`` (as :func:`node_from_api` read it, with its pods' ``requested``) with the GPU
+    devices its pods use taken off (module docstring).
+
+    A node with the :data:`GPU_DEVICES_ANNOTATION` (``gpu_devices`` = the baseline): its whole
+    GPUs (``requested[nvidia.com/gpu]``) take devices at 1000, lowest index first, then
+    ``shares`` (``(GPU group, thousandths)`` of its fractional pods) are packed. A node without
+    it gets a device model only for shares: its whole GPUs are the last devices, at 0.
+    """
     if node.gpu_devices is not None:
         devices = list(node.gpu_devices)
-    else:
+        whole = node.requested.get(GPU, 0)
+        idle = [i for i, left in enumerate(devices) if left >= 1000]
+        for i in idle[:whole]:
+            devices[i] = 0
+        if whole > len(idle):
+            log.warning(
+                "node %s: its pods hold %d whole GPUs, %d devices are free in %s",
+                node.name,
+                whole,
+                len(idle),
+                GPU_DEVICES_ANNOTATION,
+            )
+    elif shares:
         total = node.allocatable.get(GPU, 0)
         free = max(0, min(total, total - node.requested.get(GPU, 0)))
         devices = [1000] * free + [0] * (total - free)
+    else:
+        return node
     by_group: dict[str, int] = {}
     for group, milli in shares:
         by_group[group] = by_group.get(group, 0) + milli

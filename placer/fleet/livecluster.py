@@ -29,7 +29,7 @@ from placer.fleet.capacity import (
     complete_labels,
     node_from_api,
     pod_usage,
-    with_shares,
+    with_gpu_use,
 )
 from placer.fleet.devices import node_device_groups, with_devices
 from placer.model import Cluster, DeviceGroup, Node, PendingPods, Taint
@@ -341,9 +341,7 @@ class LiveCluster:
                 requested[resource] = requested.get(resource, 0) + amount
             if usage.share is not None:
                 shares.append(usage.share)
-        node = replace(self._nodes[name], requested=requested)
-        if shares:
-            node = with_shares(node, shares)
+        node = with_gpu_use(replace(self._nodes[name], requested=requested), shares)
         return with_devices(node, self._groups.get(name, ()))
 
     def _sum_pending(self) -> PendingPods:

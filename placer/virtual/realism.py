@@ -18,8 +18,10 @@ kube-scheduler and kubelet for every workload kind of the catalog:
   (``controller: true``, so owner scoping and garbage collection work), the template's labels
   plus the labels the framework would set (:func:`placer.definitions.expected_pod_labels`);
 * **binding**: each pod is bound to a node that fits it (requests within the node's free
-  capacity, a free pod slot, node selector, required affinity, taints, cordon, readiness, as
-  :func:`placer.podspec.node_mismatch` checks) — the node of the placement record's
+  capacity — GPUs per device, as gathering counts them: a whole GPU needs a device wholly
+  free, a share of one device (``placer.dev/gpu-milli``, a Run:ai / KAI fraction) one device
+  with that much left —, a free pod slot, node selector, required affinity, taints, cordon,
+  readiness, as :func:`placer.podspec.node_mismatch` checks) — the node of the placement record's
   pod-to-node plan (``placer.dev/pod-nodes``) when it fits, else the first that fits in name
   order; a pod that fits nowhere stays ``Pending`` (``Unschedulable``), as with a real scheduler;
   bound pods are ``Running`` and Ready. The pods' scheduler is played as it binds
@@ -42,19 +44,19 @@ kube-scheduler and kubelet for every workload kind of the catalog:
   its pods (all at once here).
 
 Not modelled: intermediate objects (a JobSet's Jobs, a Deployment's ReplicaSet: pods are owned
-by the workload directly), per-device GPU sharing on nodes that model devices, completion, and
-DRA allocation (pods naming ResourceClaimTemplates get no ResourceClaim: the devices they would
-hold stay free in the ResourceSlices' count).
+by the workload directly), completion, and DRA allocation (pods naming ResourceClaimTemplates
+get no ResourceClaim: the devices they would hold stay free in the ResourceSlices' count).
 """
 
 from __future__ import annotations
 
+import copy
 import json
 import logging
 import re
 import threading
 from collections.abc import Callable, Iterable, Mapping
-from typing import Any
+from typing import Any, cast
 
 from placer.definitions import (
     Catalog,
@@ -66,7 +68,7 @@ from placer.definitions import (
 )
 from placer.errors import PlacerError
 from placer.fleet.capacity import PodTally, cluster_from_api
-from placer.model import Cluster, Node, PodDemand
+from placer.model import GPU_SHARE, Cluster, Node, PodDemand
 from placer.objects import (
     annotations_of,
     generation_of,
@@ -79,7 +81,8 @@ from placer.objects import (
     uid_of,
 )
 from placer.podspec import node_mismatch
-from placer.quantity import PODS
+from placer.quantity import GPU, PODS
+from placer.simulate.capacity import node_free_devices
 from placer.testing import ApiServer, StatusError, Store, WriteEvent
 from placer.timestamps import rfc3339
 from placer.virtual.crds import crd_facts
@@ -473,13 +476,28 @@ def _plan(obj: Mapping[str, Any]) -> dict[str, tuple[str, ...]]:
 
 
 class _Free:
-    """Nodes and what is still free on them, updated as pods are bound."""
+    """Nodes and what is still free on them, updated as pods are bound: scalar resources, pod
+    slots and each GPU device's free thousandths, as gathering counts them
+    (:mod:`placer.fleet.capacity`): a whole GPU takes a device at 1000 (lowest index first), a
+    share of one device (``placer.dev/gpu-milli``) the fullest device it fits on."""
 
     def __init__(self, nodes: Iterable[Node]) -> None:
         self.nodes = {n.name: n for n in nodes}
-        self.free = {n.name: dict(n.free) for n in self.nodes.values()}
+        self.free: dict[str, dict[str, int]] = {}
+        self.devices: dict[str, list[int]] = {}
         for node in self.nodes.values():
-            self.free[node.name][PODS] = node.free_pods
+            free = {k: v for k, v in node.free.items() if k not in (GPU, GPU_SHARE)}
+            free[PODS] = node.free_pods
+            self.free[node.name] = free
+            self.devices[node.name] = list(node_free_devices(node))
+
+    def save(self) -> object:
+        return copy.deepcopy((self.free, self.devices))
+
+    def restore(self, saved: object) -> None:
+        self.free, self.devices = cast(
+            tuple[dict[str, dict[str, int]], dict[str, list[int]]], saved
+        )
 
     def fits(self, name: str, pod: PodDemand) -> bool:
         node = self.nodes.get(name)
@@ -488,13 +506,42 @@ class _Free:
         free = self.free[name]
         if free.get(PODS, 0) < 1:
             return False
-        return all(free.get(r, 0) >= amount for r, amount in pod.requests.items() if amount > 0)
+        if any(
+            free.get(r, 0) < amount
+            for r, amount in pod.requests.items()
+            if amount > 0 and r not in (GPU, GPU_SHARE)
+        ):
+            return False
+        return _gpu_devices(self.devices[name], pod) is not None
 
     def take(self, name: str, pod: PodDemand) -> None:
         free = self.free[name]
         free[PODS] = free.get(PODS, 0) - 1
         for resource, amount in pod.requests.items():
-            free[resource] = free.get(resource, 0) - amount
+            if resource not in (GPU, GPU_SHARE):
+                free[resource] = free.get(resource, 0) - amount
+        devices = self.devices[name]
+        share = pod.requests.get(GPU_SHARE, 0)
+        for i in _gpu_devices(devices, pod) or ():
+            devices[i] = devices[i] - share if share > 0 else 0
+
+
+def _gpu_devices(devices: list[int], pod: PodDemand) -> list[int] | None:
+    """The devices ``pod``'s GPUs would take (``[]``: it asks for none; ``None``: they are
+    not free): its whole GPUs the first devices at 1000, a share the fullest that fits."""
+    whole = max(0, pod.requests.get(GPU, 0))
+    share = max(0, pod.requests.get(GPU_SHARE, 0))
+    taken: list[int] = []
+    if whole:
+        taken = [i for i, left in enumerate(devices) if left >= 1000][:whole]
+        if len(taken) < whole:
+            return None
+    if share:
+        fitting = [(left, i) for i, left in enumerate(devices) if left >= share and i not in taken]
+        if not fitting:
+            return None
+        taken.append(min(fitting)[1])
+    return taken
 
 
 def _nodes(store: Store) -> _Free:

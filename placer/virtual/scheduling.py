@@ -21,7 +21,6 @@ waits); the caller binds them. Pure: nodes are a :class:`Room` the caller provid
 
 from __future__ import annotations
 
-import copy
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
 from typing import Protocol, TypeVar
@@ -35,9 +34,16 @@ DEFAULT_SCHEDULERS = ("", "default-scheduler")
 
 
 class Room(Protocol):
-    """Free room on nodes (:class:`placer.virtual.realism` keeps one per pass)."""
+    """Free room on nodes (:class:`placer.virtual.realism` keeps one per pass): what ``bind``
+    takes, saved and restored around a pod group that cannot start whole."""
 
-    free: dict[str, dict[str, int]]
+    def save(self) -> object:
+        """The room as it is now (for :meth:`restore`)."""
+        ...
+
+    def restore(self, saved: object) -> None:
+        """Back to the room as it was when :meth:`save` returned ``saved``."""
+        ...
 
 
 @dataclass(frozen=True)
@@ -104,15 +110,14 @@ def assign(
 def _gang(
     room: R, group: str, members: Sequence[Ask], bind: Callable[[R, PodDemand, str], str]
 ) -> Mapping[str, tuple[str, str]]:
-    saved = copy.deepcopy(room.free)
+    saved = room.save()
     nodes = {ask.key: bind(room, ask.demand, ask.planned) for ask in members}
     placed = sum(1 for node in nodes.values() if node)
     need = max(1, min(members[0].min_member, len(members)))
     if placed >= need:
         why = _no_node(members[0].scheduler)
         return {key: (node, "" if node else why) for key, node in nodes.items()}
-    room.free.clear()
-    room.free.update(saved)
+    room.restore(saved)
     why = (
         f"pod group {group}: {need} pod(s) must start together, {placed} fit now; the group "
         f"waits whole (virtual {members[0].scheduler})"

@@ -6,8 +6,17 @@ back exactly:
 
 * one **Node** per node: ``status.allocatable`` (and ``capacity``) = the node's allocatable,
   labels, taints, ``spec.unschedulable``, a ``Ready`` condition matching ``ready``, and — for
-  nodes that model GPU sharing — the free share of each device in the
-  ``placer.dev/gpu-devices`` annotation;
+  nodes that model GPU sharing — the ``placer.dev/gpu-devices`` annotation: each device's
+  free share *before the node's pods* (:func:`device_baseline`: the snapshot's free devices
+  with those its usage pods' whole GPUs hold given back), so that gathering, which takes the
+  bound pods' GPUs off it (:mod:`placer.fleet.capacity`), gives the snapshot's devices back —
+  and keeps counting the pods bound later, which the annotation never has to follow. The
+  shares of shared devices stay in the annotation: the usage pods ask for them as
+  ``placer.dev/gpu-milli``, which is counted but takes no device. The whole GPUs in use are
+  given back on the first devices at 0, and gathering takes the first devices at 1000: a
+  snapshot whose used devices come first reads back in the same order, others as the same
+  devices in another order (devices are interchangeable); a snapshot with more whole GPUs in
+  use than devices at 0 reads back with fewer free devices (never more);
 * **usage pods**: a snapshot only knows the *sum* of requests on a node and the pod count
   (``requested["pods"]``), so that many Running pods are bound to the node and the sum is split
   between them (the first takes the remainder). A node with requests but a pod count of 0 gets
@@ -38,7 +47,7 @@ from typing import Any
 from placer.fleet.capacity import GPU_DEVICES_ANNOTATION
 from placer.fleet.devices import DRA_API_VERSION
 from placer.model import Cluster, Node
-from placer.quantity import PODS, format_quantity
+from placer.quantity import GPU, PODS, format_quantity
 from placer.timestamps import rfc3339
 
 __all__ = [
@@ -46,6 +55,7 @@ __all__ = [
     "USAGE_LABEL",
     "USAGE_NAMESPACE",
     "cluster_objects",
+    "device_baseline",
     "device_objects",
     "node_object",
     "running_pod_status",
@@ -126,12 +136,27 @@ def _without_devices(amounts: Mapping[str, int], node: Node, *, allocated: bool)
     return out
 
 
+def device_baseline(node: Node) -> tuple[int, ...] | None:
+    """The ``placer.dev/gpu-devices`` annotation of ``node`` (module docstring): its free
+    devices with the whole GPUs of its usage pods given back, on its first devices at 0
+    (``None`` for a node that does not model devices)."""
+    if node.gpu_devices is None:
+        return None
+    devices = list(node.gpu_devices)
+    whole = _without_devices(node.requested, node, allocated=True).get(GPU, 0)
+    used = [i for i, left in enumerate(devices) if left <= 0]
+    for i in used[: max(0, whole)]:
+        devices[i] = 1000
+    return tuple(devices)
+
+
 def node_object(node: Node) -> dict[str, Any]:
     """The Node API object for ``node`` (its DRA devices are served as ResourceSlices)."""
     allocatable = _quantities(_without_devices(node.allocatable, node, allocated=False))
     metadata: dict[str, Any] = {"name": node.name, "labels": dict(node.labels)}
-    if node.gpu_devices is not None:
-        devices = ",".join(str(d) for d in node.gpu_devices)
+    baseline = device_baseline(node)
+    if baseline is not None:
+        devices = ",".join(str(d) for d in baseline)
         metadata["annotations"] = {GPU_DEVICES_ANNOTATION: devices}
     spec: dict[str, Any] = {}
     if node.unschedulable:

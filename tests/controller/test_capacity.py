@@ -19,10 +19,13 @@ from placer.controller.capacity import MemberCapacity
 from placer.dispatch.ledger import InFlight, Ledger
 from placer.dispatch.ledger.store import remove_entries, write_entry
 from placer.fleet import ClusterSource, FleetConfig, fleet_from_kubeconfigs
+from placer.fleet.capacity import GPU_DEVICES_ANNOTATION
 from placer.fleet.gather import gather_cluster
 from placer.kube import ClientSettings, KubeClient, WatchSettings, open_client
-from placer.model import Cluster, Placement, PodAssignment, WorkloadRef
+from placer.model import Cluster, Node, Placement, PodAssignment, WorkloadRef
+from placer.quantity import GPU
 from placer.testing import ApiServer, write_kubeconfig
+from tests.builders import objects
 from tests.controller.conftest import wait_for
 from tests.fleet.churn import Churn
 
@@ -127,6 +130,47 @@ def test_watched_capacity_equals_a_fresh_gather_after_random_churn(
                 lambda n=name: same(members, capacity, n), timeout=10, what=f"{name} caught up"
             )  # type: ignore[misc]
             assert_node_by_node(members, capacity, name)
+
+
+def test_gpus_bound_on_an_annotated_node_are_taken_off_its_gpu_devices_annotation(
+    members: Members, capacity: MemberCapacity
+) -> None:
+    """``placer.dev/gpu-devices`` is the devices before the node's pods: whole-GPU pods bound
+    later (the annotation unchanged) take whole devices, a fraction packs onto one, and the
+    watch cache says so as a fresh gather does, node by node."""
+    store = members.servers["m1"].store
+    source = next(s for s in members.config.clusters if s.name == "m1")
+    store.put(
+        objects.node(
+            "annotated", gpus=4, annotations={GPU_DEVICES_ANNOTATION: "1000,1000,1000,500"}
+        )
+    )
+
+    def node() -> Node | None:
+        return next((n for n in capacity.cluster(source).nodes if n.name == "annotated"), None)
+
+    first = wait_for(node, timeout=10, what="the node watched")
+    assert first.gpu_devices == (1000, 1000, 1000, 500) and first.free[GPU] == 3
+    store.put(objects.pod("whole", node="annotated", namespace="team-0", gpus=2))
+    store.put(
+        objects.pod(
+            "half", node="annotated", namespace="team-0", annotations={"gpu-fraction": "0.5"}
+        )
+    )
+    wait_for(lambda: (node() or first).free[GPU] == 1, timeout=10, what="the pods counted")
+    taken = node()
+    assert taken is not None and taken.gpu_devices == (0, 0, 1000, 0)
+    assert store.get("nodes", "annotated")["metadata"]["annotations"] == {
+        GPU_DEVICES_ANNOTATION: "1000,1000,1000,500"
+    }
+    assert_node_by_node(members, capacity, "m1")
+    # a finished pod gives its devices back
+    done = store.get("pods", "whole", "team-0")
+    store.put({**done, "status": {"phase": "Succeeded"}})
+    wait_for(lambda: (node() or first).free[GPU] == 3, timeout=10, what="the pod finished")
+    back = node()
+    assert back is not None and back.gpu_devices == (1000, 1000, 1000, 0)
+    assert_node_by_node(members, capacity, "m1")
 
 
 def test_changes_missed_while_a_member_was_away_come_with_the_re_list_after_410(

@@ -3,8 +3,10 @@
 :class:`Churn` holds a member's Node, Pod, ResourceSlice and ResourceClaim objects (as a
 watch would show them) and changes them at random the ways a cluster does: pods created
 (bound or pending, some with GPU fractions), bound, finished, deleted or being deleted; nodes
-cordoned, uncordoned, not ready, added and removed; DRA slices published, republished and
-removed, claims allocated and released. Each change is returned as ``(kind, old, new)``.
+cordoned, uncordoned, not ready, added and removed, their per-device GPU annotation
+(``placer.dev/gpu-devices``, on every third node: the devices before its pods, some held out
+of band) rewritten; DRA slices published, republished and removed, claims allocated and
+released. Each change is returned as ``(kind, old, new)``.
 """
 
 from __future__ import annotations
@@ -14,12 +16,20 @@ import random
 from collections.abc import Iterator
 from typing import Any
 
+from placer.fleet.capacity import GPU_DEVICES_ANNOTATION
 from placer.fleet.devices import DRA_API_VERSION
 from placer.testing import synthetic_cluster
 
 JSON = dict[str, Any]
 Change = tuple[str, JSON | None, JSON | None]
 KINDS = ("Node", "Pod", "ResourceSlice", "ResourceClaim")
+#: per-device baselines of annotated nodes (8 GPUs): all free, some held outside Kubernetes.
+_BASELINES = (
+    "1000,1000,1000,1000,1000,1000,1000,1000",
+    "1000,1000,1000,1000,1000,1000,500,0",
+    "0,1000,1000,1000,1000,1000,1000,1000",
+    "1000,1000,1000,1000,750,1000,1000,1000",
+)
 
 
 def _key(obj: JSON) -> tuple[str, str]:
@@ -38,6 +48,10 @@ class Churn:
             self.objects[obj["kind"]][_key(obj)] = obj
         for name in list(self.node_names())[: max(1, nodes // 4)]:
             self.objects["ResourceSlice"][("", f"{name}-gpu")] = self._slice(name, 1, 4)
+        for index, name in enumerate(self.node_names()):
+            if index % 3 == 1:
+                node = self.objects["Node"][("", name)]
+                node["metadata"]["annotations"] = {GPU_DEVICES_ANNOTATION: _BASELINES[index % 4]}
 
     def node_names(self) -> list[str]:
         return sorted(name for _, name in self.objects["Node"])
@@ -138,6 +152,7 @@ class Churn:
             (self._cordon, 6),
             (self._ready, 3),
             (self._add_node, 3),
+            (self._annotate, 2),
             (self._remove_node, 3),
             (self._slice_change, 5),
             (self._claim_change, 5),
@@ -208,6 +223,18 @@ class Churn:
         for condition in new["status"].get("conditions") or []:
             if condition.get("type") == "Ready":
                 condition["status"] = "False" if condition["status"] == "True" else "True"
+        return "Node", node, new
+
+    def _annotate(self) -> Change | None:
+        node = self._pick("Node")
+        if node is None:
+            return None
+        new = copy.deepcopy(node)
+        annotations = new["metadata"].setdefault("annotations", {})
+        if GPU_DEVICES_ANNOTATION in annotations and self.rng.random() < 0.3:
+            del annotations[GPU_DEVICES_ANNOTATION]
+        else:
+            annotations[GPU_DEVICES_ANNOTATION] = self.rng.choice(_BASELINES)
         return "Node", node, new
 
     def _add_node(self) -> Change:

@@ -119,3 +119,36 @@ def test_cluster_labels_are_completed_from_nodes_and_given_labels_win() -> None:
     assert gpu_models(nodes) == {"NVIDIA-H100-80GB-HBM3": 24}
     plain = Node("cpu-only", {"cpu": 8000})
     assert complete_labels({}, [plain]) == {}
+
+
+def test_an_annotated_node_takes_its_pods_gpus_off_the_annotation() -> None:
+    """``placer.dev/gpu-devices`` is the devices before the node's pods: whole GPUs bound there
+    (after the annotation was written, and never written back into it) take whole devices,
+    fractions pack onto the devices, finished pods give theirs back."""
+    annotated = node("n1", annotations={GPU_DEVICES_ANNOTATION: "1000,1000,1000,1000,500,0"})
+    tally = PodTally()
+    fraction = {"gpu-fraction": "0.5"}
+    tally.add_all(
+        [
+            objects.pod("a", node="n1", gpus=2),
+            objects.pod("b", node="n1", gpus=1, phase="Succeeded"),  # finished: holds none
+            objects.pod("c", node="n1", annotations=fraction),  # onto the device at 500
+            objects.pod("d", node="n1", annotations={"gpu-fraction": "0.25"}),
+        ]
+    )
+    built = cluster_from_api("east", [annotated], tally).nodes[0]
+    assert built.requested[GPU] == 2
+    # 2 whole GPUs on the first free devices, 0.5 fills the 500 device, 0.25 the fullest left
+    assert built.gpu_devices == (0, 0, 750, 1000, 0, 0)
+    assert built.free[GPU] == 1
+
+    # more whole GPUs than free devices: none counted free (never more than the annotation)
+    tally.add(objects.pod("e", node="n1", gpus=3))
+    crowded = cluster_from_api("east", [annotated], tally).nodes[0]
+    assert crowded.free[GPU] == 0 and crowded.gpu_devices == (0, 0, 0, 0, 0, 0)
+
+
+def test_an_annotated_node_without_pods_reads_as_its_annotation() -> None:
+    annotated = node("n1", annotations={GPU_DEVICES_ANNOTATION: "1000,250,0"})
+    built = cluster_from_api("east", [annotated], PodTally()).nodes[0]
+    assert built.gpu_devices == (1000, 250, 0) and built.free[GPU] == 1

@@ -36,6 +36,13 @@ class Room:
     def __init__(self, free: dict[str, int]) -> None:
         self.free = {name: {"gpu": gpus} for name, gpus in free.items()}
 
+    def save(self) -> object:
+        return {name: dict(room) for name, room in self.free.items()}
+
+    def restore(self, saved: object) -> None:
+        assert isinstance(saved, dict)
+        self.free = saved
+
 
 def bind(room: Room, demand: PodDemand, planned: str) -> str:
     need = demand.requests.get("gpu", 0)
