@@ -8,11 +8,17 @@ from typing import Any
 import pytest
 
 from placer.accelerators import default_accelerators
-from placer.fleet.capacity import PodTally, cluster_from_api, node_from_api
+from placer.fleet.capacity import (
+    GPU_DEVICES_ANNOTATION,
+    PodTally,
+    cluster_from_api,
+    node_from_api,
+)
 from placer.fleet.devices import node_device_groups
 from placer.fleet.livecluster import LiveCluster, compact_node, compact_pod
 from placer.model import GPU_SHARE, Cluster, Taint
 from placer.objects import name_key
+from placer.quantity import GPU
 from tests.fleet.churn import Churn
 
 LABELS = {"team": "ml"}
@@ -78,6 +84,12 @@ def test_live_cluster_equals_a_fresh_gather_after_random_churn(seed: int) -> Non
     # the churn exercised what is counted: shared GPUs, DRA devices, pending pods, cordons
     assert any(n.requested.get(GPU_SHARE) for n in built.nodes)
     assert any(n.devices for n in built.nodes)
+    annotated = {
+        n["metadata"]["name"]
+        for n in churn.items("Node")
+        if GPU_DEVICES_ANNOTATION in (n["metadata"].get("annotations") or {})
+    }
+    assert any(n.name in annotated and n.requested.get(GPU) for n in built.nodes)
     assert built.pending.count > 0
     assert any(n.unschedulable for n in built.nodes)
 
