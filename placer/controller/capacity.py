@@ -32,8 +32,9 @@ The rules of gathering hold (:mod:`placer.fleet.gather`):
 The ledger's entries are read from the ConfigMap cache, and its workloads from the caches of
 this hub's copies (``workloads``; a workload not found there is read with a GET). An entry this
 process wrote less than :data:`WATCH_LAG` seconds ago and not yet shown by the watch is kept as
-written, so that a cycle right after a dispatch still charges it (one the watch showed and
-shows no more was removed).
+written, so that the cycles after a dispatch still charge it however many the watch lags (one
+the watch showed and shows no more was removed) — also when the watch still shows the
+workload's entry of an earlier decision, which the new one was written over.
 """
 
 from __future__ import annotations
@@ -398,18 +399,27 @@ class CachedReads:
             shown.setdefault((entry.workload, entry.decision), self._now)
         for key in [k for k, when in shown.items() if self._now - when > 2 * WATCH_LAG]:
             del shown[key]
-        known = {e.workload for e in entries}
+        known = {(e.workload, e.decision) for e in entries}
+        newest: dict[WorkloadRef, float] = {}
+        for e in entries:
+            newest[e.workload] = max(e.created, newest.get(e.workload, e.created))
         cluster = self._member.live.name
+        written: list[InFlight] = []
         for entry in self._ledger.entries():
             if (
                 entry.cluster == cluster
-                and entry.workload not in known
+                and (entry.workload, entry.decision) not in known
                 and (entry.workload, entry.decision) not in shown
                 and 0 <= self._now - entry.created < WATCH_LAG
+                and newest.get(entry.workload, entry.created) <= entry.created
             ):
                 # written by this process, not shown by the watch yet (its event follows); one
-                # the watch showed and no longer shows was removed
-                entries.append(entry)
+                # the watch showed and no longer shows was removed. The workload's older entry
+                # the watch still shows was written over (one entry per workload and member).
+                written.append(entry)
+        if written:
+            over = {e.workload for e in written}
+            entries = [e for e in entries if e.workload not in over] + written
         return entries
 
     def claims(self, now: float) -> Mapping[str, Claim]:

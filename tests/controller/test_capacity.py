@@ -18,6 +18,7 @@ from placer.accelerators import default_accelerators
 from placer.controller.capacity import MemberCapacity
 from placer.dispatch.ledger import InFlight, Ledger
 from placer.dispatch.ledger.store import remove_entries, write_entry
+from placer.dispatch.ledger.sync import sync_cluster
 from placer.fleet import ClusterSource, FleetConfig, fleet_from_kubeconfigs
 from placer.fleet.capacity import GPU_DEVICES_ANNOTATION
 from placer.fleet.gather import gather_cluster
@@ -521,3 +522,79 @@ def test_the_stuck_check_reads_pending_pods_from_the_pod_watch(hubfleet: Any) ->
     [condition] = cached["status"]["conditions"]
     assert (condition["reason"], condition["message"]) == ("Unschedulable", MESSAGE)
     assert hubfleet.placed_cluster(hubfleet.hub.store.get("jobs", "waits", "team-a")) == where
+
+
+def ledger_cycle(capacity: MemberCapacity, client: KubeClient, ledger: Ledger) -> list[str]:
+    """One cycle's ledger step on m1 as the controller's gather does it (``_from_caches``:
+    sync from the caches under ``holding``, the book replaced by what the sync keeps); the
+    decisions still charged."""
+    now = time.time()
+    with capacity.holding("m1"):
+        reads = capacity.ledger_reads(
+            "m1", client, ledger=ledger, workloads=lambda *_: None, now=now
+        )
+        ledger.replace_cluster("m1", sync_cluster(client, now=now, reads=reads))
+    return [p.decision for p in ledger.entries(now=now) if p.placement.pods]
+
+
+def ledger_watch(capacity: MemberCapacity) -> Any:
+    """m1's ConfigMap watch (the ledger's), listed."""
+    informer = next(i for i in capacity.informers() if i.cluster == "m1" and i.kind == "ConfigMap")
+    assert informer.wait_synced(10.0)
+    return informer
+
+
+def frozen_ledger_watch(capacity: MemberCapacity, monkeypatch: pytest.MonkeyPatch) -> None:
+    """m1's ConfigMap watch shows, from now on, what it shows now (a watch lagging behind)."""
+    informer = ledger_watch(capacity)
+    seen = informer.objects()
+    monkeypatch.setattr(informer, "objects", lambda: list(seen))
+
+
+def planned(name: str, decision: str, node: str, *, pods: int = 1) -> InFlight:
+    ref = WorkloadRef("batch/v1", "Job", "team-0", name)
+    assignments = tuple(PodAssignment("main", "0", i, node, {"cpu": 1000}) for i in range(pods))
+    return InFlight.new(Placement(ref, "m1", assignments, {"cpu": 1000 * pods}), decision)
+
+
+def test_an_entry_dispatched_counts_in_the_next_two_cycles_while_its_watch_lags(
+    members: Members, capacity: MemberCapacity, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    client = members.clients["m1"]
+    node = members.churns["m1"].node_names()[0]
+    ledger = Ledger()
+    frozen_ledger_watch(capacity, monkeypatch)
+    entry = write_entry(client, planned("lagged", "d-1", node))  # cycle N dispatches
+    ledger.add(entry)
+    assert ledger_cycle(capacity, client, ledger) == ["d-1"]  # cycle N+1
+    assert ledger_cycle(capacity, client, ledger) == ["d-1"]  # cycle N+2
+    monkeypatch.undo()  # the watch catches up: still counted, once
+    wait_for(lambda: ledger_cycle(capacity, client, ledger) == ["d-1"], what="shown")
+    assert [e.decision for e in ledger.entries()] == ["d-1"]
+
+
+def test_a_new_decision_counts_while_the_watch_still_shows_the_workloads_older_entry(
+    members: Members, capacity: MemberCapacity, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """The workload's entry of an earlier decision (fully observed: kept a while, charging
+    nothing) is what the lagging watch shows; the new decision's entry, written over it, is in
+    this process's book only — and must stay there, charged, until the watch shows it."""
+    client = members.clients["m1"]
+    node = members.churns["m1"].node_names()[0]
+    ledger = Ledger()
+    old = planned("moved", "d-1", node)
+    observed = write_entry(client, replace(old, placement=replace(old.placement, pods=())))
+    ledger.add(observed)
+    watch = ledger_watch(capacity)
+    wait_for(
+        lambda: any("d-1" in str(c.get("data")) for c in watch.objects()),
+        what="the old entry shown",
+    )
+    frozen_ledger_watch(capacity, monkeypatch)
+    new = write_entry(client, planned("moved", "d-2", node, pods=2))  # cycle N dispatches
+    ledger.add(new)
+    assert ledger_cycle(capacity, client, ledger) == ["d-2"]  # cycle N+1
+    assert ledger_cycle(capacity, client, ledger) == ["d-2"]  # cycle N+2
+    monkeypatch.undo()
+    wait_for(lambda: ledger_cycle(capacity, client, ledger) == ["d-2"], what="shown")
+    assert [e.decision for e in ledger.entries()] == ["d-2"]
