@@ -322,9 +322,11 @@ class Node:
     taints: tuple[Taint, ...] = ()
     unschedulable: bool = False
     ready: bool = True
-    #: Free thousandths per GPU device when GPU sharing is modelled (``GPU_SHARE``); ``None``
-    #: when the node's GPUs are counted whole only. With devices, a whole-GPU request needs that
-    #: many fully free devices, and a shared request needs one device with enough left.
+    #: Free thousandths per GPU device when GPU sharing is modelled (``GPU_SHARE``), the node's
+    #: pods counted (gathering takes them off the ``placer.dev/gpu-devices`` annotation, the
+    #: devices before the pods); ``None`` when the node's GPUs are counted whole only. With
+    #: devices, a whole-GPU request needs that many fully free devices, and a shared request
+    #: needs one device with enough left.
     gpu_devices: tuple[int, ...] | None = None
     #: DRA devices from ResourceSlices, grouped (:class:`DeviceGroup`). The mapped ones are
     #: already in ``allocatable`` (their count) and ``requested`` (their allocated devices), so

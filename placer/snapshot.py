@@ -26,10 +26,14 @@ Format (``apiVersion: placer.dev/v1alpha1``, ``kind: FleetSnapshot``)::
            attributes: {productName: NVIDIA H100 80GB HBM3, type: gpu}}
     accelerators: {...}          # optional: the fleet file's accelerator table it was gathered with
 
-A node's DRA ``devices`` whose ``resource`` is set are also in its ``allocatable`` (``count``)
-and ``requested`` (``allocated``) amounts; they say where that capacity comes from (and let the
-virtual fleet serve it back as ResourceSlices). Quantities are Kubernetes quantity strings
-(numbers are accepted too). A node's
+A node's ``gpuDevices`` are its devices' free thousandths *with its pods counted* (its
+``requested`` whole GPUs and shares taken off): the capture's result, unlike the node
+annotation ``placer.dev/gpu-devices`` it may be gathered from, which is the devices before the
+node's pods (:mod:`placer.fleet.capacity`; the virtual fleet writes the annotation back from
+them, :mod:`placer.virtual.seeding`). A node's DRA ``devices`` whose ``resource`` is set are
+also in its ``allocatable`` (``count``) and ``requested`` (``allocated``) amounts; they say
+where that capacity comes from (and let the virtual fleet serve it back as ResourceSlices).
+Quantities are Kubernetes quantity strings (numbers are accepted too). A node's
 ``kubernetes.io/hostname`` label is not stored when it equals the node name (so identical nodes
 group); it is restored on load. Snapshots never hold credentials: only names, labels, taints and
 amounts.
