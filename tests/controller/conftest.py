@@ -100,6 +100,31 @@ def condition(obj: dict[str, Any], kind: str = "Placed") -> dict[str, Any] | Non
     return None
 
 
+def settings(**overrides: Any) -> ControllerSettings:
+    """A test controller's settings (hub ``hub``, short lease, windows and backoff), with
+    ``overrides``."""
+    lease = overrides.pop(
+        "lease",
+        LeaseSettings(
+            namespace="placer-system", duration=2.0, renew_deadline=1.5, retry_period=0.3
+        ),
+    )
+    values: dict[str, Any] = {
+        "hub": "hub",
+        "identity": "test-controller",
+        "batch_window": 0.2,
+        "grace_period": 60.0,
+        "resync_interval": 0.5,
+        "solve_time_limit": 1.0,
+        "gather_timeout": 5.0,
+        "discovery_interval": 1.0,
+        "backoff": BackoffSettings(initial=0.2, maximum=2.0),
+        "lease": lease,
+    }
+    values.update(overrides)
+    return ControllerSettings(**values)
+
+
 @dataclass
 class Running:
     """An in-process controller and its thread."""
@@ -140,26 +165,7 @@ class HubFleet:
     clients: list[KubeClient] = field(default_factory=list)
 
     def settings(self, **overrides: Any) -> ControllerSettings:
-        lease = overrides.pop(
-            "lease",
-            LeaseSettings(
-                namespace="placer-system", duration=2.0, renew_deadline=1.5, retry_period=0.3
-            ),
-        )
-        values: dict[str, Any] = {
-            "hub": "hub",
-            "identity": "test-controller",
-            "batch_window": 0.2,
-            "grace_period": 60.0,
-            "resync_interval": 0.5,
-            "solve_time_limit": 1.0,
-            "gather_timeout": 5.0,
-            "discovery_interval": 1.0,
-            "backoff": BackoffSettings(initial=0.2, maximum=2.0),
-            "lease": lease,
-        }
-        values.update(overrides)
-        return ControllerSettings(**values)
+        return settings(**overrides)
 
     def hub_client(self) -> KubeClient:
         client = open_client(

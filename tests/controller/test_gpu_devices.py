@@ -22,8 +22,7 @@ from typing import Any
 
 import pytest
 
-from placer.controller import Controller, ControllerSettings, LeaseSettings
-from placer.controller.settings import BackoffSettings
+from placer.controller import Controller
 from placer.fleet import fleet_from_kubeconfigs, gather_fleet
 from placer.fleet.capacity import GPU_DEVICES_ANNOTATION
 from placer.kube import ClientSettings, load_kubeconfigs, open_client
@@ -35,7 +34,14 @@ from placer.testing import ApiServer, WriteEvent
 from placer.virtual.fleet import VirtualFleet
 from placer.virtual.realism import realism_setup
 from tests.builders import fleets
-from tests.controller.conftest import NAMESPACE, condition, job, placed_cluster, wait_for
+from tests.controller.conftest import (
+    NAMESPACE,
+    condition,
+    job,
+    placed_cluster,
+    settings,
+    wait_for,
+)
 from tests.controller.test_placement import _decision_from_copies
 
 MEMBERS = ("m1", "m2")
@@ -114,22 +120,7 @@ class Scenario:
             self.violations += overcommitted(server)
 
     def start(self) -> None:
-        settings = ControllerSettings(
-            hub="hub",
-            identity="test-controller",
-            batch_window=0.2,
-            grace_period=60.0,
-            resync_interval=0.5,
-            solve_time_limit=1.0,
-            gather_timeout=5.0,
-            discovery_interval=1.0,
-            capacity="watch",
-            backoff=BackoffSettings(initial=0.2, maximum=2.0),
-            lease=LeaseSettings(
-                namespace="placer-system", duration=2.0, renew_deadline=1.5, retry_period=0.3
-            ),
-        )
-        self.controller = Controller(self.client, self.members, settings)
+        self.controller = Controller(self.client, self.members, settings(capacity="watch"))
         self.thread = threading.Thread(
             target=lambda: self.controller.run(self.stop) if self.controller else None,
             daemon=True,
