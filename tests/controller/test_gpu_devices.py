@@ -171,6 +171,24 @@ class Scenario:
         assert self.controller is not None
         return all(not e.placement.pods for e in self.controller.ledger.entries())
 
+    def waves(self, count: int, jobs: list[dict[str, Any]]) -> tuple[list[str], list[str]]:
+        """``jobs`` created on the hub in ``count`` waves, each once the previous one is
+        decided, its pods bound and its in-flight entries retired (so that the next wave reads
+        those GPUs from the bound pods only); the names placed and those not."""
+        names: list[str] = []
+        size = len(jobs) // count
+        for wave in range(count):
+            batch = jobs[wave * size : (wave + 1) * size]
+            for body in batch:
+                self.hub.store.create(body)
+            batch_names = [b["metadata"]["name"] for b in batch]
+            names += batch_names
+            wait_for(lambda b=batch_names: self.decided(b), timeout=60, what=f"wave {wave}")  # type: ignore[misc]
+            wait_for(self.entries_retired, timeout=30, what="in-flight entries retired")
+            time.sleep(0.5)
+        placed = [n for n in names if (condition(self.hub_job(n)) or {}).get("status") == "True"]
+        return placed, [n for n in names if n not in placed]
+
 
 @pytest.fixture
 def scenario(tmp_path: Path) -> Iterator[Scenario]:
@@ -184,25 +202,16 @@ def test_waves_of_gangs_onto_annotated_nodes_never_overcommit_a_node(scenario: S
     capacity = len(MEMBERS) * NODES * GPUS  # 24 GPUs
     assert sum(c.free().get(GPU, 0) for c in fleet_before.clusters) == capacity
     scenario.start()
-    names: list[str] = []
     # 3 waves of 6 gangs of 2 GPUs (2 pods of 1, or 1 of 2): 36 GPUs asked, 24 there
-    for wave in range(3):
-        batch = [f"w{wave}-{i}" for i in range(6)]
-        for i, name in enumerate(batch):
-            pods = 2 if i % 2 else 1
-            scenario.hub.store.create(job(name, gpus=2 // pods, pods=pods))
-        names += batch
-        wait_for(lambda b=batch: scenario.decided(b), timeout=60, what=f"wave {wave} decided")  # type: ignore[misc]
-        # the next wave reads these gangs' GPUs from their bound pods only
-        wait_for(scenario.entries_retired, timeout=30, what="in-flight entries retired")
-        time.sleep(0.5)
-
-    placed = [n for n in names if (condition(scenario.hub_job(n)) or {}).get("status") == "True"]
-    unschedulable = [n for n in names if n not in placed]
+    jobs = [
+        job(f"w{i // 6}-{i % 6}", gpus=2 // (2 if i % 2 else 1), pods=2 if i % 2 else 1)
+        for i in range(18)
+    ]
+    placed, unschedulable = scenario.waves(3, jobs)
     assert scenario.violations == []
     for member in MEMBERS:
         assert overcommitted(scenario.virtual.server(member)) == []
-    assert len(placed) == capacity // 2 and len(unschedulable) == len(names) - capacity // 2
+    assert len(placed) == capacity // 2 and len(unschedulable) == len(jobs) - capacity // 2
     for name in unschedulable:
         assert scenario.copies(name) == {}
     decision, workloads = _decision_from_copies(scenario, placed)
@@ -225,3 +234,33 @@ def test_waves_of_gangs_onto_annotated_nodes_never_overcommit_a_node(scenario: S
             assert (
                 seeded["metadata"]["annotations"][GPU_DEVICES_ANNOTATION] == "1000,1000,1000,1000"
             )
+
+
+def half_gpu_job(name: str) -> dict[str, Any]:
+    """A Job of 2 pods asking for half a GPU each (Run:ai / KAI ``gpu-fraction``)."""
+    body = job(name, gpus=0, pods=2)
+    template = body["spec"]["template"]
+    del template["spec"]["containers"][0]["resources"]["limits"]
+    template["metadata"] = {"annotations": {"gpu-fraction": "0.5"}}
+    return body
+
+
+def test_waves_of_fractional_gangs_share_devices_and_never_overcommit_one(
+    scenario: Scenario,
+) -> None:
+    scenario.start()
+    # 3 waves of 10 gangs of 2 half-GPU pods: 30 GPUs asked, 24 devices there
+    placed, unschedulable = scenario.waves(3, [half_gpu_job(f"h{i}") for i in range(30)])
+    assert len(placed) == 24 and len(unschedulable) == 6
+    for name in unschedulable:
+        assert scenario.copies(name) == {}
+    # every placed pod bound (decided), no device past its room, every device used up
+    after = gather_fleet(scenario.members)
+    for cluster in after.clusters:
+        store = scenario.virtual.server(cluster.name).store
+        for node in cluster.nodes:
+            halves = [
+                p for p in store.list("pods", NAMESPACE) if p["spec"].get("nodeName") == node.name
+            ]
+            assert node.gpu_devices == (0,) * GPUS, node.name
+            assert len(halves) == 2 * GPUS, node.name
