@@ -40,6 +40,7 @@ from placer.controller.records import (
     clear_record_patch,
     condition_of,
     finalizer_patch,
+    is_own_copy,
     mark_copy,
     phase_patch,
     placed_condition,
@@ -58,10 +59,12 @@ from placer.dispatch import (
     PlacementRecord,
     dispatch_manifest,
 )
+from placer.dispatch.eviction import DELETED, evict_copy
 from placer.dispatch.existing import placement_from_record
 from placer.dispatch.ledger import delete_entry
 from placer.errors import (
     KubeError,
+    NotFoundError,
     PlacerError,
 )
 from placer.model import Fleet, Workload, WorkloadRef
@@ -348,6 +351,41 @@ class Actions:
             reason,
             extra={"event": "copy-deleted", "workload": str(ref), "cluster": cluster},
         )
+
+    def evict_copy(self, ref: WorkloadRef, obj: JSON, cluster: str, preemptor: WorkloadRef) -> str:
+        """Evict hub object ``obj``'s copy on ``cluster`` for ``preemptor``: suspended where its
+        definition can (parked: :func:`placer.dispatch.eviction.evict_copy`), else deleted; its
+        in-flight entry removed. Returns ``suspended`` or ``deleted``; raises
+        :class:`~placer.errors.KubeError` (nothing changed)."""
+        client = self.members.clients.get(cluster)
+        if client is None:
+            raise KubeError("no client for it", cluster=cluster)
+        try:
+            copy = client.get(ref.api_version, ref.kind, ref.name, namespace=ref.namespace)
+        except NotFoundError:
+            copy = None
+        if copy is None or not is_own_copy(copy, self.settings.hub, uid_of(obj)):
+            self.delete_copy(ref, cluster, reason="preempted")  # (nothing of ours to suspend)
+            return DELETED
+        evicted = evict_copy(client, copy, self.hub.decompose(obj).definition, preemptor)
+        if evicted.copy is not None:
+            self.members.remember(cluster, ref, evicted.copy)
+        else:
+            self.members.forget_copy(cluster, ref)
+        self.ledger.discard(cluster, ref)
+        try:
+            delete_entry(client, ref)
+        except KubeError as err:
+            log.info("cluster %s: ledger entry of %s not removed: %s", cluster, ref, err)
+        log.info(
+            "%s: copy on %s %s (preempted by %s)",
+            ref,
+            cluster,
+            evicted.how,
+            preemptor,
+            extra={"event": "copy-evicted", "workload": str(ref), "cluster": cluster},
+        )
+        return evicted.how
 
     def delete_orphan(self, ref: WorkloadRef, cluster: str) -> None:
         """Delete a stale copy whose hub object is gone."""

@@ -76,6 +76,8 @@ log = logging.getLogger(__name__)
 
 #: seconds an entry written by this process is kept while the watch has not shown it yet.
 WATCH_LAG = 30.0
+#: pod phases that hold no capacity.
+_FINISHED = ("Succeeded", "Failed")
 #: pods' requests kept per member for the ledger's observation (all dropped when full).
 REQUESTS_KEPT = 50_000
 #: ``timeoutSeconds`` of each capacity watch request: a member that starts refusing (401, 403:
@@ -232,6 +234,20 @@ class MemberCapacity:
         if pods is None or not pods.synced:
             return None
         return member.live.pending_pods()
+
+    def pods_left(self, name: str, pods: Iterable[tuple[str, str]]) -> set[tuple[str, str]] | None:
+        """Which of ``pods`` ((namespace, name) keys) member ``name``'s pod watch still shows,
+        not finished (``None``: not known, the watch has not listed)."""
+        member = self._member(name)
+        informer = member.informers.get(PODS) if member is not None else None
+        if informer is None or not informer.synced:
+            return None
+        left = set()
+        for namespace, pod_name in pods:
+            pod = informer.get(namespace, pod_name)
+            if pod is not None and (pod.get("status") or {}).get("phase") not in _FINISHED:
+                left.add((namespace, pod_name))
+        return left
 
     # -- what the informers say ------------------------------------------------------------------
 

@@ -199,6 +199,7 @@ class Controller:
                 fleet,
                 fleet.accelerators,
                 on_state=self._on_capacity_state,
+                on_change=lambda cluster: self.cycle.victims_gone(cluster),
                 discovery_interval=settings.discovery_interval,
                 retry_interval=max(1.0, min(10.0, settings.grace_period / 4)),
             )
@@ -253,9 +254,11 @@ class Controller:
             ledger=self.ledger,
             events=self.events,
             reads=self._member_reads,
+            evict_copy=self.actions.evict_copy,
             delete_copy=lambda ref, cluster: self.actions.delete_copy(
-                ref, cluster, reason="preempted"
+                ref, cluster, reason="replaced: placed again elsewhere"
             ),
+            remember=self.members.remember,
             claim=self._claim_for_move,
             release=lambda ref: self.queue.done(ref, again=True),
             preempted=lambda reason: self.metrics.preemptions.labels(reason).inc(),

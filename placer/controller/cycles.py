@@ -87,7 +87,7 @@ from placer.dispatch import (
 )
 from placer.dispatch.claims import Succession
 from placer.dispatch.dependencies import read_from
-from placer.dispatch.ledger.sync import LedgerReads
+from placer.dispatch.ledger.sync import LedgerReads, ListedReads
 from placer.dispatch.options import Decide, Guard
 from placer.dispatch.redecide import queue_guard
 from placer.dispatch.spread import dispatch_spread, outcome_shares, spread_annotation, spreads
@@ -103,7 +103,7 @@ from placer.fleet.gather import failure_reason, unavailable
 from placer.fleet.livecluster import add_room, usable_room
 from placer.kube import KubeClient
 from placer.model import LABEL_QUEUE, Cluster, Decision, Fleet, Unplaced, Workload, WorkloadRef
-from placer.objects import generation_of, is_deleting, uid_of
+from placer.objects import generation_of, is_deleting, name_of, uid_of
 from placer.policy import PlacementPolicy
 from placer.queues import QueueSet, membership
 from placer.solver import solve
@@ -257,9 +257,54 @@ class DecisionCycle:
     def next_cycle(self, now: float) -> float:
         """When the next cycle should run (``inf``: nothing to place)."""
         with self._lock:
-            return self.pending.next_cycle(
-                now, self.settings.batch_window, self.queue.is_processing
-            )
+            return self.pending.next_cycle(now, self.settings.batch_window, self._busy)
+
+    def _busy(self, ref: WorkloadRef) -> bool:
+        """Not to be decided now: the loop works on it, or an eviction holds it (a preemptor
+        whose victims' pods are still there, a victim whose preemptor is not placed yet)."""
+        return self.queue.is_processing(ref) or (
+            self.preemption is not None and self.preemption.holds(ref)
+        )
+
+    def victims_gone(self, cluster: str) -> None:
+        """``cluster``'s pods changed (its pod watch, or a gather): a preemptor whose victims'
+        pods are all gone now is decided at once (:meth:`~placer.controller.preemption.
+        Preemption.pods_changed`)."""
+        if self.preemption is None:
+            return
+        released = self.preemption.pods_changed(cluster, partial(self._pods_left, cluster))
+        if not released:
+            return
+        with self._lock:
+            now = self._clock()
+            for ref in released:
+                self.pending.changed(ref)
+                self.pending.add(ref, now)
+            self.pending.bump()
+        self.wake()
+
+    def _pods_left(self, cluster: str, pods: set[tuple[str, str]]) -> set[tuple[str, str]]:
+        """Which of ``pods`` are still on ``cluster``: from its pod watch, else listed."""
+        if self.capacity is not None:
+            left = self.capacity.pods_left(cluster, pods)
+            return set(pods) if left is None else left
+        client = self.members.clients.get(cluster)
+        if client is None:
+            return set(pods)
+        reads = ListedReads(client)
+        found: set[tuple[str, str]] = set()
+        try:
+            for namespace in sorted({ns for ns, _ in pods}):
+                for pod in reads.pods(namespace):
+                    key = (namespace, name_of(pod))
+                    if key in pods and (pod.get("status") or {}).get("phase") not in (
+                        "Succeeded",
+                        "Failed",
+                    ):
+                        found.add(key)
+        except KubeError:
+            return set(pods)
+        return found
 
     @property
     def fleet(self) -> Fleet | None:
@@ -293,6 +338,9 @@ class DecisionCycle:
             self.stuck.check()
         if self.grower is not None:
             self.grower.check(charged)
+        if self.preemption is not None:
+            for name in sorted(self.preemption.watched_clusters()):
+                self.victims_gone(name)
         return charged
 
     def queue_metrics(self) -> None:
@@ -400,9 +448,7 @@ class DecisionCycle:
     def run_cycle(self) -> None:
         started = self._clock()
         with self._lock:
-            ready, epoch = self.pending.take(
-                self._clock(), self.settings.max_batch, self.queue.is_processing
-            )
+            ready, epoch = self.pending.take(self._clock(), self.settings.max_batch, self._busy)
             self.queue.begin(ready)
             objects = {ref: self.hub.get(ref) for ref in ready}
         if not ready:
@@ -520,6 +566,11 @@ class DecisionCycle:
                 )
                 spread = set()
         lap("solve")
+        if self.preemption is not None and decision.placements:
+            # parked copies of the workloads placed: resumed in place, or deleted first
+            by_manifest = {m.ref: m for m in manifests if m.ref not in spread}
+            decision, unparked = self.preemption.unpark(decision, by_manifest)
+            manifests = [unparked.get(m.ref, m) for m in manifests]
         self.metrics.decision_seconds.observe(decision.summary.seconds)
         decision_id = new_decision_id()
         clients = {
@@ -880,11 +931,13 @@ class DecisionCycle:
             current = self.hub.get(ref)
             if current is None:
                 return  # deleted meanwhile
-            if preempting:  # decided again at once: its victims' room is for it
+            if preempting:  # decided again once its victims' pods are gone, without backoff
                 self.pending.changed(ref)
                 self.pending.add(ref, self._clock())
             else:
                 self.pending.failed(ref, self._clock(), epoch, room=not in_flight)
+                if self.preemption is not None:
+                    self.preemption.decided(ref)
         if not in_flight and not preempting:
             self.metrics.unschedulable.labels(category).inc()
         try:

@@ -13,29 +13,41 @@ left pending:
   over-quota part is taken; *preempt* — lower-priority work of its own queue) on the cluster's
   real nodes: the victims' pods as the member shows them (the copy's pods, through the owner
   chain) plus what is still in flight for them (the ledger's planned pods);
-* each victim is evicted **whole**: its copy on the member is deleted with its in-flight entry
-  (the member's garbage collector removes its pods), and its hub object goes back to pending:
-  placement record cleared, ``Placed=False`` reason ``Preempted``, a ``Preempted`` condition
-  (reason ``Reclaim`` or ``Preempt``) and a Warning Event, both naming the preemptor; the
-  preemptor gets a Normal Event ``Preempting`` naming the victims and is decided again at once
-  (its queue's fair order puts it before the victims, which are over quota or of a lower
-  priority). ``placer.dev/preemptible: "false"`` on a workload and ``reclaimable: false`` on
+* each victim is evicted **whole**: its copy on the member is *suspended* where its definition
+  can suspend it (the framework removes its pods; the copy stays, *parked*, annotated
+  ``placer.dev/preempted-by``: :func:`placer.dispatch.eviction.evict_copy`), else deleted
+  (the member's garbage collector removes its pods), its in-flight entry removed either way;
+  its hub object goes back to pending: placement record cleared, ``Placed=False`` reason
+  ``Preempted``, a ``Preempted`` condition (reason ``Reclaim`` or ``Preempt``) and a Warning
+  Event, both naming the preemptor; the preemptor gets a Normal Event ``Preempting`` naming
+  the victims. ``placer.dev/preemptible: "false"`` on a workload and ``reclaimable: false`` on
   its queue protect work;
-* while an eviction for a preemptor is under way (its victims' pods may take a while to go), it
-  gets no new victims for :data:`EVICTION_SECONDS`: the eviction is never repeated for room
-  that is only slow to free.
+* **timing**: the preemptor is decided again as soon as its victims' pods are gone from the
+  member (:meth:`Preemption.pods_changed`, called on the member's pod watch events and at each
+  gather), without backoff — at once when the victims held no pod the member showed. Until then
+  it is *held* (not decided: it would find no room), and so are its victims until it is placed
+  (or had its decision once their pods were gone), so that the room they free goes to it, not
+  back to them. The cycle reads that room from the member's pods as they are, terminating ones
+  included, so a node is never overcommitted. A hold ends after :data:`EVICTION_SECONDS` at
+  the latest (a pod stuck terminating), as does the rule that the preemptor gets no new
+  victims meanwhile: the eviction is never repeated for room that is only slow to free;
+* **placed again** (:meth:`Preemption.unpark`, before a cycle dispatches): a workload placed on
+  the member where its copy is parked has that copy resumed in place (the dispatch then applies
+  over it, pinned to that member); placed on another member, its parked copy is deleted first.
+  Either write failing leaves the workload unplaced in that cycle: never two copies.
 
 A victim the loop or a cycle is working on is left alone (the eviction is tried again next
-cycle); a victim whose copy cannot be deleted keeps its placement (never two running copies:
-the hub record is only cleared once the copy is gone).
+cycle); a victim whose copy cannot be suspended or deleted keeps its placement (never two
+running copies: the hub record is only cleared once the copy is stopped).
 """
 
 from __future__ import annotations
 
 import logging
+import threading
 import time
 from collections.abc import Callable, Iterable, Mapping, Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, field, replace
 from typing import Any
 
 from placer.controller.events import EventRecorder
@@ -47,16 +59,24 @@ from placer.controller.records import (
     clear_record_patch,
     condition_of,
     cut_message,
+    hub_uid_of,
     placed_condition,
     record_of,
     status_patch,
 )
-from placer.dispatch import Ledger
-from placer.dispatch.eviction import evict_for, held_pods, victim_of
+from placer.dispatch import Ledger, Manifest
+from placer.dispatch.eviction import (
+    SUSPENDED,
+    evict_for,
+    held_pods,
+    is_parked,
+    resume_parked,
+    victim_of,
+)
 from placer.dispatch.ledger.sync import LedgerReads
-from placer.errors import KubeError, PlacerError
+from placer.errors import KubeError, NotFoundError, PlacerError
 from placer.kube import KubeClient
-from placer.model import Fleet, PodAssignment, Workload, WorkloadRef
+from placer.model import Decision, Fleet, PodAssignment, Unplaced, Workload, WorkloadRef
 from placer.objects import generation_of, uid_of
 from placer.policy import PlacementPolicy
 from placer.queues import QueueSet, Usage, membership
@@ -177,6 +197,25 @@ def queue_usage(queues: QueueSet, running: Sequence[Running]) -> Usage:
     return usage
 
 
+#: a pod on a member: (namespace, name).
+PodKey = tuple[str, str]
+
+
+@dataclass
+class _Eviction:
+    """An eviction under way for one preemptor."""
+
+    cluster: str
+    victims: frozenset[WorkloadRef]
+    #: the victims' pods the member showed, not gone yet: the preemptor is held until none is.
+    pods: set[PodKey]
+    #: until when it gets no new victims, and the holds end at the latest (monotonic seconds).
+    until: float
+    #: its victims are held (until it is placed, or had its decision once their pods went).
+    holding_victims: bool = True
+    started: float = field(default=0.0)
+
+
 class Preemption:
     """Evicts placed work for pending work the queues entitle (module docstring).
 
@@ -188,8 +227,14 @@ class Preemption:
         events: the hub's Events.
         reads: ``reads(cluster, client)``: where a member's pods are read (the capacity
             watches' caches, or listing).
-        delete_copy: ``delete_copy(ref, cluster)`` deletes a copy with its in-flight entry
-            (raises :class:`~placer.errors.KubeError` when it cannot).
+        evict_copy: ``evict_copy(ref, obj, cluster, preemptor)`` suspends (or deletes) the copy
+            of hub object ``obj`` on ``cluster`` with its in-flight entry, returning
+            ``suspended`` or ``deleted`` (raises :class:`~placer.errors.KubeError` when it
+            cannot).
+        delete_copy: ``delete_copy(ref, cluster)`` deletes a parked copy with its in-flight
+            entry (raises :class:`~placer.errors.KubeError`).
+        remember: ``remember(cluster, ref, copy)`` puts a copy just written in the members'
+            cache.
         claim: take an object for an eviction, unless the loop or a cycle works on it.
         release: the eviction of an object is over (the loop looks at it again).
         preempted: ``preempted(reason)`` counts one victim (the metric).
@@ -205,7 +250,9 @@ class Preemption:
         ledger: Ledger,
         events: EventRecorder,
         reads: Callable[[str, KubeClient], LedgerReads],
+        evict_copy: Callable[[WorkloadRef, JSON, str, WorkloadRef], str],
         delete_copy: Callable[[WorkloadRef, str], None],
+        remember: Callable[[str, WorkloadRef, JSON], None],
         claim: Callable[[WorkloadRef], bool],
         release: Callable[[WorkloadRef], None],
         preempted: Callable[[str], None] = lambda reason: None,
@@ -217,27 +264,95 @@ class Preemption:
         self.ledger = ledger
         self.events = events
         self._reads = reads
+        self._evict_copy = evict_copy
         self._delete_copy = delete_copy
+        self._remember = remember
         self._claim = claim
         self._release = release
         self._preempted = preempted
         self._clock = clock
-        #: preemptor -> until when it gets no new victims.
-        self._evicting: dict[WorkloadRef, float] = {}
+        #: preemptor -> its eviction under way (informer threads read it: ``_lock``).
+        self._evicting: dict[WorkloadRef, _Eviction] = {}
+        self._lock = threading.Lock()
+        #: per candidate victim of the current run, the pods its member showed.
+        self._seen: dict[WorkloadRef, list[PodKey]] = {}
 
     def evicting(self, ref: WorkloadRef) -> bool:
         """Whether an eviction for ``ref`` is under way."""
-        until = self._evicting.get(ref)
-        if until is None:
-            return False
-        if until <= self._clock():
-            del self._evicting[ref]
-            return False
-        return True
+        with self._lock:
+            eviction = self._evicting.get(ref)
+            if eviction is None:
+                return False
+            if eviction.until <= self._clock():
+                del self._evicting[ref]
+                return False
+            return True
+
+    def holds(self, ref: WorkloadRef) -> bool:
+        """Whether ``ref`` is not to be decided now: a preemptor whose victims' pods are still
+        on the member, or a victim whose preemptor is not placed yet (module docstring)."""
+        with self._lock:
+            if not self._evicting:
+                return False
+            now = self._clock()
+            eviction = self._evicting.get(ref)
+            if eviction is not None and eviction.pods and eviction.until > now:
+                return True
+            return any(
+                e.holding_victims and e.until > now and ref in e.victims
+                for e in self._evicting.values()
+            )
 
     def placed(self, ref: WorkloadRef) -> None:
         """``ref`` was placed (or is gone): its eviction is over."""
-        self._evicting.pop(ref, None)
+        with self._lock:
+            self._evicting.pop(ref, None)
+
+    def decided(self, ref: WorkloadRef) -> None:
+        """``ref`` was decided and left unplaced: once its victims' pods are gone, they are
+        held no longer (the room went elsewhere; they may compete for what is left)."""
+        with self._lock:
+            eviction = self._evicting.get(ref)
+            if eviction is not None and not eviction.pods:
+                eviction.holding_victims = False
+
+    def watched_clusters(self) -> set[str]:
+        """The members where victims' pods are awaited."""
+        with self._lock:
+            return {e.cluster for e in self._evicting.values() if e.pods}
+
+    def pods_changed(
+        self, cluster: str, left: Callable[[set[PodKey]], set[PodKey]]
+    ) -> list[WorkloadRef]:
+        """``cluster``'s pods changed: ``left(pods)`` says which of ``pods`` are still there
+        (not gone, not finished). Returns the preemptors whose victims' pods are all gone now
+        (to be decided at once)."""
+        with self._lock:
+            waiting = [
+                (ref, set(e.pods))
+                for ref, e in self._evicting.items()
+                if e.cluster == cluster and e.pods
+            ]
+        if not waiting:
+            return []
+        released: list[WorkloadRef] = []
+        for ref, pods in waiting:
+            remaining = left(pods)
+            with self._lock:
+                eviction = self._evicting.get(ref)
+                if eviction is None:
+                    continue
+                eviction.pods &= remaining
+                if not eviction.pods:
+                    released.append(ref)
+        for ref in released:
+            log.info(
+                "%s: its victims' pods on %s are gone; deciding it now",
+                ref,
+                cluster,
+                extra={"event": "victims-gone", "workload": str(ref), "cluster": cluster},
+            )
+        return released
 
     def run(
         self,
@@ -253,7 +368,8 @@ class Preemption:
         everything placed, ``placed_now`` included); per preemptor whose victims were
         evicted, what it evicted in words."""
         now = self._clock()
-        self._evicting = {r: t for r, t in self._evicting.items() if t > now}  # (gone ones)
+        with self._lock:  # (gone ones)
+            self._evicting = {r: e for r, e in self._evicting.items() if e.until > now}
         order = sorted(
             (w for w in waiting if not self.evicting(w.ref)),
             key=lambda w: -membership(w, queues).priority,
@@ -272,8 +388,18 @@ class Preemption:
         for preemptor, eviction, evicted in evict_for(
             order, fleet, victims, queues, usage, carry, policies=policies, time_limit=time_limit
         ):
-            self._evicting[preemptor.ref] = self._clock() + EVICTION_SECONDS
+            pods = {key for v in evicted for key in self._seen.get(v.workload.ref, ())}
+            started = self._clock()
+            with self._lock:
+                self._evicting[preemptor.ref] = _Eviction(
+                    eviction.cluster,
+                    frozenset(v.workload.ref for v in evicted),
+                    pods,
+                    started + EVICTION_SECONDS,
+                    started=started,
+                )
             done[preemptor.ref] = self._words(eviction, evicted)
+        self._seen = {}
         return done
 
     # -- the victims' placements -----------------------------------------------------------------
@@ -286,6 +412,7 @@ class Preemption:
         for item in held:
             by_cluster.setdefault(item.cluster, []).append(item)
         victims: list[Victim] = []
+        self._seen = {}
         for cluster, items in sorted(by_cluster.items()):
             client = self.members.clients.get(cluster)
             if client is None:
@@ -293,6 +420,8 @@ class Preemption:
             observed = self._observed(cluster, client, items)
             for item in items:
                 pods = list(observed.get(item.ref, ()))
+                # (held_pods names each pod it saw in ``component``)
+                self._seen[item.ref] = [(item.ref.namespace, p.component) for p in pods]
                 entry = self.ledger.get(cluster, item.ref)
                 if entry is not None:
                     pods += entry.placement.pods
@@ -359,16 +488,17 @@ class Preemption:
         return evicted
 
     def _evict_one(self, item: Held, rule: str, preemptor: WorkloadRef) -> bool:
-        """Delete ``item``'s copy, then put its hub object back to pending, saying why."""
+        """Suspend (or delete) ``item``'s copy, then put its hub object back to pending,
+        saying why."""
         ref, cluster = item.ref, item.cluster
         obj = self.hub.get(ref)
         if obj is None or uid_of(obj) != uid_of(item.obj):
             return False
         try:
-            self._delete_copy(ref, cluster)
-        except KubeError as err:
+            how = self._evict_copy(ref, obj, cluster, preemptor)
+        except PlacerError as err:
             log.warning(
-                "%s: not evicted for %s, its copy on %s could not be deleted (%s)",
+                "%s: not evicted for %s, its copy on %s could not be suspended or deleted (%s)",
                 ref,
                 preemptor,
                 cluster,
@@ -383,8 +513,13 @@ class Preemption:
             if rule == RECLAIM
             else f"preempted by {preemptor}, of a higher priority in the same queue"
         )
+        done = (
+            "suspended (its pods go; resumed if it is placed there again)"
+            if how == SUSPENDED
+            else "deleted"
+        )
         message = (
-            f"cluster {cluster}: {why}; its copy there was deleted, it waits to be placed again"
+            f"cluster {cluster}: {why}; its copy there was {done}, it waits to be placed again"
         )
         try:
             obj = self.writer.patch_meta(ref, obj, clear_record_patch)
@@ -415,9 +550,90 @@ class Preemption:
                 "cluster": cluster,
                 "preemptor": str(preemptor),
                 "reason": rule,
+                "evicted": how,
             },
         )
         return True
+
+    # -- placed again ----------------------------------------------------------------------------
+
+    def unpark(
+        self, decision: Decision, manifests: Mapping[WorkloadRef, Manifest]
+    ) -> tuple[Decision, dict[WorkloadRef, Manifest]]:
+        """Before ``decision`` is dispatched: each placed workload's parked copies resumed where
+        it is placed (its manifest then pinned to that member), deleted elsewhere (module
+        docstring). Returns the decision without the placements whose parked copy could not
+        be settled (unplaced, saying why), and the manifests pinned."""
+        pinned: dict[WorkloadRef, Manifest] = {}
+        refused: dict[WorkloadRef, dict[str, str]] = {}
+        for placement in decision.placements:
+            manifest = manifests.get(placement.workload)
+            if manifest is None:
+                continue
+            found, _ = self.members.view(placement.workload, uid_of(manifest.body))
+            parked = {c: copy for c, copy in found.items() if is_parked(copy)}
+            for cluster in sorted(parked):
+                problem = self._settle_parked(manifest, cluster, placement.cluster)
+                if problem:
+                    refused[placement.workload] = {placement.cluster: problem}
+                    break
+                if cluster == placement.cluster:
+                    workload = replace(manifest.workload, pinned_cluster=cluster)
+                    decomposition = replace(manifest.decomposition, workload=workload)
+                    pinned[placement.workload] = replace(manifest, decomposition=decomposition)
+        if not refused:
+            return decision, pinned
+        kept = tuple(p for p in decision.placements if p.workload not in refused)
+        unplaced = (*decision.unplaced, *(Unplaced(r, why) for r, why in refused.items()))
+        return replace(decision, placements=kept, unplaced=unplaced), pinned
+
+    def _settle_parked(self, manifest: Manifest, cluster: str, target: str) -> str:
+        """Resume the parked copy of ``manifest`` on ``cluster`` (``target``: where it is placed
+        now) or delete it; ``""``, or why it could not be."""
+        ref = manifest.ref
+        client = self.members.clients.get(cluster)
+        if client is None:
+            return f"its suspended copy on cluster {cluster} cannot be reached"
+        try:
+            if cluster != target:
+                self._delete_copy(ref, cluster)
+                log.info(
+                    "%s: its suspended copy on %s deleted, it is placed on %s",
+                    ref,
+                    cluster,
+                    target,
+                    extra={"event": "parked-deleted", "workload": str(ref), "cluster": cluster},
+                )
+                return ""
+            try:
+                current = client.get(ref.api_version, ref.kind, ref.name, namespace=ref.namespace)
+            except NotFoundError:
+                return ""  # gone meanwhile: the dispatch creates it
+            if not is_parked(current) or hub_uid_of(current) != uid_of(manifest.body):
+                return ""  # resumed meanwhile (or not this copy): the dispatch decides
+            written = resume_parked(client, current, manifest.decomposition.definition)
+            self._remember(cluster, ref, written)
+        except PlacerError as err:
+            verb = "deleted" if cluster != target else "resumed"
+            log.warning(
+                "%s: its suspended copy on %s could not be %s: %s",
+                ref,
+                cluster,
+                verb,
+                err.message,
+                extra={"event": "unpark-failed", "workload": str(ref), "cluster": cluster},
+            )
+            return (
+                f"its suspended copy on cluster {cluster} could not be {verb} ({err.message}); "
+                "it is tried again"
+            )
+        log.info(
+            "%s: its suspended copy on %s resumed",
+            ref,
+            cluster,
+            extra={"event": "parked-resumed", "workload": str(ref), "cluster": cluster},
+        )
+        return ""
 
     @staticmethod
     def _words(eviction: Eviction, evicted: Sequence[Victim]) -> str:

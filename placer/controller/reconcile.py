@@ -22,7 +22,10 @@ Rules for a hub object (:func:`reconcile`):
    does). Other objects go on without that member. If copies of this object exist on
    reachable members (a crash after an apply, or a lost member came back before the object was
    placed again), *adopt* one — the first in fleet order — and delete the others; otherwise the
-   object waits for a placement cycle (if it opted in).
+   object waits for a placement cycle (if it opted in). A copy *parked* by an eviction
+   (suspended, annotated ``placer.dev/preempted-by``: :func:`placer.dispatch.eviction.
+   is_parked`) is never adopted: the object waits for a cycle, which resumes that copy when it
+   places the object on its member again, or deletes it before placing the object elsewhere.
 3. **Recorded on cluster C**:
 
    * copies on other reachable members are stale: *delete* them (the member that was lost
@@ -80,6 +83,7 @@ from placer.controller.records import (
     hub_uid_of,
     record_of,
 )
+from placer.dispatch.eviction import is_parked
 from placer.dispatch.spread import spread_copies_of
 from placer.model import LABEL_GROUP
 from placer.objects import generation_of, is_deleting, labels_of, name_key
@@ -273,8 +277,11 @@ def reconcile(
             return (
                 [Place("its spread copies have no record; dividing it again")] if opted_in else []
             )
-        if present:
-            return [Adopt(present[0]), *(DeleteCopy(c) for c in present[1:])]
+        running = [c for c in present if not is_parked(copies[c])]
+        if running:
+            return [Adopt(running[0]), *(DeleteCopy(c) for c in present if c != running[0])]
+        if present:  # parked by an eviction: the cycle resumes or replaces them
+            return [Place("it was evicted; it waits to be placed again")] if opted_in else []
         return [Place()] if opted_in else []
     if record.copies:
         return _recorded_spread(obj, record, copies, health, members, now, grace_period, aggregate)

@@ -7,23 +7,27 @@
 * :func:`evict_for` — the evictions for pending work, highest priority first, each carried out
   (or only noted) by the caller before the next is chosen on what it freed: the controller's
   cycles and ``placer submit`` share it;
-* :func:`evict_copy` — ``placer submit --allow-preemption``'s eviction: the copy is
-  *suspended* where its definition says how (its pods go, the object stays on the member with
-  the annotation :data:`ANNOTATION_PREEMPTED_BY` naming the preemptor, and can be resumed),
-  else deleted. (The controller deletes the copy: its hub object is what waits.)
+* :func:`evict_copy` — the eviction of ``placer submit --allow-preemption`` and of the
+  controller: the copy is *suspended* where its definition says how (its pods go, the object
+  stays on the member with the annotation :data:`ANNOTATION_PREEMPTED_BY` naming the
+  preemptor: :func:`is_parked`, and can be resumed), else deleted;
+* :func:`resume_parked` — the reverse, when the controller places the workload on that member
+  again: the definition's resume actions, the annotation removed (one conditional PUT, by the
+  same field manager as the suspension, so that the dispatch's server-side apply that follows
+  sets the same values and meets no conflict).
 """
 
 from __future__ import annotations
 
 from collections.abc import Callable, Iterable, Mapping, Sequence
-from typing import Any
+from typing import Any, NamedTuple
 
 from placer.definitions import Definition
-from placer.definitions.suspend import can_suspend, suspend
+from placer.definitions.suspend import can_suspend, resume, suspend
 from placer.dispatch.ledger.sync import LedgerReads
 from placer.kube import KubeClient
 from placer.model import Fleet, Placement, PodAssignment, Workload, WorkloadRef
-from placer.objects import name_key
+from placer.objects import annotations_of, name_key
 from placer.policy import PlacementPolicy
 from placer.queues import QueueSet, Usage, membership
 from placer.solver.charging import release
@@ -34,9 +38,12 @@ __all__ = [
     "DELETED",
     "SUSPENDED",
     "Carry",
+    "Evicted",
     "evict_copy",
     "evict_for",
     "held_pods",
+    "is_parked",
+    "resume_parked",
     "victim_of",
 ]
 
@@ -97,6 +104,20 @@ def victim_of(
     return Victim(workload, placement, started)
 
 
+class Evicted(NamedTuple):
+    """What :func:`evict_copy` did: :data:`SUSPENDED` (with the copy as the member now has
+    it) or :data:`DELETED` (``copy`` is ``None``)."""
+
+    how: str
+    copy: dict[str, Any] | None = None
+
+
+def is_parked(copy: Mapping[str, Any]) -> bool:
+    """Whether ``copy`` was suspended by an eviction and not resumed since (it holds no pods;
+    it waits for its workload to be placed again)."""
+    return bool(annotations_of(copy).get(ANNOTATION_PREEMPTED_BY))
+
+
 def evict_copy(
     client: KubeClient,
     obj: Mapping[str, Any],
@@ -104,22 +125,47 @@ def evict_copy(
     preemptor: WorkloadRef,
     *,
     field_manager: str = "placer",
-) -> str:
-    """Suspend the copy ``obj`` on its member where ``definition`` can (:data:`SUSPENDED`),
-    else delete it (:data:`DELETED`); raises :class:`~placer.errors.KubeError`."""
+) -> Evicted:
+    """Suspend the copy ``obj`` on its member where ``definition`` can (:data:`SUSPENDED`: a
+    PUT conditional on ``obj``'s resourceVersion), else delete it (:data:`DELETED`); raises
+    :class:`~placer.errors.KubeError`."""
     namespace, name = name_key(obj)
     api_version, kind = str(obj.get("apiVersion")), str(obj.get("kind"))
     if can_suspend(definition):
-        body = suspend(obj, definition)
-        metadata = dict(body.get("metadata") or {})
-        annotations = dict(metadata.get("annotations") or {})
-        annotations[ANNOTATION_PREEMPTED_BY] = str(preemptor)
-        metadata["annotations"] = annotations
-        body["metadata"] = metadata
-        client.replace(body, namespace=namespace or None, field_manager=field_manager)
-        return SUSPENDED
+        body = _with_preemptor(suspend(obj, definition), str(preemptor))
+        written = client.replace(body, namespace=namespace or None, field_manager=field_manager)
+        return Evicted(SUSPENDED, dict(written))
     client.delete(api_version, kind, name, namespace=namespace or None, missing_ok=True)
-    return DELETED
+    return Evicted(DELETED)
+
+
+def resume_parked(
+    client: KubeClient,
+    copy: Mapping[str, Any],
+    definition: Definition,
+    *,
+    field_manager: str = "placer",
+) -> dict[str, Any]:
+    """Resume a copy :func:`evict_copy` suspended (:func:`is_parked`): its definition's resume
+    actions, the annotation removed, one PUT conditional on ``copy``'s resourceVersion; the
+    copy as written. Raises :class:`~placer.errors.KubeError` (or
+    :class:`~placer.errors.DefinitionError` when the definition cannot resume)."""
+    namespace, _ = name_key(copy)
+    body = _with_preemptor(resume(copy, definition), None)
+    return dict(client.replace(body, namespace=namespace or None, field_manager=field_manager))
+
+
+def _with_preemptor(body: dict[str, Any], preemptor: str | None) -> dict[str, Any]:
+    """``body`` with :data:`ANNOTATION_PREEMPTED_BY` set to ``preemptor`` (``None``: removed)."""
+    metadata = dict(body.get("metadata") or {})
+    annotations = dict(metadata.get("annotations") or {})
+    if preemptor is None:
+        annotations.pop(ANNOTATION_PREEMPTED_BY, None)
+    else:
+        annotations[ANNOTATION_PREEMPTED_BY] = preemptor
+    metadata["annotations"] = annotations
+    body["metadata"] = metadata
+    return body
 
 
 def evict_for(

@@ -145,7 +145,7 @@ def preempt_unplaced(
             try:
                 how[victim.workload.ref] = evict_copy(
                     client, copy.copy, copy.definition, preemptor.ref
-                )
+                ).how
             except KubeError as err:
                 errors.setdefault(preemptor.ref, []).append(
                     f"{victim.workload.ref}: not evicted: {err.message}"

@@ -94,7 +94,11 @@ def test_reclaim_places_in_quota_work_by_evicting_over_quota_work(
     placed = hubfleet.condition(victim, "Placed") or {}
     assert placed["status"] == "False" and placed["reason"] in ("Preempted", "Unschedulable")
     assert hubfleet.placed_cluster(victim) is None
-    assert hubfleet.copies(victims[0]) == {}
+    # its copy is parked on the member: suspended, naming the preemptor (no pods, no quota)
+    [parked] = hubfleet.copies(victims[0]).values()
+    assert parked["spec"]["suspend"] is True
+    assert hubfleet.annotations(parked)["placer.dev/preempted-by"] == "Job/team-a/a-0"
+    assert "suspended" in preempted["message"]
     events = hubfleet.wait_for(
         lambda: [e for e in hubfleet.events(victims[0]) if e["reason"] == "Preempted"],
         what="the Preempted Event",
@@ -105,8 +109,9 @@ def test_reclaim_places_in_quota_work_by_evicting_over_quota_work(
         what="the Preempting Event",
     )
     copies = hubfleet.members["m1"].store.list("jobs", hubfleet.NAMESPACE)
-    assert len(copies) == 12  # 11 of team-b's and team-a's: 96 GPUs, never more
-    assert sum(1 for n in names if hubfleet.copies(n)) == 11
+    running_copies = [c for c in copies if not c["spec"].get("suspend")]
+    assert len(running_copies) == 12  # 11 of team-b's and team-a's: 96 GPUs, never more
+    assert len(copies) == 13  # and the parked one
     metrics = running.controller.metrics.exposition().decode()
     assert 'placer_preemptions_total{reason="reclaim"} 1.0' in metrics
     series = (
@@ -146,7 +151,12 @@ def test_reclaim_places_in_quota_work_by_evicting_over_quota_work(
         )
 
     hubfleet.wait_for(placed_again, timeout=60, what="the victim placed again, not Preempted")
-    # ... and it stays so once the copy's status is mirrored
+    # ... its parked copy resumed in place (the same object), and it stays so once the copy's
+    # status is mirrored
+    [resumed] = hubfleet.copies(victims[0]).values()
+    assert resumed["metadata"]["uid"] == parked["metadata"]["uid"]
+    assert resumed["spec"]["suspend"] is False
+    assert "placer.dev/preempted-by" not in hubfleet.annotations(resumed)
     time.sleep(1.0)
     assert placed_again()
 
