@@ -658,5 +658,6 @@ class Controller:
             if obj is not None and record_of(obj) is not None:
                 self.pending.bump()  # its capacity comes back
             self.queue.wake()
+        self.cycle.preemption_over(ref)  # (a preemptor gone: its victims are held no longer)
         if uid:
             self.events.forget(uid)

@@ -266,6 +266,12 @@ class DecisionCycle:
             self.preemption is not None and self.preemption.holds(ref)
         )
 
+    def preemption_over(self, ref: WorkloadRef) -> None:
+        """``ref`` is gone: an eviction for it holds nothing any more."""
+        if self.preemption is not None:
+            self.preemption.placed(ref)
+            self.wake()
+
     def victims_gone(self, cluster: str) -> None:
         """``cluster``'s pods changed (its pod watch, or a gather): a preemptor whose victims'
         pods are all gone now is decided at once (:meth:`~placer.controller.preemption.
