@@ -140,6 +140,18 @@ def test_existing_copies_without_record_are_adopted_not_duplicated() -> None:
     assert run(obj(), copies={"c": copy(), "b": copy()}) == [Adopt("b"), DeleteCopy("c")]
 
 
+def test_a_copy_parked_by_an_eviction_is_never_adopted() -> None:
+    """A copy suspended by an eviction (``placer.dev/preempted-by``) holds no pods: its object
+    waits for a cycle (which resumes or replaces it); a running copy elsewhere is adopted and
+    the parked one deleted."""
+    parked = copy()
+    parked["metadata"]["annotations"]["placer.dev/preempted-by"] = "Job/ns/urgent"
+    [place] = run(obj(), copies={"b": parked})
+    assert isinstance(place, Place) and "evicted" in place.reason
+    assert run(obj(), copies={"b": parked}, opted_in=False) == []
+    assert run(obj(), copies={"b": parked, "c": copy()}) == [Adopt("c"), DeleteCopy("b")]
+
+
 def test_recorded_object_confirm_mirror_reapply() -> None:
     assert run(obj(cluster="a", confirmed=False), copies={"a": copy()}) == [Confirm("a")]
     assert run(obj(cluster="a"), copies={"a": copy()}) == []
