@@ -67,6 +67,7 @@ from placer.errors import (
     NotFoundError,
     PlacerError,
 )
+from placer.kube import KubeClient
 from placer.model import Fleet, Workload, WorkloadRef
 from placer.objects import generation_of, name_of, uid_of
 from placer.solver import release, solve
@@ -337,11 +338,7 @@ class Actions:
             return
         client.delete(ref.api_version, ref.kind, ref.name, namespace=ref.namespace, missing_ok=True)
         self.members.forget_copy(cluster, ref)
-        self.ledger.discard(cluster, ref)
-        try:
-            delete_entry(client, ref)
-        except KubeError as err:
-            log.info("cluster %s: ledger entry of %s not removed: %s", cluster, ref, err)
+        self._drop_entry(client, cluster, ref)
         if reason == "stale":
             self.metrics.stale_deleted.labels(cluster).inc()
         log.info(
@@ -372,11 +369,7 @@ class Actions:
             self.members.remember(cluster, ref, evicted.copy)
         else:
             self.members.forget_copy(cluster, ref)
-        self.ledger.discard(cluster, ref)
-        try:
-            delete_entry(client, ref)
-        except KubeError as err:
-            log.info("cluster %s: ledger entry of %s not removed: %s", cluster, ref, err)
+        self._drop_entry(client, cluster, ref)
         log.info(
             "%s: copy on %s %s (preempted by %s)",
             ref,
@@ -386,6 +379,14 @@ class Actions:
             extra={"event": "copy-evicted", "workload": str(ref), "cluster": cluster},
         )
         return evicted.how
+
+    def _drop_entry(self, client: KubeClient, cluster: str, ref: WorkloadRef) -> None:
+        """``ref``'s copy on ``cluster`` holds nothing any more: its in-flight entry goes."""
+        self.ledger.discard(cluster, ref)
+        try:
+            delete_entry(client, ref)
+        except KubeError as err:
+            log.info("cluster %s: ledger entry of %s not removed: %s", cluster, ref, err)
 
     def delete_orphan(self, ref: WorkloadRef, cluster: str) -> None:
         """Delete a stale copy whose hub object is gone."""

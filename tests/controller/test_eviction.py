@@ -154,6 +154,12 @@ def flood(hubfleet: HubFleet, team: str, count: int, **job: Any) -> list[str]:
     return names
 
 
+def placed_on(hubfleet: HubFleet, name: str, cluster: str, what: str) -> None:
+    hubfleet.wait_for(
+        lambda: hubfleet.placed_cluster(hub_job(hubfleet, name)) == cluster, timeout=30, what=what
+    )
+
+
 def preempted(hubfleet: HubFleet, names: list[str]) -> list[str]:
     return [
         n
@@ -225,11 +231,7 @@ def test_a_gang_is_evicted_whole(hubfleet: HubFleet) -> None:
     controller(hubfleet, ("m1",))
     names = flood(hubfleet, "team-b", 6, pods=2)
     hubfleet.hub.store.create(team_job(hubfleet, "a-0", "team-a"))
-    hubfleet.wait_for(
-        lambda: hubfleet.placed_cluster(hub_job(hubfleet, "a-0")) == "m1",
-        timeout=30,
-        what="team-a's Job placed",
-    )
+    placed_on(hubfleet, "a-0", "m1", "team-a's Job placed")
     [victim] = preempted(hubfleet, names)
     for name in names:
         [copy] = hubfleet.copies(name).values()
@@ -255,20 +257,12 @@ def test_a_victim_placed_on_another_member_has_its_parked_copy_deleted_first(
     controller(hubfleet, ("m1", "m2"))
     names = flood(hubfleet, "team-b", 12)
     hubfleet.hub.store.create(team_job(hubfleet, "a-0", "team-a"))
-    hubfleet.wait_for(
-        lambda: hubfleet.placed_cluster(hub_job(hubfleet, "a-0")) == "m1",
-        timeout=30,
-        what="team-a's Job placed by reclaim",
-    )
+    placed_on(hubfleet, "a-0", "m1", "team-a's Job placed by reclaim")
     [victim] = preempted(hubfleet, names)
     assert list(hubfleet.copies(victim)) == ["m1"]  # parked there
     for node in m2.store.list("nodes"):
         m2.store.patch("nodes", node["metadata"]["name"], {"spec": {"unschedulable": False}})
-    hubfleet.wait_for(
-        lambda: hubfleet.placed_cluster(hub_job(hubfleet, victim)) == "m2",
-        timeout=30,
-        what="the victim placed on m2",
-    )
+    placed_on(hubfleet, victim, "m2", "the victim placed on m2")
     [(member, copy)] = hubfleet.copies(victim).items()
     assert member == "m2" and copy["spec"]["suspend"] is False
     assert "placer.dev/preempted-by" not in hubfleet.annotations(copy)
@@ -295,11 +289,7 @@ def test_higher_priority_preempts_in_its_queue_and_never_the_reverse(hubfleet: H
     assert preempted(hubfleet, names) == []
     urgent = team_job(hubfleet, "urgent", "team-a", **{"placer.dev/priority": "100"})
     hubfleet.hub.store.create(urgent)
-    hubfleet.wait_for(
-        lambda: hubfleet.placed_cluster(hub_job(hubfleet, "urgent")) == "m1",
-        timeout=30,
-        what="the urgent Job placed",
-    )
+    placed_on(hubfleet, "urgent", "m1", "the urgent Job placed")
     [victim] = preempted(hubfleet, names)
     condition = hubfleet.condition(hub_job(hubfleet, victim), "Preempted") or {}
     assert condition["reason"] == "Preempt" and "urgent" in condition["message"]
@@ -346,11 +336,7 @@ def test_invalid_queues_on_the_hub_name_the_queue_and_field(hubfleet: HubFleet) 
         message = valid(name)["message"]
         assert valid(name)["status"] == "False" and field in message, (name, message)
     hubfleet.hub.store.create(team_job(hubfleet, "ok", "good"))
-    hubfleet.wait_for(
-        lambda: hubfleet.placed_cluster(hub_job(hubfleet, "ok")) == "m1",
-        timeout=30,
-        what="the valid queue's Job placed",
-    )
+    placed_on(hubfleet, "ok", "m1", "the valid queue's Job placed")
 
 
 def _slow_backoff() -> Any:
