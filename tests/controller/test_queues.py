@@ -162,19 +162,24 @@ def test_reclaim_places_in_quota_work_by_evicting_over_quota_work(
 
 
 @pytest.mark.parametrize(
-    ("labels", "overrides"),
+    ("labels", "overrides", "reclaimable"),
     [
-        ({"placer.dev/preemptible": "false"}, {}),  # protected work
-        ({}, {"preemption": False}),  # placer controller --no-preemption
+        ({"placer.dev/preemptible": "false"}, {}, True),  # protected work
+        ({}, {"preemption": False}, True),  # placer controller --no-preemption
+        ({}, {}, False),  # team-b's queue says reclaimable: false
     ],
-    ids=["preemptible-false", "no-preemption"],
+    ids=["preemptible-false", "no-preemption", "queue-not-reclaimable"],
 )
 def test_protected_work_is_never_evicted(
-    hubfleet: HubFleet, labels: dict[str, str], overrides: dict[str, Any]
+    hubfleet: HubFleet, labels: dict[str, str], overrides: dict[str, Any], reclaimable: bool
 ) -> None:
-    """``placer.dev/preemptible: "false"`` on every flooding Job, or a controller without
-    preemption: team-a's in-quota Job waits, and nothing is evicted."""
-    serve_queues(hubfleet, queue("team-a", 32), queue("team-b", 32))
+    """``placer.dev/preemptible: "false"`` on every flooding Job, a controller without
+    preemption, or ``reclaimable: false`` on the flooding queue: team-a's in-quota Job waits,
+    and nothing is evicted."""
+    team_b = queue("team-b", 32)
+    if not reclaimable:
+        team_b["spec"]["reclaimable"] = False
+    serve_queues(hubfleet, queue("team-a", 32), team_b)
     running = one_member(hubfleet, **overrides)
     names = flood(hubfleet, "team-b", 12, **labels)
     hubfleet.hub.store.create(team_job(hubfleet, "a-0", "team-a"))
