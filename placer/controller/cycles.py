@@ -49,6 +49,7 @@ from placer.controller.preemption import (
     PREEMPTING,
     Held,
     Preemption,
+    RunningCounts,
     placed_again,
     placed_work,
     queue_report,
@@ -214,6 +215,8 @@ class DecisionCycle:
         self.stuck: StuckMover | None = None
         #: evicts placed work for pending work the hub's queues entitle, when set.
         self.preemption: Preemption | None = None
+        #: placed elastic workloads at their running counts (queues' usage).
+        self.counts = RunningCounts(hub, members)
         self._queue_metrics_at = float("-inf")
         #: grows resizable elastic workloads when room appears, after each gather
         #: (:mod:`placer.controller.growth`), when set.
@@ -358,7 +361,7 @@ class DecisionCycle:
         self._queue_metrics_at = now + QUEUE_METRICS_SECONDS
         queues = self.hub.queues
         rows = (
-            queue_report(self.hub, self.ledger, queues, self.pending.refs())
+            queue_report(self.hub, self.ledger, queues, self.pending.refs(), self.counts)
             if queues is not None
             else []
         )
@@ -542,7 +545,9 @@ class DecisionCycle:
             )
         else:
             plain = [m for m in manifests if m.ref not in spread]
-            held = placed_work(self.hub, self.ledger, exclude=[m.ref for m in manifests])
+            held = placed_work(
+                self.hub, self.ledger, exclude=[m.ref for m in manifests], counts=self.counts
+            )
             fair = solve_fair(
                 [m.workload for m in plain],
                 fleet,

@@ -74,10 +74,11 @@ from placer.dispatch.eviction import (
     victim_of,
 )
 from placer.dispatch.ledger.sync import LedgerReads
+from placer.dispatch.scaling import running_workload
 from placer.errors import KubeError, NotFoundError, PlacerError
 from placer.kube import KubeClient
 from placer.model import Decision, Fleet, PodAssignment, Unplaced, Workload, WorkloadRef
-from placer.objects import generation_of, uid_of
+from placer.objects import generation_of, uid_of, version_of
 from placer.policy import PlacementPolicy
 from placer.queues import QueueSet, Usage, membership
 from placer.queues.report import pending_demand, queue_rows
@@ -92,6 +93,7 @@ __all__ = [
     "PREEMPTING",
     "Held",
     "Preemption",
+    "RunningCounts",
     "hub_queue_rows",
     "placed_again",
     "placed_work",
@@ -125,10 +127,50 @@ class Held:
         return Running(self.workload, self.cluster)
 
 
-def placed_work(hub: HubCache, ledger: Ledger, exclude: Sequence[WorkloadRef] = ()) -> list[Held]:
+class RunningCounts:
+    """An elastic workload placed by the controller runs the replica count its copy carries
+    (the decision's choice, or its growth since), not its minimum: what its queue is charged
+    (:func:`placer.dispatch.scaling.running_workload`, read from the copy in the members'
+    cache; cached per copy version)."""
+
+    #: copies' counts kept at most (all dropped when full).
+    KEPT = 10_000
+
+    def __init__(self, hub: HubCache, members: MembersView) -> None:
+        self.hub = hub
+        self.members = members
+        self._cache: dict[tuple[str, str, str], Workload] = {}
+
+    def __call__(self, workload: Workload, obj: JSON, cluster: str) -> Workload:
+        if not workload.elastic:
+            return workload
+        found, _ = self.members.view(workload.ref, uid_of(obj))
+        copy = found.get(cluster)
+        if copy is None or not copy.get("spec"):  # (not cached whole yet: at its minimum)
+            return workload
+        key = (cluster, uid_of(copy), version_of(copy))
+        cached = self._cache.get(key)
+        if cached is None or cached.ref != workload.ref:
+            try:
+                cached = running_workload(self.hub.decompose(copy), workload)
+            except PlacerError:
+                return workload
+            if len(self._cache) >= self.KEPT:
+                self._cache.clear()
+            self._cache[key] = cached
+        return cached
+
+
+def placed_work(
+    hub: HubCache,
+    ledger: Ledger,
+    exclude: Sequence[WorkloadRef] = (),
+    counts: Callable[[Workload, JSON, str], Workload] | None = None,
+) -> list[Held]:
     """The hub objects holding capacity (module docstring), but ``exclude`` (those being
     decided now); one that does not decompose any more is left out (it is reported
-    elsewhere)."""
+    elsewhere). ``counts``: an elastic workload at its running count (:class:`RunningCounts`;
+    default: at its minimum)."""
     skip = set(exclude)
     in_flight = {e.workload: e.cluster for e in ledger.entries()}
     held: list[Held] = []
@@ -145,13 +187,19 @@ def placed_work(hub: HubCache, ledger: Ledger, exclude: Sequence[WorkloadRef] = 
             workload = hub.decompose(obj).workload
         except PlacerError:
             continue
+        if counts is not None:
+            workload = counts(workload, obj, cluster)
         placed_at = record.placed_at if record is not None and record.placed_at else 0.0
         held.append(Held(ref, obj, workload, cluster, placed_at))
     return held
 
 
 def queue_report(
-    hub: HubCache, ledger: Ledger, queues: QueueSet, pending: Iterable[WorkloadRef]
+    hub: HubCache,
+    ledger: Ledger,
+    queues: QueueSet,
+    pending: Iterable[WorkloadRef],
+    counts: Callable[[Workload, JSON, str], Workload] | None = None,
 ) -> list[dict[str, Any]]:
     """The hub's queues as rows (:func:`hub_queue_rows`): allocated by the work placed or in
     flight, pending the objects waiting for a cycle."""
@@ -164,7 +212,7 @@ def queue_report(
             waiting.append((hub.decompose(obj).workload, obj))
         except PlacerError:
             continue
-    running = [h.running() for h in placed_work(hub, ledger)]
+    running = [h.running() for h in placed_work(hub, ledger, counts=counts)]
     return hub_queue_rows(queues, running, waiting)
 
 

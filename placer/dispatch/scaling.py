@@ -22,11 +22,13 @@ from placer.model import Placement, Workload
 __all__ = ["chosen_replicas", "running_workload", "with_chosen_replicas"]
 
 
-def running_workload(copy: Decomposition) -> Workload:
+def running_workload(copy: Decomposition, workload: Workload | None = None) -> Workload:
     """The workload of a dispatched ``copy`` (its decomposition, read from the member) with each
     elastic component at the count the copy carries — the count its decision chose, or its
-    growth wrote since (within its range) — rather than at its minimum."""
-    workload = copy.workload
+    growth wrote since (within its range) — rather than at its minimum. ``workload``: the
+    workload to give those counts (default: the copy's own; the controller passes the hub
+    object's)."""
+    workload = copy.workload if workload is None else workload
     counts = {
         (c.name, c.instance): min(max(c.replicas, c.elastic[0]), c.elastic[1])
         for c in copy.components
@@ -35,7 +37,9 @@ def running_workload(copy: Decomposition) -> Workload:
     if not counts:
         return workload
     components = tuple(
-        replace(c, replicas=counts[(c.name, c.instance)]) if (c.name, c.instance) in counts else c
+        replace(c, replicas=max(c.replicas, counts[(c.name, c.instance)]))
+        if (c.name, c.instance) in counts and c.elastic
+        else c
         for c in workload.components
     )
     return replace(workload, components=components)

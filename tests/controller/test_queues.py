@@ -355,3 +355,31 @@ def test_a_spread_workload_waits_under_queues_saying_why(hubfleet: HubFleet) -> 
 
     hubfleet.wait_for(waiting, timeout=30, what="the spread Deployment waiting under queues")
     assert hubfleet.copies("serve", kind="deployments.apps") == {}
+
+
+def test_a_placed_elastic_workload_counts_at_its_running_count(hubfleet: HubFleet) -> None:
+    """A PyTorchJob of a master and 2..10 workers of 4 GPUs placed where 16 GPUs are free runs
+    a master and 3 workers (16 GPUs, its minimum is 12): its queue is charged 16 (the copy's
+    count), in the controller's gauge."""
+    from tests.elastic.test_controller import pytorchjob, setup
+
+    setup(hubfleet)
+    serve_queues(hubfleet, queue("default", 64))
+    running = one_member(hubfleet)
+    hubfleet.hub.store.create(pytorchjob("elastic"))
+    hubfleet.wait_for(
+        lambda: (
+            hubfleet.placed_cluster(hubfleet.hub.store.get("pytorchjobs", "elastic", "team-a"))
+            == "m1"
+        ),
+        timeout=30,
+        what="the PyTorchJob placed",
+    )
+    [copy] = hubfleet.copies("elastic", kind="pytorchjobs").values()
+    assert copy["spec"]["pytorchReplicaSpecs"]["Worker"]["replicas"] == 3
+    series = 'placer_queue_allocated{queue="default",resource="nvidia.com/gpu"} 16.0'
+    hubfleet.wait_for(
+        lambda: series in running.controller.metrics.exposition().decode(),
+        timeout=10,
+        what="the queue gauge at 16 GPUs",
+    )
