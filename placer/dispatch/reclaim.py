@@ -7,6 +7,9 @@ priority work of its own queue), victims chosen by :func:`~placer.dispatch.evict
 on the members' nodes — each victim's pods as its member shows them, plus what is still in
 flight for it (the member's ledger entry).
 
+Copies a placement controller placed (label ``placer.dev/hub``) count toward their queues but are
+never victims here: their hub object is what waits, and the controller evicts them itself.
+
 Without ``allow`` nothing changes: the report says "would preempt X on cluster Y". With it,
 each victim's copy is evicted (:func:`~placer.dispatch.eviction.evict_copy`: suspended where
 its definition can, else deleted; its in-flight entry removed) and the preemptor is dispatched
@@ -26,10 +29,11 @@ from placer.dispatch.ledger import Ledger, delete_entry, read_entries
 from placer.dispatch.ledger.sync import ListedReads
 from placer.dispatch.options import DispatchOptions
 from placer.dispatch.outcomes import DISPATCHED, UNPLACED, Manifest, Outcome
+from placer.dispatch.record import LABEL_HUB
 from placer.errors import KubeError
 from placer.kube import KubeClient
 from placer.model import Decision, Fleet, PodAssignment, Workload, WorkloadRef
-from placer.objects import uid_of
+from placer.objects import labels_of, uid_of
 from placer.queues import QueueSet, Usage, membership
 from placer.solver.charging import charge, release
 from placer.solver.fairshare import Running
@@ -203,6 +207,8 @@ def _victims(placed: Sequence[PlacedCopy], clients: Mapping[str, KubeClient]) ->
     entry still plans); one holding nothing known is no candidate."""
     by_cluster: dict[str, list[PlacedCopy]] = {}
     for item in placed:
+        if LABEL_HUB in labels_of(item.copy):
+            continue  # a placement controller's copy: its hub object is evicted by it, not here
         by_cluster.setdefault(item.cluster, []).append(item)
     victims: list[Victim] = []
     for cluster, items in sorted(by_cluster.items()):

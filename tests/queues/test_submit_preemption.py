@@ -126,3 +126,34 @@ def test_allow_preemption_needs_queues(tmp_path: Path, capsys: pytest.CaptureFix
     code = main(["submit", "-f", str(manifest), "--allow-preemption", "--kubeconfig", "/none"])
     assert code == 2
     assert "--allow-preemption goes with --queues" in capsys.readouterr().err
+
+
+def test_a_placement_controllers_copies_are_never_submits_victims(
+    fleet: tuple[VirtualFleet, Path], tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """The same flood, its copies marked as a hub's (``placer.dev/hub``): they count toward
+    team-b, but ``placer submit`` leaves them to their controller: no eviction is proposed."""
+    virtual, kubeconfig = fleet
+    queues = tmp_path / "queues.yaml"
+    queues.write_text(QUEUES)
+    flood = tmp_path / "flood.yaml"
+    flood.write_text(yaml.safe_dump_all([job(f"b-{i}", "team-b", 1) for i in range(38)]))
+    mine = tmp_path / "a.yaml"
+    mine.write_text(yaml.safe_dump(job("a-0", "team-a", 2)))
+    base = ["submit", "--kubeconfig", str(kubeconfig), "--queues", str(queues), "-o", "json"]
+    assert main([*base, "-f", str(flood)]) == 0
+    capsys.readouterr()
+    for name in ("east", "west", "central"):
+        store = virtual.server(name).store
+        for obj in store.list("jobs", "default"):
+            labels = {**obj["metadata"].get("labels", {}), "placer.dev/hub": "hub"}
+            store.patch(
+                "jobs",
+                obj["metadata"]["name"],
+                {"metadata": {"labels": labels}},
+                namespace="default",
+            )
+    assert main([*base, "-f", str(mine), "--allow-preemption"]) == 1
+    said = json.loads(capsys.readouterr().out)
+    assert said["preemptions"] == []
+    assert all(not o["spec"].get("suspend") for o in jobs(virtual).values())
