@@ -34,8 +34,11 @@ Model, per cluster ``c`` the preemptor may use (CP-SAT, one small model over the
 * room: ``f_{c,r} + Σ_v d_{v,r} x_v ≥ D_r`` for every resource ``r`` the preemptor asks for,
   GPUs counted in thousandths of a device (whole and shared together; ``f`` from the devices'
   free thousandths) — necessary; the real packer decides, below;
-* whole-GPU slots per node (:func:`_whole_gpu_slots`): the preemptor's pods of whole GPUs fit
-  the devices wholly free on each node once the victims there are gone;
+* node rows (:func:`_node_rows`): ``s_{n,k}`` of the preemptor's pods of component ``k`` on
+  node ``n`` (a node its selector, affinity and taints allow), ``Σ_k a_{k,r} s_{n,k} ≤ F_{n,r} +
+  Σ_v h_{v,n,r} x_v`` for every resource ``r`` its pods ask (``pods`` 1 a pod; GPUs as the
+  devices wholly free once the victims there are gone) and ``Σ_n s_{n,k} ≥ count_k``: the
+  preemptor's pods fit the nodes one by one, not only the cluster's totals;
 * reclaim only over quota: ``Σ_{v ∈ q} d_{v,r} x_v ≤ U_{q,r} − Q_{q,r}`` per victim queue ``q``
   taken by reclaim and resource ``r`` it lists (ancestors shared with the preemptor aside);
 * fair-share reclaim only down to the preemptor's share: the bound above, per victim queue
@@ -52,11 +55,12 @@ Model, per cluster ``c`` the preemptor may use (CP-SAT, one small model over the
 
 The optimum is then *realised*: the victims are released on the cluster's nodes and the
 preemptor packed there by the solver. When it does not pack, the no-good ``Σ_{v∈S} x_v ≤
-|S| − 1`` cuts that set and the model is solved again (up to ``MAX_ROUNDS``). The room
-constraint holds for every set that packs, so the first set that packs has the fewest GPUs
-(then workloads…) of all sets that pack and obey the rules: never more is evicted than the
-preemptor needs on real nodes, as far as the packer finds a packing where one exists. Of all
-clusters, the victim set with the least (GPUs, workloads, priorities, ages) wins.
+|S| − 1`` cuts that set and the model is solved again (up to ``MAX_ROUNDS``). The room and
+node rows hold for every set that packs (they are necessary), so the first set that packs has
+the fewest GPUs (then workloads…) of all sets that pack and obey the rules: never more is
+evicted than the preemptor needs on real nodes, as far as the packer finds a packing where one
+exists. Of all clusters, the victim set with the least (GPUs, workloads, priorities, ages)
+wins.
 
 Pure: reads its arguments, returns new objects.
 """
@@ -69,8 +73,9 @@ from dataclasses import dataclass
 from ortools.sat.python import cp_model
 
 from placer.model import GPU_SHARE, Fleet, Node, Placement, Workload, WorkloadRef
+from placer.podspec import node_mismatch
 from placer.policy import PlacementPolicy
-from placer.quantity import GPU
+from placer.quantity import GPU, PODS
 from placer.queues import QueueSet, Usage, membership
 from placer.solver.charging import release
 from placer.solver.decide import solve
@@ -329,59 +334,107 @@ def _on_cluster(
 
 
 @dataclass(frozen=True)
-class _Nodes:
-    """What the whole-GPU slot rows need: each usable node's wholly free devices, and the
-    preemptor's pods of whole GPUs as (GPUs a pod, pods)."""
+class _Run:
+    """The preemptor's pods of one component: what one pod asks on a node (every resource but
+    shared-GPU thousandths, ``pods`` = 1, GPUs as whole devices), how many, and the nodes it
+    may use (selector, affinity, taints)."""
 
-    free: Mapping[str, int]
-    runs: tuple[tuple[int, int], ...]
+    requests: Mapping[str, int]
+    count: int
+    nodes: frozenset[str]
+
+
+@dataclass(frozen=True)
+class _Nodes:
+    """What the node rows need: per usable node, what is free of each resource the preemptor's
+    pods ask (GPUs: the wholly free devices), and the preemptor's pods as runs."""
+
+    free: Mapping[str, Mapping[str, int]]
+    runs: tuple[_Run, ...]
 
     @classmethod
     def of(cls, preemptor: Workload, nodes: Sequence[Node]) -> _Nodes:
-        free = {n.name: sum(1 for d in node_devices(n) if d >= 1000) for n in nodes if n.usable}
-        runs = tuple(
-            (c.pod.gpus, c.replicas) for c in preemptor.components if c.pod.gpus and c.replicas
-        )
-        return cls(free=free, runs=runs)
+        usable = [n for n in nodes if n.usable]
+        runs = []
+        for component in preemptor.components:
+            if not component.replicas:
+                continue
+            asks = {r: a for r, a in component.pod.requests.items() if a > 0 and r != GPU_SHARE}
+            asks[PODS] = 1
+            eligible = frozenset(n.name for n in usable if node_mismatch(component.pod, n) is None)
+            runs.append(_Run(asks, component.replicas, eligible))
+        resources = {r for run in runs for r in run.requests}
+        free: dict[str, dict[str, int]] = {}
+        for node in usable:
+            left = node.free
+            free[node.name] = {
+                r: (
+                    sum(1 for d in node_devices(node) if d >= 1000)
+                    if r == GPU
+                    else node.free_pods
+                    if r == PODS
+                    else left.get(r, 0)
+                )
+                for r in resources
+            }
+        return cls(free=free, runs=tuple(runs))
 
 
-def _whole_gpu_slots(
+def _node_rows(
     model: cp_model.CpModel,
     x: Sequence[cp_model.IntVar],
     here: Sequence[tuple[Victim, str]],
     nodes: _Nodes,
 ) -> None:
-    """Node-level rows for the preemptor's whole-GPU pods: ``s_{n,k}`` pods of run ``k`` on
-    node ``n``, ``Σ_k g_k s_{n,k} ≤ F_n + Σ_v w_{v,n} x_v`` (``F_n`` wholly free devices,
-    ``w_{v,n}`` the whole GPUs victim ``v``'s pods hold there) and ``Σ_n s_{n,k} ≥ count_k``:
-    the aggregate row cannot tell 8 GPUs on one node from 1 on each of eight."""
+    """Node-level rows for the preemptor's pods: ``s_{n,k}`` pods of run ``k`` on node ``n``
+    (only where run ``k`` may go), ``Σ_k a_{k,r} s_{n,k} ≤ F_{n,r} + Σ_v h_{v,n,r} x_v`` for
+    every resource ``r`` the pods ask (``F_{n,r}`` free on the node — for GPUs its wholly free
+    devices —, ``h_{v,n,r}`` what victim ``v``'s pods hold there, ``pods`` counted as 1 a pod)
+    and ``Σ_n s_{n,k} ≥ count_k``. The aggregate rows cannot tell 8 GPUs on one node from 1 on
+    each of eight, nor a node whose GPUs are free from one whose CPUs are: with these rows the
+    set the model chooses packs, as far as shared GPUs and the placement policies allow."""
     if not nodes.runs:
         return
-    held: dict[str, list[tuple[int, int]]] = {}
+    resources = {r for run in nodes.runs for r in run.requests}
+    held: dict[str, list[tuple[int, dict[str, int]]]] = {}
     for i, (victim, _) in enumerate(here):
-        per_node: dict[str, int] = {}
+        per_node: dict[str, dict[str, int]] = {}
         for pod in victim.placement.pods:
-            per_node[pod.node] = per_node.get(pod.node, 0) + pod.requests.get(GPU, 0)
-        for name, amount in per_node.items():
-            if amount:
-                held.setdefault(name, []).append((i, amount))
+            into = per_node.setdefault(pod.node, {})
+            into[PODS] = into.get(PODS, 0) + 1
+            for r in resources:
+                if r != PODS and pod.requests.get(r, 0) > 0:
+                    into[r] = into.get(r, 0) + pod.requests[r]
+        for name, amounts in per_node.items():
+            held.setdefault(name, []).append((i, amounts))
     placed: list[list[cp_model.IntVar]] = [[] for _ in nodes.runs]
     for name, free in nodes.free.items():
-        most = free + sum(amount for _, amount in held.get(name, []))
-        if most <= 0:
-            continue
-        slots = []
-        for k, (gpus, count) in enumerate(nodes.runs):
-            top = min(count, most // gpus)
+        here_held = held.get(name, [])
+        most = {r: free[r] + sum(a.get(r, 0) for _, a in here_held) for r in resources}
+        slots: list[tuple[_Run, cp_model.IntVar, int]] = []
+        for k, run in enumerate(nodes.runs):
+            if name not in run.nodes:
+                continue
+            top = min([run.count, *(most[r] // a for r, a in run.requests.items())])
             if top <= 0:
                 continue
             slot = model.new_int_var(0, top, f"s-{name}-{k}")
-            slots.append(gpus * slot)
+            slots.append((run, slot, top))
             placed[k].append(slot)
-        if slots:
-            model.add(sum(slots) <= free + sum(amount * x[i] for i, amount in held.get(name, [])))
-    for k, (_, count) in enumerate(nodes.runs):
-        model.add(sum(placed[k]) >= count)
+        if not slots:
+            continue
+        for r in resources:
+            asked = [
+                (run.requests[r], slot, top) for run, slot, top in slots if run.requests.get(r)
+            ]
+            if sum(c * top for c, _, top in asked) <= free[r]:
+                continue  # holds with nothing evicted
+            freed = [(a[r], x[i]) for i, a in here_held if a.get(r, 0)]
+            model.add(
+                sum(c * slot for c, slot, _ in asked) <= free[r] + sum(c * v for c, v in freed)
+            )
+    for k, run in enumerate(nodes.runs):
+        model.add(sum(placed[k]) >= run.count)
 
 
 def _solve_model(
@@ -411,7 +464,7 @@ def _solve_model(
     short_milli = _milli(demand) - free_milli
     if short_milli > 0:
         model.add(sum(gpu[i] * x[i] for i in range(len(x))) >= short_milli)
-    _whole_gpu_slots(model, x, here, nodes)
+    _node_rows(model, x, here, nodes)
     # reclaim only what is over quota, per victim queue
     reclaimed: dict[str, list[int]] = {}
     for i, (victim, kind) in enumerate(here):
@@ -485,6 +538,9 @@ def _solve_model(
     solver = cp_model.CpSolver()
     solver.parameters.num_workers = 1
     solver.parameters.random_seed = seed
+    # the LP of every row at the root: with the node rows, the default linearization proves
+    # nothing in time on a loaded cluster of ~100 nodes and ~90 candidates (bound 0)
+    solver.parameters.linearization_level = 2
     solver.parameters.max_time_in_seconds = min(STAGE_SECONDS, max(MIN_STAGE_SECONDS, time_limit))
     chosen: list[int] | None = None
     for terms in stages:

@@ -13,14 +13,15 @@ from placer.queues import QueueSet, Usage, membership
 from placer.solver import charge, release, solve
 from placer.solver.preempt import (
     FAIR_SHARE,
+    MAX_ROUNDS,
     PREEMPT,
     RECLAIM,
     Victim,
     _realise,
     find_victims,
 )
+from tests.builders.fleets import cluster, fleet, node, pod, workload
 from tests.queues.conftest import gpu_job, queue_doc, queues
-from tests.solver.conftest import cluster, fleet, node
 
 
 def running(
@@ -222,3 +223,47 @@ def test_fair_share_reclaim_evicts_down_to_the_weighted_share_and_never_back() -
     mine = Victim(small, eviction.placement, started=9.0)
     back = find_victims(jobs[3], after, [*kept, mine], even, usage, fair_share=True)
     assert back is None
+
+
+def cpu_job(name: str, queue: str, gpus: int, cores: int) -> Workload:
+    """One pod of ``gpus`` GPUs and ``cores`` cores in ``queue``."""
+    return workload(name, ("w", 1, pod(gpus=gpus, cpu=cores)), labels={"placer.dev/queue": queue})
+
+
+def test_victims_free_every_resource_the_preemptor_asks_on_one_node() -> None:
+    """Ten nodes of 8 GPUs and 16 cores, each running a 1-GPU, 1-core job and a 7-GPU,
+    14-core job over their queue's quota, 1 core idle on each. A job of 1 GPU and 4 cores
+    packs only where the large job goes: evicting a small one frees a GPU but 2 cores. The
+    node rows count cores per node (the cluster's 10 idle cores hide it), so the first set
+    the model chooses packs (GPU rows alone cut ten 1-GPU sets, more than ``MAX_ROUNDS``)."""
+    jobs = []
+    for i in range(10):
+        jobs += [cpu_job(f"small{i}", "team-a", 1, 1), cpu_job(f"large{i}", "team-a", 7, 14)]
+    nodes = [node(f"n{i}", cpu=16) for i in range(10)]
+    the_fleet, victims, usage = running(jobs, fleet(cluster("c0", *nodes)), TWO_TEAMS)
+    assert all(v.placement.pods[0].node == f"n{i // 2}" for i, v in enumerate(victims))
+    preemptor = cpu_job("b", "team-b", 1, 4)
+    assert len(victims) // 2 > MAX_ROUNDS
+    eviction = find_victims(preemptor, the_fleet, victims, TWO_TEAMS, usage)
+    assert eviction is not None
+    # the youngest large job: the fewest GPUs that pack
+    assert [v.workload.name for v in eviction.victims] == ["large9"]
+    assert eviction.placement.pods[0].node == "n9"
+
+
+def test_victims_free_room_only_on_nodes_the_preemptor_may_use() -> None:
+    """The preemptor (4 GPUs) selects nodes labelled pool=b. Nine pool-a nodes each run two
+    4-GPU jobs, the one pool-b node an 8-GPU job: the model evicts the 8-GPU job at once, not
+    the cheaper ones on nodes the preemptor may not use (18 of them, more than MAX_ROUNDS)."""
+    nodes = [node(f"n{i}", labels={"pool": "a"}) for i in range(9)]
+    nodes.append(node("n9", labels={"pool": "b"}))
+    jobs = [gpu_job(f"a{i}", "team-a", 1, 4) for i in range(18)]
+    jobs.append(gpu_job("a-big", "team-a", 1, 8))
+    the_fleet, victims, usage = running(jobs, fleet(cluster("c0", *nodes)), TWO_TEAMS)
+    assert victims[-1].placement.pods[0].node == "n9"
+    preemptor = workload(
+        "b", ("w", 1, pod(gpus=4, selector={"pool": "b"})), labels={"placer.dev/queue": "team-b"}
+    )
+    eviction = find_victims(preemptor, the_fleet, victims, TWO_TEAMS, usage)
+    assert eviction is not None
+    assert [v.workload.name for v in eviction.victims] == ["a-big"]
