@@ -119,7 +119,8 @@ class Settings:
     #: ... times a factor drawn uniformly from [1 - noise, 1 + noise] (0: exact).
     runtime_noise: float = 0.0
     #: with preemption: over-quota work may also reclaim towards the weighted fair share
-    #: (:data:`placer.solver.preempt.FAIR_SHARE`; at most one such try per queue and decision).
+    #: (:data:`placer.solver.preempt.FAIR_SHARE`; at most one such eviction per queue and
+    #: decision: its waiting work is tried in order until one finds victims).
     fair_share_reclaim: bool = False
 
 
@@ -631,7 +632,7 @@ class _Stream:
         gone: set[int] = set()
         order = self._preemptors(waiting)
         index_of = {w.ref: i for i, w in enumerate(self.workloads)}
-        fair_tried: set[str | None] = set()
+        fair_done: set[str | None] = set()  # queues that got a fair-share eviction
         priority = {i: membership(self.workloads[i], queues).priority for i in order}
         for index in order:
             usage, victims = self._usage()
@@ -643,12 +644,10 @@ class _Stream:
             top = max((priority[i] for i in order if i not in started), default=member.priority)
             if fair and (
                 not self.settings.fair_share_reclaim
-                or member.queue in fair_tried
+                or member.queue in fair_done
                 or member.priority < top
             ):
                 fair = False
-            elif fair:
-                fair_tried.add(member.queue)
             eviction = find_victims(
                 self.workloads[index],
                 self.fleet,
@@ -662,6 +661,8 @@ class _Stream:
             )
             if eviction is None or index in self.placements:
                 continue
+            if fair:
+                fair_done.add(member.queue)
             if not eviction.victims:  # it fits as things stand: place it, evicting nothing
                 self.fleet = charge(self.fleet, [eviction.placement])
                 self._start(index, eviction.placement, now)

@@ -3,7 +3,20 @@ check against an exhaustive search (small versions; the benchmark itself runs fo
 
 from __future__ import annotations
 
-from simulations.bench_fairshare import fair_shares, victim_minimality
+from collections.abc import Sequence
+
+from placer.model import Fleet
+from placer.simulate import Settings
+from placer.simulate.engine import Run
+from placer.traces.workloads import TimedWorkload
+from simulations.bench_fairshare import (
+    fair_shares,
+    measures,
+    owed_at_decisions,
+    spans_of,
+    victim_minimality,
+)
+from tests.queues.conftest import gpu_job
 
 
 def test_fair_share_divides_what_is_left_by_weight_capped_by_demand() -> None:
@@ -21,3 +34,54 @@ def test_victims_are_never_more_than_the_fewest_gpus_that_pack() -> None:
     result = victim_minimality(cases=5, seed=3)
     assert result["cases"] == 5
     assert result["worst_ratio_to_fewest_gpus"] == 1.0
+
+
+def stream(starts: dict[int, float], evictions: Sequence[tuple[int, float, float]]) -> Run:
+    """A stream's record: gang ``i`` started at ``starts[i]`` (and never left), and each
+    eviction (gang, started, evicted at) — decisions every 60 s up to 180 s."""
+    from placer.simulate.engine import Outcome, PreemptionRecord, Sample
+
+    fleet = Fleet(())
+    outcomes = tuple(
+        Outcome(cluster="c0" if i in starts else None, start_s=starts.get(i)) for i in range(2)
+    )
+    return Run(
+        settings=Settings(),
+        outcomes=outcomes,
+        decisions=(),
+        timeline=tuple(Sample(float(t), 0, 0, 0, 0) for t in (0, 60, 120, 180)),
+        before=fleet,
+        after=fleet,
+        loaded=fleet,
+        pending=(),
+        wall_s=0.0,
+        preemptions=tuple(
+            PreemptionRecord(end, 1, "c0", ((i, "reclaim"),), (start,), 8000, 0.0)
+            for i, start, end in evictions
+        ),
+    )
+
+
+def test_a_queue_owed_at_a_decision_must_be_paid_by_that_decision() -> None:
+    """Queue a (quota 4) waits for a 4-GPU gang from t=60 while b (quota 0) runs 8 GPUs over
+    its quota: reclaimed at t=60, a is paid at that decision; reclaimed a decision late, the
+    moment at t=60 is missed (the old reading, owed after a decision and paid at the next,
+    saw no miss at all)."""
+    items = [
+        TimedWorkload(gpu_job("b0", "b", 1, 8), 0.0),
+        TimedWorkload(gpu_job("a1", "a", 1, 4), 60.0),
+    ]
+    sizes = [("a", 4, 1), ("b", 0, 1)]
+    at_once = stream({0: 0.0, 1: 60.0}, [(0, 0.0, 60.0)])
+    paid = owed_at_decisions(at_once, items, sizes, 8, spans_of(at_once, 240.0))
+    assert (paid["owed_all_moments"], paid["owed_all_paid_pct"]) == (1, 100.0)
+    assert paid["owed_missed"] == []
+    late = stream({0: 0.0, 1: 120.0}, [(0, 0.0, 120.0)])
+    missed = owed_at_decisions(late, items, sizes, 8, spans_of(late, 240.0))
+    assert (missed["owed_all_moments"], missed["owed_all_paid_pct"]) == (2, 50.0)
+    assert [(m["time_s"], m["queue"], m["owed_gangs_gpus"]) for m in missed["owed_missed"]] == [
+        (60.0, "a", [4])
+    ]
+    assert missed["owed_short_moments"] == 2  # no GPU idle: reclaim was needed both times
+    old = measures(late, items, sizes, 8, 60.0, False)
+    assert (old["reclaim_events"], old["reclaim_within_interval_pct"]) == (1, 100.0)

@@ -61,3 +61,30 @@ def test_without_preemption_or_with_protected_work_the_owner_waits() -> None:
         owner = [o for i, o in enumerate(run.outcomes) if items[i].workload.ref.name[0] == "o"]  # type: ignore[attr-defined]
         assert all(o.start_s == 1000.0 for o in owner)
         assert run.preemptions == ()  # type: ignore[attr-defined]
+
+
+def test_fair_share_reclaim_tries_a_queues_next_gang_when_its_first_cannot_evict() -> None:
+    """Queues a and b, quota 0 and equal weights: a holds all 16 GPUs. b's first gang (10
+    GPUs) may not reclaim (a would end below b), its second (4 GPUs) may: it evicts one of
+    a's jobs at the decision where it arrives, not never (a single try per queue and decision
+    spent on the first gang kept the second waiting for as long as the first did)."""
+    even = queues(
+        queue_doc("a", nvidia_com__gpu={"quota": 0}),
+        queue_doc("b", nvidia_com__gpu={"quota": 0}),
+    )
+    items = [Item(gpu_job(f"a{i}", "a", 1, 4), arrival_s=0.0, duration_s=1000.0) for i in range(4)]
+    items += [
+        Item(gpu_job("b-big", "b", 2, 5), arrival_s=10.0, duration_s=100.0),
+        Item(gpu_job("b-small", "b", 1, 4), arrival_s=10.0, duration_s=100.0),
+    ]
+    the_fleet = fleet(cluster("c0", node("n0"), node("n1")))
+    settings = Settings(
+        mode="stream", queues=even, preemption=True, fair_share_reclaim=True, time_limit=0.2
+    )
+    run = simulate(items, the_fleet, settings)
+    starts = {items[i].workload.ref.name: o.start_s for i, o in enumerate(run.outcomes)}
+    assert starts["b-small"] == 10.0
+    first = run.preemptions[0]
+    assert first.time_s == 10.0 and items[first.preemptor].workload.ref.name == "b-small"
+    assert [reason for _, reason in first.victims] == ["fair-share"]
+    assert first.gpu_milli == 4000
