@@ -39,6 +39,9 @@ Model, per cluster ``c`` the preemptor may use (CP-SAT, one small model over the
   Σ_v h_{v,n,r} x_v`` for every resource ``r`` its pods ask (``pods`` 1 a pod; GPUs as the
   devices wholly free once the victims there are gone) and ``Σ_n s_{n,k} ≥ count_k``: the
   preemptor's pods fit the nodes one by one, not only the cluster's totals;
+* device rows (:func:`_device_rows`) for pods sharing a GPU (``σ_k`` thousandths):
+  ``Σ_k σ_k y_{d,k} ≤ f_d + Σ_v m_{v,d} x_v`` per device ``d`` of the node and
+  ``s_{n,k} = Σ_d y_{d,k}`` — a shared pod's thousandths on one device;
 * reclaim only over quota: ``Σ_{v ∈ q} d_{v,r} x_v ≤ U_{q,r} − Q_{q,r}`` per victim queue ``q``
   taken by reclaim and resource ``r`` it lists (ancestors shared with the preemptor aside);
 * fair-share reclaim only down to the preemptor's share: the bound above, per victim queue
@@ -54,13 +57,14 @@ Model, per cluster ``c`` the preemptor may use (CP-SAT, one small model over the
   ranks, 0 the most recently started).
 
 The optimum is then *realised*: the victims are released on the cluster's nodes and the
-preemptor packed there by the solver. When it does not pack, the no-good ``Σ_{v∈S} x_v ≤
-|S| − 1`` cuts that set and the model is solved again (up to ``MAX_ROUNDS``). The room and
-node rows hold for every set that packs (they are necessary), so the first set that packs has
-the fewest GPUs (then workloads…) of all sets that pack and obey the rules: never more is
-evicted than the preemptor needs on real nodes, as far as the packer finds a packing where one
-exists. Of all clusters, the victim set with the least (GPUs, workloads, priorities, ages)
-wins.
+preemptor packed there by the solver. When it does not pack, no subset of that set ``S`` can
+(it frees less), so the no-good ``Σ_{v∉S} x_v ≥ 1`` asks for some other victim too and the
+model is solved again (up to ``MAX_ROUNDS``; the cut of the empty set is "evict something").
+The room and node rows hold for every set that packs (they are necessary), and the cuts remove
+only sets that do not pack, so the first set that packs has the fewest GPUs (then workloads…)
+of all sets that pack and obey the rules: never more is evicted than the preemptor needs on
+real nodes, as far as the packer finds a packing where one exists. Of all clusters, the victim
+set with the least (GPUs, workloads, priorities, ages) wins.
 
 Pure: reads its arguments, returns new objects.
 """
@@ -342,6 +346,8 @@ class _Run:
     requests: Mapping[str, int]
     count: int
     nodes: frozenset[str]
+    #: thousandths of one device each pod shares (``GPU_SHARE``; 0: none).
+    share: int = 0
 
 
 @dataclass(frozen=True)
@@ -351,6 +357,9 @@ class _Nodes:
 
     free: Mapping[str, Mapping[str, int]]
     runs: tuple[_Run, ...]
+    #: per usable node, the free thousandths of each device (:func:`node_devices`), when a
+    #: run shares devices.
+    devices: Mapping[str, tuple[int, ...]]
 
     @classmethod
     def of(cls, preemptor: Workload, nodes: Sequence[Node]) -> _Nodes:
@@ -362,7 +371,8 @@ class _Nodes:
             asks = {r: a for r, a in component.pod.requests.items() if a > 0 and r != GPU_SHARE}
             asks[PODS] = 1
             eligible = frozenset(n.name for n in usable if node_mismatch(component.pod, n) is None)
-            runs.append(_Run(asks, component.replicas, eligible))
+            share = component.pod.requests.get(GPU_SHARE, 0)
+            runs.append(_Run(asks, component.replicas, eligible, max(0, share)))
         resources = {r for run in runs for r in run.requests}
         free: dict[str, dict[str, int]] = {}
         for node in usable:
@@ -377,7 +387,9 @@ class _Nodes:
                 )
                 for r in resources
             }
-        return cls(free=free, runs=tuple(runs))
+        shared = any(run.share for run in runs)
+        devices = {n.name: node_devices(n) for n in usable} if shared else {}
+        return cls(free=free, runs=tuple(runs), devices=devices)
 
 
 def _node_rows(
@@ -390,9 +402,10 @@ def _node_rows(
     (only where run ``k`` may go), ``Σ_k a_{k,r} s_{n,k} ≤ F_{n,r} + Σ_v h_{v,n,r} x_v`` for
     every resource ``r`` the pods ask (``F_{n,r}`` free on the node — for GPUs its wholly free
     devices —, ``h_{v,n,r}`` what victim ``v``'s pods hold there, ``pods`` counted as 1 a pod)
-    and ``Σ_n s_{n,k} ≥ count_k``. The aggregate rows cannot tell 8 GPUs on one node from 1 on
-    each of eight, nor a node whose GPUs are free from one whose CPUs are: with these rows the
-    set the model chooses packs, as far as shared GPUs and the placement policies allow."""
+    and ``Σ_n s_{n,k} ≥ count_k``. A run of shared-GPU pods (``σ_k`` thousandths each) is also
+    counted per device (:func:`_device_rows`). The aggregate rows cannot tell 8 GPUs on one
+    node from 1 on each of eight, nor a node whose GPUs are free from one whose CPUs are: with
+    these rows the set the model chooses packs, as far as the placement policies allow."""
     if not nodes.runs:
         return
     resources = {r for run in nodes.runs for r in run.requests}
@@ -423,6 +436,9 @@ def _node_rows(
             placed[k].append(slot)
         if not slots:
             continue
+        shared = [(run, slot) for run, slot, _ in slots if run.share]
+        if shared:
+            _device_rows(model, x, here, name, nodes.devices[name], shared)
         for r in resources:
             asked = [
                 (run.requests[r], slot, top) for run, slot, top in slots if run.requests.get(r)
@@ -435,6 +451,52 @@ def _node_rows(
             )
     for k, run in enumerate(nodes.runs):
         model.add(sum(placed[k]) >= run.count)
+
+
+def _device_rows(
+    model: cp_model.CpModel,
+    x: Sequence[cp_model.IntVar],
+    here: Sequence[tuple[Victim, str]],
+    name: str,
+    devices: Sequence[int],
+    shared: Sequence[tuple[_Run, cp_model.IntVar]],
+) -> None:
+    """The device rows of node ``name`` for runs of shared-GPU pods: ``y_{d,k}`` pods of run
+    ``k`` on device ``d``, ``Σ_k σ_k y_{d,k} ≤ f_d + Σ_v m_{v,d} x_v`` (``f_d`` the device's
+    free thousandths, ``m_{v,d}`` what victim ``v``'s pods use of it: 1000 a whole GPU, the
+    share of a shared pod, by the devices their assignments record; a victim's whole GPUs
+    without a record free as many whole devices of their own) and ``s_{n,k} = Σ_d y_{d,k}``:
+    a shared pod needs its thousandths on one device, not spread over the node's."""
+    capacity: list[tuple[int, list[tuple[int, int]]]] = [(f, []) for f in devices]
+    for i, (victim, _) in enumerate(here):
+        for pod in victim.placement.pods:
+            if pod.node != name:
+                continue
+            whole = pod.requests.get(GPU, 0)
+            share = pod.requests.get(GPU_SHARE, 0)
+            if pod.devices:
+                for d in pod.devices[:whole]:
+                    if 0 <= d < len(devices):
+                        capacity[d][1].append((i, 1000))
+                if share and 0 <= pod.devices[-1] < len(devices):
+                    capacity[pod.devices[-1]][1].append((i, share))
+            else:
+                capacity.extend((0, [(i, 1000)]) for _ in range(whole))
+    per_run: list[list[cp_model.IntVar]] = [[] for _ in shared]
+    for d, (free, freed) in enumerate(capacity):
+        most = max(0, free) + sum(m for _, m in freed)
+        row = []
+        for k, (run, _) in enumerate(shared):
+            top = min(run.count, most // run.share)
+            if top <= 0:
+                continue
+            y = model.new_int_var(0, top, f"y-{name}-{d}-{k}")
+            row.append(run.share * y)
+            per_run[k].append(y)
+        if row:
+            model.add(sum(row) <= free + sum(m * x[i] for i, m in freed))
+    for k, (_, slot) in enumerate(shared):
+        model.add(slot == sum(per_run[k]))
 
 
 def _solve_model(
@@ -527,8 +589,8 @@ def _solve_model(
             if excess > 0:
                 given = sum(requests[i].get(resource, 0) * x[i] for i in under)
                 model.add(given >= excess).only_enforce_if(crossing)
-    for cut in cuts:
-        model.add(sum(x[i] for i in cut) <= len(cut) - 1)
+    for cut in cuts:  # no subset of a set that did not pack packs: evict something else too
+        model.add(sum(x[i] for i in range(len(x)) if i not in set(cut)) >= 1)
     stages = [
         [(gpu[i], x[i]) for i in range(len(x))],
         [(1, x[i]) for i in range(len(x))],

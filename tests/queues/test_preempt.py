@@ -7,6 +7,9 @@ from __future__ import annotations
 import itertools
 import random
 from collections.abc import Sequence
+from typing import Any
+
+import pytest
 
 from placer.model import Fleet, Workload
 from placer.queues import QueueSet, Usage, membership
@@ -267,3 +270,57 @@ def test_victims_free_room_only_on_nodes_the_preemptor_may_use() -> None:
     eviction = find_victims(preemptor, the_fleet, victims, TWO_TEAMS, usage)
     assert eviction is not None
     assert [v.workload.name for v in eviction.victims] == ["a-big"]
+
+
+MILLI = queues(
+    queue_doc("team-a", **{"placer_dev__gpu-milli": {"quota": 0}}),
+    queue_doc("team-b", **{"placer_dev__gpu-milli": {"quota": 1000}}),
+)
+
+
+def share_job(name: str, queue: str, share: int) -> Workload:
+    return workload(name, ("w", 1, pod(share=share)), labels={"placer.dev/queue": queue})
+
+
+def test_a_shared_gpu_preemptor_gets_a_device_freed_not_the_node_total() -> None:
+    """Two devices, 100 thousandths of each used by others and 500 by a team-a shared pod:
+    800 are free on the node, but no device has the 600 a team-b pod needs. The device rows
+    see it: the youngest pod goes (the model without them chose to evict nothing, which did
+    not pack, and its cut of the empty set ended the search)."""
+    jobs = [share_job("a0", "team-a", 500), share_job("a1", "team-a", 500)]
+    the_node = node("n0", gpus=2, devices=(900, 900))
+    the_fleet, victims, usage = running(jobs, fleet(cluster("c0", the_node)), MILLI)
+    assert [v.placement.pods[0].devices for v in victims] == [(0,), (1,)]
+    eviction = find_victims(share_job("b", "team-b", 600), the_fleet, victims, MILLI, usage)
+    assert eviction is not None
+    assert [v.workload.name for v in eviction.victims] == ["a1"]
+    assert eviction.placement.pods[0].devices == (1,)
+
+
+def test_a_set_that_does_not_pack_cuts_its_subsets_not_its_supersets(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    """A packer (stand-in) that needs both 1-GPU jobs gone, or the 4-GPU one: after {a1} and
+    {a0} fail, {a0, a1} (2 GPUs) is tried and wins — a cut of every superset of a failed set
+    would have left only the 4-GPU job."""
+    from placer.solver import preempt
+
+    jobs = [gpu_job("a0", "team-a", 1, 1), gpu_job("a1", "team-a", 1, 1)]
+    jobs.append(gpu_job("a2", "team-a", 1, 4))
+    jobs.append(gpu_job("filler", "team-b", 1, 2))
+    the_fleet, victims, usage = running(jobs, fleet(cluster("c0", node("n0"))), TWO_TEAMS)
+    tried: list[set[str]] = []
+    real = preempt._realise
+
+    def packer(preemptor: Workload, fleet_: Fleet, name: str, chosen: Sequence[Victim], *a: Any):  # type: ignore[no-untyped-def]
+        names = {v.workload.ref.name for v in chosen}
+        tried.append(names)
+        if {"a0", "a1"} <= names or "a2" in names:
+            return real(preemptor, fleet_, name, chosen, *a)
+        return None
+
+    monkeypatch.setattr(preempt, "_realise", packer)
+    eviction = find_victims(gpu_job("b", "team-b", 1, 1), the_fleet, victims[:3], TWO_TEAMS, usage)
+    assert eviction is not None
+    assert sorted(v.workload.name for v in eviction.victims) == ["a0", "a1"]
+    assert tried == [{"a1"}, {"a0"}, {"a0", "a1"}]
