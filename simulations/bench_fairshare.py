@@ -221,6 +221,17 @@ def fair_shares(
     return {n: base[n] + rest[n] for n in base}
 
 
+def unplaceable(items: Sequence[TimedWorkload], fleet: Fleet) -> frozenset[int]:
+    """The gangs no cluster of ``fleet`` (as the stream starts) can hold at all (first fit,
+    then CP-SAT to be sure)."""
+    return frozenset(
+        i
+        for i, item in enumerate(items)
+        if not solve([item.workload], fleet, solver="first-fit").placements
+        and not solve([item.workload], fleet, time_limit=5.0).placements
+    )
+
+
 def first_fit(pending: Sequence[int], gpus: Sequence[int], room: int) -> list[int]:
     """The pending gangs (arrival order) that fit ``room`` GPUs one after another, first fit:
     a queue's in-quota demand."""
@@ -249,6 +260,7 @@ def owed_at_decisions(
     sizes: Sequence[tuple[str, int, int]],
     capacity: int,
     spans: Sequence[Span],
+    never: frozenset[int] = frozenset(),
 ) -> dict[str, Any]:
     """The reclaim target as issue #14 states it, at every decision: a queue *owed* on the
     decision's input — pending gangs that fit its quota (first fit, arrival order) while the
@@ -281,6 +293,8 @@ def owed_at_decisions(
         pending: dict[str, list[int]] = {n: [] for n in names}
         for i, item in enumerate(items):
             end = ends[i]
+            if i in never:
+                continue
             if item.arrival_s <= t and i not in busy and (end is None or end > t):
                 pending[queue_of[i]].append(i)
         over = {n: max(0, held[n] - quota[n]) for n in names}
@@ -334,7 +348,11 @@ def measures(
     capacity: int,
     interval: float,
     limited: bool,
+    never: frozenset[int] = frozenset(),
 ) -> dict[str, Any]:
+    """The measures of one contender's run (module docstring). ``never``: the gangs no
+    cluster of the fleet can hold even empty — they ask for nothing a decision could give
+    (not owed, not demand, not a waiting higher priority)."""
     names = [n for n, _, _ in sizes]
     quota = {n: q for n, q, _ in sizes}
     weight = {n: w for n, _, w in sizes}
@@ -365,6 +383,8 @@ def measures(
         pending: dict[str, list[int]] = {n: [] for n in names}
         for i, item in enumerate(items):
             start = final_start[i]
+            if i in never:
+                continue
             if item.arrival_s <= t and i not in busy and (start is None or start > t):
                 pending[queue_of[i]].append(i)
         demand = {n: alloc[n] + sum(gpus[i] for i in pending[n]) for n in names}
@@ -465,7 +485,7 @@ def measures(
         "reclaim_evictable_within_interval_pct": round(100 * strict_met / strict_events, 1)
         if strict_events
         else None,
-        **owed_at_decisions(run, items, sizes, capacity, spans),
+        **owed_at_decisions(run, items, sizes, capacity, spans, never),
         "over_quota_split_gap_pp_mean": round(sum(split_gaps) / len(split_gaps), 2)
         if split_gaps
         else None,
@@ -560,6 +580,7 @@ def run(config: Config) -> dict[str, Any]:
     sizes = queue_sizes(config, capacity)
     names = [n for n, _, _ in sizes]
     items = workloads(config, fleet, names)
+    never = unplaceable(items, fleet)
     load_start = os.getloadavg()
     contenders: dict[str, Any] = {}
     for contender in CONTENDERS:
@@ -577,9 +598,8 @@ def run(config: Config) -> dict[str, Any]:
         started = time.perf_counter()
         cpu = time.process_time()
         result = simulate(items, fleet, settings)
-        row = measures(
-            result, items, sizes, capacity, config.interval, contender == "fifo per queue"
-        )
+        limited = contender == "fifo per queue"
+        row = measures(result, items, sizes, capacity, config.interval, limited, never)
         if contender not in ("placer", FAIR):
             del row["owed_missed"]  # the baselines miss by design: the count says enough
         row["wall_s"] = round(time.perf_counter() - started, 1)
@@ -593,6 +613,10 @@ def run(config: Config) -> dict[str, Any]:
         "capacity_gpus": capacity,
         "queues": [{"name": n, "quota_gpus": q, "weight": w} for n, q, w in sizes],
         "workloads": len(items),
+        "never_fit": [
+            {"gang": str(items[i].workload.ref), "gpus": items[i].workload.gpus}
+            for i in sorted(never)
+        ],
         "offered_load": round(offered_load(items, capacity * 1000), 3),
         "load_average": {
             "start": [round(x, 2) for x in load_start],
@@ -616,6 +640,15 @@ def markdown(result: dict[str, Any], meta: dict[str, Any]) -> str:
         f"at start {result['load_average']['start']}, at end {result['load_average']['end']}.",
     )
     contenders = result["contenders"]
+    never = result.get("never_fit", [])
+    if never:
+        lines += [
+            f"{len(never)} gang(s) no cluster can hold even empty ("
+            + ", ".join(f"{g['gang']}, {g['gpus']} GPUs" for g in never)
+            + ") ask for nothing a decision could give: they count in no queue's owed or "
+            "pending demand and as no waiting priority.",
+            "",
+        ]
     lines += [
         "Reclaim within one decision interval (issue #14: ≥ 95 % of what a queue is owed, "
         "always). *Owed at a decision*: on the decision's input, pending gangs that fit the "

@@ -36,14 +36,16 @@ def test_victims_are_never_more_than_the_fewest_gpus_that_pack() -> None:
     assert result["worst_ratio_to_fewest_gpus"] == 1.0
 
 
-def stream(starts: dict[int, float], evictions: Sequence[tuple[int, float, float]]) -> Run:
+def stream(
+    starts: dict[int, float], evictions: Sequence[tuple[int, float, float]], gangs: int = 2
+) -> Run:
     """A stream's record: gang ``i`` started at ``starts[i]`` (and never left), and each
     eviction (gang, started, evicted at) — decisions every 60 s up to 180 s."""
     from placer.simulate.engine import Outcome, PreemptionRecord, Sample
 
     fleet = Fleet(())
     outcomes = tuple(
-        Outcome(cluster="c0" if i in starts else None, start_s=starts.get(i)) for i in range(2)
+        Outcome(cluster="c0" if i in starts else None, start_s=starts.get(i)) for i in range(gangs)
     )
     return Run(
         settings=Settings(),
@@ -72,11 +74,11 @@ def test_a_queue_owed_at_a_decision_must_be_paid_by_that_decision() -> None:
         TimedWorkload(gpu_job("a1", "a", 1, 4), 60.0),
     ]
     sizes = [("a", 4, 1), ("b", 0, 1)]
-    at_once = stream({0: 0.0, 1: 60.0}, [(0, 0.0, 60.0)])
+    at_once = stream({1: 60.0}, [(0, 0.0, 60.0)])
     paid = owed_at_decisions(at_once, items, sizes, 8, spans_of(at_once, 240.0))
     assert (paid["owed_all_moments"], paid["owed_all_paid_pct"]) == (1, 100.0)
     assert paid["owed_missed"] == []
-    late = stream({0: 0.0, 1: 120.0}, [(0, 0.0, 120.0)])
+    late = stream({1: 120.0}, [(0, 0.0, 120.0)])
     missed = owed_at_decisions(late, items, sizes, 8, spans_of(late, 240.0))
     assert (missed["owed_all_moments"], missed["owed_all_paid_pct"]) == (2, 50.0)
     assert [(m["time_s"], m["queue"], m["owed_gangs_gpus"]) for m in missed["owed_missed"]] == [
@@ -85,3 +87,20 @@ def test_a_queue_owed_at_a_decision_must_be_paid_by_that_decision() -> None:
     assert missed["owed_short_moments"] == 2  # no GPU idle: reclaim was needed both times
     old = measures(late, items, sizes, 8, 60.0, False)
     assert (old["reclaim_events"], old["reclaim_within_interval_pct"]) == (1, 100.0)
+
+
+def test_a_gang_no_cluster_can_hold_is_never_owed() -> None:
+    """Queue a (quota 8) also waits for a 4-GPU gang no cluster can hold: only the gang that
+    can run is owed, and paid."""
+    items = [
+        TimedWorkload(gpu_job("b0", "b", 1, 8), 0.0),
+        TimedWorkload(gpu_job("a-odd", "a", 1, 4), 60.0),
+        TimedWorkload(gpu_job("a1", "a", 1, 4), 60.0),
+    ]
+    sizes = [("a", 8, 1), ("b", 0, 1)]
+    run = stream({2: 60.0}, [(0, 0.0, 60.0)], gangs=3)
+    spans = spans_of(run, 240.0)
+    counted = owed_at_decisions(run, items, sizes, 8, spans)
+    assert (counted["owed_all_moments"], counted["owed_all_paid_pct"]) == (1, 0.0)
+    excluded = owed_at_decisions(run, items, sizes, 8, spans, frozenset({1}))
+    assert (excluded["owed_all_moments"], excluded["owed_all_paid_pct"]) == (1, 100.0)
