@@ -625,7 +625,10 @@ class _Stream:
     def _preempt(self, waiting: list[int], now: float) -> tuple[set[int], set[int]]:
         """Evictions for the workloads left pending, highest priority first (then arrival):
         each that the rules allow is placed on what its victims free; the victims go back to
-        the queue (:mod:`placer.solver.preempt`)."""
+        the queue (:mod:`placer.solver.preempt`). Then, when something was evicted or fits as
+        things stand, one more decision over what still waits (:func:`solve_fair`: priorities
+        first), so that the room the evictions left is not given by the order of the
+        evictions: returns (started, evicted and not placed again)."""
         queues = self.settings.queues
         assert queues is not None
         started: set[int] = set()
@@ -633,6 +636,7 @@ class _Stream:
         order = self._preemptors(waiting)
         index_of = {w.ref: i for i, w in enumerate(self.workloads)}
         fair_done: set[str | None] = set()  # queues that got a fair-share eviction
+        fits = False
         priority = {i: membership(self.workloads[i], queues).priority for i in order}
         for index in order:
             usage, victims = self._usage()
@@ -663,10 +667,11 @@ class _Stream:
                 continue
             if fair:
                 fair_done.add(member.queue)
-            if not eviction.victims:  # it fits as things stand: place it, evicting nothing
-                self.fleet = charge(self.fleet, [eviction.placement])
-                self._start(index, eviction.placement, now)
-                started.add(index)
+            if not eviction.victims:
+                # it fits as things stand: the decision below places it, in priority order
+                # with the rest (a gang that may not evict but fits the room left by the
+                # evictions goes first when its priority is higher)
+                fits = True
                 continue
             lost = 0.0
             evicted = []
@@ -706,6 +711,14 @@ class _Stream:
                     lost_gpu_seconds=lost,
                 )
             )
+        if fits or gone:
+            # what the evictions freed beyond their preemptors' needs, and what fits as things
+            # stand, goes to the waiting work by the queues' order (priorities first)
+            rest = [i for i in self.queue if i not in self.placements]
+            if rest:
+                again = self._decide_on(rest, now)
+                started |= again
+                gone -= again  # an evicted workload placed again on what is left
         return started, gone
 
 

@@ -88,3 +88,28 @@ def test_fair_share_reclaim_tries_a_queues_next_gang_when_its_first_cannot_evict
     assert first.time_s == 10.0 and items[first.preemptor].workload.ref.name == "b-small"
     assert [reason for _, reason in first.victims] == ["fair-share"]
     assert first.gpu_milli == 4000
+
+
+def test_room_an_eviction_leaves_goes_to_the_highest_priority_in_the_same_decision() -> None:
+    """One 8-GPU node held by a's 8-GPU job over its quota. x's priority-10 job (4 GPUs,
+    over x's quota: it may not reclaim) waits; then b's two in-quota 4-GPU jobs arrive. b1
+    reclaims the node (the only victim frees 8), and the 4 GPUs left go, in that same
+    decision, to x's job — the higher priority — not to b2 nor idle until the next event."""
+    three = queues(
+        queue_doc("a", nvidia_com__gpu={"quota": 0}),
+        queue_doc("b", nvidia_com__gpu={"quota": 8}),
+        queue_doc("x", nvidia_com__gpu={"quota": 0}),
+    )
+    items = [
+        Item(gpu_job("a0", "a", 1, 8), arrival_s=0.0, duration_s=1000.0),
+        Item(gpu_job("x-hi", "x", 1, 4, priority=10), arrival_s=5.0, duration_s=100.0),
+        Item(gpu_job("b1", "b", 1, 4), arrival_s=10.0, duration_s=100.0),
+        Item(gpu_job("b2", "b", 1, 4), arrival_s=10.0, duration_s=100.0),
+    ]
+    settings = Settings(mode="stream", queues=three, preemption=True, time_limit=0.2)
+    run = simulate(items, fleet(cluster("c0", node("n0"))), settings)
+    starts = {items[i].workload.ref.name: o.start_s for i, o in enumerate(run.outcomes)}
+    assert starts["b1"] == 10.0 and starts["x-hi"] == 10.0
+    assert starts["b2"] is not None and starts["b2"] > 10.0
+    assert [items[r.preemptor].workload.ref.name for r in run.preemptions] == ["b1"]
+    assert all(not d.problems for d in run.decisions)
