@@ -232,6 +232,35 @@ def unplaceable(items: Sequence[TimedWorkload], fleet: Fleet) -> frozenset[int]:
     )
 
 
+def held_by_queue(
+    spans: Sequence[Span], names: Sequence[str], queue_of: Sequence[str], gpus: Sequence[int]
+) -> dict[str, int]:
+    """GPUs the ``spans`` hold, per queue."""
+    held = dict.fromkeys(names, 0)
+    for s in spans:
+        held[queue_of[s.index]] += gpus[s.index]
+    return held
+
+
+def waiting(
+    items: Sequence[TimedWorkload],
+    names: Sequence[str],
+    queue_of: Sequence[str],
+    t: float,
+    busy: set[int],
+    ends: Mapping[int, float | None],
+    never: frozenset[int],
+) -> dict[str, list[int]]:
+    """Per queue, the gangs waiting at ``t`` (arrival order): arrived, not ``busy`` and not
+    finished (their last run ends after ``t`` or never started), ``never`` aside."""
+    pending: dict[str, list[int]] = {n: [] for n in names}
+    for i, item in enumerate(items):
+        end = ends[i]
+        if i not in never and item.arrival_s <= t and i not in busy and (end is None or end > t):
+            pending[queue_of[i]].append(i)
+    return pending
+
+
 def first_fit(pending: Sequence[int], gpus: Sequence[int], room: int) -> list[int]:
     """The pending gangs (arrival order) that fit ``room`` GPUs one after another, first fit:
     a queue's in-quota demand."""
@@ -283,20 +312,9 @@ def owed_at_decisions(
         # yet) and what waited (arrived, neither running nor finished)
         before = [s for s in spans if s.start < t and (t < s.end or (s.evicted and s.end == t))]
         after = [s for s in spans if s.start <= t < s.end]
-        held = dict.fromkeys(names, 0)
-        for s in before:
-            held[queue_of[s.index]] += gpus[s.index]
-        now = dict.fromkeys(names, 0)
-        for s in after:
-            now[queue_of[s.index]] += gpus[s.index]
-        busy = {s.index for s in before}
-        pending: dict[str, list[int]] = {n: [] for n in names}
-        for i, item in enumerate(items):
-            end = ends[i]
-            if i in never:
-                continue
-            if item.arrival_s <= t and i not in busy and (end is None or end > t):
-                pending[queue_of[i]].append(i)
+        held = held_by_queue(before, names, queue_of, gpus)
+        now = held_by_queue(after, names, queue_of, gpus)
+        pending = waiting(items, names, queue_of, t, {s.index for s in before}, ends, never)
         over = {n: max(0, held[n] - quota[n]) for n in names}
         idle = capacity - sum(held.values())
         loose = {
@@ -362,7 +380,7 @@ def measures(
     times = sorted({s.time_s for s in run.timeline})
     horizon = times[-1] + interval if times else 0.0
     spans = spans_of(run, horizon)
-    final_start = {i: o.start_s for i, o in enumerate(run.outcomes)}
+    ends = {i: o.end_s for i, o in enumerate(run.outcomes)}
     alloc_sum = dict.fromkeys(names, 0.0)
     fair_sum = dict.fromkeys(names, 0.0)
     owed_events = 0
@@ -378,17 +396,8 @@ def measures(
     strict_met = 0
     for t in times:
         running = [s for s in spans if s.start <= t < s.end]
-        alloc = dict.fromkeys(names, 0)
-        for s in running:
-            alloc[queue_of[s.index]] += gpus[s.index]
-        busy = {s.index for s in running}
-        pending: dict[str, list[int]] = {n: [] for n in names}
-        for i, item in enumerate(items):
-            start = final_start[i]
-            if i in never:
-                continue
-            if item.arrival_s <= t and i not in busy and (start is None or start > t):
-                pending[queue_of[i]].append(i)
+        alloc = held_by_queue(running, names, queue_of, gpus)
+        pending = waiting(items, names, queue_of, t, {s.index for s in running}, ends, never)
         demand = {n: alloc[n] + sum(gpus[i] for i in pending[n]) for n in names}
         fair = fair_shares(capacity, demand, sizes)
         for n in names:
