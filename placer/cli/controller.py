@@ -33,7 +33,10 @@ from placer.fleet.config import DEFAULT_TIMEOUT
 from placer.policy import PlacementPolicy, load_policies
 from placer.solver import SOLVERS
 
-__all__ = ["register", "run"]
+__all__ = ["DEFAULT_RESERVATION_GRACE", "register", "run"]
+
+#: seconds past its start a reservation holds while its gang cannot start (``--reservation-grace``).
+DEFAULT_RESERVATION_GRACE = 60.0
 
 
 def register(subparsers: Any) -> None:
@@ -147,6 +150,7 @@ def register(subparsers: Any) -> None:
         metavar="N",
         help="threads writing records (default 8)",
     )
+    add_reservation_options(parser.add_argument_group("reservations (docs/reservations.md)"))
     ops = parser.add_argument_group("operations")
     ops.add_argument(
         "--metrics-port",
@@ -261,6 +265,7 @@ def run(args: argparse.Namespace) -> int:
             ),
             backoff=BackoffSettings(),
             leader_election=not args.no_leader_election,
+            reservations=reservation_policy(args),
         )
     except ValueError as exc:
         raise UsageError(str(exc)) from None
@@ -305,6 +310,80 @@ def run(args: argparse.Namespace) -> int:
         hub.close()
         for sig, handler in previous.items():
             signal.signal(sig, handler)
+
+
+def add_reservation_options(group: Any) -> None:
+    """The ``--reserve-*`` flags (the names ``placer simulate`` uses)."""
+    group.add_argument(
+        "--reserve-after",
+        type=seconds_or_zero,
+        default=None,
+        metavar="SECONDS",
+        help="a gang waiting this long gets a reservation: the cluster and nodes where it "
+        "starts earliest, which other work then uses only if it is expected to be done by "
+        "then (backfill); default: no reservations",
+    )
+    group.add_argument(
+        "--reserve-priority",
+        type=int,
+        default=None,
+        metavar="P",
+        help="with --reserve-after: a gang of priority P or more gets one at once",
+    )
+    group.add_argument(
+        "--reserve-min-gpus",
+        type=float,
+        default=None,
+        metavar="N",
+        help="with --reserve-after: only gangs asking at least N GPUs get one (default 0)",
+    )
+    group.add_argument(
+        "--max-reservations",
+        type=count(1, 1000, "a number of reservations"),
+        default=None,
+        metavar="N",
+        help="with --reserve-after: reservations held at once (default 1)",
+    )
+    group.add_argument(
+        "--reservation-grace",
+        type=seconds_or_zero,
+        default=None,
+        metavar="SECONDS",
+        help="with --reserve-after: how long past its start a reservation holds while its gang "
+        "still cannot start, before it is planned again (default 60)",
+    )
+
+
+def reservation_policy(args: argparse.Namespace) -> Any:
+    """The ``--reserve-*`` flags as a ReservationPolicy (``None`` without --reserve-after)."""
+    others = {
+        "--reserve-priority": args.reserve_priority,
+        "--reserve-min-gpus": args.reserve_min_gpus,
+        "--max-reservations": args.max_reservations,
+        "--reservation-grace": args.reservation_grace,
+    }
+    if args.reserve_after is None:
+        given = [flag for flag, value in others.items() if value is not None]
+        if given:
+            raise UsageError(
+                f"{', '.join(given)} needs --reserve-after",
+                hint="--reserve-after SECONDS turns reservations on (docs/reservations.md)",
+            )
+        return None
+    from placer.solver.reservations import ReservationPolicy
+
+    try:
+        return ReservationPolicy(
+            after_s=args.reserve_after,
+            priority=args.reserve_priority,
+            min_gpus=args.reserve_min_gpus or 0.0,
+            max_reservations=args.max_reservations or 1,
+            grace_s=DEFAULT_RESERVATION_GRACE
+            if args.reservation_grace is None
+            else args.reservation_grace,
+        )
+    except ValueError as err:
+        raise UsageError(str(err)) from None
 
 
 def _members(config: FleetConfig, args: argparse.Namespace, hub_server: str) -> FleetConfig:

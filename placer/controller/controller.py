@@ -87,6 +87,8 @@ from placer.controller.records import (
     key_of,
     record_of,
 )
+from placer.controller.reservationstore import ReservationStore
+from placer.controller.reserving import Reserving
 from placer.controller.server import UnavailableError
 from placer.controller.settings import ControllerSettings
 from placer.controller.stuck import StuckMover
@@ -272,6 +274,19 @@ class Controller:
             claim=self._claim_for_move,
             release=lambda ref: self.queue.done(ref, again=True),
         )
+        if settings.reservations is not None:
+            self.cycle.reserving = Reserving(
+                settings.reservations,
+                hub=self.hub_cache,
+                store=ReservationStore(hub, settings.lease.namespace),
+                writer=self.writer,
+                events=self.events,
+                metrics=self.metrics,
+                members=self.members,
+                ledger=self.ledger,
+                reads=self._member_reads,
+                lock=self._lock,
+            )
         self.reconciler = Reconciler(
             settings,
             hub=self.hub_cache,
@@ -439,6 +454,9 @@ class Controller:
             objects = self.hub_cache.items()
             pending = self.pending.refs()
             waiting = {r for r in pending if self.pending.backing_off(r)}
+        reserving = self.cycle.reserving
+        reservations = reserving.document() if reserving is not None else []
+        reserved = {(r["kind"], r["namespace"], r["name"]): r for r in reservations}
         items = []
         for ref, obj in sorted(objects, key=lambda item: str(item[0])):
             record = record_of(obj)
@@ -466,9 +484,11 @@ class Controller:
                         for k in ("status", "reason", "message")
                         if k in condition
                     },
+                    # the nodes held for it while it waits (docs/reservations.md)
+                    "reservation": reserved.get((ref.kind, ref.namespace, ref.name)),
                 }
             )
-        return {"placements": items}
+        return {"placements": items, "reservations": reservations}
 
     def _require_leader(self) -> None:
         if not self.leading:
@@ -655,6 +675,8 @@ class Controller:
             self.queue.add_all(self.members.forget(ref, uid))
             self.queue.remove(ref)
             self.pending.forget(ref)
+            if self.cycle.reserving is not None:
+                self.cycle.reserving.forget(ref, uid)
             if obj is not None and record_of(obj) is not None:
                 self.pending.bump()  # its capacity comes back
             self.queue.wake()

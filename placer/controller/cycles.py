@@ -68,6 +68,7 @@ from placer.controller.records import (
     record_patch,
     status_patch,
 )
+from placer.controller.reserving import Reserving
 from placer.controller.settings import ControllerSettings
 from placer.controller.stuck import StuckMover
 from placer.controller.workqueue import WorkKey, WorkQueue
@@ -221,6 +222,9 @@ class DecisionCycle:
         #: grows resizable elastic workloads when room appears, after each gather
         #: (:mod:`placer.controller.growth`), when set.
         self.grower: Grower | None = None
+        #: holds reservations for waiting gangs and applies backfill to every decision
+        #: (:mod:`placer.controller.reserving`), when set.
+        self.reserving: Reserving | None = None
 
     # -- the thread ------------------------------------------------------------------------------
 
@@ -350,6 +354,11 @@ class DecisionCycle:
         if self.preemption is not None:
             for name in sorted(self.preemption.watched_clusters()):
                 self.victims_gone(name)
+        if self.reserving is not None:
+            woken = self.reserving.review(charged)
+            with self._lock:
+                for ref in woken:  # decided again now, not after its backoff
+                    self.pending.changed(ref)
         return charged
 
     def queue_metrics(self) -> None:
@@ -526,6 +535,11 @@ class DecisionCycle:
         if not manifests:
             return set()
         manifests = self._pin_groups(manifests, fleet)
+        gathered = fleet
+        if self.reserving is not None:  # reserved nodes only for backfill from here on
+            manifests, fleet = self.reserving.view(manifests, fleet, self._invalid_object)
+            if not manifests:
+                return set()
         policies = (*self.file_policies, *self.hub.policies)
         spread = {m.ref for m in manifests if spreads(m.workload, policies)}
         queues = self.hub.queues
@@ -635,6 +649,17 @@ class DecisionCycle:
         if queues is not None and self.preemption is not None and self.settings.preemption:
             preempting = self._preempt(outcomes, by_ref, refused, fleet, held, queues, policies)
             lap("preempt")
+        if self.reserving is not None:
+            classes = self.hub.priority_classes
+            self.reserving.after(
+                outcomes,
+                by_ref,
+                refused,
+                gathered,
+                policies,
+                lambda w: with_class_priority(w, classes),
+            )
+            lap("reserve")
         placed = sum(1 for o in outcomes if o.placed)
         log.info(
             "decision %s: %d placed, %d not",

@@ -40,6 +40,10 @@ name                                   type       labels / meaning
 ``queue_quota``                        gauge      ``queue``, ``resource``: the Queue's quota
 ``queue_pending``                      gauge      ``queue``, ``resource``: what its workloads
                                                   waiting for a cycle ask
+``reservations``                       gauge      ``cluster``: reservations held for waiting
+                                                  gangs (:mod:`~placer.controller.reserving`)
+``reservation_outcomes_total``         counter    ``outcome``: reservations made (``made``) and
+                                                  ended (``placed``, ``gone``, ``replanned``)
 =====================================  =========  ==========================================
 """
 
@@ -175,6 +179,19 @@ class Metrics:
             "placer_queue_pending",
             "What the workloads of a hub Queue waiting for placement ask of a resource",
             ["queue", "resource"],
+            registry=r,
+        )
+
+        self.reservations = Gauge(
+            "placer_reservations",
+            "Reservations held for waiting gangs, by cluster",
+            ["cluster"],
+            registry=r,
+        )
+        self.reservation_outcomes = Counter(
+            "placer_reservation_outcomes",
+            "Reservations made (made) and ended (placed, gone, replanned)",
+            ["outcome"],
             registry=r,
         )
 

@@ -51,6 +51,7 @@ from dataclasses import dataclass, field, replace
 from typing import Any
 
 from placer.controller.events import EventRecorder
+from placer.controller.holdings import observed_pods
 from placer.controller.hubcache import HubCache
 from placer.controller.hubwrites import HubWriter
 from placer.controller.members import MembersView
@@ -68,7 +69,6 @@ from placer.dispatch import Ledger, Manifest
 from placer.dispatch.eviction import (
     SUSPENDED,
     evict_for,
-    held_pods,
     is_parked,
     resume_parked,
     victim_of,
@@ -481,21 +481,9 @@ class Preemption:
     def _observed(
         self, cluster: str, client: KubeClient, items: Sequence[Held]
     ) -> dict[WorkloadRef, list[PodAssignment]]:
-        """The pods each held workload's copy owns on ``cluster`` (:func:`~placer.dispatch.
-        eviction.held_pods`)."""
-        copies: dict[str, WorkloadRef] = {}
-        for item in items:
-            found, _ = self.members.view(item.ref, uid_of(item.obj))
-            copy = found.get(cluster)
-            if copy is not None and uid_of(copy):
-                copies[uid_of(copy)] = item.ref
-        if not copies:
-            return {}
-        try:
-            return held_pods(self._reads(cluster, client), copies, [i.ref.namespace for i in items])
-        except KubeError as err:
-            log.info("cluster %s: pods not read for preemption: %s", cluster, err)
-            return {}
+        """The pods each held workload's copy owns on ``cluster``
+        (:func:`~placer.controller.holdings.observed_pods`)."""
+        return observed_pods(self.members, self._reads, cluster, client, items)
 
     # -- evicting --------------------------------------------------------------------------------
 

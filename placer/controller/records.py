@@ -67,6 +67,7 @@ __all__ = [
     "JSON",
     "LABEL_HUB",
     "MESSAGE_LIMIT",
+    "RESERVED_CONDITION",
     "TERMINAL_PHASES",
     "CopyRef",
     "Record",
@@ -99,6 +100,9 @@ CONDITION = "Placed"
 #: placer's other condition on hub objects (:mod:`placer.controller.preemption`): kept, like
 #: ``Placed``, when the member copy's status is mirrored.
 PREEMPTED_CONDITION = "Preempted"
+#: a pending hub object's reservation (:mod:`placer.controller.reserving`): dropped when it is
+#: placed.
+RESERVED_CONDITION = "Reserved"
 #: on member copies: the uid of the hub object the copy stands for.
 ANNOTATION_HUB_UID = "placer.dev/hub-uid"
 #: phases after which a copy is never re-created.
@@ -338,6 +342,8 @@ def status_patch(
     base = dict(mirrored) if mirrored is not None else dict(current)
     listed = [dict(c) for c in base.get("conditions") or () if isinstance(c, Mapping)]
     others = [c for c in listed if c.get("type") not in (CONDITION, PREEMPTED_CONDITION)]
+    if condition.get("type") == CONDITION and condition.get("status") == "True":
+        others = [c for c in others if c.get("type") != RESERVED_CONDITION]  # placed: released
     # placer's: Placed as the hub has it; Preempted as given (a caller's status), else the hub's
     preempted = next((c for c in listed if c.get("type") == PREEMPTED_CONDITION), None)
     own = [*_own(obj), *([preempted] if preempted is not None else [])]

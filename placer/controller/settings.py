@@ -12,6 +12,10 @@ import re
 import socket
 from collections.abc import Mapping
 from dataclasses import dataclass, field
+from typing import TYPE_CHECKING
+
+if TYPE_CHECKING:
+    from placer.solver.reservations import ReservationPolicy
 
 __all__ = [
     "BackoffSettings",
@@ -96,6 +100,9 @@ class ControllerSettings:
     backoff: BackoffSettings = field(default_factory=BackoffSettings)
     #: leader election; off only for tests and single-replica setups that want none.
     leader_election: bool = True
+    #: reservations with backfill for gangs that wait (:mod:`placer.controller.reserving`);
+    #: ``None``: off.
+    reservations: ReservationPolicy | None = None
 
     @property
     def hub_connections(self) -> int:

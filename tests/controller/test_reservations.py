@@ -1,0 +1,212 @@
+"""Issue 16 in the controller: reservations with backfill for big gangs that wait.
+
+One member (``m1``: 12 nodes of 8 GPUs). The members run no scheduler, so placed Jobs hold
+their capacity through the in-flight ledger (their planned pods on the member's nodes). Ten
+one-node Jobs expected to run an hour fill ten nodes; a gang of twelve 8-GPU pods then needs the
+whole member: it gets a reservation on the twelve nodes from the moment the ten are expected to
+end. From then on a one-node Job expected to be done by then backfills into a free node, one
+without an expected run time or expected to run past the start does not.
+"""
+
+from __future__ import annotations
+
+import json
+import time
+from typing import Any
+
+import httpx
+
+from placer.controller import Endpoints, HttpServer
+from placer.controller.reservationstore import CONFIGMAP, DATA_KEY
+from placer.fleet import fleet_from_kubeconfigs
+from placer.solver.reservations import ReservationPolicy
+from placer.timestamps import parse_rfc3339
+from tests.controller.conftest import HubFleet, Running
+
+HOUR = 3600.0
+
+
+def reserving(hubfleet: HubFleet) -> Running:
+    """A controller on ``m1`` alone, reservations for gangs of 64 GPUs or more at once."""
+    fleet = fleet_from_kubeconfigs([hubfleet.members_kubeconfig], ["m1"], timeout=5.0)
+    policy = ReservationPolicy(after_s=0, min_gpus=64, grace_s=60)
+    return hubfleet.controller(fleet, reservations=policy)
+
+
+def timed_job(hubfleet: HubFleet, name: str, runtime: str | None, **kwargs: Any) -> dict[str, Any]:
+    body = hubfleet.job(name, gpus=8, **kwargs)
+    if runtime is not None:
+        body["metadata"]["annotations"] = {"placer.dev/expected-runtime": runtime}
+    return body
+
+
+def hub_job(hubfleet: HubFleet, name: str) -> dict[str, Any]:
+    return hubfleet.hub.store.get("jobs", name, hubfleet.NAMESPACE)
+
+
+def kept(hubfleet: HubFleet) -> list[dict[str, Any]]:
+    """The reservations in the hub's ConfigMap (none when it does not exist)."""
+    for obj in hubfleet.hub.store.list("configmaps", "placer-system"):
+        if obj["metadata"]["name"] == CONFIGMAP:
+            return list(json.loads(obj["data"][DATA_KEY]))
+    return []
+
+
+def fill(hubfleet: HubFleet, count: int = 10) -> list[str]:
+    """``count`` one-node Jobs expected to run an hour, placed on m1."""
+    names = [f"warm-{i}" for i in range(count)]
+    for name in names:
+        hubfleet.hub.store.create(timed_job(hubfleet, name, "1h"))
+    hubfleet.wait_for(
+        lambda: all(hubfleet.placed_cluster(hub_job(hubfleet, n)) == "m1" for n in names),
+        timeout=60,
+        what="the warm Jobs placed",
+    )
+    return names
+
+
+def reserved(hubfleet: HubFleet, name: str) -> dict[str, Any]:
+    """Wait for ``name``'s ``Reserved=True`` condition and return it."""
+    found: dict[str, Any] = hubfleet.wait_for(
+        lambda: (
+            (c := hubfleet.condition(hub_job(hubfleet, name), "Reserved"))
+            and c["status"] == "True"
+            and c
+        ),
+        timeout=60,
+        what=f"{name} reserved",
+    )
+    return found
+
+
+def refused_by_reservation(hubfleet: HubFleet, name: str) -> str:
+    """Wait until ``name`` is refused for the reservation's taint; its message."""
+    message: str = hubfleet.wait_for(
+        lambda: (
+            (c := hubfleet.condition(hub_job(hubfleet, name)) or {}).get("status") == "False"
+            and "placer.dev/reserved" in c.get("message", "")
+            and c["message"]
+        ),
+        timeout=60,
+        what=f"{name} kept off the reserved nodes",
+    )
+    return message
+
+
+def test_big_gang_gets_a_reservation_small_work_backfills_only_when_done_in_time(
+    hubfleet: HubFleet,
+) -> None:
+    running = reserving(hubfleet)
+    server = HttpServer(
+        Endpoints(
+            healthy=running.controller.healthy,
+            ready=running.controller.ready,
+            metrics=running.controller.metrics.exposition,
+            fleet=running.controller.fleet_document,
+            placements=running.controller.placements_document,
+        ),
+        host="127.0.0.1",
+        port=0,
+    ).start()
+    try:
+        warm = fill(hubfleet)
+        placed_at = max(
+            parse_rfc3339(hubfleet.annotations(hub_job(hubfleet, n))["placer.dev/placed-at"]) or 0
+            for n in warm
+        )
+        hubfleet.hub.store.create(hubfleet.job("pretrain", gpus=8, pods=12))
+        condition = reserved(hubfleet, "pretrain")
+        assert "cluster m1" in condition["message"]
+
+        (entry,) = kept(hubfleet)
+        assert (entry["kind"], entry["name"], entry["cluster"]) == ("Job", "pretrain", "m1")
+        assert sorted(entry["nodes"]) == sorted(f"m1-n{i}" for i in range(12))
+        start = parse_rfc3339(entry["start"])
+        assert start is not None and abs(start - (placed_at + HOUR)) < 5, (entry, placed_at)
+        assert entry["uid"] == hub_job(hubfleet, "pretrain")["metadata"]["uid"]
+        events = hubfleet.wait_for(
+            lambda: [e for e in hubfleet.events("pretrain") if e["reason"] == "Reserved"],
+            what="the Reserved Event",
+        )
+        assert "cluster m1" in events[0]["message"] and events[0]["type"] == "Normal"
+
+        # done in five minutes, long before the start: backfills into a free node
+        hubfleet.hub.store.create(timed_job(hubfleet, "eval", "5m"))
+        hubfleet.wait_for(
+            lambda: hubfleet.placed_cluster(hub_job(hubfleet, "eval")) == "m1",
+            timeout=60,
+            what="eval backfilled",
+        )
+        # no estimate, or one past the start: kept off the reserved nodes, though one is free
+        hubfleet.hub.store.create(timed_job(hubfleet, "sweep", None))
+        hubfleet.hub.store.create(timed_job(hubfleet, "finetune", "2h"))
+        for name in ("sweep", "finetune"):
+            message = refused_by_reservation(hubfleet, name)
+            assert "Job/team-a/pretrain" in message, message
+            assert hubfleet.placed_cluster(hub_job(hubfleet, name)) is None
+        assert hubfleet.copies("sweep") == {} and hubfleet.copies("finetune") == {}
+
+        document = httpx.get(f"{server.url}/v1/placements").json()
+        (listed,) = document["reservations"]
+        assert listed["name"] == "pretrain" and listed["cluster"] == "m1"
+        (item,) = [p for p in document["placements"] if p["name"] == "pretrain"]
+        assert item["reservation"]["start"] == entry["start"] and item["state"] != "placed"
+        metrics = httpx.get(f"{server.url}/metrics").text
+        assert 'placer_reservations{cluster="m1"} 1.0' in metrics
+        assert 'placer_reservation_outcomes_total{outcome="made"} 1.0' in metrics
+
+        # the warm Jobs and eval end early (deleted): the gang is placed, its reservation ends
+        for name in (*warm, "eval"):
+            hubfleet.hub.store.delete("jobs", name, hubfleet.NAMESPACE)
+        hubfleet.wait_for(
+            lambda: hubfleet.placed_cluster(hub_job(hubfleet, "pretrain")) == "m1",
+            timeout=60,
+            what="pretrain placed",
+        )
+        hubfleet.wait_for(lambda: kept(hubfleet) == [], what="the reservation released")
+        hubfleet.wait_for(
+            lambda: hubfleet.condition(hub_job(hubfleet, "pretrain"), "Reserved") is None,
+            what="the Reserved condition gone",
+        )
+        assert hubfleet.placed_cluster(hub_job(hubfleet, "sweep")) is None  # the gang has m1
+        metrics = running.controller.metrics.exposition().decode()
+        assert 'placer_reservation_outcomes_total{outcome="placed"} 1.0' in metrics
+        assert 'placer_reservations{cluster="m1"}' not in metrics
+        assert running.controller.placements_document()["reservations"] == []
+    finally:
+        server.stop()
+
+
+def test_reservation_survives_a_restart_and_is_released_when_its_gang_is_deleted(
+    hubfleet: HubFleet,
+) -> None:
+    first = reserving(hubfleet)
+    fill(hubfleet)
+    hubfleet.hub.store.create(hubfleet.job("pretrain", gpus=8, pods=12))
+    reserved(hubfleet, "pretrain")
+    (before,) = kept(hubfleet)
+    first.halt()
+
+    second = reserving(hubfleet)
+    reserving_ = second.controller.cycle.reserving
+    assert reserving_ is not None
+    hubfleet.wait_for(lambda: reserving_.loaded, what="the reservations read again")
+    (held,) = reserving_.document()
+    assert held == before  # the same cluster, nodes and start: not planned again
+    # the rule holds under the new leader: no estimate, no backfill
+    hubfleet.hub.store.create(timed_job(hubfleet, "sweep", None))
+    refused_by_reservation(hubfleet, "sweep")
+    time.sleep(1.0)  # a few cycles of the gang under the new leader
+    assert kept(hubfleet) == [before]
+
+    hubfleet.hub.store.delete("jobs", "pretrain", hubfleet.NAMESPACE)
+    hubfleet.wait_for(lambda: kept(hubfleet) == [], what="the reservation released")
+    assert reserving_.held() == []
+    # its nodes are free for anyone again: sweep takes a free one
+    hubfleet.wait_for(
+        lambda: hubfleet.placed_cluster(hub_job(hubfleet, "sweep")) == "m1",
+        timeout=60,
+        what="sweep placed once the reservation is gone",
+    )
+    metrics = second.controller.metrics.exposition().decode()
+    assert 'placer_reservation_outcomes_total{outcome="gone"} 1.0' in metrics
