@@ -4,6 +4,7 @@
                [-o text|json|yaml]
     placer get queues --queues FILE [fleet options] [--catalog DIR]... [-o text|json|yaml]
     placer get queues [--hub-context NAME] [--kubeconfig PATH]... [--catalog DIR]... [-o ...]
+    placer get reservations [-n NS] [--hub-context NAME] [--kubeconfig PATH]... [-o ...]
 
 One row per top-level workload (:mod:`placer.inventory.listing`): CLUSTER, NAMESPACE, NAME,
 KIND, PHASE (the definition's status mapping), COMPONENTS (``leader(1), worker(2)``: desired
@@ -31,6 +32,9 @@ not finished, PENDING what those waiting ask, and per queue PREEMPTED, how many 
 eviction (:func:`placer.controller.preemption.hub_queue_rows`). A hub with no Queue (placer's
 Queue CRD not installed, or no Queue object) lists none, exit 0, with a hint on stderr saying how
 to create them; an API error (unreachable, 403...) is an error naming the hub's context.
+
+``placer get reservations`` shows the reservations the placement controller holds for waiting
+gangs, from its hub (the same ``--hub-context`` rule): :mod:`placer.cli._reservations`.
 """
 
 from __future__ import annotations
@@ -75,8 +79,8 @@ def register(subparsers: argparse._SubParsersAction[argparse.ArgumentParser]) ->
     parser.add_argument(
         "--hub-context",
         metavar="NAME",
-        help="with TYPE queues and no --queues: the controller's hub whose Queues to show "
-        "(default: the kubeconfig's context marked as a hub)",
+        help="with TYPE queues (and no --queues) or reservations: the controller's hub whose "
+        "Queues or reservations to show (default: the kubeconfig's context marked as a hub)",
     )
     parser.add_argument(
         "-w",
@@ -97,8 +101,17 @@ def run(args: argparse.Namespace) -> int:
 
     if args.type in ("queues", "queue"):
         return _queues(args)
+    if args.type in ("reservations", "reservation"):
+        from placer.cli._reservations import get_reservations
+
+        if args.queues or args.all_namespaces or args.watch:
+            raise UsageError("--queues, -A and -w do not go with `placer get reservations`")
+        return get_reservations(args, hub_context(args, "reservations"))
     if args.queues or args.hub_context:
-        raise UsageError("--queues and --hub-context go with `placer get queues`")
+        raise UsageError(
+            "--queues and --hub-context go with `placer get queues` (--hub-context also with "
+            "`placer get reservations`)"
+        )
     if args.all_namespaces and args.namespace:
         raise UsageError("give either -A or -n NAMESPACE, not both")
     namespace = None if args.all_namespaces else (args.namespace or "default")
@@ -272,21 +285,12 @@ def _hub_queues(args: argparse.Namespace) -> int:
     from placer.controller.records import is_opted_in, record_of
     from placer.definitions import decompose
     from placer.errors import KubeError, NotFoundError, PlacerError
-    from placer.kube import ROLE_HUB, load_kubeconfigs, open_client
+    from placer.kube import load_kubeconfigs, open_client
     from placer.objects import is_deleting
     from placer.solver.fairshare import Running
 
     kubeconfigs = load_kubeconfigs(args.kubeconfig)
-    context = args.hub_context
-    if context is None:
-        hubs = [c.name for c in kubeconfigs.contexts() if c.role == ROLE_HUB]
-        if len(hubs) != 1:
-            raise UsageError(
-                "`placer get queues` needs --queues FILE, or a hub: "
-                + ("no context is marked as a hub" if not hubs else f"hubs {', '.join(hubs)}"),
-                hint="give --hub-context NAME (the placement controller's hub) or --queues FILE",
-            )
-        context = hubs[0]
+    context = hub_context(args, "queues")
     catalog = load_catalog(args)
     client = open_client(kubeconfigs, context, name=context)
     try:
@@ -350,6 +354,24 @@ def _no_queues_hint(context: str, *, installed: bool) -> str:
         f"hub {context}: no Queue{crd}; create queues with kubectl apply -f FILE, a Queue "
         "YAML as in docs/queues.md (e.g. deploy/examples/queues/queues.yaml)"
     )
+
+
+def hub_context(args: argparse.Namespace, what: str) -> str:
+    """The placement controller's hub: ``--hub-context``, else the kubeconfig's one context
+    marked as a hub (``placer get queues`` and ``placer get reservations``)."""
+    from placer.kube import ROLE_HUB, load_kubeconfigs
+
+    if args.hub_context:
+        return str(args.hub_context)
+    hubs = [c.name for c in load_kubeconfigs(args.kubeconfig).contexts() if c.role == ROLE_HUB]
+    if len(hubs) != 1:
+        instead = " or --queues FILE" if what == "queues" else ""
+        raise UsageError(
+            f"`placer get {what}` needs {'--queues FILE, or ' if instead else ''}a hub: "
+            + ("no context is marked as a hub" if not hubs else f"hubs {', '.join(hubs)}"),
+            hint=f"give --hub-context NAME (the placement controller's hub){instead}",
+        )
+    return hubs[0]
 
 
 def _number(value: float) -> str:

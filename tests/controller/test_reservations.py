@@ -15,7 +15,9 @@ import time
 from typing import Any
 
 import httpx
+import pytest
 
+from placer.cli import main
 from placer.controller import Endpoints, HttpServer
 from placer.controller.reservationstore import CONFIGMAP, DATA_KEY
 from placer.fleet import fleet_from_kubeconfigs
@@ -94,7 +96,7 @@ def refused_by_reservation(hubfleet: HubFleet, name: str) -> str:
 
 
 def test_big_gang_gets_a_reservation_small_work_backfills_only_when_done_in_time(
-    hubfleet: HubFleet,
+    hubfleet: HubFleet, capsys: pytest.CaptureFixture[str]
 ) -> None:
     running = reserving(hubfleet)
     server = HttpServer(
@@ -153,6 +155,28 @@ def test_big_gang_gets_a_reservation_small_work_backfills_only_when_done_in_time
         assert item["reservation"]["start"] == entry["start"] and item["state"] != "placed"
         metrics = httpx.get(f"{server.url}/metrics").text
         assert 'placer_reservations{cluster="m1"} 1.0' in metrics
+        # placer get reservations, against the hub: a table, and the same items as JSON
+        hub = ["--hub-context", "hub", "--kubeconfig", str(hubfleet.hub_kubeconfig)]
+        capsys.readouterr()
+        assert main(["get", "reservations", *hub]) == 0
+        header, row = capsys.readouterr().out.splitlines()
+        assert header.split()[:7] == [
+            "NAMESPACE",
+            "NAME",
+            "KIND",
+            "GPU",
+            "CLUSTER",
+            "NODES",
+            "START",
+        ]
+        cells = row.split()
+        assert cells[:7] == ["team-a", "pretrain", "Job", "96", "m1", "12", "in"], row
+        assert cells[7].endswith("m") and 55 <= int(cells[7][:-1]) <= 59, row  # an hour less
+        assert main(["get", "reservations", *hub, "-o", "json"]) == 0
+        (shown,) = json.loads(capsys.readouterr().out)["reservations"]
+        assert shown == {**entry, "gpus": 96}
+        assert main(["get", "reservations", *hub, "-n", "other", "-o", "json"]) == 0
+        assert json.loads(capsys.readouterr().out) == {"reservations": []}
         assert 'placer_reservation_outcomes_total{outcome="made"} 1.0' in metrics
 
         # the warm Jobs and eval end early (deleted): the gang is placed, its reservation ends
@@ -196,6 +220,17 @@ def test_reservation_survives_a_restart_and_is_released_when_its_gang_is_deleted
     # the rule holds under the new leader: no estimate, no backfill
     hubfleet.hub.store.create(timed_job(hubfleet, "sweep", None))
     refused_by_reservation(hubfleet, "sweep")
+    # an expected run time that is not one is an error naming the annotation
+    hubfleet.hub.store.create(timed_job(hubfleet, "typo", "soon"))
+    invalid = hubfleet.wait_for(
+        lambda: (
+            (c := hubfleet.condition(hub_job(hubfleet, "typo")) or {}).get("reason")
+            == "InvalidWorkload"
+            and c
+        ),
+        what="typo reported",
+    )
+    assert "annotation placer.dev/expected-runtime: 'soon' is not a duration" in invalid["message"]
     time.sleep(1.0)  # a few cycles of the gang under the new leader
     assert kept(hubfleet) == [before]
 
@@ -210,3 +245,71 @@ def test_reservation_survives_a_restart_and_is_released_when_its_gang_is_deleted
     )
     metrics = second.controller.metrics.exposition().decode()
     assert 'placer_reservation_outcomes_total{outcome="gone"} 1.0' in metrics
+
+
+def test_reservation_is_planned_again_when_a_reserved_node_is_cordoned(
+    hubfleet: HubFleet,
+) -> None:
+    """A gang of ten nodes is reserved on ten of the twelve; one of them is cordoned: the
+    reservation is planned again, on nodes that are all usable."""
+    running = reserving(hubfleet)
+    fill(hubfleet)
+    hubfleet.hub.store.create(hubfleet.job("pretrain", gpus=8, pods=10))
+    reserved(hubfleet, "pretrain")
+    (before,) = kept(hubfleet)
+    assert len(before["nodes"]) == 10
+    cordoned = before["nodes"][0]
+    hubfleet.members["m1"].store.patch(
+        "nodes", cordoned, {"spec": {"unschedulable": True}}, patch_type="merge"
+    )
+
+    def planned_again() -> dict[str, Any] | None:
+        found = kept(hubfleet)
+        return found[0] if found and cordoned not in found[0]["nodes"] else None
+
+    after = hubfleet.wait_for(planned_again, timeout=60, what="the reservation planned again")
+    assert len(after["nodes"]) == 10 and after["uid"] == before["uid"]
+    message = hubfleet.wait_for(
+        lambda: (
+            (c := hubfleet.condition(hub_job(hubfleet, "pretrain"), "Reserved") or {})
+            and c.get("status") == "True"
+            and cordoned not in c["message"]
+            and c["message"]
+        ),
+        what="the Reserved condition naming the new nodes",
+    )
+    assert "cluster m1" in message
+    metrics = running.controller.metrics.exposition().decode()
+    assert 'placer_reservation_outcomes_total{outcome="replanned"} 1.0' in metrics
+    assert 'placer_reservation_outcomes_total{outcome="made"} 2.0' in metrics
+
+
+def test_reservation_expires_when_its_start_passes_and_the_gang_still_cannot_start(
+    hubfleet: HubFleet,
+) -> None:
+    """The warm Jobs say they run two seconds but keep running: at the start (no grace) the
+    gang still cannot start, and its reservation is planned again."""
+    fleet = fleet_from_kubeconfigs([hubfleet.members_kubeconfig], ["m1"], timeout=5.0)
+    policy = ReservationPolicy(after_s=0, min_gpus=64, grace_s=0)
+    running = hubfleet.controller(fleet, reservations=policy)
+    names = [f"warm-{i}" for i in range(10)]
+    for name in names:
+        hubfleet.hub.store.create(timed_job(hubfleet, name, "2s"))
+    hubfleet.wait_for(
+        lambda: all(hubfleet.placed_cluster(hub_job(hubfleet, n)) == "m1" for n in names),
+        timeout=60,
+        what="the warm Jobs placed",
+    )
+    hubfleet.hub.store.create(hubfleet.job("pretrain", gpus=8, pods=12))
+    reserved(hubfleet, "pretrain")
+    (first,) = kept(hubfleet)
+
+    def later() -> dict[str, Any] | None:
+        found = kept(hubfleet)
+        return found[0] if found and found[0]["planned"] != first["planned"] else None
+
+    again = hubfleet.wait_for(later, timeout=60, what="the expired reservation planned again")
+    assert (parse_rfc3339(again["start"]) or 0) > (parse_rfc3339(first["start"]) or 0)
+    metrics = running.controller.metrics.exposition().decode()
+    assert 'placer_reservation_outcomes_total{outcome="replanned"}' in metrics
+    assert hubfleet.placed_cluster(hub_job(hubfleet, "pretrain")) is None
