@@ -675,8 +675,8 @@ class Controller:
             self.queue.add_all(self.members.forget(ref, uid))
             self.queue.remove(ref)
             self.pending.forget(ref)
-            if self.cycle.reserving is not None:
-                self.cycle.reserving.forget(ref, uid)
+            if self.cycle.reserving is not None and self.cycle.reserving.forget(ref, uid):
+                self.cycle.gather_soon()  # its nodes open: written to the hub, a new look
             if obj is not None and record_of(obj) is not None:
                 self.pending.bump()  # its capacity comes back
             self.queue.wake()

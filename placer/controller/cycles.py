@@ -359,6 +359,8 @@ class DecisionCycle:
             with self._lock:
                 for ref in woken:  # decided again now, not after its backoff
                     self.pending.changed(ref)
+                if self.reserving.loosened():  # reserved nodes open again
+                    self.pending.bump()
         return charged
 
     def queue_metrics(self) -> None:
@@ -659,6 +661,8 @@ class DecisionCycle:
                 policies,
                 lambda w: with_class_priority(w, classes),
             )
+            if self.reserving.loosened():  # reserved nodes open again
+                self.pending.bump()
             lap("reserve")
         placed = sum(1 for o in outcomes if o.placed)
         log.info(

@@ -217,6 +217,8 @@ class Reserving:
         self._dirty = False
         #: gangs to decide again at once (a reservation of theirs ended outside their cycle).
         self._woken: set[WorkloadRef] = set()
+        #: a reservation ended without its gang placed since :meth:`loosened` was last asked.
+        self._loosened = False
 
     # -- reading -----------------------------------------------------------------------------
 
@@ -375,15 +377,23 @@ class Reserving:
             due = {r for r, b in self._held.items() if b.reservation.start_s <= now}
         return woken | due
 
-    def forget(self, ref: WorkloadRef, uid: str) -> None:
+    def forget(self, ref: WorkloadRef, uid: str) -> bool:
         """The hub object ``ref`` of ``uid`` is gone (the controller's ``forget``, under its
         lock: no I/O here): its reservation is released, the hub's copy written at the next
-        look."""
+        look (the caller asks for one soon); whether it held one."""
         with self._lock:
             booked = self._held.get(ref)
             if booked is None or (uid and booked.uid and booked.uid != uid):
-                return
-        self._end(ref, "gone", "its hub object was deleted")
+                return False
+        return self._end(ref, "gone", "its hub object was deleted")
+
+    def loosened(self) -> bool:
+        """Whether a reservation ended without its gang placed since the last call: the
+        nodes it held are open again, so work kept off them may fit now (the caller makes the
+        workloads waiting for room worth a new look)."""
+        with self._lock:
+            answer, self._loosened = self._loosened, False
+            return answer
 
     # -- inside --------------------------------------------------------------------------------
 
@@ -534,6 +544,8 @@ class Reserving:
             self._dirty = True
             if outcome == "replanned":
                 self._woken.add(ref)
+            if outcome != "placed":
+                self._loosened = True
         self.metrics.reservation_outcomes.labels(outcome).inc()
         log.info(
             "%s: reservation on %s released (%s): %s",

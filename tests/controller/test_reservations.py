@@ -20,6 +20,7 @@ import pytest
 from placer.cli import main
 from placer.controller import Endpoints, HttpServer
 from placer.controller.reservationstore import CONFIGMAP, DATA_KEY
+from placer.controller.settings import BackoffSettings
 from placer.fleet import fleet_from_kubeconfigs
 from placer.solver.reservations import ReservationPolicy
 from placer.timestamps import parse_rfc3339
@@ -28,11 +29,11 @@ from tests.controller.conftest import HubFleet, Running
 HOUR = 3600.0
 
 
-def reserving(hubfleet: HubFleet) -> Running:
+def reserving(hubfleet: HubFleet, **overrides: Any) -> Running:
     """A controller on ``m1`` alone, reservations for gangs of 64 GPUs or more at once."""
     fleet = fleet_from_kubeconfigs([hubfleet.members_kubeconfig], ["m1"], timeout=5.0)
     policy = ReservationPolicy(after_s=0, min_gpus=64, grace_s=60)
-    return hubfleet.controller(fleet, reservations=policy)
+    return hubfleet.controller(fleet, reservations=policy, **overrides)
 
 
 def timed_job(hubfleet: HubFleet, name: str, runtime: str | None, **kwargs: Any) -> dict[str, Any]:
@@ -211,7 +212,8 @@ def test_reservation_survives_a_restart_and_is_released_when_its_gang_is_deleted
     (before,) = kept(hubfleet)
     first.halt()
 
-    second = reserving(hubfleet)
+    # unschedulable work is tried again after 0.5 s only once room came back (else 5 min)
+    second = reserving(hubfleet, backoff=BackoffSettings(initial=0.5, maximum=300))
     reserving_ = second.controller.cycle.reserving
     assert reserving_ is not None
     hubfleet.wait_for(lambda: reserving_.loaded, what="the reservations read again")
@@ -237,10 +239,10 @@ def test_reservation_survives_a_restart_and_is_released_when_its_gang_is_deleted
     hubfleet.hub.store.delete("jobs", "pretrain", hubfleet.NAMESPACE)
     hubfleet.wait_for(lambda: kept(hubfleet) == [], what="the reservation released")
     assert reserving_.held() == []
-    # its nodes are free for anyone again: sweep takes a free one
+    # its nodes are free for anyone again: sweep takes a free one, at once
     hubfleet.wait_for(
         lambda: hubfleet.placed_cluster(hub_job(hubfleet, "sweep")) == "m1",
-        timeout=60,
+        timeout=20,
         what="sweep placed once the reservation is gone",
     )
     metrics = second.controller.metrics.exposition().decode()
