@@ -79,9 +79,20 @@ def test_rbac_covers_every_catalog_kind() -> None:
         needed = {"get", "list", "watch", "create", "patch", "delete"}
         assert needed <= _allowed(member, target.group, plural), target
     assert _allowed(hub, "", "events") == {"create", "patch"}
-    (lease_role,) = [d for d in _documents("rbac.yaml") if d["kind"] == "Role"]
+    roles = {d["metadata"]["name"]: d for d in _documents("rbac.yaml") if d["kind"] == "Role"}
+    lease_role = roles["placer-controller-leader-election"]
     verbs = {v for rule in lease_role["rules"] for v in rule["verbs"]}
     assert verbs == {"get", "create", "update"}
+    # the reservations' ConfigMap (placer.controller.reservationstore), and no other one
+    from placer.controller.reservationstore import CONFIGMAP
+
+    kept = roles["placer-controller-reservations"]["rules"]
+    assert {v for r in kept if r.get("resourceNames") == [CONFIGMAP] for v in r["verbs"]} >= {
+        "get",
+        "patch",
+    }
+    assert all(r["resources"] == ["configmaps"] for r in kept)
+    assert all("resourceNames" in r or r["verbs"] == ["create"] for r in kept)
 
 
 def test_hub_role_reads_the_dra_claims_workloads_name() -> None:
