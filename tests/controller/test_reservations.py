@@ -55,11 +55,11 @@ def kept(hubfleet: HubFleet) -> list[dict[str, Any]]:
     return []
 
 
-def fill(hubfleet: HubFleet, count: int = 10) -> list[str]:
-    """``count`` one-node Jobs expected to run an hour, placed on m1."""
+def fill(hubfleet: HubFleet, count: int = 10, runtime: str = "1h") -> list[str]:
+    """``count`` one-node Jobs expected to run ``runtime``, placed on m1."""
     names = [f"warm-{i}" for i in range(count)]
     for name in names:
-        hubfleet.hub.store.create(timed_job(hubfleet, name, "1h"))
+        hubfleet.hub.store.create(timed_job(hubfleet, name, runtime))
     hubfleet.wait_for(
         lambda: all(hubfleet.placed_cluster(hub_job(hubfleet, n)) == "m1" for n in names),
         timeout=60,
@@ -294,14 +294,7 @@ def test_reservation_expires_when_its_start_passes_and_the_gang_still_cannot_sta
     fleet = fleet_from_kubeconfigs([hubfleet.members_kubeconfig], ["m1"], timeout=5.0)
     policy = ReservationPolicy(after_s=0, min_gpus=64, grace_s=0)
     running = hubfleet.controller(fleet, reservations=policy)
-    names = [f"warm-{i}" for i in range(10)]
-    for name in names:
-        hubfleet.hub.store.create(timed_job(hubfleet, name, "2s"))
-    hubfleet.wait_for(
-        lambda: all(hubfleet.placed_cluster(hub_job(hubfleet, n)) == "m1" for n in names),
-        timeout=60,
-        what="the warm Jobs placed",
-    )
+    fill(hubfleet, runtime="2s")
     hubfleet.hub.store.create(hubfleet.job("pretrain", gpus=8, pods=12))
     reserved(hubfleet, "pretrain")
     (first,) = kept(hubfleet)
