@@ -349,8 +349,9 @@ class DecisionCycle:
             self._last_gather = self._clock()
         if self.stuck is not None:
             self.stuck.check()
-        if self.grower is not None:
-            self.grower.check(charged)
+        if self.grower is not None:  # (never onto reserved nodes)
+            fenced = self.reserving.fenced(charged) if self.reserving is not None else charged
+            self.grower.check(fenced)
         if self.preemption is not None:
             for name in sorted(self.preemption.watched_clusters()):
                 self.victims_gone(name)
@@ -656,7 +657,7 @@ class DecisionCycle:
             self.reserving.after(
                 outcomes,
                 by_ref,
-                refused,
+                [*refused, *(r for r, m in by_ref.items() if spreads(m.workload, policies))],
                 gathered,
                 policies,
                 lambda w: with_class_priority(w, classes),

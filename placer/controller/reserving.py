@@ -272,6 +272,14 @@ class Reserving:
         self._gauge()
         return True
 
+    def fenced(self, fleet: Fleet) -> Fleet:
+        """``fleet`` with the reserved nodes tainted and nothing tolerating them: what work
+        that is already running may take (elastic growth: it runs on past any start)."""
+        if not self.load():
+            return fleet
+        held = self.reservations()
+        return backfill_view(fleet, [], [], held, self._clock())[0] if held else fleet
+
     # -- the cycle's decision ----------------------------------------------------------------
 
     def view(
@@ -319,7 +327,8 @@ class Reserving:
         left pending that qualify; keep them on the hub and write the gangs' conditions.
 
         ``fleet``: the fleet the cycle decided on, before the reserved nodes were tainted;
-        ``refused``: workloads the hub's queues refuse as written (no reservation);
+        ``refused``: workloads the hub's queues refuse as written, and spread workloads (no
+        reservation);
         ``prioritised``: a workload with the priority its priority class gives it.
         """
         if not self.load():

@@ -308,3 +308,33 @@ def test_reservation_expires_when_its_start_passes_and_the_gang_still_cannot_sta
     metrics = running.controller.metrics.exposition().decode()
     assert 'placer_reservation_outcomes_total{outcome="replanned"}' in metrics
     assert hubfleet.placed_cluster(hub_job(hubfleet, "pretrain")) is None
+
+
+def test_elastic_growth_never_takes_reserved_nodes(hubfleet: HubFleet) -> None:
+    """A running elastic PyTorchJob would grow onto nodes that free up; they are reserved for
+    the waiting gang, and growth runs past any start: it stays as placed."""
+    from tests.elastic.test_controller import pytorchjob, resized_events
+
+    for server in (hubfleet.hub, *hubfleet.members.values()):
+        server.store.register_resource("kubeflow.org", "v1", "PyTorchJob", "pytorchjobs")
+    reserving(hubfleet)
+    warm = fill(hubfleet)
+    elastic = pytorchjob("elastic")
+    elastic["metadata"]["annotations"] = {"placer.dev/expected-runtime": "1h"}
+    hubfleet.hub.store.create(elastic)
+    copy = hubfleet.wait_for(
+        lambda: hubfleet.copies("elastic", kind="pytorchjobs").get("m1"), what="elastic placed"
+    )
+    assert copy["spec"]["pytorchReplicaSpecs"]["Worker"]["replicas"] == 3  # 2 free nodes
+    hubfleet.hub.store.create(hubfleet.job("pretrain", gpus=8, pods=12))
+    reserved(hubfleet, "pretrain")
+    for name in warm[:2]:  # two nodes free up, reserved for pretrain
+        hubfleet.hub.store.delete("jobs", name, hubfleet.NAMESPACE)
+    hubfleet.wait_for(
+        lambda: not hubfleet.copies(warm[0]) and not hubfleet.copies(warm[1]),
+        what="two warm Jobs gone",
+    )
+    time.sleep(2.0)  # several gathers, each of which would grow it
+    now = hubfleet.copies("elastic", kind="pytorchjobs")["m1"]
+    assert now["spec"]["pytorchReplicaSpecs"]["Worker"]["replicas"] == 3
+    assert resized_events(hubfleet, "elastic") == []
