@@ -11,6 +11,7 @@ without an expected run time or expected to run past the start does not.
 from __future__ import annotations
 
 import json
+import signal
 import time
 from typing import Any
 
@@ -338,3 +339,44 @@ def test_elastic_growth_never_takes_reserved_nodes(hubfleet: HubFleet) -> None:
     now = hubfleet.copies("elastic", kind="pytorchjobs")["m1"]
     assert now["spec"]["pytorchReplicaSpecs"]["Worker"]["replicas"] == 3
     assert resized_events(hubfleet, "elastic") == []
+
+
+@pytest.mark.slow
+def test_reservation_survives_a_leader_killed_and_a_standby_taking_over(
+    hubfleet: HubFleet,
+) -> None:
+    """Two ``placer controller`` processes with leader election: the leader makes the
+    reservation and is killed (SIGKILL); the standby takes over the Lease, reads the
+    reservation from the hub and keeps to it — same nodes and start, the rule of backfill
+    applied to work that arrives after the takeover."""
+    from tests.controller.test_processes import _free_port, _holder
+
+    flags = ("--reserve-after", "0", "--reserve-min-gpus", "64")
+    members = ("--kubeconfig", str(hubfleet.members_kubeconfig), "--context", "m1")
+    leader = hubfleet.process("ctl-a", *flags, members=members)
+    hubfleet.wait_for(lambda: _holder(hubfleet) == "ctl-a", timeout=30, what="ctl-a leads")
+    port = _free_port()
+    hubfleet.process("ctl-b", *flags, port=port, members=members)
+    fill(hubfleet)
+    hubfleet.hub.store.create(hubfleet.job("pretrain", gpus=8, pods=12))
+    reserved(hubfleet, "pretrain")
+    (before,) = kept(hubfleet)
+
+    leader.send_signal(signal.SIGKILL)
+    leader.wait(timeout=10)
+    hubfleet.wait_for(lambda: _holder(hubfleet) == "ctl-b", timeout=60, what="ctl-b takes over")
+    hubfleet.hub.store.create(timed_job(hubfleet, "sweep", None))
+    message = refused_by_reservation(hubfleet, "sweep")
+    assert "Job/team-a/pretrain" in message
+    document = hubfleet.wait_for(
+        lambda: (
+            httpx.get(f"http://127.0.0.1:{port}/v1/placements").json()
+            if httpx.get(f"http://127.0.0.1:{port}/readyz").status_code == 200
+            else None
+        ),
+        timeout=30,
+        what="ctl-b answers",
+    )
+    assert document["reservations"] == [before]  # the same nodes and start, not planned again
+    assert kept(hubfleet) == [before]
+    assert '"event": "reservations-read"' in hubfleet.log("ctl-b")
