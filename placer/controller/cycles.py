@@ -127,6 +127,8 @@ SPREAD_UNDER_QUEUES = (
 )
 #: seconds between two updates of the queue gauges at most.
 QUEUE_METRICS_SECONDS = 1.0
+#: seconds between gathers at most while victims' pods are awaited with ``--capacity list``.
+VICTIMS_PROBE_SECONDS = 1.0
 
 
 def more_room(
@@ -235,7 +237,7 @@ class DecisionCycle:
                 now = self._clock()
                 when = self.next_cycle(now)
                 with self._lock:
-                    probe_at = self._last_gather + self.settings.resync_interval
+                    probe_at = self._last_gather + self._probe_interval()
                 wait = min(when, probe_at) - now
                 if wait > 0:
                     self._wake.wait(timeout=min(wait, 1.0))
@@ -250,6 +252,16 @@ class DecisionCycle:
         except Exception:
             log.exception("the placement cycle failed", extra={"event": "cycle-failed"})
             raise
+
+    def _probe_interval(self) -> float:
+        """Seconds between gathers while nothing is pending: the resync interval — but while
+        victims' pods are awaited and the members are listed (``--capacity list``: no pod watch
+        says when they go), :data:`VICTIMS_PROBE_SECONDS` at most."""
+        resync = self.settings.resync_interval
+        if self.capacity is None and self.preemption is not None:
+            if self.preemption.watched_clusters():
+                return min(resync, VICTIMS_PROBE_SECONDS)
+        return resync
 
     def wake(self) -> None:
         """Look at the pending objects now."""

@@ -22,6 +22,8 @@ import threading
 import time
 from typing import Any
 
+import pytest
+
 from placer.definitions import Catalog
 from placer.fleet import fleet_from_kubeconfigs
 from placer.testing import ApiServer
@@ -168,19 +170,21 @@ def preempted(hubfleet: HubFleet, names: list[str]) -> list[str]:
     ]
 
 
+@pytest.mark.parametrize("capacity", ["watch", "list"])
 def test_the_preemptor_is_placed_as_soon_as_its_victims_pods_are_gone(
-    hubfleet: HubFleet,
+    hubfleet: HubFleet, capacity: str
 ) -> None:
     """team-b fills m1 (12 pods of 8 GPUs, running); team-a's in-quota Job evicts one of them:
     its copy is suspended, its pod terminates slowly. While the pod terminates, team-a's Job is
     not placed (its room is not free: ``Preempting``); once the pod is gone it is placed by
     the pod watch's event — the resync (60 s) and the backoff (30 s) are far off — and its pod
-    runs. No member ever holds more GPUs than its nodes, no Job is on two members."""
+    runs. No member ever holds more GPUs than its nodes, no Job is on two members. With
+    ``--capacity list`` (no pod watch) the pods are looked at every second while awaited."""
     m1 = hubfleet.members["m1"]
     with_pods(m1)
     invariants = Invariants(hubfleet, ("m1",))
     serve_queues(hubfleet, queue("team-a", 32), queue("team-b", 32))
-    controller(hubfleet, ("m1",), resync_interval=60.0, backoff=_slow_backoff())
+    controller(hubfleet, ("m1",), resync_interval=60.0, backoff=_slow_backoff(), capacity=capacity)
     names = flood(hubfleet, "team-b", 12)
     hubfleet.wait_for(
         lambda: (
