@@ -337,9 +337,46 @@ def _hub_queues(args: argparse.Namespace) -> int:
                     running.append(Running(workload, record.cluster))
                 else:
                     waiting.append((workload, obj))
+        running = _at_running_counts(running, kubeconfigs, catalog)
     finally:
         client.close()
     return _print_queues(args, hub_queue_rows(found.queues, running, waiting))
+
+
+def _at_running_counts(running: list[Any], kubeconfigs: Any, catalog: Any) -> list[Any]:
+    """Placed elastic workloads at the replica count their copy runs, read from their member
+    when the kubeconfigs have its context; else at their minimum, with a warning."""
+    from placer.definitions import decompose
+    from placer.dispatch.scaling import running_workload
+    from placer.errors import PlacerError
+    from placer.kube import open_client
+    from placer.solver.fairshare import Running
+
+    clients: dict[str, Any] = {}
+    out = []
+    try:
+        for item in running:
+            workload, cluster = item.workload, item.cluster
+            if workload.elastic:
+                ref = workload.ref
+                try:
+                    if cluster not in clients:
+                        clients[cluster] = open_client(kubeconfigs, cluster, name=cluster)
+                    copy = clients[cluster].get(
+                        ref.api_version, ref.kind, ref.name, namespace=ref.namespace
+                    )
+                    workload = running_workload(decompose(copy, catalog), workload)
+                except PlacerError as err:
+                    print(
+                        f"warning: {ref} counted at its minimum replicas: its copy on "
+                        f"{cluster} was not read ({err})",
+                        file=sys.stderr,
+                    )
+            out.append(Running(workload, cluster))
+    finally:
+        for member in clients.values():
+            member.close()
+    return out
 
 
 def _no_queues_hint(context: str, *, installed: bool) -> str:

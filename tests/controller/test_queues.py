@@ -357,10 +357,13 @@ def test_a_spread_workload_waits_under_queues_saying_why(hubfleet: HubFleet) -> 
     assert hubfleet.copies("serve", kind="deployments.apps") == {}
 
 
-def test_a_placed_elastic_workload_counts_at_its_running_count(hubfleet: HubFleet) -> None:
+def test_a_placed_elastic_workload_counts_at_its_running_count(
+    hubfleet: HubFleet, capsys: pytest.CaptureFixture[str]
+) -> None:
     """A PyTorchJob of a master and 2..10 workers of 4 GPUs placed where 16 GPUs are free runs
     a master and 3 workers (16 GPUs, its minimum is 12): its queue is charged 16 (the copy's
-    count), in the controller's gauge."""
+    count), in the controller's gauge and by ``placer get queues`` when the members'
+    kubeconfig is given too (else 12, with a warning)."""
     from tests.elastic.test_controller import pytorchjob, setup
 
     setup(hubfleet)
@@ -383,3 +386,12 @@ def test_a_placed_elastic_workload_counts_at_its_running_count(hubfleet: HubFlee
         timeout=10,
         what="the queue gauge at 16 GPUs",
     )
+    hub, members = str(hubfleet.hub_kubeconfig), str(hubfleet.members_kubeconfig)
+    get = ["get", "queues", "--hub-context", "hub", "--kubeconfig", hub, "-o", "json"]
+    assert main([*get, "--kubeconfig", members]) == 0
+    [row] = json.loads(capsys.readouterr().out)["queues"]
+    assert row["resources"][GPU]["allocated"] == 16
+    assert main(get) == 0
+    out, err = capsys.readouterr()
+    assert json.loads(out)["queues"][0]["resources"][GPU]["allocated"] == 12
+    assert "PyTorchJob/team-a/elastic counted at its minimum replicas" in err
