@@ -28,10 +28,12 @@ LIMIT, ALLOCATED and OVER QUOTA (:func:`placer.queues.report.queue_rows`; JSON:
 ``{"queues": [...]}``). Without ``--queues`` it reads the placement controller's hub instead
 (``--hub-context NAME``, else the kubeconfig's context marked as a hub): its ``Queue`` objects
 and PriorityClasses, and its workloads — ALLOCATED by those with a placement record that have
-not finished, PENDING what those waiting ask, and per queue PREEMPTED, how many wait after an
-eviction (:func:`placer.controller.preemption.hub_queue_rows`). A hub with no Queue (placer's
-Queue CRD not installed, or no Queue object) lists none, exit 0, with a hint on stderr saying how
-to create them; an API error (unreachable, 403...) is an error naming the hub's context.
+not finished (an elastic one at the count its copy runs, read from its member when the
+kubeconfigs have that context), PENDING what those waiting ask, and per queue PREEMPTED, how
+many wait after an eviction (:func:`placer.controller.preemption.hub_queue_rows`). A hub with
+no Queue (placer's Queue CRD not installed, or no Queue object) lists none, exit 0, with a hint
+on stderr saying how to create them; an API error (unreachable, 403...) is an error naming the
+hub's context.
 
 ``placer get reservations`` shows the reservations the placement controller holds for waiting
 gangs, from its hub (the same ``--hub-context`` rule): :mod:`placer.cli._reservations`.
