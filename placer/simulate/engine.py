@@ -56,7 +56,8 @@ from placer.simulate.capacity import FreeTotals, free_totals, gpu_milli, shortfa
 from placer.simulate.reserving import ReservationRecord, Reserver, runtime_estimates
 from placer.solver import charge, release, solve, verify
 from placer.solver.fairshare import Running, fleet_capacity, solve_fair
-from placer.solver.preempt import Victim, find_victims
+from placer.solver.preempt import Eviction, Victim, find_victims
+from placer.solver.reservation_preemption import force
 from placer.solver.reservations import ReservationPolicy
 
 __all__ = [
@@ -464,6 +465,10 @@ class _Stream:
             times.append(self.items[self.order[self.next]].arrival_s)
         if self.departures:
             times.append(self.departures[0][0])
+        if self.reserver is not None and self.timeline:
+            wakeup = self.reserver.wakeup(self.timeline[-1].time_s)
+            if wakeup is not None:
+                times.append(wakeup)
         event = min(times)
         interval = self.settings.interval
         if interval > 0:
@@ -498,6 +503,7 @@ class _Stream:
         if self.reserver is not None:
             self.reserver.review(self.fleet, self.queue, now)
             self.freed = self.reserver.loosened() or self.freed
+            self._forcing(now)  # gangs forced in first: the queue is decided around them
         self._place(now)
         if self.reserver is not None:
             self.reserver.expire(now)
@@ -508,6 +514,50 @@ class _Stream:
                 self.freed = True
                 self._place(now)
                 self.freed = self.reserver.loosened() or self.freed
+            self._forcing(now)  # reservations just planned may be due already
+
+    def _forcing(self, now: float) -> None:
+        """Reservations due for eviction are forced one by one, the others planned again after
+        each (they may now start right behind the forced gang)."""
+        assert self.reserver is not None
+        while self._force(now):
+            self.reserver.reserve(self.fleet, self.queue, self.placements, self.start, now)
+            if self.reserver.due(now):  # one planned to start now: decided now
+                self.freed = True
+                self._place(now)
+
+    def _force(self, now: float) -> bool:
+        """The first reservation due for eviction that can be forced starts its gang now
+        (:mod:`placer.solver.reservation_preemption`), and the other reservations are dropped
+        to be planned again on the fleet it left (they may now start right after it instead
+        of evicting elsewhere); True when one was forced."""
+        reserver = self.reserver
+        assert reserver is not None
+        for index in reserver.forcing(now):
+            if index not in reserver.held or index in self.placements:
+                continue
+            fleet, workloads = reserver.view(self.fleet, [index], now)
+            running = [
+                Victim(self.workloads[i], p, self.start.get(i, 0.0))
+                for i, p in self.placements.items()
+            ]
+            eviction = force(
+                workloads[0],
+                fleet,
+                running,
+                now,
+                policies=self.settings.policies,
+                seed=self.settings.seed,
+                time_limit=self.settings.time_limit,
+            )
+            if eviction is None:
+                continue
+            self._evict(index, eviction, now)
+            self.queue = [i for i in self.queue if i != index]
+            reserver.placed({index}, now)
+            reserver.forced(now)
+            return True
+        return False
 
     def _place(self, now: float) -> None:
         candidates = self.queue if self.freed else self.fresh
@@ -634,7 +684,6 @@ class _Stream:
         started: set[int] = set()
         gone: set[int] = set()
         order = self._preemptors(waiting)
-        index_of = {w.ref: i for i, w in enumerate(self.workloads)}
         fair_done: set[str | None] = set()  # queues that got a fair-share eviction
         fits = False
         priority = {i: membership(self.workloads[i], queues).priority for i in order}
@@ -673,44 +722,10 @@ class _Stream:
                 # evictions goes first when its priority is higher)
                 fits = True
                 continue
-            lost = 0.0
-            evicted = []
-            begun = []
-            for victim in eviction.victims:
-                i = index_of[victim.workload]
-                placement = self.placements.pop(i)
-                self.fleet = release(self.fleet, [placement])
-                self.allocated -= gpu_milli(placement.requests)
-                lost += victim.gpu_milli / 1000 * (now - self.start.get(i, now))
-                begun.append(self.start.get(i, now))
-                self.placed.pop(i, None)
-                self.start.pop(i, None)
-                self.end.pop(i, None)
-                self.reasons[i] = {
-                    eviction.cluster: f"evicted ({victim.reason}) for "
-                    f"{self.workloads[index].ref} at t={now:g}s"
-                }
-                if i not in self.queue:
-                    self.queue.append(i)
-                self.fresh.append(i)
-                gone.add(i)
-                started.discard(i)
-                evicted.append((i, victim.reason))
-            self.fleet = charge(self.fleet, [eviction.placement])
-            self._start(index, eviction.placement, now)
+            evicted = self._evict(index, eviction, now)
+            gone.update(evicted)
+            started.difference_update(evicted)
             started.add(index)
-            self.freed = True
-            self.preemptions.append(
-                PreemptionRecord(
-                    time_s=now,
-                    preemptor=index,
-                    cluster=eviction.cluster,
-                    victims=tuple(evicted),
-                    started=tuple(begun),
-                    gpu_milli=eviction.gpu_milli,
-                    lost_gpu_seconds=lost,
-                )
-            )
         if fits or gone:
             # what the evictions freed beyond their preemptors' needs, and what fits as things
             # stand, goes to the waiting work by the queues' order (priorities first); this
@@ -720,6 +735,49 @@ class _Stream:
             if rest:
                 started |= self._decide_on(rest, now)
         return started, gone
+
+    def _evict(self, index: int, eviction: Eviction, now: float) -> list[int]:
+        """Evict ``eviction``'s victims (back to the queue, their run lost), start workload
+        ``index`` where it said and record it; the victims' input indices."""
+        index_of = _positions(self.workloads)
+        lost = 0.0
+        evicted = []
+        begun = []
+        for victim in eviction.victims:
+            i = index_of[victim.workload]
+            placement = self.placements.pop(i)
+            self.fleet = release(self.fleet, [placement])
+            self.allocated -= gpu_milli(placement.requests)
+            lost += victim.gpu_milli / 1000 * (now - self.start.get(i, now))
+            begun.append(self.start.get(i, now))
+            self.placed.pop(i, None)
+            self.start.pop(i, None)
+            self.end.pop(i, None)
+            self.reasons[i] = {
+                eviction.cluster: f"evicted ({victim.reason}) for "
+                f"{self.workloads[index].ref} at t={now:g}s"
+            }
+            if i not in self.queue:
+                self.queue.append(i)
+            self.fresh.append(i)
+            evicted.append((i, victim.reason))
+        self.fleet = charge(self.fleet, [eviction.placement])
+        self._start(index, eviction.placement, now)
+        self.freed = True
+        if not evicted:  # it fitted as things stood: started, nobody preempted
+            return []
+        self.preemptions.append(
+            PreemptionRecord(
+                time_s=now,
+                preemptor=index,
+                cluster=eviction.cluster,
+                victims=tuple(evicted),
+                started=tuple(begun),
+                gpu_milli=eviction.gpu_milli,
+                lost_gpu_seconds=lost,
+            )
+        )
+        return [i for i, _ in evicted]
 
 
 def _cannot_fit(

@@ -27,12 +27,14 @@ how it ended. Pure: no I/O.
 
 from __future__ import annotations
 
+import math
 import random
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, replace
 
 from placer.model import Fleet, Placement, Workload
 from placer.policy import PlacementPolicy
+from placer.solver.reservation_preemption import deadline, due
 from placer.solver.reservations import (
     Reservation,
     ReservationPolicy,
@@ -189,6 +191,38 @@ class Reserver:
             self.reservations,
             now,
         )
+
+    def forcing(self, now: float) -> list[int]:
+        """The gangs whose reservation is to be forced now by eviction
+        (:func:`~placer.solver.reservation_preemption.due`), in the order they were planned;
+        none without ``ReservationPolicy.preempt_after_s``."""
+        after = self.policy.preempt_after_s
+        if after is None:
+            return []
+        return [
+            index
+            for index, (reservation, _) in sorted(self.held.items(), key=lambda kv: kv[1][1])
+            if due(reservation, self.arrivals[index], now, after, self.policy.preempt_slack_s)
+        ]
+
+    def forced(self, now: float) -> None:
+        """A reservation was forced at ``now``: the others are dropped, to be planned again on
+        the fleet the eviction left (the stream plans them at once)."""
+        for index in list(self.held):
+            self._end(index, now, f"replanned: a reservation was forced at t={now:g}s")
+
+    def wakeup(self, now: float) -> float | None:
+        """The next time after ``now`` a held reservation becomes due for eviction (the stream
+        decides then), or ``None``."""
+        after = self.policy.preempt_after_s
+        if after is None:
+            return None
+        slack = self.policy.preempt_slack_s
+        times = [
+            deadline(reservation, self.arrivals[index], after, slack)
+            for index, (reservation, _) in self.held.items()
+        ]
+        return min((t for t in times if now < t < math.inf), default=None)
 
     def due(self, now: float) -> bool:
         """Whether a held reservation's start has come (its gang should be decided now)."""

@@ -54,7 +54,8 @@ Model, per cluster ``c`` the preemptor may use (CP-SAT, one small model over the
   queue ``p`` of its chain (evicting its own queue's work makes room under a full limit);
 * objective, lexicographic, solved in turn: fewest GPUs evicted (thousandths), then fewest
   workloads, then the lowest priorities (``Σ`` priority ranks), then the youngest (``Σ`` age
-  ranks, 0 the most recently started).
+  ranks, 0 the most recently started); :func:`evict_among` with ``lost_at`` puts the least
+  work thrown away first (``Σ`` GPU-minutes run, a reservation's eviction).
 
 The optimum is then *realised*: the victims are released on the cluster's nodes and the
 preemptor packed there by the solver. When it does not pack, no subset of that set ``S`` can
@@ -94,6 +95,7 @@ __all__ = [
     "Eviction",
     "Victim",
     "Victimised",
+    "evict_among",
     "find_victims",
 ]
 
@@ -239,11 +241,46 @@ def find_victims(
     docstring), or ``None``. ``fleet`` is charged with ``running``; ``usage`` books it;
     ``fair_share``: over-quota work may reclaim towards the weighted fair share."""
     candidates = _candidates(preemptor, running, queues, usage, fair_share)
+    return evict_among(
+        preemptor,
+        fleet,
+        candidates,
+        queues=queues,
+        usage=usage,
+        policies=policies,
+        seed=seed,
+        time_limit=time_limit,
+    )
+
+
+def evict_among(
+    preemptor: Workload,
+    fleet: Fleet,
+    candidates: Sequence[tuple[Victim, str]],
+    *,
+    queues: QueueSet | None = None,
+    usage: Usage | None = None,
+    policies: Sequence[PlacementPolicy] = (),
+    seed: int = 0,
+    time_limit: float = 0.5,
+    lost_at: float | None = None,
+) -> Eviction | None:
+    """The least disruptive eviction among ``candidates`` (victims some rule already allowed,
+    each with its reason) that lets ``preemptor`` be placed: the model of the module docstring
+    on every cluster, the least (GPUs, workloads, priorities, ages) winning; ``None`` when no
+    set of them makes room. Without ``queues`` only the room, slot and objective rows apply
+    (no quota rows: the caller's rule chose the candidates, e.g. a reservation's,
+    :mod:`placer.solver.reservation_preemption`). With ``lost_at`` (the time of the eviction,
+    on the victims' ``started`` clock) a first objective stage comes before the others: the
+    least work thrown away, ``Σ_v d_v (lost_at − started_v) x_v`` in GPU-minutes (work
+    without a checkpoint starts over)."""
     if not candidates:
         return None
+    queues = queues if queues is not None else QueueSet()
+    usage = usage if usage is not None else Usage(queues)
     mine = membership(preemptor, queues)
     demand = preemptor.total_requests()
-    best: tuple[tuple[int, int, int, int], Eviction] | None = None
+    best: tuple[tuple[int, ...], Eviction] | None = None
     by_cluster: dict[str, list[tuple[Victim, str]]] = {}
     for victim, rule in candidates:
         by_cluster.setdefault(victim.placement.cluster, []).append((victim, rule))
@@ -260,7 +297,7 @@ def find_victims(
             here,
             queues,
             usage,
-            (policies, seed, time_limit),
+            (policies, seed, time_limit, lost_at),
         )
         if found is not None and (best is None or found[0] < best[0]):
             best = found
@@ -282,9 +319,9 @@ def _on_cluster(
     here: list[tuple[Victim, str]],
     queues: QueueSet,
     usage: Usage,
-    knobs: tuple[Sequence[PlacementPolicy], int, float],
-) -> tuple[tuple[int, int, int, int], Eviction] | None:
-    policies, seed, time_limit = knobs
+    knobs: tuple[Sequence[PlacementPolicy], int, float, float | None],
+) -> tuple[tuple[int, ...], Eviction] | None:
+    policies, seed, time_limit, lost_at = knobs
     cluster = fleet.cluster(name)
     free = cluster.free()
     free_milli = sum(sum(node_devices(n)) for n in cluster.nodes if n.usable)
@@ -292,6 +329,12 @@ def _on_cluster(
     gpu = [_milli(r) for r in requests]
     priorities = _ranks([float(membership(v.workload, queues).priority) for v, _ in here])
     ages = _ranks([-v.started for v, _ in here])  # 0: the youngest
+    # GPU-minutes each has run (thrown away if evicted), when the caller weighs them first
+    lost = (
+        [round(gpu[i] * max(0.0, lost_at - v.started) / 60_000) for i, (v, _) in enumerate(here)]
+        if lost_at is not None
+        else None
+    )
     cuts: list[list[int]] = []
     for _ in range(MAX_ROUNDS):
         chosen = _solve_model(
@@ -308,6 +351,7 @@ def _on_cluster(
             cuts,
             seed,
             time_limit,
+            lost,
         )
         if chosen is None:
             return None
@@ -326,6 +370,7 @@ def _on_cluster(
             for i in sorted(needed)
         )
         key = (
+            sum(lost[i] for i in needed) if lost is not None else 0,
             sum(gpu[i] for i in needed),
             len(needed),
             sum(priorities[i] for i in needed),
@@ -513,6 +558,7 @@ def _solve_model(
     cuts: list[list[int]],
     seed: int,
     time_limit: float,
+    lost: list[int] | None = None,
 ) -> list[int] | None:
     free, free_milli, nodes = room
     model = cp_model.CpModel()
@@ -592,6 +638,7 @@ def _solve_model(
     for cut in cuts:  # no subset of a set that did not pack packs: evict something else too
         model.add(sum(x[i] for i in range(len(x)) if i not in set(cut)) >= 1)
     stages = [
+        *([[(lost[i], x[i]) for i in range(len(x))]] if lost is not None else []),
         [(gpu[i], x[i]) for i in range(len(x))],
         [(1, x[i]) for i in range(len(x))],
         [(priorities[i], x[i]) for i in range(len(x))],

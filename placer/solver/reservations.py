@@ -23,10 +23,12 @@ Model
   bisection. The reservation is the cluster with the least such ``t`` (then fleet order),
   ``start_s = t`` and ``nodes`` = the nodes that placement used.
 * :func:`backfill_view` — the rule every decision then follows: each reserved node carries
-  the taint ``placer.dev/reserved=<gang>:NoSchedule``; a workload tolerates it (may use the
-  node) when it is the reservation's own gang, or when it has an expected run time ``d``
-  and ``now + d ≤ start_s``; a gang also tolerates the reservations planned after its own
-  (planned around it). Work without an estimate never tolerates it. The solver's own
+  the taint ``placer.dev/reserved=<gang>:NoSchedule`` of the first reservation holding it (a
+  later one sharing the node starts there after that gang's expected end); a workload
+  tolerates it (may use the node) when it is the reservation's own gang, or when it has an
+  expected run time ``d`` and ``now + d ≤ start_s``. A gang may thus use the nodes it shares
+  with reservations planned after it (planned around it), never their other nodes. Work
+  without an estimate never tolerates it. The solver's own
   eligibility rules (taints and tolerations, :func:`placer.podspec.node_mismatch`) then keep
   everything else off, and explain it in its reasons.
 
@@ -110,6 +112,12 @@ class ReservationPolicy:
     #: enough and fast).
     solver: str = "greedy"
     time_limit: float = 1.0
+    #: a reserved gang that has waited this long (seconds since it arrived) while its start
+    #: is still ahead starts at once, evicting running work of a lower priority or smaller
+    #: size (:mod:`placer.solver.reservation_preemption`); ``None``: reservations never evict.
+    preempt_after_s: float | None = None
+    #: ... unless its planned start is at most this far ahead (seconds): that is waited for.
+    preempt_slack_s: float = 3600.0
 
     def __post_init__(self) -> None:
         if self.after_s < 0 or not math.isfinite(self.after_s):
@@ -120,6 +128,17 @@ class ReservationPolicy:
             )
         if self.grace_s < 0:
             raise ValueError(f"reservations: grace_s must be 0 or positive, got {self.grace_s}")
+        if self.preempt_after_s is not None and (
+            self.preempt_after_s < 0 or not math.isfinite(self.preempt_after_s)
+        ):
+            raise ValueError(
+                "reservations: preempt_after_s must be 0 or positive (seconds a reserved gang "
+                f"waits before running work is evicted for it), got {self.preempt_after_s}"
+            )
+        if self.preempt_slack_s < 0 or not math.isfinite(self.preempt_slack_s):
+            raise ValueError(
+                f"reservations: preempt_slack_s must be 0 or positive, got {self.preempt_slack_s}"
+            )
 
 
 @dataclass(frozen=True)
@@ -239,12 +258,14 @@ def backfill_view(
 ) -> tuple[Fleet, list[Workload]]:
     """The fleet and workloads a decision at ``now`` takes, reservations applied.
 
-    ``reservations`` in the order they were planned. Reserved nodes carry the taint of every
-    reservation holding them (reservations planned one after another may share nodes); each
-    workload tolerates the taints of the reservations it may use, so it enters a node only
-    when it may use every reservation there: those it may backfill (:func:`may_backfill`)
-    and, for a reservation's gang, its own and every one planned after it (they were planned
-    around its expected run: a gang starting late delays them, never the reverse).
+    ``reservations`` in the order they were planned. A reserved node carries the taint of the
+    first reservation holding it (reservations planned one after another may share nodes: a
+    later one starts there only after the earlier gang is expected to be done, so whoever may
+    use the node before the earlier start may use it before the later one too); each workload
+    tolerates the taints of the reservations it may use: those it may backfill
+    (:func:`may_backfill`) and, for a reservation's gang, its own — with the nodes it shares
+    with reservations planned after it (they were planned around its expected run: a gang
+    starting late delays them, never the reverse), but not their other nodes.
     Workloads that tolerate nothing are returned as they are.
     """
     if not reservations:
@@ -253,19 +274,17 @@ def backfill_view(
     for reservation in reservations:
         nodes = tainted.setdefault(reservation.cluster, {})
         for name in reservation.nodes:
-            nodes.setdefault(name, []).append(reservation.taint)
+            nodes.setdefault(name, [reservation.taint])
     clusters = tuple(
         _tainted(cluster, tainted[cluster.name]) if cluster.name in tainted else cluster
         for cluster in fleet.clusters
     )
-    owner = {r.workload: k for k, r in enumerate(reservations)}
     viewed = []
     for workload, runtime in zip(workloads, runtimes, strict=True):
-        own = owner.get(workload.ref, len(reservations))
         allowed = tuple(
             r.toleration
-            for k, r in enumerate(reservations)
-            if k >= own or may_backfill(runtime, now, r)
+            for r in reservations
+            if r.workload == workload.ref or may_backfill(runtime, now, r)
         )
         viewed.append(_tolerating(workload, allowed) if allowed else workload)
     return replace(fleet, clusters=clusters), viewed

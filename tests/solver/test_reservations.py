@@ -199,10 +199,30 @@ def test_a_node_held_by_two_reservations_needs_both_to_allow_it() -> None:
     early = _held(("c0-n0",), start=100.0)
     late = Reservation(_job("later", 1).ref, "c0", ("c0-n0",), 400.0, 0.0, "test")
     view, workloads = backfill_view(fleet, [_job("w", 1)], [200.0], [early, late], 0.0)
-    assert len(view.clusters[0].nodes[0].taints) == 2
+    # the earlier reservation's taint: done before its start is done before the later one's
+    assert [t.value for t in view.clusters[0].nodes[0].taints] == [str(early.workload)]
     assert not solve(workloads, view, solver="greedy").placements  # ends after the early start
     view, workloads = backfill_view(fleet, [_job("w", 1)], [90.0], [early, late], 0.0)
     assert solve(workloads, view, solver="greedy").placements
+    # the later gang waits for the earlier one there
+    view, workloads = backfill_view(fleet, [_job("later", 1)], [None], [early, late], 0.0)
+    assert not solve(workloads, view, solver="greedy").placements
+
+
+def test_a_gang_uses_its_own_nodes_never_those_only_a_later_reservation_holds() -> None:
+    """Two reservations start together on one node each (the second planned around the
+    first): the first gang may take its node and the one it shares with the second, but not
+    the node only the second holds — taking it would make the second gang's start fail."""
+    fleet = _fleet(3)
+    first = _held(("c0-n0", "c0-n1"), start=100.0)
+    second = Reservation(_job("second", 1).ref, "c0", ("c0-n1", "c0-n2"), 400.0, 0.0, "test")
+    three = _job("gang", 3)  # expected to run past the second start: it may not backfill
+    view, workloads = backfill_view(fleet, [three], [400.0], [first, second], 100.0)
+    assert not solve(workloads, view, solver="greedy").placements
+    two = _job("gang", 2)
+    view, workloads = backfill_view(fleet, [two], [400.0], [first, second], 100.0)
+    (placement,) = solve(workloads, view, solver="greedy").placements
+    assert {p.node for p in placement.pods} == {"c0-n0", "c0-n1"}
 
 
 def test_no_reservations_change_nothing() -> None:
