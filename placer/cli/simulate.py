@@ -121,6 +121,24 @@ def register(subparsers: argparse._SubParsersAction[argparse.ArgumentParser]) ->
         help="with --reserve-after: reservations held at once (default 1)",
     )
     parser.add_argument(
+        "--reserve-preempt-after",
+        type=seconds_or_zero,
+        default=None,
+        metavar="SECONDS",
+        help="with --reserve-after: a reserved gang waiting this long (since it arrived) "
+        "whose start is still more than --reserve-preempt-slack ahead starts at once, "
+        "evicting whole gangs of lower priority, or of its priority and smaller; never "
+        'placer.dev/preemptible: "false" (docs/reservations.md); default: never evicts',
+    )
+    parser.add_argument(
+        "--reserve-preempt-slack",
+        type=seconds_or_zero,
+        default=None,
+        metavar="SECONDS",
+        help="with --reserve-preempt-after: a start at most this far ahead is waited for "
+        "(default 3600)",
+    )
+    parser.add_argument(
         "--runtime-noise",
         type=float,
         default=0.0,
@@ -373,7 +391,15 @@ def _sweep(
 def _reservations_policy(args: argparse.Namespace) -> ReservationPolicy | None:
     """The ``--reserve-*`` options as a ReservationPolicy (``None`` without --reserve-after)."""
     if args.reserve_after is None:
+        for option, value in (
+            ("--reserve-preempt-after", args.reserve_preempt_after),
+            ("--reserve-preempt-slack", args.reserve_preempt_slack),
+        ):
+            if value is not None:
+                raise UsageError(f"{option} goes with --reserve-after (reservations)")
         return None
+    if args.reserve_preempt_slack is not None and args.reserve_preempt_after is None:
+        raise UsageError("--reserve-preempt-slack goes with --reserve-preempt-after")
     if args.mode != "stream":
         raise UsageError("--reserve-after needs --mode stream")
     if args.allow_preemption:
@@ -387,6 +413,8 @@ def _reservations_policy(args: argparse.Namespace) -> ReservationPolicy | None:
         priority=args.reserve_priority,
         min_gpus=args.reserve_min_gpus,
         max_reservations=args.max_reservations,
+        preempt_after_s=args.reserve_preempt_after,
+        preempt_slack_s=3600.0 if args.reserve_preempt_slack is None else args.reserve_preempt_slack,
     )
 
 
@@ -649,6 +677,14 @@ def _reservations(run: dict[str, Any], out: TextIO) -> None:
     print_table(rows, out)
     if len(made) > TEXT_RESERVATIONS:
         out.write(f"  ... {len(made) - TEXT_RESERVATIONS} more (-o json lists all)\n")
+    evictions = run.get("preemptions") or []
+    if evictions:
+        victims = sum(len(p["victims"]) for p in evictions)
+        lost = sum(p["lost_gpu_hours"] for p in evictions)
+        out.write(
+            f"Evictions for reservations: {len(evictions)} ({victims} gangs evicted, "
+            f"{lost:.4g} GPU-hours of their work lost; -o json lists them)\n"
+        )
 
 
 def _comparison_table(doc: dict[str, Any], out: TextIO) -> None:

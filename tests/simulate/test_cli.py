@@ -264,3 +264,44 @@ def test_reservation_options_need_a_stream(capsys: Any) -> None:
         capsys, "--snapshot", OPENB4, "--workloads", SPEC, "--reserve-after", "60"
     )
     assert code != 0 and "--reserve-after needs --mode stream" in err
+
+
+def test_a_reservation_may_evict_for_its_gang(capsys: Any) -> None:
+    """The example again with --reserve-preempt-after 60: the four-node gang waited a minute,
+    its start is 10 minutes away, so the one-node jobs in its way are evicted and it starts."""
+    args = [
+        *["--snapshot", str(RESERVE / "fleet.yaml"), "--workloads", str(RESERVE / "jobs.yaml")],
+        *["--mode", "stream", "--solver", "greedy", "--reserve-after", "0"],
+        *["--reserve-preempt-after", "60", "--reserve-preempt-slack", "0"],
+    ]
+    code, raw, _ = simulate(capsys, *args, "-o", "json")
+    run = json.loads(raw)["runs"][0]
+    assert code == 0
+    first = run["reservations"][0]
+    assert first["workload"] == "Job/research/pretrain"
+    assert (first["start_s"], first["ended_s"], first["outcome"]) == (602.0, 63.0, "placed")
+    (eviction,) = run["preemptions"]
+    assert eviction["preemptor"] == "Job/research/pretrain" and eviction["time_s"] == 63.0
+    assert {v["reason"] for v in eviction["victims"]} == {"reservation"}
+    code, text, _ = simulate(capsys, *args)
+    assert code == 0 and "Evictions for reservations: 1 (" in text
+
+
+@pytest.mark.parametrize(
+    ("extra", "message"),
+    [
+        (["--reserve-preempt-after", "60"], "--reserve-preempt-after goes with --reserve-after"),
+        (
+            ["--reserve-after", "0", "--reserve-preempt-slack", "60"],
+            "--reserve-preempt-slack goes with --reserve-preempt-after",
+        ),
+        (["--reserve-after", "0", "--reserve-preempt-after", "-1"], "--reserve-preempt-after"),
+    ],
+)
+def test_reservation_preemption_options_are_checked(
+    capsys: Any, extra: list[str], message: str
+) -> None:
+    code, _, err = simulate(
+        capsys, "--snapshot", OPENB4, "--workloads", SPEC, "--mode", "stream", *extra
+    )
+    assert code != 0 and message in err
