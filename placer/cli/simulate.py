@@ -414,7 +414,11 @@ def _reservations_policy(args: argparse.Namespace) -> ReservationPolicy | None:
         min_gpus=args.reserve_min_gpus,
         max_reservations=args.max_reservations,
         preempt_after_s=args.reserve_preempt_after,
-        preempt_slack_s=3600.0 if args.reserve_preempt_slack is None else args.reserve_preempt_slack,
+        **(
+            {"preempt_slack_s": args.reserve_preempt_slack}
+            if args.reserve_preempt_slack is not None
+            else {}
+        ),
     )
 
 
