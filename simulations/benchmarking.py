@@ -427,6 +427,10 @@ def stream_run(items: Sequence[TimedWorkload], fleet: Fleet, settings: Settings)
         "statuses": dict(summary.statuses),
         "by_size": waits_by_bucket(run, items),
         "verifier_problems": len(summary.problems),
+        # evictions (queue preemption, or reservations forcing their gangs in)
+        "preemptions": len(run.preemptions),
+        "evicted_gangs": sum(len(p.victims) for p in run.preemptions),
+        "lost_gpu_hours": round(sum(p.lost_gpu_seconds for p in run.preemptions) / 3600, 1),
         "seconds": round(seconds, 1),
         "timeline": [
             (round(s.time_s / 3600, 4), round(s.allocated_gpu_milli / 1000, 1), s.queued)

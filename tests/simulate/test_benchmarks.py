@@ -7,6 +7,9 @@ written to ``simulations/results``.
 
 from __future__ import annotations
 
+import re
+from dataclasses import replace
+
 import pytest
 
 from placer.solver.reservations import ReservationPolicy
@@ -84,7 +87,15 @@ def test_big_gangs_small() -> None:
         nodes_every=16,
         batch=(Entry("greedy", "greedy"), Entry("first-fit", "first-fit")),
         stream=(Entry("greedy", "greedy"),),
-        reserving=(Entry("greedy + reservations", "greedy", 1.0, EVERY_GANG),),
+        reserving=(
+            Entry("greedy + reservations", "greedy", 1.0, EVERY_GANG),
+            Entry(
+                "greedy + reservations, evict",
+                "greedy",
+                1.0,
+                replace(EVERY_GANG, preempt_after_s=600.0),
+            ),
+        ),
         load=0.8,
     )
     result = bench_kalos.run(config)
@@ -103,7 +114,17 @@ def test_big_gangs_small() -> None:
     reserved = result["stream"]["greedy + reservations"]
     assert reserved["verifier_problems"] == 0 and reserved["never_started"] == 0
     assert result["config"]["reserving"][0]["reservations"]["max_reservations"] == 1
-    assert "| greedy + reservations |" in bench_kalos.markdown(result, META)
+    markdown = bench_kalos.markdown(result, META)
+    assert "| greedy + reservations |" in markdown
+    evicting = result["stream"]["greedy + reservations, evict"]
+    assert evicting["verifier_problems"] == 0
+    # the small fleet's largest gangs wait; forced in after 600 s, they evict smaller ones
+    assert evicting["preemptions"] > 0 and evicting["lost_gpu_hours"] > 0
+    assert evicting["evicted_gangs"] >= evicting["preemptions"]
+    assert result["stream"]["greedy + reservations"]["preemptions"] == 0
+    assert "## Against issue 16's targets" in markdown
+    row = rf"\| greedy \+ reservations, evict \| – / – \| .* \| {evicting['preemptions']} \| "
+    assert re.search(row, markdown)
 
 
 def test_topology_small() -> None:
