@@ -29,7 +29,11 @@ and the rest backfills around it (:mod:`placer.solver.reservations`, bookkeeping
 solver call of their own; the others' decision sees the reserved nodes tainted, tolerated
 only by work expected to end before the reservation's start; a gang whose reservation starts
 now is decided again in the same epoch; and a reservation ending without its gang placed
-makes the next epoch retry the whole queue (room came back).
+makes the next epoch retry the whole queue (room came back). With
+``ReservationPolicy.preempt_after_s`` a reserved gang that waited that long is forced in by
+eviction (:mod:`placer.solver.reservation_preemption`): the stream also decides at each such
+deadline, forces due reservations before deciding the queue (one at a time, the other
+reservations planned again after each), and the victims go back to the queue, their run lost.
 
 Every decision is checked by the independent verifier (:func:`placer.solver.verify`) against
 the fleet it was taken on; problems are recorded, never hidden. Everything is deterministic for

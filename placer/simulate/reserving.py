@@ -16,6 +16,11 @@ decision epoch:
    (highest priority first), get reservations up to the policy's maximum
    (:func:`~placer.solver.reservations.plan` on the running work's expected ends).
 
+With ``ReservationPolicy.preempt_after_s``, :meth:`Reserver.forcing` names the reservations
+due for eviction (the stream forces them, :mod:`placer.solver.reservation_preemption`),
+:meth:`Reserver.forced` drops the others after one was forced (to be planned again on what
+the eviction left) and :meth:`Reserver.wakeup` tells the stream when the next one becomes due.
+
 Expected run times: the workload's annotation ``placer.dev/expected-runtime`` first; else, with
 ``Settings.trace_estimates``, the trace's recorded run time, multiplied by a factor drawn
 uniformly from ``[1 − noise, 1 + noise]`` (``Settings.runtime_noise``), one per workload, from

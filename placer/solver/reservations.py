@@ -42,6 +42,10 @@ and planned again when it *expires* (:func:`expired`: a decision at or after its
 ``grace_s`` still could not start the gang — an estimate was wrong) or when the fleet changed
 under it (:func:`stale`: a reserved node gone or cordoned, its cluster unreachable).
 
+Preemption: with ``preempt_after_s`` a reserved gang that waited too long is started by
+evicting running work (:mod:`placer.solver.reservation_preemption`); reservations never
+evict otherwise.
+
 Pure: no I/O, no clock; times are seconds on the caller's clock (the simulator's, or Unix
 time in the controller).
 """
