@@ -541,14 +541,10 @@ class _Stream:
             if index not in reserver.held or index in self.placements:
                 continue
             fleet, workloads = reserver.view(self.fleet, [index], now)
-            running = [
-                Victim(self.workloads[i], p, self.start.get(i, 0.0))
-                for i, p in self.placements.items()
-            ]
             eviction = force(
                 workloads[0],
                 fleet,
-                running,
+                self._victims(),
                 now,
                 policies=self.settings.policies,
                 seed=self.settings.seed,
@@ -647,15 +643,20 @@ class _Stream:
         queues = self.settings.queues
         assert queues is not None
         usage = Usage(queues)
-        victims = []
         for i, placement in self.placements.items():
             usage.add(
                 membership(self.workloads[i], queues).queue,
                 self.workloads[i].total_requests(),
                 placement.cluster,
             )
-            victims.append(Victim(self.workloads[i], placement, self.start.get(i, 0.0)))
-        return usage, victims
+        return usage, self._victims()
+
+    def _victims(self) -> list[Victim]:
+        """The running workloads as candidate victims (when each started)."""
+        return [
+            Victim(self.workloads[i], placement, self.start.get(i, 0.0))
+            for i, placement in self.placements.items()
+        ]
 
     def _preemptors(self, waiting: list[int]) -> list[int]:
         """``waiting`` in the order they may evict: the highest priority first; within a
