@@ -402,17 +402,25 @@ def kalos_line() -> str:
     reserved = [
         (label, row)
         for label, row in stream.items()
-        if "reservations" in label and "cpsat" in label
+        if label.startswith("cpsat 0.5s + ") and "±" not in label
     ]
     if "cpsat 0.5s" in stream and reserved:
+        mid = stream["cpsat 0.5s"]["by_size"]["65-512 GPUs"]["wait_p50_s"]
 
         def big(row: Mapping[str, Any]) -> str:
             return f"{row['by_size']['>512 GPUs']['wait_p50_s'] / 3600:.1f} h"
 
+        def cost(row: Mapping[str, Any]) -> str:
+            if not row.get("lost_gpu_hours"):
+                return ""
+            ratio = row["by_size"]["65-512 GPUs"]["wait_p50_s"] / mid if mid else 0.0
+            return f" ({row['lost_gpu_hours']:,.0f} GPU-h lost, 65–512-GPU gangs {ratio:.2f}×)"
+
         line += (
             f"; in the stream they wait {big(stream['cpsat 0.5s'])} at the median with CP-SAT, "
             + ", ".join(
-                f"{big(row)} with {label.removeprefix('cpsat 0.5s + ')}" for label, row in reserved
+                f"{big(row)} with {label.removeprefix('cpsat 0.5s + ')}{cost(row)}"
+                for label, row in reserved
             )
         )
     return line
