@@ -753,7 +753,7 @@ class DecisionCycle:
             return {}
         placed = [o for o in outcomes if o.placed and o.cluster]
         charged = charge(fleet, [o.placement for o in placed if o.placement is not None])
-        return self.preemption.run(
+        evicted = self.preemption.run(
             waiting,
             charged,
             held,
@@ -762,6 +762,12 @@ class DecisionCycle:
             policies,
             time_limit=self.settings.solve_time_limit,
         )
+        # pods that went while their copies were being suspended, before the evictions were
+        # recorded: their watch events released no one, and no later event may come
+        if evicted:
+            for name in sorted(self.preemption.watched_clusters()):
+                self.victims_gone(name)
+        return evicted
 
     def _pin_groups(self, manifests: list[Manifest], fleet: Fleet) -> list[Manifest]:
         """Pin new members of a ``placer.dev/group`` to the cluster of members already placed.

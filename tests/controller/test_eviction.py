@@ -347,3 +347,32 @@ def _slow_backoff() -> Any:
     from placer.controller.settings import BackoffSettings
 
     return BackoffSettings(initial=30.0, maximum=60.0)
+
+
+def test_the_preemptor_is_placed_when_its_victims_pods_went_during_the_eviction(
+    hubfleet: HubFleet,
+) -> None:
+    """As above, but the victim's pod goes at once (the member deletes it while the copy is
+    being suspended, before the controller has recorded whose room it awaits: its watch event
+    comes too early to release anyone). team-a's Job is still placed within seconds, not at
+    the resync (60 s) or after its backoff (30 s)."""
+    m1 = hubfleet.members["m1"]
+    with_pods(m1)
+    invariants = Invariants(hubfleet, ("m1",))
+    serve_queues(hubfleet, queue("team-a", 32), queue("team-b", 32))
+    controller(hubfleet, ("m1",), resync_interval=60.0, backoff=_slow_backoff())
+    names = flood(hubfleet, "team-b", 12)
+    hubfleet.wait_for(
+        lambda: (
+            sum(1 for p in m1.store.list("pods", hubfleet.NAMESPACE) if p["spec"].get("nodeName"))
+            == 12
+        ),
+        what="team-b's 12 pods bound",
+    )
+    hubfleet.hub.store.create(team_job(hubfleet, "a-0", "team-a"))
+    [victim] = hubfleet.wait_for(lambda: preempted(hubfleet, names), timeout=30, what="a victim")
+    evicted = time.monotonic()
+    hubfleet.wait_for(lambda: hubfleet.copies("a-0"), timeout=20, what="team-a's Job on m1")
+    print(f"team-a's Job on m1 {time.monotonic() - evicted:.2f} s after its victim's eviction")
+    assert hubfleet.placed_cluster(hub_job(hubfleet, victim)) is None
+    assert invariants.violations == []
