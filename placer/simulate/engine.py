@@ -308,7 +308,7 @@ def _decide(
     cpu_seconds = time.process_time() - cpu_started
     problems = verify(decision, workloads, fleet, policies=settings.policies)
     placed_milli = sum(gpu_milli(p.requests) for p in decision.placements)
-    demand = sum(gpu_milli(w.total_requests()) for w in workloads)
+    demand = sum(gpu_milli(w.largest_requests()) for w in workloads)  # elastic: at its most
     free = sum(t.gpu_milli for t in free_totals(fleet).values())
     record = DecisionRecord(
         time_s=at,

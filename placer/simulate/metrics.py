@@ -226,6 +226,13 @@ def summarize(run: Run, items: Sequence[Timed], *, bounds: StreamBounds | None =
     else:
         bound = sum(d.bound_gpu_milli for d in decisions)
         placed_in_bound = sum(d.placed_gpu_milli for d in decisions)
+    # outside a stream, an elastic workload is asked at its most and counted as placed at the
+    # size its decision chose (as the decisions' bounds count it), not at its minimum
+    asked = sum(demand)
+    placed_milli = sum(demand[i] for i in placed)
+    if stream is None:
+        asked = sum(gpu_milli(item.workload.largest_requests()) for item in items)
+        placed_milli = placed_in_bound
     basis = "stream" if stream is not None else "sum"
     if stream is None and len(decisions) == 1:
         named = tightest_bound(decisions[0].solver_bounds)
@@ -255,8 +262,8 @@ def summarize(run: Run, items: Sequence[Timed], *, bounds: StreamBounds | None =
         mode=run.settings.mode,
         workloads=len(items),
         placed=len(placed),
-        gpu_demand_milli=sum(demand),
-        gpu_placed_milli=sum(demand[i] for i in placed),
+        gpu_demand_milli=asked,
+        gpu_placed_milli=placed_milli,
         gpu_capacity_milli=capacity,
         bound_gpu_milli=bound,
         placed_of_bound_pct=100.0 * placed_in_bound / bound if bound else None,

@@ -94,15 +94,16 @@ def bound_gap_text(
 ) -> str | None:
     """Why a decision placed less than its tightest bound, or ``None`` when it did not.
 
-    Names the bound; says when the demand exceeded what was placed; for an ``optimal``
-    decision, that nothing places more, so the gap is the bound's own slack (the bounds are
-    relaxations: they may split gangs and pods across nodes, which whole gangs cannot).
+    Names the bound; says when the demand exceeded the bound (not all of it can fit); for an
+    ``optimal`` decision, that nothing places more, so the gap is the bound's own slack (the
+    bounds are relaxations: they may split gangs and pods across nodes, which whole gangs
+    cannot).
     """
     if placed_gpus >= bound_gpus - 1e-9:
         return None
     name = BOUND_NAMES.get(bound_key, bound_key)
     parts = [f"the bound is {bound_gpus:g} GPUs ({name})"]
-    if demand_gpus > placed_gpus + 1e-9:
+    if demand_gpus > bound_gpus + 1e-9:
         parts.append(f"{demand_gpus:g} GPUs were asked, more than fits all together")
     if status == "optimal":
         parts.append(

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from dataclasses import replace
 from typing import Any
 
 import pytest
@@ -77,6 +78,23 @@ def test_batch_places_the_big_gang_instead(kit: Any) -> None:
     assert summary.time.p50_s == summary.time.p99_s == run.decisions[0].seconds
     assert summary.fragmentation.stranded_gpu_milli == 0
     assert "c0" in run.outcomes[0].reasons
+
+
+def test_an_elastic_workload_grown_past_its_minimum_stays_within_the_bound(kit: Any) -> None:
+    """An elastic gang (1 to 3 pods of 4 GPUs) on one free 8-GPU node grows to 2 pods: the
+    bound counts it at its largest (12 GPUs asked at most, 8 free), not at its minimum (4),
+    so the 8 GPUs placed are 100 % of it — not 200 % (seen as 107.69 % on the examples)."""
+    base = kit.gang("elastic", 1, gpus=4)
+    [component] = base.components
+    workload = replace(base, components=(replace(component, max_replicas=3),))
+    items = [kit.Item(workload, 0.0)]
+    run = simulate(items, kit.fleet(1), Settings(solver="cpsat", mode="batch"))
+    summary = summarize(run, items)
+    assert run.outcomes[0].cluster == "c0"
+    assert run.decisions[0].placed_gpu_milli == 8000
+    assert summary.bound_gpu_milli == 8000
+    assert summary.placed_of_bound_pct == pytest.approx(100.0)
+    assert (summary.gpu_placed_milli, summary.gpu_demand_milli) == (8000, 12000)
 
 
 def test_cluster_usage_before_and_after(kit: Any) -> None:

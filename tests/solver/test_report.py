@@ -5,7 +5,7 @@ from __future__ import annotations
 import json
 from typing import Any
 
-from placer.solver.report import decision_to_dict, render_text
+from placer.solver.report import bound_gap_text, decision_to_dict, render_text
 
 
 def test_json_has_the_documented_shape(kit: Any, decide: Any) -> None:
@@ -87,6 +87,20 @@ def test_an_optimal_decision_below_its_bound_says_why(kit: Any, decide: Any) -> 
     assert "the bound is 16 GPUs (" in line and "LP relaxation" in line
     assert "24 GPUs were asked, more than fits all together" in line
     assert "the decision is optimal" in line and "the gap is the bound's slack" in line
+
+
+def test_a_gap_with_everything_able_to_fit_does_not_say_too_much_was_asked() -> None:
+    """A baseline that placed 8 of 28 GPUs when all 28 fit (bound 28): the gap is its own, not
+    the demand's."""
+    text = bound_gap_text(
+        status="feasible", placed_gpus=8, bound_gpus=28, demand_gpus=28, bound_key="class_lp_gpu"
+    )
+    assert text is not None and "the bound is 28 GPUs" in text
+    assert "more than fits" not in text and "a better placement could add" in text
+    more = bound_gap_text(
+        status="feasible", placed_gpus=8, bound_gpus=28, demand_gpus=30, bound_key="class_lp_gpu"
+    )
+    assert more is not None and "30 GPUs were asked, more than fits all together" in more
 
 
 def test_a_decision_at_its_bound_says_nothing_more(kit: Any, decide: Any) -> None:
