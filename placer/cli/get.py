@@ -4,7 +4,7 @@
                [-o text|json|yaml]
     placer get queues --queues FILE [fleet options] [--catalog DIR]... [-o text|json|yaml]
     placer get queues [--hub-context NAME] [--kubeconfig PATH]... [--catalog DIR]... [-o ...]
-    placer get reservations [-n NS] [--hub-context NAME] [--kubeconfig PATH]... [-o ...]
+    placer get reservations [-A | -n NS] [--hub-context NAME] [--kubeconfig PATH]... [-o ...]
 
 One row per top-level workload (:mod:`placer.inventory.listing`): CLUSTER, NAMESPACE, NAME,
 KIND, PHASE (the definition's status mapping), COMPONENTS (``leader(1), worker(2)``: desired
@@ -71,7 +71,13 @@ def register(subparsers: argparse._SubParsersAction[argparse.ArgumentParser]) ->
             "with phase, components and GPUs."
         ),
     )
-    parser.add_argument("type", nargs="?", metavar="TYPE", help="workload type (default: all)")
+    parser.add_argument(
+        "type",
+        nargs="?",
+        metavar="TYPE",
+        help="workload type (default: all); or queues (docs/queues.md), or reservations "
+        "(docs/reservations.md)",
+    )
     add_namespace_options(parser, all_namespaces=True)
     parser.add_argument(
         "--queues",
@@ -106,8 +112,10 @@ def run(args: argparse.Namespace) -> int:
     if args.type in ("reservations", "reservation"):
         from placer.cli._reservations import get_reservations
 
-        if args.queues or args.all_namespaces or args.watch:
-            raise UsageError("--queues, -A and -w do not go with `placer get reservations`")
+        if args.queues or args.watch:
+            raise UsageError("--queues and -w do not go with `placer get reservations`")
+        if args.all_namespaces and args.namespace:
+            raise UsageError("give either -A or -n NAMESPACE, not both")
         return get_reservations(args, hub_context(args, "reservations"))
     if args.queues or args.hub_context:
         raise UsageError(

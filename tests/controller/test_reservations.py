@@ -179,6 +179,9 @@ def test_big_gang_gets_a_reservation_small_work_backfills_only_when_done_in_time
         assert shown == {**entry, "gpus": 96}
         assert main(["get", "reservations", *hub, "-n", "other", "-o", "json"]) == 0
         assert json.loads(capsys.readouterr().out) == {"reservations": []}
+        # -A (kubectl's habit) is every namespace, as without -n
+        assert main(["get", "reservations", *hub, "-A", "-o", "json"]) == 0
+        assert json.loads(capsys.readouterr().out) == {"reservations": [shown]}
         assert 'placer_reservation_outcomes_total{outcome="made"} 1.0' in metrics
 
         # the warm Jobs and eval end early (deleted): the gang is placed, its reservation ends
