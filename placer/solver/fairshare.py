@@ -421,7 +421,13 @@ def _tier_text(unit: _Unit, usage: Usage, tier: str) -> str:
     queue = unit.queue if unit.queue is not None else "(none)"
     if tier == IN_QUOTA:
         return f"in the quota of queue {queue}"
-    return f"over the quota of queue {queue}"
+    # the queue over its quota by it: its own, or an ancestor's (a child within its own quota
+    # under a parent over the parent's), with the amounts
+    over = next(
+        (p for q, d in unit.demand.items() if (p := usage.quota_problem(q, d)) is not None),
+        None,
+    )
+    return over or f"over the quota of queue {queue}"
 
 
 def _fair_offer(

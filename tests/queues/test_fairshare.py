@@ -78,6 +78,23 @@ def test_in_quota_work_goes_before_over_quota_work(solver: str, decide_fair: Any
     assert "over the quota of queue team-a" in text
 
 
+def test_over_quota_by_a_parent_names_the_parent(decide_fair: Any) -> None:
+    """x is within its own quota (4 of 4) but its department is at its quota (y runs 8 of
+    dept's 8): x's job that cannot fit says the department's quota, not x's."""
+    the_queues = queues(
+        queue_doc("dept", nvidia_com__gpu={"quota": 8}),
+        queue_doc("x", parent="dept", nvidia_com__gpu={"quota": 4}),
+        queue_doc("y", parent="dept", nvidia_com__gpu={"quota": 4}),
+    )
+    running = [Running(gpu_job("y-old", "y", 1, 8), "c0")]
+    the_fleet = fleet(cluster("c0", node("n0", used=8), node("n1", used=6)))
+    result = decide_fair([gpu_job("x0", "x", 1, 4)], the_fleet, the_queues, running=running)
+    text = reasons_of(result, "x0")["c0"]
+    assert text.startswith(
+        "over the quota of queue dept for nvidia.com/gpu: 8 in use + 4 requested > quota 8: "
+    ), text
+
+
 @pytest.mark.parametrize("solver", SOLVERS)
 def test_priorities_are_never_inverted(solver: str, decide_fair: Any) -> None:
     # one 8-GPU node: the low-priority in-quota job of team-a arrives first, the high-priority
