@@ -70,7 +70,7 @@ class Served:
     def settled(self, owner: str, count: int) -> list[dict[str, Any]]:
         return wait_until(
             lambda: (found := self.pods(owner)) and len(found) == count and found,
-            timeout=10,
+            timeout=60,
             what=f"{count} pods of {owner}",
         )
 
@@ -130,7 +130,7 @@ def test_whole_gpus_bound_after_seeding_are_counted_and_never_bound_twice(
 
     # the gang deleted: its devices are free again
     served.client.delete(objects.JOBSET_API_VERSION, "JobSet", "four", namespace="default")
-    wait_until(lambda: sum(n.free[GPU] for n in served.nodes().values()) == 4, timeout=10)
+    wait_until(lambda: sum(n.free[GPU] for n in served.nodes().values()) == 4, timeout=60)
 
 
 def test_fractional_pods_share_devices_and_wait_when_no_device_has_room(served: Served) -> None:
