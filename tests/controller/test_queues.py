@@ -123,7 +123,7 @@ def test_reclaim_places_in_quota_work_by_evicting_over_quota_work(
     )
     hubfleet.wait_for(
         lambda: all(s in running.controller.metrics.exposition().decode() for s in series),
-        timeout=10,
+        timeout=30,
         what="the queue gauges",
     )
     # placer get queues against the hub: the same numbers, and who waits after an eviction
@@ -383,7 +383,7 @@ def test_a_placed_elastic_workload_counts_at_its_running_count(
     series = 'placer_queue_allocated{queue="default",resource="nvidia.com/gpu"} 16.0'
     hubfleet.wait_for(
         lambda: series in running.controller.metrics.exposition().decode(),
-        timeout=10,
+        timeout=30,
         what="the queue gauge at 16 GPUs",
     )
     hub, members = str(hubfleet.hub_kubeconfig), str(hubfleet.members_kubeconfig)
