@@ -142,6 +142,21 @@ def controller(hubfleet: HubFleet, members: tuple[str, ...], **overrides: Any) -
     return hubfleet.controller(fleet, **overrides)
 
 
+def wait_bound(hubfleet: HubFleet, member: ApiServer, count: int, what: str) -> None:
+    """Wait until ``count`` pods of the test namespace are bound on ``member``."""
+    hubfleet.wait_for(
+        lambda: (
+            sum(
+                1
+                for p in member.store.list("pods", hubfleet.NAMESPACE)
+                if p["spec"].get("nodeName")
+            )
+            == count
+        ),
+        what=what,
+    )
+
+
 def flood(hubfleet: HubFleet, team: str, count: int, **job: Any) -> list[str]:
     names = [f"{team}-{i}" for i in range(count)]
     for name in names:
@@ -186,13 +201,7 @@ def test_the_preemptor_is_placed_as_soon_as_its_victims_pods_are_gone(
     serve_queues(hubfleet, queue("team-a", 32), queue("team-b", 32))
     controller(hubfleet, ("m1",), resync_interval=60.0, backoff=_slow_backoff(), capacity=capacity)
     names = flood(hubfleet, "team-b", 12)
-    hubfleet.wait_for(
-        lambda: (
-            sum(1 for p in m1.store.list("pods", hubfleet.NAMESPACE) if p["spec"].get("nodeName"))
-            == 12
-        ),
-        what="team-b's 12 pods bound",
-    )
+    wait_bound(hubfleet, m1, 12, "team-b's 12 pods bound")
     hold(m1, hubfleet.NAMESPACE)
     hubfleet.hub.store.create(team_job(hubfleet, "a-0", "team-a"))
     [victim] = hubfleet.wait_for(lambda: preempted(hubfleet, names), timeout=30, what="a victim")
@@ -362,13 +371,7 @@ def test_the_preemptor_is_placed_when_its_victims_pods_went_during_the_eviction(
     serve_queues(hubfleet, queue("team-a", 32), queue("team-b", 32))
     controller(hubfleet, ("m1",), resync_interval=60.0, backoff=_slow_backoff())
     names = flood(hubfleet, "team-b", 12)
-    hubfleet.wait_for(
-        lambda: (
-            sum(1 for p in m1.store.list("pods", hubfleet.NAMESPACE) if p["spec"].get("nodeName"))
-            == 12
-        ),
-        what="team-b's 12 pods bound",
-    )
+    wait_bound(hubfleet, m1, 12, "team-b's 12 pods bound")
     hubfleet.hub.store.create(team_job(hubfleet, "a-0", "team-a"))
     [victim] = hubfleet.wait_for(lambda: preempted(hubfleet, names), timeout=30, what="a victim")
     evicted = time.monotonic()

@@ -75,16 +75,22 @@ def jobs(virtual: VirtualFleet) -> dict[str, dict[str, Any]]:
     }
 
 
-def test_submit_says_what_it_would_preempt_and_evicts_only_when_allowed(
-    fleet: tuple[VirtualFleet, Path], tmp_path: Path, capsys: pytest.CaptureFixture[str]
-) -> None:
-    virtual, kubeconfig = fleet
+def flood_files(tmp_path: Path) -> tuple[Path, Path, Path]:
+    """The queues file, team-b's flood of 38 one-GPU Jobs and team-a's 2-GPU Job ``a-0``."""
     queues = tmp_path / "queues.yaml"
     queues.write_text(QUEUES)
     flood = tmp_path / "flood.yaml"
     flood.write_text(yaml.safe_dump_all([job(f"b-{i}", "team-b", 1) for i in range(38)]))
     mine = tmp_path / "a.yaml"
     mine.write_text(yaml.safe_dump(job("a-0", "team-a", 2)))
+    return queues, flood, mine
+
+
+def test_submit_says_what_it_would_preempt_and_evicts_only_when_allowed(
+    fleet: tuple[VirtualFleet, Path], tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    virtual, kubeconfig = fleet
+    queues, flood, mine = flood_files(tmp_path)
     base = ["submit", "--kubeconfig", str(kubeconfig), "--queues", str(queues), "-o", "json"]
     assert main([*base, "-f", str(flood)]) == 0
     assert len(json.loads(capsys.readouterr().out)["placements"]) == 38
@@ -134,12 +140,7 @@ def test_a_placement_controllers_copies_are_never_submits_victims(
     """The same flood, its copies marked as a hub's (``placer.dev/hub``): they count toward
     team-b, but ``placer submit`` leaves them to their controller: no eviction is proposed."""
     virtual, kubeconfig = fleet
-    queues = tmp_path / "queues.yaml"
-    queues.write_text(QUEUES)
-    flood = tmp_path / "flood.yaml"
-    flood.write_text(yaml.safe_dump_all([job(f"b-{i}", "team-b", 1) for i in range(38)]))
-    mine = tmp_path / "a.yaml"
-    mine.write_text(yaml.safe_dump(job("a-0", "team-a", 2)))
+    queues, flood, mine = flood_files(tmp_path)
     base = ["submit", "--kubeconfig", str(kubeconfig), "--queues", str(queues), "-o", "json"]
     assert main([*base, "-f", str(flood)]) == 0
     capsys.readouterr()
