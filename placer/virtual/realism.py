@@ -231,7 +231,8 @@ class Realism:
             return
         try:
             decomposition = decompose(obj, self.catalog)
-            phases = phases_of(obj, decomposition.definition)
+            # from the spec alone: the status is this controller's own (it writes Suspended)
+            phases = phases_of({**obj, "status": {}}, decomposition.definition)
         except PlacerError as err:
             log.info(
                 "cluster %s: %s/%s not materialised: %s", self.name, rt.kind, name_of(obj), err
@@ -250,6 +251,10 @@ class Realism:
                 return
         if suspended or changed:
             _delete_pods(event.store, obj, uid)
+        if suspended:
+            status = suspended_status(obj, decomposition)
+            if status is not None:  # its pods are gone: what its controller would report
+                _write_status(event.store, obj, status, replace=True)
         if not suspended:
             self._materialise(event.store, obj, decomposition)
 
@@ -307,8 +312,8 @@ class Realism:
                     store.seed([_bound(pod, *bound[name_of(pod)]) for pod in pods])
                 self._note_waiting(store, asks, bound)
         status = running_status(obj, d)
-        if status is not None:
-            _write_status(store, obj, status)
+        if status is not None:  # in place of what it had (a suspension's conditions)
+            _write_status(store, obj, status, replace=True)
 
     def _arrive(self, store: Store, asks: Iterable[Ask]) -> None:
         """Queue pods for the next pass (which starts ``window`` seconds after the first)."""
@@ -735,12 +740,12 @@ def _conditions(now: str, *types: str) -> dict[str, Any]:
     }
 
 
-def _from_mapping(definition: Definition, now: str) -> dict[str, Any]:
-    """A status built from the ``running`` mapping's ``byConditions`` (generic fallback)."""
+def _from_mapping(definition: Definition, now: str, phase: str = "Running") -> dict[str, Any]:
+    """A status built from the ``byConditions`` of ``phase``'s mapping (generic fallback)."""
     status = definition.root.status
     if status is None or status.conditions is None:
         return {}
-    for matcher in status.mappings.get("running", ()):
+    for matcher in status.mappings.get(phase, ()):
         if matcher.by_conditions:
             path = status.conditions.path.lstrip(".").split(".")
             if path[:1] != ["status"] or len(path) != 2:
@@ -771,7 +776,27 @@ def running_status(obj: Mapping[str, Any], d: Decomposition) -> dict[str, Any] |
     return None
 
 
-def _write_status(store: Store, obj: Mapping[str, Any], status: Mapping[str, Any]) -> None:
+def suspended_status(obj: Mapping[str, Any], d: Decomposition) -> dict[str, Any] | None:
+    """A status for ``obj``, its pods gone, that its definition maps to ``Suspended`` (and no
+    longer to ``Running``), from the ``suspended`` mapping's conditions; ``None`` when there is
+    none."""
+    candidate = _from_mapping(d.definition, rfc3339(), "Suspended")
+    if not candidate:
+        return None
+    try:
+        phases = phases_of({**obj, "status": candidate}, d.definition)
+    except PlacerError:
+        return None
+    return candidate if "Suspended" in phases and "Running" not in phases else None
+
+
+def _write_status(
+    store: Store, obj: Mapping[str, Any], status: Mapping[str, Any], *, replace: bool = False
+) -> None:
+    """Patch ``obj``'s status with ``status`` (``replace``: the fields not in it removed)."""
+    if replace:
+        old = obj.get("status") or {}
+        status = {**dict.fromkeys(old), **status}
     namespace, name = name_key(obj)
     resource = f"{obj.get('kind')}"
     api_version = str(obj.get("apiVersion", ""))
