@@ -9,6 +9,7 @@ store calls them when a CRD is stored or deleted.
 
 from __future__ import annotations
 
+import json
 from collections.abc import Iterable, Mapping
 from typing import Any
 
@@ -195,6 +196,12 @@ def served_types(crd: JsonObj) -> list[ResourceType]:
                 builtin=False,
                 field_labels=labels,
                 scale=scale,
+                schema=_schema_text(version),
             )
         )
     return types
+
+
+def _schema_text(version: JsonObj) -> str:
+    schema = (version.get("schema") or {}).get("openAPIV3Schema")
+    return json.dumps(schema, sort_keys=True) if isinstance(schema, dict) else ""

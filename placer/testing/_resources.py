@@ -48,6 +48,8 @@ class ResourceType:
         scale: the ``/scale`` subresource, as dotted paths ``(spec replicas, status replicas,
             label selector)``; the selector path is ``""`` when there is none and
             ``"spec.selector"`` for built-ins (a LabelSelector object); ``None``: no scale.
+        schema: a custom resource version's ``openAPIV3Schema`` as JSON text (``""``: none); the
+            server applies its ``default`` values on create and update, as a real one does.
     """
 
     group: str
@@ -62,6 +64,7 @@ class ResourceType:
     builtin: bool = False
     field_labels: tuple[str, ...] = field(default=())
     scale: tuple[str, str, str] | None = None
+    schema: str = ""
 
     def __post_init__(self) -> None:
         if not self.singular:

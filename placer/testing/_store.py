@@ -71,7 +71,12 @@ from placer.testing._patch import apply_config, json_patch, merge_patch, strateg
 from placer.testing._resources import Registry, ResourceType
 from placer.testing._selectors import FieldSelector, LabelSelector
 from placer.testing._status import StatusError, cause, invalid
-from placer.testing._validation import check_namespace_match, default_on_create, validate
+from placer.testing._validation import (
+    check_namespace_match,
+    default_from_schema,
+    default_on_create,
+    validate,
+)
 
 __all__ = ["AdmissionRequest", "Store", "WriteEvent"]
 
@@ -1343,6 +1348,7 @@ class Store:
                     meta["name"] = candidate
                     break
         default_on_create(rt, body)
+        default_from_schema(rt, body)
         validate(rt, body)
         name = meta["name"]
         if (namespace or "", name) in coll.objects:
@@ -1444,6 +1450,7 @@ class Store:
                     new["status"] = old["status"]
                 else:
                     new.pop("status", None)
+            default_from_schema(rt, new)
             validate(rt, new)
         new_meta = new["metadata"]
         new_meta["resourceVersion"] = old_meta.get("resourceVersion")

@@ -8,11 +8,16 @@ match their template labels, job restart policy, cronjob schedule, and the parts
 CustomResourceDefinition the server needs to serve it. What is not checked: OpenAPI schemas of
 CRDs, immutability of pod specs, most value ranges. Defaults applied on create: pod
 ``restartPolicy``/``schedulerName``/``dnsPolicy``/``terminationGracePeriodSeconds`` and
-``status.phase: Pending``, deployment ``replicas``, namespace label, finalizer and phase.
+``status.phase: Pending``, deployment ``replicas``, namespace label, finalizer and phase. Defaults
+applied on create and update: the ``default`` values of a custom resource's structural schema
+(through ``properties``, ``additionalProperties`` and ``items``), as the real server does.
 """
 
 from __future__ import annotations
 
+import copy
+import functools
+import json
 import re
 from collections.abc import Mapping
 from typing import Any
@@ -21,7 +26,7 @@ from placer.testing._resources import ResourceType
 from placer.testing._selectors import label_key_problem, label_value_problem
 from placer.testing._status import StatusError, cause, invalid
 
-__all__ = ["default_on_create", "validate"]
+__all__ = ["default_from_schema", "default_on_create", "validate"]
 
 _SUBDOMAIN = re.compile(r"^[a-z0-9]([-a-z0-9]*[a-z0-9])?(\.[a-z0-9]([-a-z0-9]*[a-z0-9])?)*$")
 _LABEL = re.compile(r"^[a-z0-9]([-a-z0-9]*[a-z0-9])?$")
@@ -86,6 +91,46 @@ def default_on_create(rt: ResourceType, obj: dict[str, Any]) -> None:
             obj.pop("status", None)
     if rt.builtin and rt.group == "apps" and rt.kind in {"Deployment", "ReplicaSet", "StatefulSet"}:
         obj.setdefault("spec", {}).setdefault("replicas", 1)
+
+
+def default_from_schema(rt: ResourceType, obj: dict[str, Any]) -> None:
+    """Fill in the ``default`` values of a custom resource's schema that ``obj`` lacks (in place).
+
+    As the real server's structural defaulting: a property absent from an object gets its
+    schema's default; defaults are then applied inside present objects, map values and list items.
+    """
+    if rt.schema:
+        _fill_defaults(_parsed_schema(rt.schema), obj)
+
+
+@functools.lru_cache(maxsize=64)
+def _parsed_schema(text: str) -> dict[str, Any]:
+    parsed = json.loads(text)
+    return parsed if isinstance(parsed, dict) else {}
+
+
+def _fill_defaults(schema: Mapping[str, Any], value: Any) -> None:
+    if isinstance(value, dict):
+        properties = schema.get("properties")
+        if isinstance(properties, Mapping):
+            for key, sub in properties.items():
+                if not isinstance(sub, Mapping):
+                    continue
+                if key not in value and "default" in sub:
+                    value[key] = copy.deepcopy(sub["default"])
+                if key in value:
+                    _fill_defaults(sub, value[key])
+        extra = schema.get("additionalProperties")
+        if isinstance(extra, Mapping):
+            known = properties if isinstance(properties, Mapping) else {}
+            for key, item in value.items():
+                if key not in known:
+                    _fill_defaults(extra, item)
+    elif isinstance(value, list):
+        items = schema.get("items")
+        if isinstance(items, Mapping):
+            for item in value:
+                _fill_defaults(items, item)
 
 
 def validate(rt: ResourceType, obj: Mapping[str, Any]) -> None:

@@ -437,3 +437,64 @@ def test_server_side_apply_shares_keyed_list_items(apiserver: ApiServer) -> None
         err.value.details["causes"][0]["field"]
         == '.spec.template.spec.containers["name"="c"].image'
     )
+
+
+def test_schema_defaults_are_applied_on_create_and_update(
+    apiserver: ApiServer, kube_client: Client
+) -> None:
+    api = kube_client(apiserver)
+    entry = {"type": "object", "properties": {"weight": {"type": "number", "default": 1}}}
+    schema = {
+        "type": "object",
+        "properties": {
+            "spec": {
+                "type": "object",
+                "properties": {
+                    "reclaimable": {"type": "boolean", "default": True},
+                    "mode": {"type": "string", "default": "fast"},
+                    "resources": {"type": "object", "additionalProperties": entry},
+                    "steps": {"type": "array", "items": entry},
+                },
+            }
+        },
+    }
+    crd = {
+        "apiVersion": "apiextensions.k8s.io/v1",
+        "kind": "CustomResourceDefinition",
+        "metadata": {"name": "pools.example.com"},
+        "spec": {
+            "group": "example.com",
+            "names": {"plural": "pools", "kind": "Pool"},
+            "scope": "Cluster",
+            "versions": [
+                {
+                    "name": "v1",
+                    "served": True,
+                    "storage": True,
+                    "schema": {"openAPIV3Schema": schema},
+                }
+            ],
+        },
+    }
+    client.ApiextensionsV1Api(api).create_custom_resource_definition(crd)
+    pools = client.CustomObjectsApi(api)
+    made = pools.create_cluster_custom_object(
+        "example.com",
+        "v1",
+        "pools",
+        {
+            "apiVersion": "example.com/v1",
+            "kind": "Pool",
+            "metadata": {"name": "a"},
+            "spec": {"mode": "slow", "resources": {"gpu": {}}, "steps": [{}, {"weight": 3}]},
+        },
+    )
+    assert made["spec"] == {
+        "reclaimable": True,
+        "mode": "slow",
+        "resources": {"gpu": {"weight": 1}},
+        "steps": [{"weight": 1}, {"weight": 3}],
+    }
+    made["spec"] = {"reclaimable": False}
+    replaced = pools.replace_cluster_custom_object("example.com", "v1", "pools", "a", made)
+    assert replaced["spec"] == {"reclaimable": False, "mode": "fast"}

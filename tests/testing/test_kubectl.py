@@ -35,6 +35,16 @@ spec:
     replicas: 3
 """
 
+QUEUE = """\
+apiVersion: placer.dev/v1alpha1
+kind: Queue
+metadata:
+  name: team-a
+spec:
+  resources:
+    nvidia.com/gpu: {quota: 8}
+"""
+
 
 @pytest.fixture
 def kubectl(apiserver: ApiServer, kubeconfig_for: Any, tmp_path: Path) -> Any:
@@ -166,3 +176,12 @@ def test_auth_can_i_answers_from_standing_403_rules(apiserver: ApiServer, kubect
     apiserver.faults.fail(403, times=None, verb="list", resource="configmaps", namespace="ops")
     assert kubectl("auth", "can-i", "list", "configmaps", "-n", "ops", check=False).returncode == 1
     assert kubectl("auth", "can-i", "list", "configmaps", "-n", "dev").stdout.strip() == "yes"
+
+
+def test_queue_printer_columns_show_the_schema_default(apiserver: ApiServer, kubectl: Any) -> None:
+    crd = Path(__file__).resolve().parents[2] / "deploy" / "crds" / "queues.placer.dev.yaml"
+    kubectl("apply", "-f", str(crd))
+    kubectl("create", "-f", "-", stdin=QUEUE)
+    table = kubectl("get", "queues").stdout.splitlines()
+    assert table[0].split()[:3] == ["NAME", "PARENT", "RECLAIMABLE"]
+    assert table[1].split()[:2] == ["team-a", "true"]
