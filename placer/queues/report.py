@@ -40,7 +40,8 @@ def queue_rows(
     pending: Mapping[str, Mapping[str, int]] | None = None,
     preempted: Mapping[str, int] | None = None,
 ) -> list[dict[str, Any]]:
-    """One row per queue (in the set's order) with, per resource it lists: ``quota``,
+    """One row per queue (in the set's order) with, per resource it lists (in name order, as the
+    hub's API server returns a Queue's map, so a file and the hub print alike): ``quota``,
     ``limit``, ``overQuotaWeight``, ``allocated``, ``overQuota`` (allocated beyond the quota)
     and, when ``pending`` is given, ``pending`` (demand of its workloads not placed, children
     included); with ``preempted``, the row's ``preempted``: its workloads waiting after an
@@ -49,7 +50,7 @@ def queue_rows(
     for queue in queues:
         resources: dict[str, Any] = {}
         waiting = (pending or {}).get(queue.name, {})
-        for resource, rule in queue.resources.items():
+        for resource, rule in sorted(queue.resources.items()):
             used = usage.used(queue.name, resource)
             resources[resource] = {
                 "quota": to_base(resource, rule.quota),

@@ -137,3 +137,13 @@ def test_invalid_queues_are_clear_errors(text: str, words: list[str]) -> None:
 def test_a_missing_file_names_the_option(tmp_path: Path) -> None:
     with pytest.raises(QueueError, match="no such file"):
         load_queues(tmp_path / "absent.yaml")
+
+
+def test_queue_rows_list_resources_in_name_order_whatever_the_file_order() -> None:
+    from placer.queues import Usage
+    from placer.queues.report import queue_rows
+
+    found = queues_from_yaml(ISSUE_SHAPE, source="q.yaml")
+    assert list(found.queues["team-a"].resources) == [GPU, CPU]  # as written
+    rows = queue_rows(found, Usage(found))
+    assert [list(row["resources"]) for row in rows] == [[CPU, GPU], [CPU, GPU]]
