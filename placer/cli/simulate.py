@@ -737,12 +737,29 @@ def _workload_table(runs: list[dict[str, Any]], out: TextIO) -> None:
     for i in range(min(count, TEXT_WORKLOADS)):
         entry = runs[0]["workloads"][i]
         ref = entry["workload"]
-        cells: list[object] = [f"{ref['kind']}/{ref['namespace']}/{ref['name']}", _n(entry["gpus"])]
-        cells += [r["workloads"][i]["cluster"] or "-" for r in runs]
+        cells: list[object] = [f"{ref['kind']}/{ref['namespace']}/{ref['name']}", _asked(entry)]
+        cells += [_where(r["workloads"][i]) for r in runs]
         rows.append(cells)
     print_table(rows, out)
     if count > TEXT_WORKLOADS:
         out.write(f"... {count - TEXT_WORKLOADS} more (-o json or --report DIR lists all)\n")
+
+
+def _asked(entry: dict[str, Any]) -> str:
+    """A workload's GPUs: an elastic one as its range (``8-32``)."""
+    if "gpus_max" in entry:
+        return f"{_n(entry['gpus_min'])}-{_n(entry['gpus_max'])}"
+    return _n(entry["gpus"])
+
+
+def _where(entry: dict[str, Any]) -> str:
+    """Where a run placed a workload; an elastic one placed below its most with its size."""
+    cluster = entry["cluster"]
+    if cluster is None:
+        return "-"
+    if "gpus_max" in entry and entry["gpus"] != entry["gpus_max"]:
+        return f"{cluster} ({_n(entry['gpus'])} GPUs)"
+    return str(cluster)
 
 
 def _reasons(run: dict[str, Any], out: TextIO) -> None:
@@ -755,7 +772,7 @@ def _reasons(run: dict[str, Any], out: TextIO) -> None:
     out.write(f"Not placed: {len(unplaced)}{shown}\n")
     for entry in unplaced[:TEXT_REASONS]:
         ref = entry["workload"]
-        out.write(f"  {ref['kind']}/{ref['namespace']}/{ref['name']} ({_n(entry['gpus'])} GPUs)\n")
+        out.write(f"  {ref['kind']}/{ref['namespace']}/{ref['name']} ({_asked(entry)} GPUs)\n")
         for cluster, reason in entry.get("reasons", {}).items():
             out.write(f"    {cluster}: {reason}\n")
 

@@ -19,7 +19,7 @@ from __future__ import annotations
 from collections.abc import Mapping, Sequence
 from typing import Any
 
-from placer.model import Fleet
+from placer.model import Fleet, Workload
 from placer.simulate.capacity import gpu_milli
 from placer.simulate.engine import Outcome, Run, Sample, Timed
 from placer.simulate.metrics import ClusterUsage, Summary, cluster_usage, summarize
@@ -238,12 +238,16 @@ def _summary(summary: Summary) -> dict[str, Any]:
 
 
 def _workload(item: Timed, outcome: Outcome, *, stream: bool) -> dict[str, Any]:
-    ref = item.workload.ref
+    workload = item.workload
+    ref = workload.ref
     data: dict[str, Any] = {
         "workload": {"kind": ref.kind, "namespace": ref.namespace, "name": ref.name},
-        "gpus": gpus(gpu_milli(item.workload.total_requests())),
+        "gpus": gpus(gpu_milli(_gpus_asked(workload, outcome))),
         "cluster": outcome.cluster,
     }
+    if workload.elastic:  # placed at any size in [min, max]: "gpus" is the size it ran at
+        data["gpus_min"] = gpus(gpu_milli(workload.total_requests()))
+        data["gpus_max"] = gpus(gpu_milli(workload.largest_requests()))
     if outcome.cluster is None:
         data["reasons"] = dict(outcome.reasons)
     if stream:
@@ -253,6 +257,14 @@ def _workload(item: Timed, outcome: Outcome, *, stream: bool) -> dict[str, Any]:
         data["wait_s"] = _sec(start - item.arrival_s) if start is not None else None
         data["end_s"] = _sec(outcome.end_s)
     return data
+
+
+def _gpus_asked(workload: Workload, outcome: Outcome) -> Mapping[str, int]:
+    """What a workload holds where it was placed (an elastic one at its chosen size), else what
+    it asked: an elastic one at its most."""
+    if outcome.placement is not None:
+        return outcome.placement.requests
+    return workload.largest_requests() if workload.elastic else workload.total_requests()
 
 
 def _sample(sample: Sample) -> dict[str, Any]:

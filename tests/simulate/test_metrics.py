@@ -97,6 +97,38 @@ def test_an_elastic_workload_grown_past_its_minimum_stays_within_the_bound(kit: 
     assert (summary.gpu_placed_milli, summary.gpu_demand_milli) == (8000, 12000)
 
 
+def test_an_elastic_workload_reports_the_size_it_ran_at(kit: Any) -> None:
+    """The run document gives an elastic workload's GPUs at the size placed (8, not its minimum
+    4) with its range, and one never placed at its most; the text table prints the range and
+    the size next to the cluster."""
+    import io
+
+    from placer.cli.simulate import _workload_table
+    from placer.simulate.export import run_document
+
+    def elastic(name: str, low: int, high: int) -> Any:
+        base = kit.gang(name, low, gpus=4)
+        [component] = base.components
+        return replace(base, components=(replace(component, max_replicas=high),))
+
+    items = [kit.Item(elastic("fits", 1, 3), 0.0), kit.Item(elastic("never", 3, 4), 0.0)]
+    run = simulate(items, kit.fleet(1), Settings(solver="cpsat", mode="batch"))
+    entries = run_document(run, items)["workloads"]
+    fits, never = entries
+    assert (fits["cluster"], fits["gpus"], fits["gpus_min"], fits["gpus_max"]) == ("c0", 8, 4, 12)
+    assert (never["cluster"], never["gpus"], never["gpus_min"], never["gpus_max"]) == (
+        None,
+        16,
+        12,
+        16,
+    )
+    out = io.StringIO()
+    _workload_table([{"solver": "cpsat", "workloads": entries}], out)
+    rows = {row.split()[0].split("/")[-1]: row for row in out.getvalue().splitlines()[1:]}
+    assert rows["fits"].split()[1:] == ["4-12", "c0", "(8", "GPUs)"]
+    assert rows["never"].split()[1:] == ["12-16", "-"]
+
+
 def test_cluster_usage_before_and_after(kit: Any) -> None:
     items = _two_jobs(kit)
     fleet = kit.fleet(2, 1)
