@@ -135,7 +135,7 @@ class Actions:
     ) -> JSON:
         """Carry ``action`` out; the hub object as last written."""
         if isinstance(action, DeleteCopy):
-            self.delete_copy(ref, action.cluster, reason="stale")
+            self.delete_copy(ref, action.cluster, reason=action.reason)
         elif isinstance(action, Finalize):
             self.finalize(ref, obj)
         elif isinstance(action, Confirm):

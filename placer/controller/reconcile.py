@@ -186,9 +186,10 @@ class Wait:
 
 @dataclass(frozen=True)
 class DeleteCopy:
-    """Delete the copy on ``cluster``."""
+    """Delete the copy on ``cluster`` (``reason``: ``stale``, or why else, for the log)."""
 
     cluster: str
+    reason: str = "stale"
 
 
 @dataclass(frozen=True)
@@ -257,7 +258,11 @@ def reconcile(
     """
     reachable = {c for c in members if health.get(c, Health()).reachable}
     if is_deleting(obj):
-        actions: list[Action] = [DeleteCopy(c) for c in members if c in copies and c in reachable]
+        actions: list[Action] = [
+            DeleteCopy(c, reason="its hub object is being deleted")
+            for c in members
+            if c in copies and c in reachable
+        ]
         if actions:
             return actions
         if not has_finalizer(obj):

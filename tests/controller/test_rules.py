@@ -190,7 +190,9 @@ def test_stale_copies_on_other_members_are_deleted() -> None:
 def test_deleting_deletes_reachable_copies_then_finalizes() -> None:
     down = {**UP, "b": Health(False, 0.0, False)}
     deleting = obj(cluster="a", deleting=True)
-    assert run(deleting, copies={"a": copy(), "b": copy()}, health=down) == [DeleteCopy("a")]
+    assert run(deleting, copies={"a": copy(), "b": copy()}, health=down) == [
+        DeleteCopy("a", reason="its hub object is being deleted")
+    ]
     assert run(deleting, health=down) == [Finalize()]
     # placer's finalizer gone (another one keeps the object): nothing left to do
     deleting["metadata"]["finalizers"] = ["example.com/keep"]
