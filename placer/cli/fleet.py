@@ -23,6 +23,7 @@ import argparse
 import signal
 import sys
 import threading
+from dataclasses import replace
 from pathlib import Path
 from typing import Any
 
@@ -38,6 +39,7 @@ from placer.cli._types import output_file, seconds_or_zero
 from placer.cli.definitions import add_catalog_option, load_catalog
 from placer.errors import InputError, UsageError
 from placer.fleet import gather_fleet
+from placer.fleet.config import FleetConfig
 from placer.fleet.summary import cluster_rows, fleet_summary, node_rows
 from placer.model import Fleet
 from placer.schedulers import SchedulerSpec
@@ -129,8 +131,10 @@ def register(subparsers: Any) -> None:
             "Ask each member cluster (SelfSubjectAccessReview) whether the identity of its "
             "kubeconfig context may make every request placer makes for USE: read (fleet "
             "show, plan, get, describe), submit, or controller (the rights of "
-            "deploy/member/rbac.yaml). Exit 0 when every member has them, 1 when one lacks a "
-            "right or could not be checked, 3 when none was reached."
+            "deploy/member/rbac.yaml). With --hub-context NAME, also the hub: the rights the "
+            "placement controller needs there (deploy/rbac.yaml). Exit 0 when every cluster "
+            "has them, 1 when one lacks a right or could not be checked, 3 when none was "
+            "reached."
         ),
     )
     check.add_argument(
@@ -140,6 +144,12 @@ def register(subparsers: Any) -> None:
         default="submit",
         metavar="USE",
         help="what the identity is for: read, submit (default) or controller",
+    )
+    check.add_argument(
+        "--hub-context",
+        metavar="NAME",
+        help="also check the placement controller's rights on this hub context of the "
+        "kubeconfig (deploy/rbac.yaml); the members are then those of the other contexts",
     )
     add_fleet_options(check)
     add_catalog_option(check)
@@ -190,14 +200,18 @@ def run_check(args: argparse.Namespace) -> int:
     from placer.fleet.access import WORKERS, check_access
 
     catalog = load_catalog(args)
-    config = fleet_config_from_args(args)
+    config = _members_to_check(args)
     for source in config.clusters:
         if source.problem:
             print(f"warning: cluster {source.name}: {source.problem}", file=sys.stderr)
-    with member_clients(config, pool_size=WORKERS) as clients:
-        reports = check_access(clients, catalog, args.use)
+    reports = []
+    if config.clusters or not args.hub_context:
+        with member_clients(config, pool_size=WORKERS) as clients:
+            reports = check_access(clients, catalog, args.use)
+    if args.hub_context:
+        reports.append(_check_hub(args, catalog))
     require_reachable(
-        [c.name for c in config.clusters],
+        [c.name for c in config.clusters] + ([args.hub_context] if args.hub_context else []),
         [r.cluster for r in reports if r.reachable],
         "no rights could be checked",
     )
@@ -228,6 +242,36 @@ def run_check(args: argparse.Namespace) -> int:
     checked = {r.cluster for r in reports}
     unchecked = [c.name for c in config.clusters if c.name not in checked]
     return 0 if all(r.ok for r in reports) and not unchecked else 1
+
+
+def _members_to_check(args: argparse.Namespace) -> FleetConfig:
+    """The members of ``fleet check``: the fleet options' clusters but the hub; none when the
+    kubeconfig holds only the hub ``--hub-context`` names (and other hubs)."""
+    from placer.kube import ROLE_HUB, load_kubeconfigs
+
+    hub = args.hub_context
+    if hub and not args.fleet and not args.context:
+        if args.timeout <= 0:
+            raise UsageError("--timeout must be a positive number of seconds")
+        contexts = load_kubeconfigs(args.kubeconfig).contexts()
+        if all(c.role == ROLE_HUB or c.name == hub for c in contexts):
+            return FleetConfig(clusters=())
+    config = fleet_config_from_args(args)
+    return replace(config, clusters=tuple(c for c in config.clusters if c.name != hub))
+
+
+def _check_hub(args: argparse.Namespace, catalog: Any) -> Any:
+    """The controller's rights on the hub ``--hub-context`` names (its row of the report)."""
+    from placer.controller.hubaccess import check_hub_access
+    from placer.kube import ClientSettings, load_kubeconfigs, open_client
+
+    settings = ClientSettings(request_timeout=args.timeout, connect_timeout=args.timeout)
+    name = str(args.hub_context)
+    client = open_client(load_kubeconfigs(args.kubeconfig), name, name=name, settings=settings)
+    try:
+        return check_hub_access(name, client, catalog)
+    finally:
+        client.close()
 
 
 def run_up(args: argparse.Namespace) -> int:

@@ -21,7 +21,7 @@ that kind anyway) and is named in the report.
 
 from __future__ import annotations
 
-from collections.abc import Iterable, Mapping, Sequence
+from collections.abc import Callable, Iterable, Mapping, Sequence
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
@@ -37,6 +37,7 @@ __all__ = [
     "ClusterAccess",
     "Right",
     "check_access",
+    "check_rights",
     "fixed_rights",
     "kind_rights",
 ]
@@ -69,11 +70,23 @@ class Right:
     resource: str
     namespace: str = ""
     why: str = ""
+    #: a subresource (``status``), ``""`` for the resource itself.
+    subresource: str = ""
+    #: one object's name (RBAC's ``resourceNames``), ``""`` for any.
+    name: str = ""
 
     def __str__(self) -> str:
         where = f" in namespace {self.namespace}" if self.namespace else ""
         qualified = f"{self.resource}.{self.group}" if self.group else self.resource
-        return f"{self.verb} {qualified}{where}"
+        if self.subresource:
+            qualified += f"/{self.subresource}"
+        named = f" {self.name}" if self.name else ""
+        return f"{self.verb} {qualified}{named}{where}"
+
+    @property
+    def rbac_resource(self) -> str:
+        """The resource as an RBAC rule names it (``jobsets/status``)."""
+        return f"{self.resource}/{self.subresource}" if self.subresource else self.resource
 
 
 @dataclass
@@ -107,6 +120,8 @@ class ClusterAccess:
                     "verb": r.verb,
                     "group": r.group,
                     "resource": r.resource,
+                    "subresource": r.subresource,
+                    "name": r.name,
                     "namespace": r.namespace,
                     "why": r.why,
                 }
@@ -196,9 +211,21 @@ def check_access(
 
 
 def _check_cluster(name: str, client: KubeClient, catalog: Catalog, use: str) -> ClusterAccess:
+    return check_rights(name, client, use, lambda: _rights_of(client, catalog, use))
+
+
+def check_rights(
+    name: str,
+    client: KubeClient,
+    use: str,
+    rights_of: Callable[[], tuple[list[Right], list[str]]],
+) -> ClusterAccess:
+    """Ask ``client``'s API server for each right ``rights_of`` lists (it may read the
+    server's discovery; it returns the rights and the kinds not served); the report as
+    ``name`` for ``use``."""
     report = ClusterAccess(name, use)
     try:
-        rights, report.not_served = _rights_of(client, catalog, use)
+        rights, report.not_served = rights_of()
         with ThreadPoolExecutor(max_workers=WORKERS) as pool:
             answers = list(pool.map(lambda right: _allowed(client, right), rights))
     except KubeError as err:
@@ -234,8 +261,13 @@ def _rights_of(client: KubeClient, catalog: Catalog, use: str) -> tuple[list[Rig
 
 def _allowed(client: KubeClient, right: Right) -> bool:
     attributes = {"verb": right.verb, "group": right.group, "resource": right.resource}
-    if right.namespace:
-        attributes["namespace"] = right.namespace
+    for key, value in (
+        ("namespace", right.namespace),
+        ("subresource", right.subresource),
+        ("name", right.name),
+    ):
+        if value:
+            attributes[key] = value
     answer = client.create(
         {
             "apiVersion": "authorization.k8s.io/v1",
@@ -251,5 +283,6 @@ def rights_by_rule(rights: Sequence[Right]) -> dict[tuple[str, str, str], set[st
     Role or ClusterRole)."""
     rules: dict[tuple[str, str, str], set[str]] = {}
     for right in rights:
-        rules.setdefault((right.group, right.resource, right.namespace), set()).add(right.verb)
+        key = (right.group, right.rbac_resource, right.namespace)
+        rules.setdefault(key, set()).add(right.verb)
     return rules

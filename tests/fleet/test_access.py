@@ -23,6 +23,7 @@ from placer.fleet.access import (
 )
 from placer.kube.resources import split_api_version
 from placer.snapshot import load_snapshot
+from placer.testing import write_kubeconfig
 from placer.virtual.fleet import VirtualFleet
 from placer.virtual.realism import realism_setup
 
@@ -147,3 +148,95 @@ def test_nothing_reachable_is_exit_3(tmp_path: Path, capsys: pytest.CaptureFixtu
             virtual.server(name).stop()
         code, _, err = _check(["--kubeconfig", kubeconfig, "--timeout", "2"], capsys)
     assert code == 3 and "no rights could be checked" in err
+
+
+def _hub_granted() -> dict[tuple[str, str, str, str], set[str]]:
+    """(group, resource, namespace, resourceName or "") → verbs deploy/rbac.yaml grants."""
+    granted: dict[tuple[str, str, str, str], set[str]] = {}
+    for doc in yaml.safe_load_all((ROOT / "deploy" / "rbac.yaml").read_text()):
+        if doc["kind"] not in ("ClusterRole", "Role"):
+            continue
+        namespace = doc["metadata"].get("namespace", "")
+        for rule in doc["rules"]:
+            for group in rule["apiGroups"]:
+                for resource in rule["resources"]:
+                    for name in rule.get("resourceNames") or [""]:
+                        key = (group, resource, namespace, name)
+                        granted.setdefault(key, set()).update(rule["verbs"])
+    return granted
+
+
+def test_the_hub_rights_checked_are_those_the_hub_rbac_grants(tmp_path: Path) -> None:
+    """`fleet check --hub-context` asks the hub for exactly deploy/rbac.yaml's rules, on a hub
+    that serves every catalog kind, placer's CRDs and DRA: a right checked but not granted
+    would fail every correctly installed hub, one granted but not checked is not verified."""
+    from placer.controller.hubaccess import hub_rights
+    from placer.kube import load_kubeconfigs, open_client
+
+    with VirtualFleet(load_snapshot(DEMO), hub="hub") as virtual:
+        kubeconfig = virtual.write_kubeconfig(tmp_path / "kc")
+        client = open_client(load_kubeconfigs([str(kubeconfig)]), "hub")
+        try:
+            rights, not_served = hub_rights(client, Catalog.builtin())
+        finally:
+            client.close()
+    assert not_served == []  # the virtual hub serves every catalog kind
+    checked: dict[tuple[str, str, str, str], set[str]] = {}
+    for right in rights:
+        key = (right.group, right.rbac_resource, right.namespace, right.name)
+        checked.setdefault(key, set()).add(right.verb)
+    granted = _hub_granted()
+    cluster_wide = {(g, r, "", ""): v for (g, r, ns, n), v in granted.items() if not ns}
+    for (group, resource, namespace, name), verbs in checked.items():
+        allowed = set(granted.get((group, resource, namespace, name), set()))
+        allowed |= cluster_wide.get((group, resource, "", ""), set())
+        assert verbs <= allowed, f"{sorted(verbs - allowed)} on {resource}.{group} not granted"
+    unchecked = {
+        key: verbs - checked.get(key, set())
+        for key, verbs in granted.items()
+        if verbs - checked.get(key, set())
+    }
+    served = {(g, r.split("/")[0]) for g, r, _, _ in checked}
+    # the kinds the virtual hub does not serve are not checked (nor needed)
+    unserved = {k: v for k, v in unchecked.items() if (k[0], k[1].split("/")[0]) not in served}
+    assert unchecked == unserved, f"granted but never checked: {unchecked}"
+
+
+def test_fleet_check_names_what_the_controller_may_not_do_on_the_hub(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    with VirtualFleet(load_snapshot(DEMO), hub="hub") as virtual:
+        kubeconfig = str(virtual.write_kubeconfig(tmp_path / "kc"))
+        argv = ["--kubeconfig", kubeconfig, "--for", "controller", "--hub-context", "hub"]
+        code, out, err = _check(argv, capsys)
+        assert code == 0, err
+        rows = [line.split() for line in out.splitlines()]
+        assert [(r[0], r[1], r[3], r[4]) for r in rows[1:]] == [
+            ("east", "controller", "0", "ok"),
+            ("west", "controller", "0", "ok"),
+            ("central", "controller", "0", "ok"),
+            ("hub", "hub", "0", "ok"),
+        ]
+        hub = virtual.server("hub").faults
+        hub.fail(403, times=None, verb="patch", resource="jobsets.jobset.x-k8s.io/status")
+        hub.fail(403, times=None, verb="get", resource="leases.coordination.k8s.io")
+        code, out, _ = _check(argv, capsys)
+        assert code == 1
+        assert "hub: cannot patch jobsets.jobset.x-k8s.io/status (JobSet workloads)" in out
+        assert (
+            "hub: cannot get leases.coordination.k8s.io placer-controller in namespace "
+            "placer-system (leader election)" in out
+        )
+        assert "east:" not in out  # the members are fine
+        # a kubeconfig of the hub alone checks only the hub, in JSON too
+        alone = write_kubeconfig(tmp_path / "hub-only", {"hub": virtual.server("hub")})
+        argv = ["--kubeconfig", str(alone), "--hub-context", "hub", "-o", "json"]
+        code, out, _ = _check(argv, capsys)
+        assert code == 1
+        data = json.loads(out)
+        [row] = data["clusters"]
+        assert (row["cluster"], row["use"], row["ok"]) == ("hub", "hub", False)
+        assert {(m["verb"], m["resource"], m["subresource"]) for m in row["missing"]} == {
+            ("patch", "jobsets", "status"),
+            ("get", "leases", ""),
+        }
