@@ -27,7 +27,14 @@ from placer.controller.hubconfig import (
 from placer.controller.reservationstore import CONFIGMAP as RESERVATIONS
 from placer.controller.settings import LeaseSettings
 from placer.errors import NotFoundError
-from placer.fleet.access import DEPENDENCIES, DRA_API_VERSION, ClusterAccess, Right, check_rights
+from placer.fleet.access import (
+    DEPENDENCIES,
+    DRA_API_VERSION,
+    ClusterAccess,
+    Right,
+    check_rights,
+    served_workload_kinds,
+)
 
 if TYPE_CHECKING:
     from placer.definitions import Catalog
@@ -54,17 +61,9 @@ def hub_rights(
     kinds are served) and the catalog kinds it does not serve (not checked)."""
     lease = lease or LeaseSettings()
     rights: list[Right] = []
-    not_served: list[str] = []
-    for definition in catalog.definitions:
-        gvk = definition.target
-        if gvk is None:
-            continue
-        try:
-            ref = client.resource(gvk.api_version, gvk.kind)
-        except NotFoundError:
-            not_served.append(str(gvk))
-            continue
-        why = f"{gvk.kind} workloads"
+    served, not_served = served_workload_kinds(client, catalog)
+    for ref, kind in served:
+        why = f"{kind} workloads"
         rights += [Right(v, ref.group, ref.plural, why=why) for v in (*_READ, "patch")]
         rights.append(Right("patch", ref.group, ref.plural, why=why, subresource="status"))
     readable = [(*kind, "definitions extend the catalog", False) for kind in DEFINITION_KINDS] + [

@@ -31,6 +31,7 @@ from placer.errors import KubeError, NotFoundError
 if TYPE_CHECKING:
     from placer.definitions import Catalog
     from placer.kube import KubeClient
+    from placer.kube.resources import ResourceRef
 
 __all__ = [
     "USES",
@@ -40,6 +41,7 @@ __all__ = [
     "check_rights",
     "fixed_rights",
     "kind_rights",
+    "served_workload_kinds",
 ]
 
 #: the uses, each needing what the one before it needs and more.
@@ -237,19 +239,27 @@ def check_rights(
     return report
 
 
-def _rights_of(client: KubeClient, catalog: Catalog, use: str) -> tuple[list[Right], list[str]]:
-    rights: list[Right] = []
+def served_workload_kinds(
+    client: KubeClient, catalog: Catalog
+) -> tuple[list[tuple[ResourceRef, str]], list[str]]:
+    """The catalog's workload kinds ``client``'s server serves, as (resource, kind), and the
+    ones it does not serve (``apiVersion/kind``)."""
+    served: list[tuple[ResourceRef, str]] = []
     not_served: list[str] = []
     for definition in catalog.definitions:
         gvk = definition.target
         if gvk is None:
             continue
         try:
-            ref = client.resource(gvk.api_version, gvk.kind)
+            served.append((client.resource(gvk.api_version, gvk.kind), gvk.kind))
         except NotFoundError:
             not_served.append(str(gvk))
-            continue
-        rights += kind_rights(use, ref.group, ref.plural, gvk.kind)
+    return served, not_served
+
+
+def _rights_of(client: KubeClient, catalog: Catalog, use: str) -> tuple[list[Right], list[str]]:
+    served, not_served = served_workload_kinds(client, catalog)
+    rights = [r for ref, kind in served for r in kind_rights(use, ref.group, ref.plural, kind)]
     dra = bool(client.served_kinds(DRA_API_VERSION))
     handoff = []
     if "submit" in _uses(use):

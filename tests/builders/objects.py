@@ -185,6 +185,37 @@ def custom_object(
     }
 
 
+def crd(
+    group: str,
+    kind: str,
+    plural: str,
+    *,
+    scope: str = "Namespaced",
+    schema: Mapping[str, Any] | None = None,
+    versions: list[dict[str, Any]] | None = None,
+    **names: str,
+) -> dict[str, Any]:
+    """A CustomResourceDefinition of ``plural.group``: by default one served and stored
+    version ``v1``, with ``schema`` as its ``openAPIV3Schema`` when given; ``names`` adds to
+    ``spec.names`` (``singular``, ...)."""
+    if versions is None:
+        version: dict[str, Any] = {"name": "v1", "served": True, "storage": True}
+        if schema is not None:
+            version["schema"] = {"openAPIV3Schema": dict(schema)}
+        versions = [version]
+    return {
+        "apiVersion": "apiextensions.k8s.io/v1",
+        "kind": "CustomResourceDefinition",
+        "metadata": {"name": f"{plural}.{group}"},
+        "spec": {
+            "group": group,
+            "names": {"plural": plural, "kind": kind, **names},
+            "scope": scope,
+            "versions": versions,
+        },
+    }
+
+
 def karta(
     name: str = "x",
     *,

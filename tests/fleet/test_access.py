@@ -31,17 +31,28 @@ ROOT = Path(__file__).resolve().parents[2]
 DEMO = ROOT / "clusters" / "demo.yaml"
 
 
-def _granted() -> dict[tuple[str, str, str], set[str]]:
-    """(group, resource, namespace) → verbs that deploy/member/rbac.yaml grants."""
-    granted: dict[tuple[str, str, str], set[str]] = {}
-    for doc in yaml.safe_load_all((ROOT / "deploy" / "member" / "rbac.yaml").read_text()):
+def _granted_by(path: str) -> dict[tuple[str, str, str, str], set[str]]:
+    """(group, resource, namespace, resourceName or "") → verbs the roles of deploy/PATH
+    grant."""
+    granted: dict[tuple[str, str, str, str], set[str]] = {}
+    for doc in yaml.safe_load_all((ROOT / "deploy" / path).read_text()):
         if doc["kind"] not in ("ClusterRole", "Role"):
             continue
         namespace = doc["metadata"].get("namespace", "")
         for rule in doc["rules"]:
             for group in rule["apiGroups"]:
                 for resource in rule["resources"]:
-                    granted.setdefault((group, resource, namespace), set()).update(rule["verbs"])
+                    for name in rule.get("resourceNames") or [""]:
+                        key = (group, resource, namespace, name)
+                        granted.setdefault(key, set()).update(rule["verbs"])
+    return granted
+
+
+def _granted() -> dict[tuple[str, str, str], set[str]]:
+    """(group, resource, namespace) → verbs that deploy/member/rbac.yaml grants."""
+    granted: dict[tuple[str, str, str], set[str]] = {}
+    for (group, resource, namespace, _), verbs in _granted_by("member/rbac.yaml").items():
+        granted.setdefault((group, resource, namespace), set()).update(verbs)
     return granted
 
 
@@ -150,22 +161,6 @@ def test_nothing_reachable_is_exit_3(tmp_path: Path, capsys: pytest.CaptureFixtu
     assert code == 3 and "no rights could be checked" in err
 
 
-def _hub_granted() -> dict[tuple[str, str, str, str], set[str]]:
-    """(group, resource, namespace, resourceName or "") → verbs deploy/rbac.yaml grants."""
-    granted: dict[tuple[str, str, str, str], set[str]] = {}
-    for doc in yaml.safe_load_all((ROOT / "deploy" / "rbac.yaml").read_text()):
-        if doc["kind"] not in ("ClusterRole", "Role"):
-            continue
-        namespace = doc["metadata"].get("namespace", "")
-        for rule in doc["rules"]:
-            for group in rule["apiGroups"]:
-                for resource in rule["resources"]:
-                    for name in rule.get("resourceNames") or [""]:
-                        key = (group, resource, namespace, name)
-                        granted.setdefault(key, set()).update(rule["verbs"])
-    return granted
-
-
 def test_the_hub_rights_checked_are_those_the_hub_rbac_grants(tmp_path: Path) -> None:
     """`fleet check --hub-context` asks the hub for exactly deploy/rbac.yaml's rules, on a hub
     that serves every catalog kind, placer's CRDs and DRA: a right checked but not granted
@@ -185,7 +180,7 @@ def test_the_hub_rights_checked_are_those_the_hub_rbac_grants(tmp_path: Path) ->
     for right in rights:
         key = (right.group, right.rbac_resource, right.namespace, right.name)
         checked.setdefault(key, set()).add(right.verb)
-    granted = _hub_granted()
+    granted = _granted_by("rbac.yaml")
     cluster_wide = {(g, r, "", ""): v for (g, r, ns, n), v in granted.items() if not ns}
     for (group, resource, namespace, name), verbs in checked.items():
         allowed = set(granted.get((group, resource, namespace, name), set()))

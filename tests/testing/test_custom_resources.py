@@ -14,6 +14,7 @@ from kubernetes.client.rest import ApiException
 
 from placer.testing import ApiServer, StatusError
 from tests.builders import objects
+from tests.builders import objects as build
 
 Client = Callable[..., client.ApiClient]
 GROUP, VERSION, PLURAL = "jobset.x-k8s.io", "v1alpha2", "jobsets"
@@ -156,25 +157,14 @@ def test_creating_a_crd_serves_the_resource(
     apiserver: ApiServer, kube_client: Client, tmp_path: Path
 ) -> None:
     api = kube_client(apiserver)
-    crd = {
-        "apiVersion": "apiextensions.k8s.io/v1",
-        "kind": "CustomResourceDefinition",
-        "metadata": {"name": "rayclusters.ray.io"},
-        "spec": {
-            "group": "ray.io",
-            "names": {"plural": "rayclusters", "kind": "RayCluster", "singular": "raycluster"},
-            "scope": "Namespaced",
-            "versions": [
-                {
-                    "name": "v1",
-                    "served": True,
-                    "storage": True,
-                    "subresources": {"status": {}},
-                    "selectableFields": [{"jsonPath": ".spec.rayVersion"}],
-                },
-            ],
-        },
+    served = {
+        "name": "v1",
+        "served": True,
+        "storage": True,
+        "subresources": {"status": {}},
+        "selectableFields": [{"jsonPath": ".spec.rayVersion"}],
     }
+    crd = build.crd("ray.io", "RayCluster", "rayclusters", versions=[served], singular="raycluster")
     client.ApiextensionsV1Api(api).create_custom_resource_definition(crd)
     objects = client.CustomObjectsApi(api)
     for name, version in (("a", "2.9"), ("b", "2.10")):
@@ -203,17 +193,8 @@ def test_creating_a_crd_serves_the_resource(
 
 
 def test_invalid_crd_is_422(apiserver: ApiServer, kube_client: Client) -> None:
-    crd = {
-        "apiVersion": "apiextensions.k8s.io/v1",
-        "kind": "CustomResourceDefinition",
-        "metadata": {"name": "wrong.example.com"},
-        "spec": {
-            "group": "example.com",
-            "names": {"plural": "things", "kind": "Thing"},
-            "scope": "Namespaced",
-            "versions": [],
-        },
-    }
+    crd = build.crd("example.com", "Thing", "things", versions=[])
+    crd["metadata"]["name"] = "wrong.example.com"
     with pytest.raises(ApiException) as err:
         client.ApiextensionsV1Api(kube_client(apiserver)).create_custom_resource_definition(crd)
     fields = {c["field"] for c in _status(err)["details"]["causes"]}
@@ -458,24 +439,7 @@ def test_schema_defaults_are_applied_on_create_and_update(
             }
         },
     }
-    crd = {
-        "apiVersion": "apiextensions.k8s.io/v1",
-        "kind": "CustomResourceDefinition",
-        "metadata": {"name": "pools.example.com"},
-        "spec": {
-            "group": "example.com",
-            "names": {"plural": "pools", "kind": "Pool"},
-            "scope": "Cluster",
-            "versions": [
-                {
-                    "name": "v1",
-                    "served": True,
-                    "storage": True,
-                    "schema": {"openAPIV3Schema": schema},
-                }
-            ],
-        },
-    }
+    crd = build.crd("example.com", "Pool", "pools", scope="Cluster", schema=schema)
     client.ApiextensionsV1Api(api).create_custom_resource_definition(crd)
     pools = client.CustomObjectsApi(api)
     made = pools.create_cluster_custom_object(

@@ -15,6 +15,7 @@ import pytest
 from placer.testing import ApiServer
 from placer.testing._gnostic import encode_document
 from placer.testing._tables import TABLE_MEDIA, human_duration, json_path
+from tests.builders import objects
 
 TABLE_ACCEPT = f"{TABLE_MEDIA},application/json;as=Table;v=v1beta1;g=meta.k8s.io,application/json"
 PROTOBUF = "application/com.github.proto-openapi.spec.v2@v1.0+protobuf"
@@ -99,24 +100,7 @@ def test_a_crd_schema_is_served_in_v3(
         "description": "A widget.",
         "properties": {"spec": {"type": "object", "properties": {"size": {"type": "integer"}}}},
     }
-    crd = {
-        "apiVersion": "apiextensions.k8s.io/v1",
-        "kind": "CustomResourceDefinition",
-        "metadata": {"name": "widgets.example.com"},
-        "spec": {
-            "group": "example.com",
-            "names": {"kind": "Widget", "plural": "widgets"},
-            "scope": "Namespaced",
-            "versions": [
-                {
-                    "name": "v1",
-                    "served": True,
-                    "storage": True,
-                    "schema": {"openAPIV3Schema": schema},
-                }
-            ],
-        },
-    }
+    crd = objects.crd("example.com", "Widget", "widgets", schema=schema)
     path = "/apis/apiextensions.k8s.io/v1/customresourcedefinitions"
     assert call(conn, apiserver, "POST", path, crd)[0] == 201
     code, raw, _ = call(conn, apiserver, "GET", "/openapi/v3/apis/example.com/v1")
