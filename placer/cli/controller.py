@@ -352,6 +352,25 @@ def add_reservation_options(group: Any) -> None:
         help="with --reserve-after: how long past its start a reservation holds while its gang "
         "still cannot start, before it is planned again (default 60)",
     )
+    group.add_argument(
+        "--reserve-preempt-after",
+        type=seconds_or_zero,
+        default=None,
+        metavar="SECONDS",
+        help="with --reserve-after: a reserved gang waiting this long whose start is still "
+        "more than --reserve-preempt-slack ahead starts now, evicting whole gangs of lower "
+        'priority, or of its priority and smaller; never placer.dev/preemptible: "false", '
+        "never a queue's in-quota work for another queue (docs/reservations.md); default: "
+        "never evicts",
+    )
+    group.add_argument(
+        "--reserve-preempt-slack",
+        type=seconds_or_zero,
+        default=None,
+        metavar="SECONDS",
+        help="with --reserve-preempt-after: a start at most this far ahead is waited for "
+        "(default 3600)",
+    )
 
 
 def reservation_policy(args: argparse.Namespace) -> Any:
@@ -361,6 +380,8 @@ def reservation_policy(args: argparse.Namespace) -> Any:
         "--reserve-min-gpus": args.reserve_min_gpus,
         "--max-reservations": args.max_reservations,
         "--reservation-grace": args.reservation_grace,
+        "--reserve-preempt-after": args.reserve_preempt_after,
+        "--reserve-preempt-slack": args.reserve_preempt_slack,
     }
     if args.reserve_after is None:
         given = [flag for flag, value in others.items() if value is not None]
@@ -370,6 +391,12 @@ def reservation_policy(args: argparse.Namespace) -> Any:
                 hint="--reserve-after SECONDS turns reservations on (docs/reservations.md)",
             )
         return None
+    if args.reserve_preempt_slack is not None and args.reserve_preempt_after is None:
+        raise UsageError(
+            "--reserve-preempt-slack needs --reserve-preempt-after",
+            hint="--reserve-preempt-after SECONDS lets a reserved gang that waited that long "
+            "evict (docs/reservations.md)",
+        )
     from placer.solver.reservations import ReservationPolicy
 
     try:
@@ -381,6 +408,12 @@ def reservation_policy(args: argparse.Namespace) -> Any:
             grace_s=DEFAULT_RESERVATION_GRACE
             if args.reservation_grace is None
             else args.reservation_grace,
+            preempt_after_s=args.reserve_preempt_after,
+            **(
+                {"preempt_slack_s": args.reserve_preempt_slack}
+                if args.reserve_preempt_slack is not None
+                else {}
+            ),
         )
     except ValueError as err:
         raise UsageError(str(err)) from None

@@ -660,10 +660,6 @@ class DecisionCycle:
             outcomes += whole
             unplaced.update(whole_reasons)
         lap("dispatch")
-        preempting: dict[WorkloadRef, str] = {}
-        if queues is not None and self.preemption is not None and self.settings.preemption:
-            preempting = self._preempt(outcomes, by_ref, refused, fleet, held, queues, policies)
-            lap("preempt")
         if self.reserving is not None:
             classes = self.hub.priority_classes
             self.reserving.after(
@@ -677,6 +673,10 @@ class DecisionCycle:
             if self.reserving.loosened():  # reserved nodes open again
                 self.pending.bump()
             lap("reserve")
+        preempting: dict[WorkloadRef, str] = {}
+        if self.preemption is not None:  # (after the reservations: those due evict too)
+            preempting = self._preempt(outcomes, by_ref, refused, fleet, held, queues, policies)
+            lap("preempt")
         placed = sum(1 for o in outcomes if o.placed)
         log.info(
             "decision %s: %d placed, %d not",
@@ -738,29 +738,39 @@ class DecisionCycle:
         refused: Mapping[WorkloadRef, tuple[str, str]],
         fleet: Fleet,
         held: Sequence[Held],
-        queues: QueueSet,
+        queues: QueueSet | None,
         policies: Sequence[PlacementPolicy],
     ) -> dict[WorkloadRef, str]:
         """Evictions for the cycle's workloads left pending (:mod:`placer.controller.
-        preemption`), on the fleet charged with what the cycle placed."""
+        preemption`), on the fleet charged with what the cycle placed: for the gangs whose
+        reservation is due for eviction, and with Queues on the hub for the others the queues
+        entitle — one plan."""
         assert self.preemption is not None
-        waiting = [
-            manifests[o.workload].workload
+        left = [
+            manifests[o.workload]
             for o in outcomes
             if not o.placed and o.state not in ("failed", IN_FLIGHT) and o.workload not in refused
         ]
-        if not waiting:
+        forced = self.reserving.forcing(left) if self.reserving is not None else []
+        by_queues = queues is not None and self.settings.preemption
+        if not left or not (forced or by_queues):
             return {}
+        if queues is None:  # (the decision booked no placed work: no queues to book it to)
+            held = placed_work(self.hub, self.ledger, exclude=list(manifests), counts=self.counts)
         placed = [o for o in outcomes if o.placed and o.cluster]
         charged = charge(fleet, [o.placement for o in placed if o.placement is not None])
+        classes = queues if queues is not None else self.hub.priority_classes
         evicted = self.preemption.run(
-            waiting,
+            [m.workload for m in left],
             charged,
             held,
             [Running(manifests[o.workload].workload, o.cluster or "") for o in placed],
             queues,
             policies,
             time_limit=self.settings.solve_time_limit,
+            forced=[manifests[ref].workload for ref in forced],
+            queue_preemption=by_queues,
+            prioritised=lambda w: with_class_priority(w, classes),
         )
         # pods that went while their copies were being suspended, before the evictions were
         # recorded: their watch events released no one, and no later event may come

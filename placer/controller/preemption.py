@@ -36,6 +36,16 @@ left pending:
   over it, pinned to that member); placed on another member, its parked copy is deleted first.
   Either write failing leaves the workload unplaced in that cycle: never two copies.
 
+**Reservations** (``--reserve-preempt-after``, :mod:`placer.controller.reserving`): a gang
+whose reservation is due for eviction is a preemptor too, in the same plan and before the
+queues' preemptors (:meth:`Preemption.run`): its victims are chosen by
+:func:`placer.solver.reservation_preemption.force` (lower priority, or its priority and fewer
+GPUs; never ``placer.dev/preemptible: "false"``; with Queues on the hub, another queue's work
+only from its over-quota part, reclaimable, and only for a gang within its own quota: a queue's
+quota is never broken for a reservation) and evicted the same way, reason ``Reservation``
+(metric reason ``reservation``). The queues' preemptors then choose among the victims left:
+one victim is never evicted twice, and a preemptor with an eviction under way gets no other.
+
 A victim the loop or a cycle is working on is left alone (the eviction is tried again next
 cycle); a victim whose copy cannot be suspended or deleted keeps its placement (never two
 running copies: the hub record is only cleared once the copy is stopped).
@@ -82,8 +92,10 @@ from placer.objects import generation_of, uid_of, version_of
 from placer.policy import PlacementPolicy
 from placer.queues import QueueSet, Usage, membership
 from placer.queues.report import pending_demand, queue_rows
+from placer.solver.charging import release
 from placer.solver.fairshare import Running
 from placer.solver.preempt import RECLAIM, Eviction, Victim
+from placer.solver.reservation_preemption import RESERVATION, force
 from placer.timestamps import rfc3339
 
 __all__ = [
@@ -408,47 +420,94 @@ class Preemption:
         fleet: Fleet,
         held: Sequence[Held],
         placed_now: Sequence[Running],
-        queues: QueueSet,
+        queues: QueueSet | None,
         policies: Sequence[PlacementPolicy],
         time_limit: float = 0.5,
+        *,
+        forced: Sequence[Workload] = (),
+        queue_preemption: bool = True,
+        prioritised: Callable[[Workload], Workload] = lambda w: w,
     ) -> dict[WorkloadRef, str]:
         """Evict for ``waiting`` (the cycle's pending work) on ``fleet`` (charged with
-        everything placed, ``placed_now`` included); per preemptor whose victims were
-        evicted, what it evicted in words."""
+        everything placed, ``placed_now`` included) — one plan: first for ``forced`` (gangs
+        whose reservation is due for eviction, in the order the reservations were planned:
+        :func:`placer.solver.reservation_preemption.force`, the queues' guarantee kept), then,
+        with ``queues`` and ``queue_preemption``, for the rest by the queues' rules, among the
+        victims left (none is evicted twice); per preemptor whose victims were evicted, what
+        it evicted in words. ``prioritised``: a workload with the priority its queue or
+        priority class gives it (the reservation rule compares priorities)."""
         now = self._clock()
         with self._lock:  # (gone ones)
             self._evicting = {r: e for r, e in self._evicting.items() if e.until > now}
-        order = sorted(
-            (w for w in waiting if not self.evicting(w.ref)),
-            key=lambda w: -membership(w, queues).priority,
-        )[:MAX_PREEMPTORS]
-        if not order:
+        forcing = [w for w in forced if not self.evicting(w.ref)]
+        order = (
+            sorted(
+                (w for w in waiting if not self.evicting(w.ref)),
+                key=lambda w: -membership(w, queues).priority,
+            )[:MAX_PREEMPTORS]
+            if queues is not None and queue_preemption
+            else []
+        )
+        if not order and not forcing:
             return {}
-        usage = queue_usage(queues, [*(h.running() for h in held), *placed_now])
+        running = [*(h.running() for h in held), *placed_now]
+        usage = queue_usage(queues, running) if queues is not None else None
         victims = self._victims(held)
         candidates = {v.workload.ref: v for v in victims}
         by_ref = {h.ref: h for h in held}
-
-        def carry(preemptor: Workload, eviction: Eviction) -> list[Victim]:
-            return self._evict(eviction, preemptor, candidates, by_ref)
-
         done: dict[WorkloadRef, str] = {}
-        for preemptor, eviction, evicted in evict_for(
-            order, fleet, victims, queues, usage, carry, policies=policies, time_limit=time_limit
-        ):
-            pods = {key for v in evicted for key in self._seen.get(v.workload.ref, ())}
-            started = self._clock()
-            with self._lock:
-                self._evicting[preemptor.ref] = _Eviction(
-                    eviction.cluster,
-                    frozenset(v.workload.ref for v in evicted),
-                    pods,
-                    started + EVICTION_SECONDS,
-                    started=started,
-                )
-            done[preemptor.ref] = self._words(eviction, evicted)
+        left = list(victims)
+        for preemptor in forcing:
+            eviction = force(
+                prioritised(preemptor),
+                fleet,
+                [replace(v, workload=prioritised(v.workload)) for v in left],
+                time.time(),  # (the victims started on this clock: placer.dev/placed-at)
+                policies=policies,
+                time_limit=time_limit,
+                queues=queues,
+                usage=usage,
+            )
+            if eviction is None or not eviction.victims:
+                continue
+            evicted = self._evict(eviction, preemptor, candidates, by_ref)
+            if not evicted:
+                continue
+            fleet = release(fleet, [v.placement for v in evicted])
+            for victim in evicted:
+                if usage is not None and queues is not None:
+                    queue = membership(victim.workload, queues).queue
+                    usage.remove(queue, victim.workload.total_requests(), victim.placement.cluster)
+            gone = {v.workload.ref for v in evicted}
+            left = [v for v in left if v.workload.ref not in gone]
+            done[preemptor.ref] = self._under_way(preemptor, eviction, evicted)
+        order = [w for w in order if w.ref not in done]
+        if order and left and queues is not None and usage is not None:
+
+            def carry(preemptor: Workload, eviction: Eviction) -> list[Victim]:
+                return self._evict(eviction, preemptor, candidates, by_ref)
+
+            for preemptor, eviction, evicted in evict_for(
+                order, fleet, left, queues, usage, carry, policies=policies, time_limit=time_limit
+            ):
+                done[preemptor.ref] = self._under_way(preemptor, eviction, evicted)
         self._seen = {}
         return done
+
+    def _under_way(self, preemptor: Workload, eviction: Eviction, evicted: Sequence[Victim]) -> str:
+        """Record the eviction for ``preemptor`` (it and its victims are held until their pods
+        are gone, module docstring); what it evicted in words."""
+        pods = {key for v in evicted for key in self._seen.get(v.workload.ref, ())}
+        started = self._clock()
+        with self._lock:
+            self._evicting[preemptor.ref] = _Eviction(
+                eviction.cluster,
+                frozenset(v.workload.ref for v in evicted),
+                pods,
+                started + EVICTION_SECONDS,
+                started=started,
+            )
+        return self._words(eviction, evicted)
 
     # -- the victims' placements -----------------------------------------------------------------
 
@@ -542,13 +601,7 @@ class Preemption:
                 extra={"event": "eviction-failed", "workload": str(ref), "cluster": cluster},
             )
             return False
-        kind = "Reclaim" if rule == RECLAIM else "Preempt"
-        why = (
-            f"reclaimed by {preemptor}: its queue is within its quota and this workload's "
-            "queue is over its own"
-            if rule == RECLAIM
-            else f"preempted by {preemptor}, of a higher priority in the same queue"
-        )
+        kind, why = _cause(rule, preemptor)
         done = (
             "suspended (its pods go; resumed if it is placed there again)"
             if how == SUSPENDED
@@ -678,6 +731,22 @@ class Preemption:
             f"evicting {names} on cluster {eviction.cluster} ({_rules(eviction)}): "
             "placed once they are gone"
         )
+
+
+def _cause(rule: str, preemptor: WorkloadRef) -> tuple[str, str]:
+    """The victim's ``Preempted`` reason and why, in words, for an eviction by ``rule``."""
+    if rule == RECLAIM:
+        return "Reclaim", (
+            f"reclaimed by {preemptor}: its queue is within its quota and this workload's "
+            "queue is over its own"
+        )
+    if rule == RESERVATION:
+        return "Reservation", (
+            f"evicted for {preemptor}, whose reservation waited past the controller's "
+            "--reserve-preempt-after (this workload is of a lower priority, or of its priority "
+            "and smaller)"
+        )
+    return "Preempt", f"preempted by {preemptor}, of a higher priority in the same queue"
 
 
 def _rules(eviction: Eviction) -> str:

@@ -28,7 +28,14 @@ holds the controller's reservations and ties them to its cycles
    member unreachable or left out), looked at every gather (:meth:`Reserving.review`; the gang
    is then decided again at once, and planned again). A gang placed after its start may run
    past the start of reservations planned after it on its cluster: those are planned again.
-4. **Persistence and visibility**: the reservations are kept in the hub's ConfigMap
+4. **Eviction** (``ReservationPolicy.preempt_after_s``, :meth:`Reserving.forcing`): a gang
+   holding a reservation that has waited that long (:func:`waiting_since`) while its start is
+   still more than ``preempt_slack_s`` ahead is *due*
+   (:func:`~placer.solver.reservation_preemption.due`): the cycle's preemption
+   (:mod:`placer.controller.preemption`) evicts for it in the same plan as the queues'
+   evictions. The gang is decided again at the moment it becomes due (:meth:`Reserving.review`
+   wakes it once), not after its backoff.
+5. **Persistence and visibility**: the reservations are kept in the hub's ConfigMap
    ``placer-reservations`` (:mod:`placer.controller.reservationstore`), read when the controller
    starts acting, so a restart or a new leader keeps them; the gang's hub object gets a
    ``Reserved`` condition (True: the cluster, nodes and start; False once a reservation it held
@@ -72,6 +79,7 @@ from placer.model import Fleet, Placement, Workload, WorkloadRef
 from placer.objects import annotations_of, generation_of, meta, uid_of
 from placer.policy import PlacementPolicy
 from placer.solver.charging import charge
+from placer.solver.reservation_preemption import deadline, due
 from placer.solver.reservations import (
     Reservation,
     ReservationPolicy,
@@ -219,6 +227,8 @@ class Reserving:
         self._woken: set[WorkloadRef] = set()
         #: a reservation ended without its gang placed since :meth:`loosened` was last asked.
         self._loosened = False
+        #: gangs woken at the moment their reservation became due for eviction (once each).
+        self._force_woken: set[WorkloadRef] = set()
 
     # -- reading -----------------------------------------------------------------------------
 
@@ -383,8 +393,49 @@ class Reserving:
         self._gauge()
         with self._lock:
             woken, self._woken = self._woken, set()
-            due = {r for r, b in self._held.items() if b.reservation.start_s <= now}
-        return woken | due
+            started = {r for r, b in self._held.items() if b.reservation.start_s <= now}
+        return woken | started | self._due_now(now)
+
+    def forcing(self, waiting: Sequence[Manifest]) -> list[WorkloadRef]:
+        """Of ``waiting`` (a cycle's workloads left pending), the gangs whose reservation is due
+        for eviction now (module docstring, 4), in the order the reservations were planned;
+        none without ``preempt_after_s``."""
+        after = self.policy.preempt_after_s
+        if after is None or not self.loaded:
+            return []
+        now = self._clock()
+        bodies = {m.ref: m.body for m in waiting}
+        return [
+            booked.ref
+            for booked in self.held()
+            if booked.ref in bodies
+            and due(
+                booked.reservation,
+                waiting_since(bodies[booked.ref], now),
+                now,
+                after,
+                self.policy.preempt_slack_s,
+            )
+        ]
+
+    def _due_now(self, now: float) -> set[WorkloadRef]:
+        """The gangs whose reservation became due for eviction since the last look (each once
+        per reservation): to be decided now, not after their backoff."""
+        after = self.policy.preempt_after_s
+        if after is None:
+            return set()
+        found: set[WorkloadRef] = set()
+        for booked in self.held():
+            obj = self.hub.get(booked.ref)
+            if obj is None:
+                continue
+            since = waiting_since(obj, now)
+            when = deadline(booked.reservation, since, after, self.policy.preempt_slack_s)
+            if when <= now and booked.ref not in self._force_woken:
+                found.add(booked.ref)
+        with self._lock:
+            self._force_woken = (self._force_woken & set(self._held)) | found
+        return found
 
     def forget(self, ref: WorkloadRef, uid: str) -> bool:
         """The hub object ``ref`` of ``uid`` is gone (the controller's ``forget``, under its

@@ -27,6 +27,14 @@ Model
   the fleet *as the decision sees it* (:func:`placer.solver.reservations.backfill_view`:
   the nodes of other reservations stay off limits unless it may backfill them), so forcing
   one reservation never takes another's nodes.
+* **queues** (:func:`allowed`, the controller with Queues on the hub): a queue's quota is a
+  guarantee no reservation breaks (KAI's and Run:ai's rule: in-quota work of one queue is not
+  preempted for another queue's work). Work of the reserved gang's own queue may be evicted
+  by the rule above; work of another queue only when that queue is over its quota and
+  ``reclaimable``, only its over-quota part, and only when the reserved gang is within its
+  own queue's quota — the reclaim rows of :mod:`placer.solver.preempt` (``RECLAIM``) on
+  those victims, and the preemptor's limits, in the same model. Evicted either way, a victim
+  records the reason ``reservation``.
 
 What it costs is what the victims had run (no checkpoint: they start over when placed again;
 the stream records it, ``PreemptionRecord.lost_gpu_seconds``).
@@ -38,14 +46,16 @@ from __future__ import annotations
 
 import math
 from collections.abc import Sequence
+from dataclasses import replace
 
 from placer.model import Fleet, Workload
 from placer.policy import PlacementPolicy
-from placer.solver.preempt import LABEL_PREEMPTIBLE, Eviction, Victim, evict_among
+from placer.queues import QueueSet, Usage, membership
+from placer.solver.preempt import LABEL_PREEMPTIBLE, RECLAIM, Eviction, Victim, evict_among
 from placer.solver.reservations import Reservation
 from placer.solver.state import gpu_milli
 
-__all__ = ["RESERVATION", "candidates", "deadline", "due", "force"]
+__all__ = ["RESERVATION", "allowed", "candidates", "deadline", "due", "force"]
 
 #: the reason a victim records when it was evicted for a reservation.
 RESERVATION = "reservation"
@@ -82,6 +92,44 @@ def candidates(preemptor: Workload, running: Sequence[Victim]) -> list[Victim]:
     return out
 
 
+def allowed(
+    preemptor: Workload,
+    running: Sequence[Victim],
+    queues: QueueSet | None = None,
+    usage: Usage | None = None,
+) -> list[tuple[Victim, str]]:
+    """The running gangs ``preemptor``'s reservation may evict, each with the rows its
+    eviction obeys: ``RESERVATION`` (the rule of :func:`candidates`), or with ``queues``
+    (``usage`` booking ``running``) ``RECLAIM`` for another queue's over-quota work (module
+    docstring, *queues*). Priorities are the workloads' own: the caller gives them the ones
+    their queues or priority classes say."""
+    rule = candidates(preemptor, running)
+    if queues is None:
+        return [(victim, RESERVATION) for victim in rule]
+    usage = usage if usage is not None else Usage(queues)
+    mine = membership(preemptor, queues)
+    if mine.refusal is not None:
+        return []
+    in_quota = usage.quota_problem(mine.queue, preemptor.total_requests(), ancestors=False) is None
+    out: list[tuple[Victim, str]] = []
+    for victim in rule:
+        theirs = membership(victim.workload, queues).queue
+        if theirs == mine.queue:
+            out.append((victim, RESERVATION))
+        elif (
+            in_quota
+            and theirs is not None
+            and queues.queues[theirs].reclaimable
+            and _over_quota(usage, theirs)
+        ):
+            out.append((victim, RECLAIM))
+    return out
+
+
+def _over_quota(usage: Usage, queue: str) -> bool:
+    return any(usage.used(queue, r) > rule.quota for r, rule in usage.rules(queue).items())
+
+
 def force(
     preemptor: Workload,
     fleet: Fleet,
@@ -91,21 +139,30 @@ def force(
     policies: Sequence[PlacementPolicy] = (),
     seed: int = 0,
     time_limit: float = 0.5,
+    queues: QueueSet | None = None,
+    usage: Usage | None = None,
 ) -> Eviction | None:
     """The least disruptive eviction that starts ``preemptor`` at ``now``, or ``None`` when no
     set of allowed victims makes room.
 
     ``fleet`` and ``preemptor``: as the decision sees them (reservations applied,
     :func:`placer.solver.reservations.backfill_view`); ``running``: the placed gangs, whose
-    placements ``fleet`` is charged with.
+    placements ``fleet`` is charged with; ``queues`` and ``usage`` (booking ``running``):
+    the queues' guarantee holds too (:func:`allowed`). Every victim's reason is
+    :data:`RESERVATION`.
     """
-    allowed = [(victim, RESERVATION) for victim in candidates(preemptor, running)]
-    return evict_among(
+    eviction = evict_among(
         preemptor,
         fleet,
-        allowed,
+        allowed(preemptor, running, queues, usage),
+        queues=queues,
+        usage=usage,
         policies=policies,
         seed=seed,
         time_limit=time_limit,
         lost_at=now,
     )
+    if eviction is None:
+        return None
+    victims = tuple(replace(v, reason=RESERVATION) for v in eviction.victims)
+    return replace(eviction, victims=victims)

@@ -9,8 +9,15 @@ import pytest
 
 from placer.model import Fleet, Workload
 from placer.solver import charge, solve
-from placer.solver.preempt import LABEL_PREEMPTIBLE, Victim
-from placer.solver.reservation_preemption import RESERVATION, candidates, deadline, due, force
+from placer.solver.preempt import LABEL_PREEMPTIBLE, RECLAIM, Victim
+from placer.solver.reservation_preemption import (
+    RESERVATION,
+    allowed,
+    candidates,
+    deadline,
+    due,
+    force,
+)
 from placer.solver.reservations import Reservation, ReservationPolicy, backfill_view
 from tests.builders import fleets as builders
 
@@ -123,3 +130,74 @@ def test_a_forced_gang_never_takes_the_nodes_of_an_earlier_reservation() -> None
     # without the earlier reservation the job that ran least goes
     free = force(big, busy, running, 10.0)
     assert free is not None and [v.workload.name for v in free.victims] == ["a"]
+
+
+def test_under_queues_a_reservation_never_takes_a_queues_in_quota_work() -> None:
+    """With queues, a reserved gang of team-a evicts team-a's smaller work by the reservation
+    rule; team-b's work only from team-b's over-quota part, and only while team-a stays within
+    its own quota. Evicted either way, the victims say ``reservation``."""
+    from placer.queues import Queue, QueueSet, ResourceRule, Usage, queue_set
+
+    gpu = "nvidia.com/gpu"
+
+    def team(name: str, pods: int, queue: str) -> Workload:
+        return _job(name, pods, labels={"placer.dev/queue": queue})
+
+    def usage_of(queues: QueueSet, victims: list[Victim]) -> Usage:
+        usage = Usage(queues)
+        for v in victims:
+            usage.add(v.workload.labels["placer.dev/queue"], v.workload.total_requests(), "c0")
+        return usage
+
+    def rules(a_quota: int, b_quota: int, reclaimable: bool = True) -> QueueSet:
+        return queue_set(
+            [
+                Queue("team-a", resources={gpu: ResourceRule(quota=a_quota)}),
+                Queue(
+                    "team-b",
+                    resources={gpu: ResourceRule(quota=b_quota)},
+                    reclaimable=reclaimable,
+                ),
+            ]
+        )
+
+    gang = team("gang", 2, "team-a")
+    fleet, running = _running(
+        _fleet(4),
+        (team("a-0", 1, "team-a"), 0.0),
+        (team("b-0", 1, "team-b"), 0.0),
+        (team("b-1", 1, "team-b"), 0.0),
+        (team("b-2", 1, "team-b"), 0.0),
+    )
+
+    def names(queues: QueueSet) -> list[tuple[str, str]]:
+        found = allowed(gang, running, queues, usage_of(queues, running))
+        return [(v.workload.ref.name, rule) for v, rule in found]
+
+    # team-b within its quota (24 of 32): only team-a's own work
+    assert names(rules(a_quota=32, b_quota=32)) == [("a-0", RESERVATION)]
+    # team-b over its quota (24 of 8), team-a within its own (8 + 16 of 32): team-b's too
+    assert names(rules(a_quota=32, b_quota=8)) == [
+        ("a-0", RESERVATION),
+        ("b-0", RECLAIM),
+        ("b-1", RECLAIM),
+        ("b-2", RECLAIM),
+    ]
+    # ... but not when team-a would be over its own quota, nor from a queue not reclaimable
+    assert names(rules(a_quota=16, b_quota=8)) == [("a-0", RESERVATION)]
+    assert names(rules(a_quota=32, b_quota=8, reclaimable=False)) == [("a-0", RESERVATION)]
+    # the model takes team-b's over-quota part only: 16 of its 24 GPUs may go, team-a's 8
+    # ... so the gang (16) evicts within what the rows allow, and says reservation
+    queues = rules(a_quota=32, b_quota=16)
+    eviction = force(
+        gang,
+        fleet,
+        running,
+        60.0,
+        queues=queues,
+        usage=usage_of(queues, running),
+    )
+    assert eviction is not None
+    assert {v.reason for v in eviction.victims} == {RESERVATION}
+    taken_b = sum(v.gpu_milli for v in eviction.victims if v.workload.name.startswith("b-"))
+    assert taken_b <= 8_000 and eviction.gpu_milli == 16_000, eviction.victims
