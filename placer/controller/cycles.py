@@ -111,6 +111,7 @@ from placer.queues import QueueSet, membership
 from placer.solver import solve
 from placer.solver.charging import charge
 from placer.solver.fairshare import Running, solve_fair
+from placer.solver.preempt import Eviction
 from placer.stopwatch import Stopwatch
 from placer.timestamps import rfc3339
 
@@ -771,6 +772,7 @@ class DecisionCycle:
             forced=[manifests[ref].workload for ref in forced],
             queue_preemption=by_queues,
             prioritised=lambda w: with_class_priority(w, classes),
+            on_forced=self._forced,
         )
         # pods that went while their copies were being suspended, before the evictions were
         # recorded: their watch events released no one, and no later event may come
@@ -778,6 +780,12 @@ class DecisionCycle:
             for name in sorted(self.preemption.watched_clusters()):
                 self.victims_gone(name)
         return evicted
+
+    def _forced(self, ref: WorkloadRef, eviction: Eviction) -> None:
+        """Work was evicted for ``ref``'s reservation: it holds the nodes freed from now on."""
+        if self.reserving is not None:
+            nodes = {pod.node for pod in eviction.placement.pods}
+            self.reserving.forced(ref, eviction.cluster, nodes)
 
     def _pin_groups(self, manifests: list[Manifest], fleet: Fleet) -> list[Manifest]:
         """Pin new members of a ``placer.dev/group`` to the cluster of members already placed.

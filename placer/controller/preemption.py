@@ -427,6 +427,7 @@ class Preemption:
         forced: Sequence[Workload] = (),
         queue_preemption: bool = True,
         prioritised: Callable[[Workload], Workload] = lambda w: w,
+        on_forced: Callable[[WorkloadRef, Eviction], None] = lambda ref, eviction: None,
     ) -> dict[WorkloadRef, str]:
         """Evict for ``waiting`` (the cycle's pending work) on ``fleet`` (charged with
         everything placed, ``placed_now`` included) — one plan: first for ``forced`` (gangs
@@ -435,7 +436,8 @@ class Preemption:
         with ``queues`` and ``queue_preemption``, for the rest by the queues' rules, among the
         victims left (none is evicted twice); per preemptor whose victims were evicted, what
         it evicted in words. ``prioritised``: a workload with the priority its queue or
-        priority class gives it (the reservation rule compares priorities)."""
+        priority class gives it (the reservation rule compares priorities); ``on_forced``:
+        told of each eviction for a reservation (its placement names the nodes freed)."""
         now = self._clock()
         with self._lock:  # (gone ones)
             self._evicting = {r: e for r, e in self._evicting.items() if e.until > now}
@@ -481,6 +483,7 @@ class Preemption:
             gone = {v.workload.ref for v in evicted}
             left = [v for v in left if v.workload.ref not in gone]
             done[preemptor.ref] = self._under_way(preemptor, eviction, evicted)
+            on_forced(preemptor.ref, eviction)
         order = [w for w in order if w.ref not in done]
         if order and left and queues is not None and usage is not None:
 

@@ -418,6 +418,37 @@ class Reserving:
             )
         ]
 
+    def forced(self, ref: WorkloadRef, cluster: str, nodes: Iterable[str]) -> None:
+        """Running work was evicted for ``ref``'s reservation (module docstring, 4): it now
+        holds the nodes the eviction freed, on ``cluster``, from now on — nothing backfills
+        there (no run time ends before now), so the room goes to the gang once the victims'
+        pods are gone, not to whoever is decided first. It expires as any other (its start
+        plus the grace) if the gang still cannot start."""
+        now = self._clock()
+        with self._lock:
+            booked = self._held.get(ref)
+            if booked is None:
+                return
+            before = booked.reservation
+            reservation = replace(
+                before,
+                cluster=cluster,
+                nodes=tuple(sorted(set(nodes))),
+                start_s=now,
+                reason=f"{before.reason}; started by eviction at {rfc3339(now)}",
+            )
+            self._held[ref] = replace(booked, reservation=reservation)
+            self._dirty = True
+        log.info(
+            "%s: reservation forced, on %s from now (%d nodes)",
+            ref,
+            cluster,
+            len(reservation.nodes),
+            extra={"event": "reservation-forced", "workload": str(ref), "cluster": cluster},
+        )
+        self._save()
+        self._show(ref)
+
     def _due_now(self, now: float) -> set[WorkloadRef]:
         """The gangs whose reservation became due for eviction since the last look (each once
         per reservation): to be decided now, not after their backoff."""

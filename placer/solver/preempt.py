@@ -290,7 +290,7 @@ def evict_among(
             continue
         found = _on_cluster(
             preemptor,
-            mine.queue,
+            mine.queue if mine.queue in queues else None,  # (a label naming no queue given)
             demand,
             fleet,
             cluster.name,

@@ -201,3 +201,13 @@ def test_under_queues_a_reservation_never_takes_a_queues_in_quota_work() -> None
     assert {v.reason for v in eviction.victims} == {RESERVATION}
     taken_b = sum(v.gpu_milli for v in eviction.victims if v.workload.name.startswith("b-"))
     assert taken_b <= 8_000 and eviction.gpu_milli == 16_000, eviction.victims
+
+
+def test_without_queues_a_queue_label_changes_nothing() -> None:
+    """The controller's Jobs carry ``placer.dev/queue`` whether or not the hub has Queues: with
+    none, the reservation rule alone decides (the label names no queue the model knows)."""
+    labels = {"placer.dev/queue": "default"}
+    fleet, running = _running(_fleet(2), (_job("small", 1, labels=labels), 0.0))
+    gang = _job("gang", 2, labels=labels)
+    eviction = force(gang, fleet, running, 60.0)
+    assert eviction is not None and [v.workload.name for v in eviction.victims] == ["small"]
