@@ -32,7 +32,8 @@ name                                   type       labels / meaning
 ``leader``                             gauge      1 while this replica leads
 ``managed_workloads``                  gauge      hub objects with a placement record
 ``preemptions_total``                  counter    ``reason``: workloads evicted (``reclaim``,
-                                                  ``preempt``: :mod:`~placer.controller.preemption`)
+                                                  ``preempt``, ``reservation``:
+                                                  :mod:`~placer.controller.preemption`)
 ``queue_allocated``                    gauge      ``queue``, ``resource``: what placed work
                                                   uses of each resource the hub's Queue lists
                                                   (children included; cpu in cores, memory in
@@ -159,7 +160,7 @@ class Metrics:
 
         self.preemptions = Counter(
             "placer_preemptions",
-            "Placed workloads evicted for pending ones, by rule (reclaim, preempt)",
+            "Placed workloads evicted for pending ones, by rule (reclaim, preempt, reservation)",
             ["reason"],
             registry=r,
         )

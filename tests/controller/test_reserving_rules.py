@@ -146,6 +146,24 @@ def test_reservation_flags_make_the_policy_and_need_reserve_after() -> None:
     assert (policy.after_s, policy.max_reservations, policy.grace_s) == (0, 4, 0)
     with pytest.raises(UsageError, match="--max-reservations needs --reserve-after"):
         reservation_policy(controller_args("--max-reservations", "4"))
+    # the eviction flags, named and meant as in placer simulate
+    policy = reservation_policy(
+        controller_args(
+            "--reserve-after",
+            "0",
+            "--reserve-preempt-after",
+            "7200",
+            "--reserve-preempt-slack",
+            "600",
+        )
+    )
+    assert (policy.preempt_after_s, policy.preempt_slack_s) == (7200, 600)
+    policy = reservation_policy(controller_args("--reserve-after", "0"))
+    assert (policy.preempt_after_s, policy.preempt_slack_s) == (None, 3600)
+    with pytest.raises(UsageError, match="--reserve-preempt-after needs --reserve-after"):
+        reservation_policy(controller_args("--reserve-preempt-after", "60"))
+    with pytest.raises(UsageError, match="--reserve-preempt-slack needs --reserve-preempt-after"):
+        reservation_policy(controller_args("--reserve-after", "0", "--reserve-preempt-slack", "60"))
 
 
 def test_relative_times_of_get_reservations() -> None:
