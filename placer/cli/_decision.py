@@ -5,7 +5,7 @@ from __future__ import annotations
 
 import argparse
 
-from placer.cli._types import SEED, seconds
+from placer.cli._types import SEED, seconds, seconds_or_zero
 from placer.errors import UsageError
 from placer.policy import PlacementPolicy, load_policies
 from placer.queues import QueueSet, load_queues
@@ -16,6 +16,7 @@ __all__ = [
     "add_manifest_option",
     "add_policy_option",
     "add_queues_option",
+    "add_reserve_preempt_options",
     "decision_policies",
     "decision_queues",
 ]
@@ -44,6 +45,32 @@ def decision_queues(args: argparse.Namespace) -> QueueSet | None:
     """The queues of ``--queues FILE``, or ``None`` without it."""
     path = getattr(args, "queues", None)
     return load_queues(path) if path else None
+
+
+def add_reserve_preempt_options(
+    parser: argparse.ArgumentParser | argparse._ArgumentGroup, rules: str = ""
+) -> None:
+    """``--reserve-preempt-after`` and ``--reserve-preempt-slack`` (``simulate --mode stream``
+    and ``controller``: the same names and meaning); ``rules``: what else the command's
+    evictions keep to, in words."""
+    parser.add_argument(
+        "--reserve-preempt-after",
+        type=seconds_or_zero,
+        default=None,
+        metavar="SECONDS",
+        help="with --reserve-after: a reserved gang waiting this long (since it arrived) "
+        "whose start is still more than --reserve-preempt-slack ahead starts at once, "
+        "evicting whole gangs of lower priority, or of its priority and smaller; never "
+        f'placer.dev/preemptible: "false"{rules} (docs/reservations.md); default: never evicts',
+    )
+    parser.add_argument(
+        "--reserve-preempt-slack",
+        type=seconds_or_zero,
+        default=None,
+        metavar="SECONDS",
+        help="with --reserve-preempt-after: a start at most this far ahead is waited for "
+        "(default 3600)",
+    )
 
 
 def add_manifest_option(parser: argparse.ArgumentParser) -> None:

@@ -24,7 +24,7 @@ from collections.abc import Sequence
 from dataclasses import replace
 from typing import Any
 
-from placer.cli._decision import add_policy_option
+from placer.cli._decision import add_policy_option, add_reserve_preempt_options
 from placer.cli._fleet import add_fleet_options, fleet_config_from_args
 from placer.cli._types import address, count, port, seconds, seconds_or_zero
 from placer.errors import PlacerError, UsageError
@@ -352,25 +352,7 @@ def add_reservation_options(group: Any) -> None:
         help="with --reserve-after: how long past its start a reservation holds while its gang "
         "still cannot start, before it is planned again (default 60)",
     )
-    group.add_argument(
-        "--reserve-preempt-after",
-        type=seconds_or_zero,
-        default=None,
-        metavar="SECONDS",
-        help="with --reserve-after: a reserved gang waiting this long whose start is still "
-        "more than --reserve-preempt-slack ahead starts now, evicting whole gangs of lower "
-        'priority, or of its priority and smaller; never placer.dev/preemptible: "false", '
-        "never a queue's in-quota work for another queue (docs/reservations.md); default: "
-        "never evicts",
-    )
-    group.add_argument(
-        "--reserve-preempt-slack",
-        type=seconds_or_zero,
-        default=None,
-        metavar="SECONDS",
-        help="with --reserve-preempt-after: a start at most this far ahead is waited for "
-        "(default 3600)",
-    )
+    add_reserve_preempt_options(group, ", never a queue's in-quota work for another queue")
 
 
 def reservation_policy(args: argparse.Namespace) -> Any:

@@ -28,7 +28,12 @@ from dataclasses import replace
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, TextIO
 
-from placer.cli._decision import add_policy_option, add_queues_option, decision_queues
+from placer.cli._decision import (
+    add_policy_option,
+    add_queues_option,
+    add_reserve_preempt_options,
+    decision_queues,
+)
 from placer.cli._output import add_output_option, print_data, print_table
 from placer.cli._sweep import (
     drain_set,
@@ -120,24 +125,7 @@ def register(subparsers: argparse._SubParsersAction[argparse.ArgumentParser]) ->
         metavar="N",
         help="with --reserve-after: reservations held at once (default 1)",
     )
-    parser.add_argument(
-        "--reserve-preempt-after",
-        type=seconds_or_zero,
-        default=None,
-        metavar="SECONDS",
-        help="with --reserve-after: a reserved gang waiting this long (since it arrived) "
-        "whose start is still more than --reserve-preempt-slack ahead starts at once, "
-        "evicting whole gangs of lower priority, or of its priority and smaller; never "
-        'placer.dev/preemptible: "false" (docs/reservations.md); default: never evicts',
-    )
-    parser.add_argument(
-        "--reserve-preempt-slack",
-        type=seconds_or_zero,
-        default=None,
-        metavar="SECONDS",
-        help="with --reserve-preempt-after: a start at most this far ahead is waited for "
-        "(default 3600)",
-    )
+    add_reserve_preempt_options(parser)
     parser.add_argument(
         "--runtime-noise",
         type=float,
