@@ -92,7 +92,7 @@ from placer.objects import generation_of, uid_of, version_of
 from placer.policy import PlacementPolicy
 from placer.queues import QueueSet, Usage, membership
 from placer.queues.report import pending_demand, queue_rows
-from placer.solver.charging import release
+from placer.solver.charging import charge, release
 from placer.solver.fairshare import Running
 from placer.solver.preempt import RECLAIM, Eviction, Victim
 from placer.solver.reservation_preemption import RESERVATION, force
@@ -475,11 +475,15 @@ class Preemption:
             evicted = self._evict(eviction, preemptor, candidates, by_ref)
             if not evicted:
                 continue
-            fleet = release(fleet, [v.placement for v in evicted])
-            for victim in evicted:
-                if usage is not None and queues is not None:
+            # the room is the gang's from now on (its reservation moves there): the rest of
+            # the plan sees it taken
+            fleet = charge(release(fleet, [v.placement for v in evicted]), [eviction.placement])
+            if usage is not None and queues is not None:
+                for victim in evicted:
                     queue = membership(victim.workload, queues).queue
                     usage.remove(queue, victim.workload.total_requests(), victim.placement.cluster)
+                queue = membership(preemptor, queues).queue
+                usage.add(queue, preemptor.total_requests(), eviction.cluster)
             gone = {v.workload.ref for v in evicted}
             left = [v for v in left if v.workload.ref not in gone]
             done[preemptor.ref] = self._under_way(preemptor, eviction, evicted)
