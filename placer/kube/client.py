@@ -1,18 +1,19 @@
 """One client per member cluster: any kind by apiVersion/kind, raw JSON, placer's errors.
 
 :func:`open_client` turns one kubeconfig context into a :class:`KubeClient` backed by its own
-``kubernetes.client.ApiClient`` (built by the official loader with ``persist_config=False``, so
-exec plugins, OIDC and token files work and nothing is ever written back). Clients share no
-state: one per context is the multi-cluster pattern, safe to use from one thread each (and the
-connection pool lets a few threads share one).
+transport (:mod:`placer.kube.transport`): urllib3 configured from the kubeconfig entry when
+placer understands it (token, token file, client certificate, basic auth, CA, proxy-url), else
+the official client's ``ApiClient`` (built by its loader with ``persist_config=False``, so exec
+plugins and OIDC work and nothing is ever written back). Clients share no state: one per
+context is the multi-cluster pattern, safe to use from one thread each (and the connection pool
+lets a few threads share one).
 
 Why raw JSON instead of the typed ``CoreV1Api``: the typed models are pydantic in client 37 and
 validating 5,000 pods costs far more than reading them (and fails on objects a fake or an older
 server leaves incomplete); placer reads a few fields of many objects, and dispatches custom
 resources that have no typed model anyway. So every verb builds a pure
 :class:`placer.kube.requests.Request`, and :meth:`KubeClient.send` — the single place that does
-I/O — sends it through the ``ApiClient``'s REST layer (TLS, proxy, auth hooks included) and
-parses the body with ``json.loads``.
+I/O — sends it through the transport and parses the body with ``json.loads``.
 
 Errors: every failure leaves this module as a :class:`placer.errors.KubeError` subclass (see
 :mod:`placer.kube.translate`), with the cluster name and the action in the message.
@@ -55,6 +56,7 @@ from placer.kube.requests import (
 from placer.kube.resources import WELL_KNOWN, ResourceRef, api_prefix, resources_from_discovery
 from placer.kube.settings import ClientSettings, WatchSettings
 from placer.kube.translate import error_from_exception, error_from_status
+from placer.kube.transport import LightTransport, OfficialTransport, Transport, light_connection
 from placer.kube.watching import Watcher
 from placer.objects import meta, name_of, namespace_of, version_of
 
@@ -75,7 +77,7 @@ class KubeClient:
     """A client for one API server (one kubeconfig context). Build it with :func:`open_client`.
 
     Args:
-        api_client: the official client's ``ApiClient`` for this context.
+        transport: how requests reach the API server (:mod:`placer.kube.transport`).
         name: member cluster name (used in errors and logs).
         settings: timeouts, retries, paging.
         namespace: default namespace (the context's).
@@ -84,21 +86,21 @@ class KubeClient:
 
     def __init__(
         self,
-        api_client: Any,
+        transport: Transport,
         *,
         name: str,
         settings: ClientSettings | None = None,
         namespace: str = "default",
         page_gate: AbstractContextManager[Any] | None = None,
     ) -> None:
-        self.api_client = api_client
+        self.transport = transport
         #: held while a list page is decoded and processed (see :meth:`iter_pages`); share a
         #: ``threading.BoundedSemaphore`` between clients to bound the pages alive at once.
         self.page_gate: AbstractContextManager[Any] = page_gate or nullcontext()
         self.name = name
         self.settings = settings or ClientSettings()
         self.namespace = namespace
-        self.server: str = str(api_client.configuration.host)
+        self.server: str = transport.server
         self._discovered: dict[str, dict[str, ResourceRef]] = {}
         self._lock = threading.Lock()
 
@@ -113,7 +115,7 @@ class KubeClient:
 
     def close(self) -> None:
         """Release the connections."""
-        self.api_client.close()
+        self.transport.close()
 
     # ----------------------------------------------------------------------------------------
     # the I/O seam
@@ -164,8 +166,7 @@ class KubeClient:
         timeout: float | tuple[float, float] | None,
         streaming: bool = False,
     ) -> Iterator[Any]:
-        api = self.api_client
-        headers: dict[str, str] = {"Accept": "application/json", **api.default_headers}
+        headers: dict[str, str] = {"Accept": "application/json"}
         if request.body is not None:
             headers["Content-Type"] = request.content_type or "application/json"
         if timeout is None:
@@ -174,17 +175,13 @@ class KubeClient:
             timeout = (min(self.settings.connect_timeout, timeout), timeout)
         response = None
         try:
-            api.update_params_for_auth(
-                headers, [], ["BearerToken"], request.path, request.method, request.body
-            )
-            rest = api.rest_client.request(
+            response = self.transport.send(
                 request.method,
                 self.server + request.url,
                 headers=headers,
                 body=request.body,
-                _request_timeout=timeout,
+                timeout=timeout,
             )
-            response = rest.response
             if response.status >= 400:
                 body = response.data
                 raise error_from_status(
@@ -657,7 +654,10 @@ def open_client(
 ) -> KubeClient:
     """A :class:`KubeClient` for ``context`` of ``kubeconfigs``.
 
-    Nothing is sent yet: an unreachable server only shows on the first request.
+    Nothing is sent yet: an unreachable server only shows on the first request. The client
+    talks through the light transport when it understands the context's entries, else through
+    the official client (exec plugins, auth-provider, environment proxies...; see
+    :mod:`placer.kube.transport`, and ``ClientSettings.light_transport``).
 
     Args:
         kubeconfigs: the merged kubeconfig files.
@@ -667,21 +667,16 @@ def open_client(
         page_gate: see :attr:`KubeClient.page_gate`.
 
     Raises:
-        FleetConfigError: unknown context, dangling reference, or the official loader refused
-            the entry (message redacted of credentials, naming file and context).
+        FleetConfigError: unknown context, dangling reference, or the entry cannot be used
+            (message redacted of credentials, naming file and context).
     """
-    from kubernetes.client import Configuration
-    from kubernetes.config import new_client_from_config_dict as _new_client
-
-    new_client_from_config_dict: Any = _new_client  # the loader has no annotations
-
     settings = settings or ClientSettings()
     info: ContextInfo = kubeconfigs.context(context)
     missing = kubeconfigs.exec_plugin_problem(context)
     if missing is not None:
         raise missing
-    configuration = Configuration()
-    configuration.retries = _Retry(
+    config = kubeconfigs.client_config(context)
+    retries = _Retry(
         total=settings.connect_retries + 1,
         connect=settings.connect_retries,
         # one read retry: a pooled keep-alive connection the server closed while idle
@@ -693,10 +688,48 @@ def open_client(
         raise_on_status=False,
         raise_on_redirect=False,
     )
+    connection = light_connection(config, source=info.source) if settings.light_transport else None
+    transport: Transport
+    if connection is not None and not connection.declined:
+        transport = LightTransport(
+            connection,
+            retries=retries,
+            pool_size=settings.pool_size,
+            user_agent=settings.user_agent,
+            source=info.source,
+            context=context,
+        )
+    else:
+        transport = _official_transport(kubeconfigs, context, config, retries, settings)
+    return KubeClient(
+        transport,
+        name=name or context,
+        settings=settings,
+        namespace=info.namespace,
+        page_gate=page_gate,
+    )
+
+
+def _official_transport(
+    kubeconfigs: KubeconfigSet,
+    context: str,
+    config: dict[str, Any],
+    retries: urllib3.Retry,
+    settings: ClientSettings,
+) -> OfficialTransport:
+    """The official client's ``ApiClient`` for ``context``, built by its own loader with
+    ``persist_config=False`` (exec plugins, OIDC, token files work; nothing is written back)."""
+    from kubernetes.client import Configuration
+    from kubernetes.config import new_client_from_config_dict as _new_client
+
+    new_client_from_config_dict: Any = _new_client  # the loader has no annotations
+
+    configuration = Configuration()
+    configuration.retries = retries
     configuration.connection_pool_maxsize = settings.pool_size
     try:
         api_client = new_client_from_config_dict(
-            config_dict=kubeconfigs.client_config(context),
+            config_dict=config,
             context=context,
             persist_config=False,
             client_configuration=configuration,
@@ -704,20 +737,14 @@ def open_client(
     except Exception as exc:
         raise FleetConfigError(
             f"context {context!r} cannot be used: {kubeconfigs.redact(str(exc))}",
-            source=info.source,
+            source=kubeconfigs.context(context).source,
             field=f"contexts[name={context}]",
         ) from None
     api_client.user_agent = settings.user_agent
     hook = getattr(api_client.configuration, "refresh_api_key_hook", None)
     if hook is not None:
         api_client.configuration.refresh_api_key_hook = _throttled(hook, _REFRESH_INTERVAL)
-    return KubeClient(
-        api_client,
-        name=name or context,
-        settings=settings,
-        namespace=info.namespace,
-        page_gate=page_gate,
-    )
+    return OfficialTransport(api_client)
 
 
 #: seconds between two runs of the official loader's token refresh hook.

@@ -46,4 +46,7 @@ class ClientSettings:
     pool_size: int = 4
     #: ``User-Agent`` sent with every request.
     user_agent: str = "placer"
+    #: talk through placer's light transport when it understands the kubeconfig entry (see
+    #: :mod:`placer.kube.transport`); ``False``: always through the official client.
+    light_transport: bool = True
     watch: WatchSettings = field(default_factory=WatchSettings)

@@ -21,6 +21,7 @@ from __future__ import annotations
 import json
 import socket
 import ssl
+import sys
 from collections.abc import Mapping
 from typing import Any
 
@@ -140,11 +141,10 @@ def error_from_exception(
 
 
 def _is_api_exception(exc: BaseException) -> bool:
-    try:
-        from kubernetes.client.exceptions import ApiException
-    except ImportError:  # pragma: no cover - the client is a dependency
-        return False
-    return isinstance(exc, ApiException)
+    # NB: only an official client that is loaded can have raised one (importing it costs ~0.2 s)
+    exceptions = sys.modules.get("kubernetes.client.exceptions")
+    api_exception = getattr(exceptions, "ApiException", None)
+    return isinstance(api_exception, type) and isinstance(exc, api_exception)
 
 
 def _describe_transport(exc: BaseException) -> tuple[str | None, str]:

@@ -84,6 +84,8 @@ class ServerContext:
     version: dict[str, str]
     stopping: threading.Event
     address: str
+    #: a verified TLS client certificate authenticates as well as the token.
+    client_certificates: bool = False
 
 
 @dataclass
@@ -298,6 +300,10 @@ class _Handler(BaseHTTPRequestHandler):
         )
 
     def _authenticate(self) -> None:
+        if self.ctx.client_certificates:
+            peer = getattr(self.connection, "getpeercert", None)
+            if peer is not None and peer():  # verified against the CA by the handshake
+                return
         header = self.headers.get("Authorization", "")
         scheme, _, token = header.partition(" ")
         if scheme.lower() != "bearer" or not hmac.compare_digest(

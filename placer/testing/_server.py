@@ -55,6 +55,9 @@ class ApiServer:
         history_size: events kept per resource for watches and continue tokens.
         bookmark_interval: seconds between BOOKMARK events on watches that allow them.
         version: fields overriding the ``/version`` answer (e.g. ``{"minor": "30"}``).
+        client_certificates: also authenticate clients by a TLS client certificate issued by
+            ``ca`` (:meth:`issue_client_certificate`), as kube-apiserver's x509 authenticator
+            does; a client presenting one needs no token.
     """
 
     def __init__(
@@ -69,6 +72,7 @@ class ApiServer:
         history_size: int = 10_000,
         bookmark_interval: float = 1.0,
         version: dict[str, str] | None = None,
+        client_certificates: bool = False,
     ) -> None:
         self.name = name
         self.token = token or secrets.token_urlsafe(24)
@@ -82,6 +86,10 @@ class ApiServer:
         cert = self.ca.issue_cert(host, "localhost")
         self._ssl = ssl.SSLContext(ssl.PROTOCOL_TLS_SERVER)
         cert.configure_cert(self._ssl)
+        self.client_certificates = client_certificates
+        if client_certificates:
+            self._ssl.verify_mode = ssl.CERT_OPTIONAL
+            self._ssl.load_verify_locations(cadata=self.ca.cert_pem.bytes().decode())
         self._front: HttpFront | None = None
         self._lock = threading.Lock()
 
@@ -100,6 +108,7 @@ class ApiServer:
                 version=self._version,
                 stopping=threading.Event(),
                 address=f"{self.host}:{self.port}",
+                client_certificates=self.client_certificates,
             )
             front = HttpFront(ctx, self._ssl, self.host, self.port)
             self.port = front.port
@@ -145,6 +154,12 @@ class ApiServer:
     def url(self) -> str:
         """``https://127.0.0.1:PORT`` (valid once started)."""
         return f"https://{self.host}:{self.port}"
+
+    def issue_client_certificate(self, user: str) -> tuple[bytes, bytes]:
+        """A client certificate for ``user`` (its common name) from this server's CA, and its
+        private key, both PEM; accepted when the server has ``client_certificates``."""
+        leaf = self.ca.issue_cert(f"{user}.clients.placer.test", common_name=user)
+        return leaf.cert_chain_pems[0].bytes(), leaf.private_key_pem.bytes()
 
     @property
     def ca_pem(self) -> bytes:
