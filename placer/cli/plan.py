@@ -77,7 +77,7 @@ def register(subparsers: argparse._SubParsersAction[argparse.ArgumentParser]) ->
 
 
 def run(args: argparse.Namespace) -> int:
-    from placer.dispatch.handoff import gang_warnings
+    from placer.dispatch.gangs import gang_warnings
     from placer.solver import solve  # OR-Tools: only for the commands that decide
     from placer.solver.elastic import chosen_counts
     from placer.solver.refusals import refusals

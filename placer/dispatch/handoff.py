@@ -50,14 +50,14 @@ from typing import TYPE_CHECKING, Any
 from placer.definitions import can_suspend, suspend
 from placer.definitions.model import GroupVersionKind
 from placer.definitions.templates import TemplateEdit, TemplateSite, edit_templates
+from placer.dispatch.gangs import gang_warnings, scheduler_for
 from placer.dispatch.outcomes import Manifest
 from placer.dispatch.record import LABEL_PLACED_BY, PLACED_BY, label_value, plan_of
 from placer.errors import DefinitionError, ForbiddenError, KubeError, NotFoundError
-from placer.model import ANNOTATION_PREFIX, Fleet, Placement, Workload, WorkloadRef
+from placer.model import ANNOTATION_PREFIX, Placement, WorkloadRef
 from placer.objects import name_of, namespace_of, uid_of
-from placer.policy import PlacementPolicy, policy_for
 from placer.quantity import add, format_resources
-from placer.schedulers import LABEL_QUEUE, SchedulerSpec, resolve_scheduler
+from placer.schedulers import LABEL_QUEUE, SchedulerSpec
 
 if TYPE_CHECKING:  # the client (and urllib3) are imported only where requests are sent
     from placer.kube import KubeClient
@@ -308,51 +308,6 @@ def plan_handoff(
             handoff.recorded, separators=(",", ":"), sort_keys=True
         )
     return handoff
-
-
-def scheduler_for(
-    cluster: str,
-    workload: Workload,
-    fleet: Fleet,
-    configured: Mapping[str, SchedulerSpec],
-    policies: Sequence[PlacementPolicy] = (),
-) -> SchedulerSpec:
-    """The scheduler ``workload`` is handed to on ``cluster``: its policy's, else the fleet
-    file's, else the cluster label's, else ``default``
-    (:func:`~placer.schedulers.resolve_scheduler`)."""
-    policy = policy_for(workload, policies)
-    labels: Mapping[str, str] = next((c.labels for c in fleet.clusters if c.name == cluster), {})
-    override = policy.scheduler if policy is not None else None
-    return resolve_scheduler(configured.get(cluster), labels, override)
-
-
-def gang_warnings(
-    placements: Iterable[Placement],
-    workloads: Mapping[WorkloadRef, Workload],
-    fleet: Fleet,
-    configured: Mapping[str, SchedulerSpec],
-    policies: Sequence[PlacementPolicy] = (),
-) -> list[str]:
-    """One warning for the placements whose gangs land on members with the default scheduler
-    (kube-scheduler binds pods one at a time; two half-started gangs can deadlock)."""
-    hit: dict[str, list[str]] = {}
-    for placement in placements:
-        workload = workloads.get(placement.workload)
-        if workload is None:
-            continue
-        spec = scheduler_for(placement.cluster, workload, fleet, configured, policies)
-        if spec.name != "default":
-            continue
-        if any(g.min_member > 1 for g in workload.gangs):
-            hit.setdefault(placement.cluster, []).append(str(placement.workload))
-    if not hit:
-        return []
-    where = "; ".join(f"{c}: {', '.join(refs)}" for c, refs in sorted(hit.items()))
-    return [
-        "gangs are not enforced on members with the default scheduler (kube-scheduler binds "
-        f"pods one at a time, so two half-started gangs can deadlock): {where}; set "
-        "scheduler: kai|volcano|coscheduling for these clusters in the fleet file"
-    ]
 
 
 def owner_reference(owner: Mapping[str, Any]) -> dict[str, Any]:

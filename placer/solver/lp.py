@@ -12,7 +12,6 @@ from collections.abc import Sequence
 
 import numpy as np
 import numpy.typing as npt
-from ortools.linear_solver import linear_solver_pb2
 
 __all__ = ["LinearProgram", "Solution"]
 
@@ -47,6 +46,10 @@ class LinearProgram:
     """``max c·v`` subject to rows ``lb ≤ a·v ≤ ub`` and variable bounds."""
 
     def __init__(self) -> None:
+        # imported here: the protocol buffers (and protobuf itself) cost a plan or submit
+        # command ~10 ms, and a decision whose every unit is placed builds no LP
+        from ortools.linear_solver import linear_solver_pb2
+
         self._model = linear_solver_pb2.MPModelProto()
         self._model.maximize = True
 
@@ -105,6 +108,8 @@ class LinearProgram:
 
     def solve(self) -> Solution | None:
         """The optimum, or ``None`` if GLOP found none (infeasible, unbounded, error)."""
+        from ortools.linear_solver import linear_solver_pb2
+
         if not self._model.variable:
             return Solution(0.0, np.zeros(0))
         request = linear_solver_pb2.MPModelRequest(
