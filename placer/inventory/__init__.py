@@ -9,20 +9,9 @@ Read-only, through :mod:`placer.kube`; used by ``placer get`` and ``placer descr
 * :mod:`~placer.inventory.describe` — the live describe tree (:func:`live_view`).
 """
 
-from placer.inventory.describe import LiveView, live_json, live_view, render_live
-from placer.inventory.listing import (
-    Inventory,
-    LiveWorkload,
-    UnknownTypeError,
-    WorkloadNotFoundError,
-    age,
-    components_text,
-    find_workload,
-    list_workloads,
-    resolve_type,
-    resolve_type_on,
-)
-from placer.inventory.pods import attribute_pods
+from typing import TYPE_CHECKING
+
+from placer._lazy import lazy_exports
 
 __all__ = [
     "Inventory",
@@ -41,3 +30,26 @@ __all__ = [
     "resolve_type",
     "resolve_type_on",
 ]
+
+if TYPE_CHECKING:
+    from placer.inventory.describe import LiveView, live_json, live_view, render_live
+    from placer.inventory.listing import (
+        Inventory,
+        LiveWorkload,
+        UnknownTypeError,
+        WorkloadNotFoundError,
+        age,
+        components_text,
+        find_workload,
+        list_workloads,
+        resolve_type,
+        resolve_type_on,
+    )
+    from placer.inventory.pods import attribute_pods
+else:
+    # `placer get` lists; only `describe` needs the live tree (and the dispatch modules it reads)
+    __getattr__ = lazy_exports(
+        __name__,
+        __all__,
+        ("placer.inventory.listing", "placer.inventory.pods", "placer.inventory.describe"),
+    )

@@ -6,6 +6,7 @@ from __future__ import annotations
 import json
 import subprocess
 import sys
+from pathlib import Path
 
 import pytest
 
@@ -15,6 +16,8 @@ import placer.solver
 import placer.solver.decide
 import placer.solver.verifier
 from placer.solver.verifier import verify as verify_function
+
+REPO = Path(__file__).resolve().parents[2]
 
 
 def test_exports_are_the_submodules_objects() -> None:
@@ -100,3 +103,32 @@ def test_a_command_loads_what_it_needs() -> None:
         "    assert placer.cli.main(['get', '--help']) == 0"
     )
     assert loaded_after(code) == []
+
+
+def test_inventory_exports_lazily() -> None:
+    import placer.inventory
+    import placer.inventory.describe
+
+    for name in placer.inventory.__all__:
+        value = getattr(placer.inventory, name)
+        assert not isinstance(value, type(sys)), f"placer.inventory.{name} is a module"
+    assert placer.inventory.live_view is placer.inventory.describe.live_view
+
+
+def test_plan_on_a_snapshot_loads_no_client_protobuf_or_dispatch() -> None:
+    """``placer plan --snapshot`` decides with CP-SAT; it loads neither a Kubernetes client
+    nor protobuf (an LP is built only when a unit is left unplaced) nor the dispatch steps."""
+    code = (
+        "import contextlib, io, sys, placer.cli\n"
+        "out, err = io.StringIO(), io.StringIO()\n"
+        "with contextlib.redirect_stdout(out), contextlib.redirect_stderr(err):\n"
+        "    assert placer.cli.main(['plan', '-f', 'examples/jobset-demo.yaml',"
+        " '--snapshot', 'clusters/demo.yaml']) == 0\n"
+        "print(sorted(m for m in ('google.protobuf', 'urllib3', 'placer.dispatch.handoff',"
+        " 'placer.dispatch.claims') if m in sys.modules))"
+    )
+    done = subprocess.run(
+        [sys.executable, "-c", code], capture_output=True, text=True, check=True, cwd=REPO
+    )
+    assert done.stdout.strip().splitlines()[-1] == "[]"
+    assert loaded_after("import placer.inventory; placer.inventory.list_workloads") == []
