@@ -36,12 +36,11 @@ from functools import lru_cache
 from importlib import resources
 from typing import Any
 
-import yaml
-
 from placer.errors import InputError, InterpretationError
 from placer.model import GPU_SHARE
 from placer.objects import name_of, namespace_of
 from placer.quantity import GPU, to_canonical
+from placer.yamlload import load as load_yaml
 
 __all__ = [
     "ACCELERATOR_API_VERSION",
@@ -179,9 +178,7 @@ def _bytes_text(amount: int) -> str:
 def default_accelerators() -> AcceleratorTable:
     """placer's defaults (``placer/accelerators.yaml``, shipped in the package)."""
     text = resources.files("placer").joinpath("accelerators.yaml").read_text(encoding="utf-8")
-    return accelerators_from_dict(
-        yaml.safe_load(text), source="placer/accelerators.yaml", base=None
-    )
+    return accelerators_from_dict(load_yaml(text), source="placer/accelerators.yaml", base=None)
 
 
 _KEYS = (

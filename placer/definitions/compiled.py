@@ -46,7 +46,7 @@ from placer.yamlload import read_text
 __all__ = ["CODE_MODULES", "FORMAT", "KEPT", "cache_dir", "load_validated"]
 
 #: version of the entries' layout
-FORMAT = 1
+FORMAT = 2
 #: entries kept in the cache directory (the most recently written)
 KEPT = 16
 #: the sources that decide what an entry holds (globs relative to the ``placer`` package): the

@@ -151,11 +151,20 @@ class JqProgram:
     :data:`~placer.definitions.jqsyntax.GUARDED_MULTIPLY_DEF`.
     """
 
-    __slots__ = ("_compiled", "bound", "isolation", "max_input", "risk", "runnable", "text", "tree")
+    __slots__ = (
+        "_compiled",
+        "_tree",
+        "bound",
+        "isolation",
+        "max_input",
+        "risk",
+        "runnable",
+        "text",
+    )
 
     def __init__(self, text: str, tree: Node, risk: str | None, runnable: str) -> None:
         self.text = text
-        self.tree = tree
+        self._tree: Node | None = tree
         self.risk = risk
         self.runnable = runnable
         #: constructs reaching outside the object (``$ENV``, ``now``...): never run.
@@ -166,18 +175,29 @@ class JqProgram:
         self.max_input = max_in_process_input(self.bound) if risk is None else -1
         self._compiled: Any = None
 
-    #: what a pickle keeps (the compiled catalog): the analysis, not libjq's program
-    _PICKLED = ("text", "tree", "risk", "runnable", "isolation", "bound", "max_input")
+    #: what a pickle keeps (the compiled catalog): the analysis, not libjq's program nor the
+    #: syntax tree (the bulk of an entry, and of its loading time; a command reads the trees
+    #: of a few expressions, parsed again on first use)
+    _PICKLED = ("text", "risk", "runnable", "isolation", "bound", "max_input")
 
     def __getstate__(self) -> tuple[object, ...]:
         """The analysis, for the compiled catalog (:mod:`placer.definitions.compiled`); libjq's
-        compiled program is not kept (it is made again on first use)."""
+        compiled program and the syntax tree are not kept (made again on first use)."""
         return tuple(getattr(self, name) for name in self._PICKLED)
 
     def __setstate__(self, state: tuple[object, ...]) -> None:
         for name, value in zip(self._PICKLED, state, strict=True):
             setattr(self, name, value)
+        self._tree = None
         self._compiled = None
+
+    @property
+    def tree(self) -> Node:
+        """The syntax tree (:func:`~placer.definitions.jqsyntax.parse`)."""
+        if self._tree is None:
+            # the text parsed when it was analysed: a program from a pickle parses again
+            self._tree = parse(self.text)
+        return self._tree
 
     @property
     def in_process(self) -> bool:

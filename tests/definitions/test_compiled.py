@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import json
 import os
+import pickle
 import stat
 from dataclasses import fields
 from pathlib import Path
@@ -14,6 +15,7 @@ from typing import Any
 import pytest
 
 import placer.definitions.compiled as compiled
+import placer.definitions.jq as jq
 from placer.cli import main
 from placer.definitions import Catalog
 from placer.definitions.catalog import builtin_catalog_dir
@@ -78,6 +80,25 @@ def test_the_second_load_reads_the_entry(tmp_path: Path, monkeypatch: pytest.Mon
     assert contents(again) == contents(expected)
     with pytest.raises(AssertionError, match="decoded"):  # without a cache the files are read
         load_validated(builtin_catalog_dir(), origin="catalog", cache=None)
+
+
+def test_an_entry_keeps_the_analysis_and_parses_trees_on_demand(tmp_path: Path) -> None:
+    """An entry holds each jq program's analysis but not its syntax tree (the bulk of the
+    entry's loading time); the tree is parsed again when asked for, and is the same."""
+    cache = tmp_path / "cache"
+    load_validated(builtin_catalog_dir(), origin="catalog", cache=cache)
+    (entry,) = entries(cache)
+    _, programs = pickle.loads(entry.read_bytes())
+    assert programs and all(p._tree is None for p in programs)
+    for program in programs[:40]:
+        fresh = jq._analyse.__wrapped__(program.text)
+        assert (program.risk, program.runnable, program.isolation, program.bound) == (
+            fresh.risk,
+            fresh.runnable,
+            fresh.isolation,
+            fresh.bound,
+        )
+        assert program.tree == fresh.tree
 
 
 def _refuse(*_: Any, **__: Any) -> Any:
