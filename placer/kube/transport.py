@@ -232,6 +232,7 @@ class LightTransport:
     ) -> None:
         self.server = connection.server
         self._connection = connection
+        self._source, self._context = source, context
         self._user_agent = user_agent
         self._token_lock = threading.Lock()
         self._token_read: tuple[float, str] | None = None
@@ -243,6 +244,8 @@ class LightTransport:
                 pool_args["assert_hostname"] = False
             if connection.tls_server_name:
                 pool_args["server_hostname"] = connection.tls_server_name
+        if connection.token_file:
+            self._file_token(connection.token_file)  # an unreadable file: refused here, at once
         self._pool: urllib3.PoolManager = (
             urllib3.ProxyManager(connection.proxy_url, **pool_args)
             if connection.proxy_url
@@ -295,9 +298,13 @@ class LightTransport:
             try:
                 token = Path(path).read_text(encoding="utf-8").strip()
             except OSError as exc:
+                if self._token_read is not None:  # mid-rotation: the last token, until it works
+                    return self._token_read[1]
                 raise FleetConfigError(
-                    f"the tokenFile cannot be read: {exc.strerror}",
-                    source=path,
+                    f"context {self._context!r}: the tokenFile {path} cannot be read: "
+                    f"{exc.strerror or exc}",
+                    source=self._source,
+                    field=f"contexts[name={self._context}]",
                     hint="check the user's tokenFile in the kubeconfig",
                 ) from None
             self._token_read = (now, token)

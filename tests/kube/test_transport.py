@@ -28,7 +28,7 @@ from placer.errors import (
     NotFoundError,
     UnauthorizedError,
 )
-from placer.kube import ClientSettings, KubeClient, load_kubeconfigs, open_client
+from placer.kube import ClientSettings, KubeClient, load_kubeconfigs, open_client, transport
 from placer.kube.transport import LightTransport, OfficialTransport, light_connection
 from placer.testing import ApiServer
 
@@ -119,6 +119,31 @@ def test_token_file_is_read(server: ApiServer, tmp_path: Path) -> None:
     with opened(path) as client:
         assert isinstance(client.transport, LightTransport)
         assert client.get("v1", "Node", "n1")["metadata"]["name"] == "n1"
+
+
+def test_a_rotated_token_file_is_read_again(
+    server: ApiServer, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    token = tmp_path / "token"
+    token.write_text("an-old-token", encoding="utf-8")
+    with opened(write_config(tmp_path / "kc", server, user={"tokenFile": str(token)})) as client:
+        with pytest.raises(UnauthorizedError):
+            client.get("v1", "Node", "n1")
+        token.write_text(server.token, encoding="utf-8")  # rotated, e.g. by the kubelet
+        with pytest.raises(UnauthorizedError):  # read again only after a minute
+            client.get("v1", "Node", "n1")
+        monkeypatch.setattr(transport, "TOKEN_FILE_TTL", 0.0)
+        assert client.get("v1", "Node", "n1")["metadata"]["name"] == "n1"
+        token.unlink()  # mid-rotation: the last token read is kept
+        assert client.get("v1", "Node", "n1")["metadata"]["name"] == "n1"
+
+
+def test_a_missing_token_file_is_refused_when_opening(server: ApiServer, tmp_path: Path) -> None:
+    path = write_config(tmp_path / "kc", server, user={"tokenFile": "no-such-token"})
+    with pytest.raises(FleetConfigError) as info:
+        opened(path)
+    text = str(info.value)
+    assert str(path) in text and "'c'" in text and "no-such-token" in text
 
 
 @pytest.mark.parametrize("as_data", [True, False], ids=["data", "files"])
