@@ -22,7 +22,7 @@ from placer.fleet import fleet_from_kubeconfigs
 from placer.solver.reservations import ReservationPolicy
 from placer.timestamps import parse_rfc3339
 from tests.controller.conftest import HubFleet, Running
-from tests.controller.test_eviction import Invariants, pods_of, with_pods
+from tests.controller.test_eviction import Invariants, hold, let_go, pods_of, with_pods
 from tests.controller.test_queues import queue, serve_queues
 from tests.controller.test_reservations import hub_job, kept, reserved
 
@@ -235,3 +235,66 @@ def test_a_kept_reservation_evicts_under_a_restarted_controller(hubfleet: HubFle
     assert 'placer_preemptions_total{reason="reservation"} 8.0' in metrics
     assert before["uid"] == hub_job(hubfleet, "pretrain")["metadata"]["uid"]
     hubfleet.wait_for(lambda: kept(hubfleet) == [], what="the reservation released")
+
+
+def test_the_freed_room_stays_the_gangs_across_a_restart_mid_eviction(hubfleet: HubFleet) -> None:
+    """The victims' pods are slow to go (a finalizer holds them terminating) and the controller
+    stops right after the eviction. The reservation it kept on the hub now holds the freed nodes
+    from the eviction on: the next controller evicts nothing more, keeps the victims off those
+    nodes, and places the gang there once the pods are gone."""
+    m1 = hubfleet.members["m1"]
+    with_pods(m1)
+    invariants = Invariants(hubfleet, ("m1",))
+    first = evicting(hubfleet, min_gpus=32)
+    names = place_all(hubfleet, [one_hour(hubfleet, f"warm-{i}") for i in range(12)])
+    hubfleet.wait_for(
+        lambda: (
+            len([p for p in m1.store.list("pods", hubfleet.NAMESPACE) if p["spec"].get("nodeName")])
+            == 12
+        ),
+        what="12 pods bound",
+    )
+    hold(m1, hubfleet.NAMESPACE)
+    hubfleet.hub.store.create(hubfleet.job("pretrain", gpus=8, pods=4))
+    victims = hubfleet.wait_for(
+        lambda: len(found := preempted(hubfleet, names)) == 4 and found,
+        timeout=60,
+        what="four victims",
+    )
+    forced = hubfleet.wait_for(
+        lambda: (found := kept(hubfleet)) and "started by eviction" in found[0]["reason"] and found,
+        what="the reservation moved to the freed nodes",
+    )[0]
+    first.halt()
+    terminating = [
+        p
+        for p in m1.store.list("pods", hubfleet.NAMESPACE)
+        if p["metadata"].get("deletionTimestamp")
+    ]
+    assert len(terminating) == 4
+
+    second = evicting(hubfleet, min_gpus=32)
+    reserving_ = second.controller.cycle.reserving
+    assert reserving_ is not None
+    hubfleet.wait_for(lambda: reserving_.loaded, what="the reservation read again")
+    time.sleep(1.0)  # several cycles: the gang cannot start yet, nothing else is evicted
+    assert len(preempted(hubfleet, names)) == 4
+    assert hubfleet.placed_cluster(hub_job(hubfleet, "pretrain")) is None
+    let_go(m1, terminating)
+    hubfleet.wait_for(
+        lambda: hubfleet.placed_cluster(hub_job(hubfleet, "pretrain")) == "m1",
+        timeout=60,
+        what="pretrain placed after the restart",
+    )
+    [copy] = hubfleet.copies("pretrain").values()
+    pods = hubfleet.wait_for(
+        lambda: (
+            (found := pods_of(m1, copy)) and all(p["spec"].get("nodeName") for p in found) and found
+        ),
+        what="pretrain's pods bound",
+    )
+    assert sorted(p["spec"]["nodeName"] for p in pods) == sorted(forced["nodes"])
+    assert all(hubfleet.placed_cluster(hub_job(hubfleet, n)) is None for n in victims)
+    metrics = second.controller.metrics.exposition().decode()
+    assert 'placer_preemptions_total{reason="reservation"}' not in metrics  # none evicted again
+    assert invariants.violations == []
