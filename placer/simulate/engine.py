@@ -67,6 +67,7 @@ from placer.solver.reservations import ReservationPolicy
 __all__ = [
     "MODES",
     "DecisionRecord",
+    "Observer",
     "Outcome",
     "PreemptionRecord",
     "Progress",
@@ -95,6 +96,13 @@ class Timed(Protocol):
 #: progress callback: ``(solver, done, total, detail)``; ``done``/``total`` count workloads
 #: that arrived (stream) or decisions (batch, online).
 Progress = Callable[[str, int, int, str], None]
+
+#: stream observer, called at every decision epoch before the decision (departures and
+#: arrivals done): ``(time, fleet, running, queue)`` with the fleet as the decision sees it,
+#: the running workloads (input index -> placement) and the queue (input indices, arrival
+#: order). For measurements that need the decision's input (an oracle on the same state);
+#: it must not change what it is given.
+Observer = Callable[[float, Fleet, Mapping[int, Placement], Sequence[int]], None]
 
 
 @dataclass(frozen=True)
@@ -221,8 +229,10 @@ def simulate(
     settings: Settings,
     *,
     progress: Progress | None = None,
+    observe: Observer | None = None,
 ) -> Run:
-    """Simulate ``items`` on ``fleet`` (see the module docstring).
+    """Simulate ``items`` on ``fleet`` (see the module docstring). ``observe`` (stream only)
+    sees every decision's input (:data:`Observer`).
 
     Raises:
         ValueError: an unknown mode (the solver rejects unknown solvers and time limits).
@@ -233,7 +243,7 @@ def simulate(
     if settings.reservations is not None and (settings.mode != "stream" or settings.preemption):
         raise ValueError("reservations need --mode stream, and do not go with preemption yet")
     if settings.mode == "stream":
-        return _Stream(items, fleet, settings, progress, started).run()
+        return _Stream(items, fleet, settings, progress, started, observe).run()
     workloads = [item.workload for item in items]
     if progress:
         progress(settings.solver, 0, 1, f"deciding {len(workloads)} workloads")
@@ -358,7 +368,9 @@ class _Stream:
         settings: Settings,
         progress: Progress | None,
         started: float,
+        observe: Observer | None = None,
     ) -> None:
+        self.observe = observe
         self.items = items
         self.workloads = [item.workload for item in items]
         self.demand = [gpu_milli(w.total_requests()) for w in self.workloads]
@@ -504,6 +516,8 @@ class _Stream:
             self.next += 1
 
     def _decide(self, now: float) -> None:
+        if self.observe is not None:
+            self.observe(now, self.fleet, dict(self.placements), tuple(self.queue))
         if self.reserver is not None:
             self.reserver.review(self.fleet, self.queue, now)
             self.freed = self.reserver.loosened() or self.freed
