@@ -71,14 +71,15 @@ import os
 import random
 import sys
 import time
-from collections.abc import Mapping, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, replace
 from typing import Any
 
-from placer.model import LABEL_PRIORITY, LABEL_QUEUE, Fleet, Workload
+from placer.model import LABEL_PRIORITY, LABEL_QUEUE, Fleet, Placement, Workload
 from placer.queues import QueueSet, Usage, queues_from_yaml
-from placer.simulate import Settings, simulate
+from placer.simulate import Settings
 from placer.simulate.engine import Run
+from placer.simulate.engine import simulate as simulate_stream
 from placer.simulate.metrics import percentile
 from placer.solver import charge, solve
 from placer.solver.preempt import Victim, _realise, find_victims
@@ -94,6 +95,7 @@ from simulations.benchmarking import (
     table,
 )
 from simulations.fleets import HELIOS_DAY, helios_vc_gpus
+from simulations.split_oracle import Moment, best_split, split_gap, water_fill
 
 __all__ = ["Config", "main", "run"]
 
@@ -114,6 +116,10 @@ class Config:
     time_limit: float = 0.3
     skip: float = 0.1
     exact_cases: int = 30
+    #: the split oracle on every this many decisions (0: none) ...
+    oracle_every: int = 2
+    #: ... with this many CP-SAT seconds per model.
+    oracle_seconds: float = 1.0
 
 
 # --------------------------------------------------------------------------------------------
@@ -185,27 +191,6 @@ def spans_of(run: Run, horizon: float) -> list[Span]:
             end = outcome.end_s if outcome.end_s is not None else horizon
             spans.append(Span(index, outcome.start_s, end, False))
     return spans
-
-
-def water_fill(
-    amount: float, asked: Mapping[str, float], weight: Mapping[str, int]
-) -> dict[str, float]:
-    """``amount`` divided by weight among those who ask, none given more than it asks (what
-    one gives up goes to the others)."""
-    share = dict.fromkeys(asked, 0.0)
-    left = float(amount)
-    for _ in range(len(asked) + 1):
-        wanting = [n for n in asked if asked[n] - share[n] > 1e-9]
-        if left <= 1e-9 or not wanting:
-            break
-        total = sum(weight[n] for n in wanting)
-        given = 0.0
-        for name in wanting:
-            more = min(left * weight[name] / total, asked[name] - share[name])
-            share[name] += more
-            given += more
-        left -= given
-    return share
 
 
 def fair_shares(
@@ -389,6 +374,11 @@ def measures(
     inverted: list[dict[str, Any]] = []
     reclaimed = {(r.time_s, r.preemptor) for r in run.preemptions}
     capped_gaps: list[float] = []
+    readings: dict[str, list[float]] = {r: [] for r in READINGS_SUMMED}
+    summed: dict[str, dict[str, list[float]]] = {
+        r: {"over": [0.0] * len(names), "fair": [0.0] * len(names), "pool": [0.0]}
+        for r in READINGS_SUMMED
+    }
     inversions = 0
     owed_prev: dict[str, float] = {}
     owed_strict_prev: dict[str, float] = {}
@@ -435,6 +425,13 @@ def measures(
             held = sum(evictable[m] for m in names if m != n)
             if fitting and held >= min(fitting):
                 owed_strict_prev[n] = alloc[n] + min(prefix, held)
+        waiting_gpus = {n: sum(gpus[i] for i in pending[n]) for n in names}
+        waiting_gangs = {n: len(pending[n]) for n in names}
+        for reading in READINGS_SUMMED:
+            gap = split_gap(reading, alloc, waiting_gpus, waiting_gangs, quota, weight)
+            if gap is not None:
+                readings[reading].append(gap)
+                _sum_split(reading, alloc, waiting_gpus, waiting_gangs, quota, weight, summed)
         contending = [n for n in names if over[n] > 0 and pending[n]]
         if len(contending) >= 2:
             total_over = sum(over[n] for n in contending)
@@ -518,6 +515,11 @@ def measures(
         "over_quota_split_capped_gap_pp_mean": round(sum(capped_gaps) / len(capped_gaps), 2)
         if capped_gaps
         else None,
+        "over_quota_split_demand_gap_pp_mean": _mean(readings["demand"]),
+        "over_quota_split_demand_moments": len(readings["demand"]),
+        "over_quota_split_summed_gap_pp": {
+            r: _summed_gap(summed[r], names) for r in READINGS_SUMMED
+        },
         "suspected_priority_inversions": inversions,
         "suspected_inversions": inverted,
         "suspected_inversions_by_reclaim": sum(1 for x in inverted if x["by_reclaim"]),
@@ -526,8 +528,153 @@ def measures(
     }
 
 
+READINGS_SUMMED = ("asking", "demand")
+
+
+def _mean(values: Sequence[float]) -> float | None:
+    return round(sum(values) / len(values), 2) if values else None
+
+
+def _sum_split(
+    reading: str,
+    held: Mapping[str, int],
+    waiting_gpus: Mapping[str, int],
+    waiting_gangs: Mapping[str, int],
+    quota: Mapping[str, int],
+    weight: Mapping[str, int],
+    into: dict[str, dict[str, list[float]]],
+) -> None:
+    """Adds one counted moment to the time-summed split of ``reading``: each queue's over-quota
+    GPUs and its share of the weight split (:mod:`simulations.split_oracle`)."""
+    names = list(held)
+    over = {q: max(0, held[q] - quota[q]) for q in names}
+    if reading == "asking":
+        taking = [q for q in names if over[q] > 0 and waiting_gangs[q] > 0]
+        pool = sum(over[q] for q in taking)
+        weights = sum(weight[q] for q in taking)
+        fair = {q: pool * weight[q] / weights for q in taking}
+    else:
+        asked = {q: held[q] + waiting_gpus[q] - quota[q] for q in names}
+        taking = [q for q in names if asked[q] > 0]
+        pool = sum(over[q] for q in taking)
+        fair = water_fill(pool, {q: asked[q] for q in taking}, weight)
+    row = into[reading]
+    for k, q in enumerate(names):
+        if q in taking:
+            row["over"][k] += over[q]
+            row["fair"][k] += fair[q]
+    row["pool"][0] += pool
+
+
+def _summed_gap(row: Mapping[str, list[float]], names: Sequence[str]) -> float | None:
+    """The time-summed split gap: the largest difference between a queue's over-quota
+    GPU-moments and its weight split's, in points of all over-quota GPU-moments."""
+    pool = row["pool"][0]
+    if pool <= 0:
+        return None
+    return round(
+        max(abs(row["over"][k] - row["fair"][k]) for k in range(len(names))) / pool * 100, 2
+    )
+
+
 def _r(value: float | None) -> float | None:
     return None if value is None else round(value, 1)
+
+
+def _recorder(
+    into: list[Moment],
+) -> Callable[[float, Fleet, Mapping[int, Placement], Sequence[int]], None]:
+    """An observer keeping every decision's input (:class:`simulations.split_oracle.Moment`)."""
+
+    def observe(
+        time_s: float, fleet: Fleet, running: Mapping[int, Placement], queue: Sequence[int]
+    ) -> None:
+        into.append(Moment(time_s, fleet, running, tuple(queue)))
+
+    return observe
+
+
+def oracle_split(
+    run: Run,
+    moments: Sequence[Moment],
+    items: Sequence[TimedWorkload],
+    sizes: Sequence[tuple[str, int, int]],
+    never: frozenset[int],
+    config: Config,
+) -> dict[str, Any]:
+    """The best over-quota split one decision could reach on the contender's own decision
+    inputs (:func:`simulations.split_oracle.best_split`, start only: the decision may start
+    any waiting gangs, and evicts what the contender evicted), every ``oracle_every``-th
+    counted moment of each reading: the contender's gap, the proven lower bound and the best
+    split found that packs on the real nodes (means over the same moments)."""
+    names = [n for n, _, _ in sizes]
+    quota = {n: q for n, q, _ in sizes}
+    weight = {n: w for n, _, w in sizes}
+    workloads = [item.workload for item in items]
+    queue_of = [w.labels[LABEL_QUEUE] for w in workloads]
+    gpus = [w.gpus for w in workloads]
+    times = sorted({s.time_s for s in run.timeline})
+    spans = spans_of(run, times[-1] + config.interval if times else 0.0)
+    ends = {i: o.end_s for i, o in enumerate(run.outcomes)}
+    evicted: dict[float, list[int]] = {}
+    for record in run.preemptions:
+        evicted.setdefault(record.time_s, []).extend(i for i, _ in record.victims)
+    out: dict[str, Any] = {}
+    for reading in READINGS_SUMMED:
+        rows = []
+        counted = 0
+        for moment in moments:
+            t = moment.time_s
+            after = [s for s in spans if s.start <= t < s.end]
+            held = held_by_queue(after, names, queue_of, gpus)
+            pending = waiting(items, names, queue_of, t, {s.index for s in after}, ends, never)
+            waiting_gpus = {n: sum(gpus[i] for i in pending[n]) for n in names}
+            waiting_gangs = {n: len(pending[n]) for n in names}
+            if split_gap(reading, held, waiting_gpus, waiting_gangs, quota, weight) is None:
+                continue
+            counted += 1
+            if (counted - 1) % config.oracle_every:
+                continue
+            result = best_split(
+                moment,
+                workloads,
+                queue_of,
+                quota,
+                weight,
+                held,
+                waiting_gpus,
+                waiting_gangs,
+                reading=reading,
+                evict=False,
+                never=never,
+                forced_evictions=evicted.get(t, ()),
+                hint={s.index: run.outcomes[s.index].cluster or "" for s in after if s.start == t},
+                time_limit=config.oracle_seconds,
+                seed=config.seed,
+            )
+            rows.append(result)
+        contender = [r.contender_pp for r in rows if r.contender_pp is not None]
+        lower = [r.lower_pp if r.lower_pp is not None else 0.0 for r in rows]
+        upper = [r.upper_pp for r in rows if r.upper_pp is not None]
+        out[reading] = {
+            "moments": len(rows),
+            "contender_pp_mean": _mean(contender),
+            "lower_pp_mean": _mean(lower),
+            "upper_pp_mean": _mean(upper),
+            "lower_proven_optimal": sum(1 for r in rows if r.status == "OPTIMAL"),
+            "lower_unknown": sum(1 for r in rows if r.lower_pp is None),
+            "better_found": sum(
+                1
+                for r in rows
+                if r.upper_pp is not None
+                and r.contender_pp is not None
+                and r.upper_pp < r.contender_pp - 0.05
+            ),
+            "within_5pp_contender": sum(1 for v in contender if v <= 5.0),
+            "within_5pp_best": sum(1 for v in upper if v <= 5.0),
+            "lower_above_5pp": sum(1 for v in lower if v > 5.0),
+        }
+    return out
 
 
 def victim_minimality(cases: int, seed: int) -> dict[str, Any]:
@@ -624,7 +771,8 @@ def run(config: Config) -> dict[str, Any]:
         )
         started = time.perf_counter()
         cpu = time.process_time()
-        result = simulate(items, fleet, settings)
+        moments: list[Moment] = []
+        result = simulate_stream(items, fleet, settings, observe=_recorder(moments))
         limited = contender == "fifo per queue"
         row = measures(result, items, sizes, capacity, config.interval, limited, never)
         if contender not in ("placer", FAIR):
@@ -633,6 +781,10 @@ def run(config: Config) -> dict[str, Any]:
         row["wall_s"] = round(time.perf_counter() - started, 1)
         row["cpu_s"] = round(time.process_time() - cpu, 1)
         row["verifier_problems"] = sum(len(d.problems) for d in result.decisions)
+        if contender in ("placer", FAIR) and config.oracle_every > 0:
+            oracle_cpu = time.process_time()
+            row["oracle"] = oracle_split(result, moments, items, sizes, never, config)
+            row["oracle"]["cpu_s"] = round(time.process_time() - oracle_cpu, 1)
         contenders[contender] = row
         print(f"{contender}: done in {row['wall_s']} s", file=sys.stderr)
     return {
@@ -761,6 +913,85 @@ def markdown(result: dict[str, Any], meta: dict[str, Any]) -> str:
             ],
         ),
         "",
+        "Over-quota split, three readings (pp of the over-quota GPUs; :mod:`simulations."
+        "split_oracle`). *Asking* (the first table's): among the queues over their quota that "
+        "still wait. *Demand* (KAI's and Run:ai's division): every queue whose demand exceeds its "
+        "quota takes part — also one held at its quota whose over-quota work all waits, which "
+        "the asking reading leaves out — and the over-quota GPUs in use are divided by weight "
+        "capped by what each asks. *Time-summed*: each queue's over-quota GPU-moments against "
+        "its weight split's, summed over the counted moments (the long-run share, where "
+        "whole gangs coming and going average out).",
+        "",
+        table(
+            [
+                "contender",
+                "asking: mean",
+                "moments",
+                "demand: mean",
+                "moments",
+                "asking: time-summed",
+                "demand: time-summed",
+            ],
+            [
+                [
+                    name,
+                    row["over_quota_split_gap_pp_mean"],
+                    row["over_quota_split_moments"],
+                    row.get("over_quota_split_demand_gap_pp_mean"),
+                    row.get("over_quota_split_demand_moments"),
+                    row.get("over_quota_split_summed_gap_pp", {}).get("asking"),
+                    row.get("over_quota_split_summed_gap_pp", {}).get("demand"),
+                ]
+                for name, row in contenders.items()
+            ],
+        ),
+        "",
+        "The best split one decision could reach, on the contender's own decision inputs "
+        "(the split oracle: the decision may start any waiting gangs on the real free "
+        "capacity and evicts what the contender evicted; "
+        f"every {config.get('oracle_every', 2)}th counted decision, CP-SAT "
+        f"{config.get('oracle_seconds', 1.0):g} s a model). *Best found* packs on the real "
+        "nodes (placer's solver; never worse than the contender's own); *lower bound*: no "
+        "decision can do better (node-level relaxation; 0 where CP-SAT proved nothing in "
+        "time). Means over the same decisions.",
+        "",
+        table(
+            [
+                "contender",
+                "reading",
+                "decisions",
+                "contender pp",
+                "best found pp",
+                "lower bound pp",
+                "bound proven",
+                "better found",
+                "≤ 5 pp: contender",
+                "≤ 5 pp: best found",
+                "bound > 5 pp",
+                "oracle CPU s",
+            ],
+            [
+                [
+                    name,
+                    reading,
+                    o["moments"],
+                    o["contender_pp_mean"],
+                    o["upper_pp_mean"],
+                    o["lower_pp_mean"],
+                    o["lower_proven_optimal"],
+                    o["better_found"],
+                    o["within_5pp_contender"],
+                    o["within_5pp_best"],
+                    o["lower_above_5pp"],
+                    row["oracle"].get("cpu_s"),
+                ]
+                for name, row in contenders.items()
+                if "oracle" in row
+                for reading, o in row["oracle"].items()
+                if reading != "cpu_s"
+            ],
+        ),
+        "",
         f"Victim minimality: {result['victim_minimality']['cases']} small fleets, worst ratio "
         f"of the victims' GPUs to the fewest any packing eviction needs: "
         f"{result['victim_minimality']['worst_ratio_to_fewest_gpus']:g} (target ≤ 1.1).",
@@ -879,6 +1110,15 @@ def main(argv: Sequence[str] | None = None) -> int:
     parser.add_argument("--interval", type=float, default=60.0)
     parser.add_argument("--queues", type=int, default=6)
     parser.add_argument("--time-limit", type=float, default=0.3)
+    parser.add_argument(
+        "--oracle-every",
+        type=int,
+        default=2,
+        help="the split oracle on every Nth counted decision (0: none)",
+    )
+    parser.add_argument(
+        "--oracle-seconds", type=float, default=1.0, help="CP-SAT seconds per oracle model"
+    )
     args = parser.parse_args(argv)
     config = Config(
         fleet=args.fleet,
@@ -889,6 +1129,8 @@ def main(argv: Sequence[str] | None = None) -> int:
         interval=args.interval,
         queues=args.queues,
         time_limit=args.time_limit,
+        oracle_every=args.oracle_every,
+        oracle_seconds=args.oracle_seconds,
     )
     result, paths = measure("bench_fairshare", lambda: run(config), markdown)
     for name, row in result["contenders"].items():

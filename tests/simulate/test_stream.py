@@ -158,3 +158,26 @@ def test_a_workload_that_never_fits_keeps_its_reason(kit: Any) -> None:
     # 72 GPUs exceed what either cluster has even empty: not a wait, a refusal for good
     assert huge.reasons["c0"].startswith("can never fit")
     assert ok.start_s == 1.0
+
+
+def test_an_observer_sees_each_decisions_input_before_it_is_taken(kit: Any) -> None:
+    from placer.simulate.engine import simulate as simulate_stream
+
+    items = [
+        kit.Item(kit.gang("first", 2, gpus=8), 0.0, 100.0),
+        kit.Item(kit.gang("second", 2, gpus=8), 10.0, 50.0),
+    ]
+    fleet = kit.fleet(2)
+    seen: list[tuple[float, list[int], tuple[int, ...], int]] = []
+
+    def observe(t: float, at: Fleet, running: Any, queue: Any) -> None:
+        seen.append((t, sorted(running), tuple(queue), used_gpu_milli(at) // 1000))
+
+    simulate_stream(items, fleet, Settings(mode="stream"), observe=observe)
+    # departures gone and arrivals queued, nothing of this decision placed yet
+    assert seen == [
+        (0.0, [], (0,), 0),
+        (10.0, [0], (1,), 16),
+        (100.0, [], (1,), 0),
+        (150.0, [], (), 0),
+    ]
