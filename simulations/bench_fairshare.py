@@ -913,8 +913,8 @@ def markdown(result: dict[str, Any], meta: dict[str, Any]) -> str:
             ],
         ),
         "",
-        "Over-quota split, three readings (pp of the over-quota GPUs; :mod:`simulations."
-        "split_oracle`). *Asking* (the first table's): among the queues over their quota that "
+        "Over-quota split, three readings (pp of the over-quota GPUs; "
+        "`simulations/split_oracle.py`). *Asking* (the first table's): among the queues over their quota that "
         "still wait. *Demand* (KAI's and Run:ai's division): every queue whose demand exceeds its "
         "quota takes part — also one held at its quota whose over-quota work all waits, which "
         "the asking reading leaves out — and the over-quota GPUs in use are divided by weight "
@@ -949,11 +949,12 @@ def markdown(result: dict[str, Any], meta: dict[str, Any]) -> str:
         "The best split one decision could reach, on the contender's own decision inputs "
         "(the split oracle: the decision may start any waiting gangs on the real free "
         "capacity and evicts what the contender evicted; "
-        f"every {config.get('oracle_every', 2)}th counted decision, CP-SAT "
+        f"one counted decision in {config.get('oracle_every', 2)}, CP-SAT "
         f"{config.get('oracle_seconds', 1.0):g} s a model). *Best found* packs on the real "
         "nodes (placer's solver; never worse than the contender's own); *lower bound*: no "
         "decision can do better (node-level relaxation; 0 where CP-SAT proved nothing in "
-        "time). Means over the same decisions.",
+        "time). Means over the same decisions; *bound > 5 pp*: decisions where no decision "
+        "that only starts gangs could have come within the ±5 pp target.",
         "",
         table(
             [

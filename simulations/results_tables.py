@@ -546,6 +546,18 @@ def fairshare_line() -> str:
         f"{paid:.1f} % of {moments} such moments (target: always)"
     )
     split = f"over-quota split {gap:.1f} pp off the weights on average (target ±5)"
+    demand = placer.get("over_quota_split_demand_gap_pp_mean")
+    oracle = placer.get("oracle", {}).get("asking")
+    if demand is not None and oracle is not None:
+        summed = placer["over_quota_split_summed_gap_pp"]
+        split = (
+            f"over-quota split {gap:.1f} pp off the weights on average (target ±5; "
+            f"{demand:.1f} pp in KAI's demand-capped reading, {summed['asking']:.1f} / "
+            f"{summed['demand']:.1f} pp time-summed; on {oracle['moments']} of its decisions "
+            f"{oracle['contender_pp_mean']:.1f} pp, the best one decision starting gangs "
+            f"could reach there {oracle['upper_pp_mean']:.1f} pp found, no better than "
+            f"{oracle['lower_pp_mean']:.1f} pp proven)"
+        )
     met = [text for text, ok in ((reclaim, paid == 100.0), (split, gap <= 5.0)) if ok]
     missed = [text for text, ok in ((reclaim, paid == 100.0), (split, gap <= 5.0)) if not ok]
     text = (
@@ -570,7 +582,13 @@ def fairshare_line() -> str:
         fair_moments = fair.get("owed_all_moments", fair["reclaim_events"])
         text += (
             f"; with fair-share reclaim: {fair_paid:.1f} % of {fair_moments} moments, split "
-            f"{fair['over_quota_split_gap_pp_mean']:.1f} pp, "
+            f"{fair['over_quota_split_gap_pp_mean']:.1f} pp"
+            + (
+                f" ({fair['over_quota_split_summed_gap_pp']['asking']:.1f} pp time-summed)"
+                if "over_quota_split_summed_gap_pp" in fair
+                else ""
+            )
+            + ", "
             f"{fair['suspected_priority_inversions']} suspected inversions, "
             f"{fair['preemptions']} preemptions ({placer['preemptions']} without), "
             f"{fair['gpu_hours_lost']:.0f} GPU-h lost ({placer['gpu_hours_lost']:.0f})"

@@ -90,3 +90,23 @@ def test_the_bound_counts_cores_as_well_as_gpus() -> None:
     contender, lower, upper = oracle(gangs, [0, 1], 8)
     assert contender == 50.0
     assert lower == 50.0 and upper == 50.0
+
+
+def test_with_evictions_the_oracle_rebalances_within_the_surplus() -> None:
+    # a holds the whole 8-GPU node over its quota (two 4-GPU gangs), b waits with two; the
+    # contender starts nothing (8 / 0). Evicting one of a's for one of b's: 4 / 4
+    from placer.solver import charge, solve
+
+    gangs = [gpu_job("a1", "a", 1, 4), gpu_job("a2", "a", 1, 4)]
+    gangs += [gpu_job("b1", "b", 1, 4), gpu_job("b2", "b", 1, 4)]
+    empty = fleet(cluster("c0", node("n0", gpus=8)))
+    placed = solve(gangs[:2], empty, solver="first-fit").placements
+    assert len(placed) == 2
+    moment = Moment(0.0, charge(empty, placed), dict(enumerate(placed)), (2, 3))
+    queue_of = ["a", "a", "b", "b"]
+    args = (moment, gangs, queue_of, QUOTA, WEIGHT, {"a": 8, "b": 0}, {"a": 0, "b": 8})
+    kept = best_split(*args, {"a": 0, "b": 2}, reading="demand", evict=False, time_limit=5.0)
+    assert (kept.contender_pp, kept.lower_pp, kept.upper_pp) == (50.0, 50.0, 50.0)
+    moved = best_split(*args, {"a": 0, "b": 2}, reading="demand", evict=True, time_limit=5.0)
+    assert (moved.lower_pp, moved.upper_pp) == (0.0, 0.0)
+    assert len(moved.evicted) == 1 and len(moved.started) == 1
