@@ -95,7 +95,15 @@ from simulations.benchmarking import (
     table,
 )
 from simulations.fleets import HELIOS_DAY, helios_vc_gpus
-from simulations.split_oracle import Moment, best_split, split_gap, water_fill
+from simulations.split_oracle import (
+    Moment,
+    Shares,
+    best_split,
+    gap_pp,
+    split_gap,
+    split_shares,
+    water_fill,
+)
 
 __all__ = ["Config", "main", "run"]
 
@@ -428,10 +436,10 @@ def measures(
         waiting_gpus = {n: sum(gpus[i] for i in pending[n]) for n in names}
         waiting_gangs = {n: len(pending[n]) for n in names}
         for reading in READINGS_SUMMED:
-            gap = split_gap(reading, alloc, waiting_gpus, waiting_gangs, quota, weight)
-            if gap is not None:
-                readings[reading].append(gap)
-                _sum_split(reading, alloc, waiting_gpus, waiting_gangs, quota, weight, summed)
+            shares = split_shares(reading, alloc, waiting_gpus, waiting_gangs, quota, weight)
+            if shares is not None:
+                readings[reading].append(gap_pp(shares) or 0.0)
+                _sum_split(shares, names, summed[reading])
         contending = [n for n in names if over[n] > 0 and pending[n]]
         if len(contending) >= 2:
             total_over = sum(over[n] for n in contending)
@@ -535,35 +543,14 @@ def _mean(values: Sequence[float]) -> float | None:
     return round(sum(values) / len(values), 2) if values else None
 
 
-def _sum_split(
-    reading: str,
-    held: Mapping[str, int],
-    waiting_gpus: Mapping[str, int],
-    waiting_gangs: Mapping[str, int],
-    quota: Mapping[str, int],
-    weight: Mapping[str, int],
-    into: dict[str, dict[str, list[float]]],
-) -> None:
-    """Adds one counted moment to the time-summed split of ``reading``: each queue's over-quota
-    GPUs and its share of the weight split (:mod:`simulations.split_oracle`)."""
-    names = list(held)
-    over = {q: max(0, held[q] - quota[q]) for q in names}
-    if reading == "asking":
-        taking = [q for q in names if over[q] > 0 and waiting_gangs[q] > 0]
-        pool = sum(over[q] for q in taking)
-        weights = sum(weight[q] for q in taking)
-        fair = {q: pool * weight[q] / weights for q in taking}
-    else:
-        asked = {q: held[q] + waiting_gpus[q] - quota[q] for q in names}
-        taking = [q for q in names if asked[q] > 0]
-        pool = sum(over[q] for q in taking)
-        fair = water_fill(pool, {q: asked[q] for q in taking}, weight)
-    row = into[reading]
+def _sum_split(shares: Shares, names: Sequence[str], row: dict[str, list[float]]) -> None:
+    """Adds one counted moment to a reading's time-summed split: each queue's over-quota GPUs
+    and its share of the weight split."""
     for k, q in enumerate(names):
-        if q in taking:
-            row["over"][k] += over[q]
-            row["fair"][k] += fair[q]
-    row["pool"][0] += pool
+        if q in shares.fair:
+            row["over"][k] += shares.over[q]
+            row["fair"][k] += shares.fair[q]
+    row["pool"][0] += shares.pool
 
 
 def _summed_gap(row: Mapping[str, list[float]], names: Sequence[str]) -> float | None:
@@ -914,13 +901,13 @@ def markdown(result: dict[str, Any], meta: dict[str, Any]) -> str:
         ),
         "",
         "Over-quota split, three readings (pp of the over-quota GPUs; "
-        "`simulations/split_oracle.py`). *Asking* (the first table's): among the queues over their quota that "
-        "still wait. *Demand* (KAI's and Run:ai's division): every queue whose demand exceeds its "
-        "quota takes part — also one held at its quota whose over-quota work all waits, which "
-        "the asking reading leaves out — and the over-quota GPUs in use are divided by weight "
-        "capped by what each asks. *Time-summed*: each queue's over-quota GPU-moments against "
-        "its weight split's, summed over the counted moments (the long-run share, where "
-        "whole gangs coming and going average out).",
+        "`simulations/split_oracle.py`). *Asking* (the first table's): among the queues over "
+        "their quota that still wait. *Demand* (KAI's and Run:ai's division): every queue whose"
+        " demand exceeds its quota takes part — also one held at its quota whose over-quota "
+        "work all waits, which the asking reading leaves out — and the over-quota GPUs in use "
+        "are divided by weight capped by what each asks. *Time-summed*: each queue's over-quota"
+        " GPU-moments against its weight split's, summed over the counted moments (the long-run"
+        " share, where whole gangs coming and going average out).",
         "",
         table(
             [

@@ -26,10 +26,15 @@ The oracle (:func:`best_split`): one CP-SAT model per decision and reading, over
 * with ``evict``: ``e_v ∈ {0,1}``: evict running gang ``v`` of a queue over its quota, at most
   its surplus per queue (``Σ_{v ∈ q} a_v e_v ≤ H_q − Q_q``: never below the quota); evicted work
   waits again;
-* capacity, *relaxed* (necessary conditions only): per cluster and resource (GPUs, cpu, memory,
-  pods) the started gangs' totals fit the free totals plus what evictions free; per cluster and
-  pod shape, the started pods fit the slots of that shape the nodes have (each node alone, with
-  every evictable gang gone);
+* capacity node by node, *relaxed* (necessary conditions only, :func:`_node_rows`): the
+  started gangs' pods, grouped by shape (identical requests), are spread over the nodes of the
+  gang's cluster, ``z_{s,n}`` pods of shape ``s`` on node ``n``, and per node and resource
+  (cores, memory, pods, whole GPUs, GPU thousandths) ``Σ_s a_{s,r} z_{s,n}`` fits what is free
+  plus what the evictions there free — relaxed in that a gang's pods are not tied to each
+  other beyond their cluster, devices count both whole and in thousandths, and selectors,
+  affinities and taints (which the benchmark's gangs do not use) are ignored;
+* the contender's own evictions at that decision happen in every decision weighed (they are
+  the decision's, not its input's);
 * no worse than the contender's decision elsewhere: every queue holds at least
   ``min(P_q, Q_q)`` (its in-quota service) and the fleet at least ``Σ_q P_q`` GPUs (``P``: what
   the contender held after the decision) — so the split is not bought with idle GPUs;
@@ -61,8 +66,11 @@ __all__ = [
     "READINGS",
     "Moment",
     "OracleResult",
+    "Shares",
     "best_split",
+    "gap_pp",
     "split_gap",
+    "split_shares",
     "water_fill",
 ]
 
@@ -104,6 +112,46 @@ def water_fill(
     return share
 
 
+@dataclass(frozen=True)
+class Shares:
+    """A counted moment of a reading: each taking part queue's over-quota GPUs and its share
+    of the weight split of their sum ``pool``."""
+
+    over: dict[str, int]
+    fair: dict[str, float]
+    pool: int
+
+
+def split_shares(
+    reading: str,
+    held: Mapping[str, int],
+    *counts: Mapping[str, int],
+) -> Shares | None:
+    """The over-quota GPUs and the weight split of the queues taking part under ``reading``
+    (module docstring); ``None`` when the moment does not count. ``held``: GPUs per queue,
+    then ``counts``: the GPUs of its waiting gangs, their number, the quotas and the weights
+    (:func:`split_gap`'s arguments)."""
+    waiting, waiting_gangs, quota, weight = counts
+    over = {q: max(0, held[q] - quota[q]) for q in held}
+    if reading == "asking":
+        taking = [q for q in held if over[q] > 0 and waiting_gangs[q] > 0]
+        pool = sum(over[q] for q in taking)
+        weights = sum(weight[q] for q in taking)
+        if len(taking) < 2:
+            return None
+        fair = {q: pool * weight[q] / weights for q in taking}
+        return Shares(over, fair, pool)
+    if reading != "demand":
+        raise ValueError(f"unknown reading {reading!r}; one of {', '.join(READINGS)}")
+    asked = {q: held[q] + waiting[q] - quota[q] for q in held}
+    taking = [q for q in held if asked[q] > 0]
+    pool = sum(over[q] for q in taking)
+    if len(taking) < 2 or pool <= 0 or not any(waiting[q] > 0 for q in taking):
+        return None
+    fair = water_fill(pool, {q: asked[q] for q in taking}, weight)
+    return Shares(over, fair, pool)
+
+
 def split_gap(
     reading: str,
     held: Mapping[str, int],
@@ -112,26 +160,16 @@ def split_gap(
     quota: Mapping[str, int],
     weight: Mapping[str, int],
 ) -> float | None:
-    """The split gap in percentage points under ``reading`` (module docstring); ``None`` when
-    the moment does not count. ``held``: GPUs per queue; ``waiting``: GPUs of its waiting gangs,
-    ``waiting_gangs`` their number."""
-    over = {q: max(0, held[q] - quota[q]) for q in held}
-    if reading == "asking":
-        asking = [q for q in held if over[q] > 0 and waiting_gangs[q] > 0]
-        if len(asking) < 2:
-            return None
-        total = sum(over[q] for q in asking)
-        weights = sum(weight[q] for q in asking)
-        return max(abs(over[q] / total - weight[q] / weights) * 100 for q in asking)
-    if reading != "demand":
-        raise ValueError(f"unknown reading {reading!r}; one of {', '.join(READINGS)}")
-    asked = {q: held[q] + waiting[q] - quota[q] for q in held}
-    wanting = [q for q in held if asked[q] > 0]
-    total = sum(over[q] for q in wanting)
-    if len(wanting) < 2 or total <= 0 or not any(waiting[q] > 0 for q in wanting):
+    """The split gap in percentage points under ``reading`` (:func:`split_shares`, same
+    arguments); ``None`` when the moment does not count."""
+    return gap_pp(split_shares(reading, held, waiting, waiting_gangs, quota, weight))
+
+
+def gap_pp(shares: Shares | None) -> float | None:
+    """The largest gap of :class:`Shares`, in points of the pool (``None``: no moment)."""
+    if shares is None:
         return None
-    fair = water_fill(total, {q: asked[q] for q in wanting}, weight)
-    return max(abs(over[q] - fair[q]) / total * 100 for q in wanting)
+    return max(abs(shares.over[q] - f) / shares.pool * 100 for q, f in shares.fair.items())
 
 
 @dataclass(frozen=True)
@@ -153,31 +191,8 @@ class OracleResult:
     notes: dict[str, Any] = field(default_factory=dict)
 
 
-def _node_free(fleet: Fleet) -> dict[str, list[dict[str, int]]]:
-    return {c.name: [n.free for n in c.nodes if n.usable] for c in fleet.clusters if c.reachable}
-
-
-def _totals(frees: Sequence[Mapping[str, int]]) -> dict[str, int]:
-    out: dict[str, int] = {}
-    for free in frees:
-        for name in RESOURCES:
-            out[name] = out.get(name, 0) + free.get(name, 0)
-    return out
-
-
 def _shape_key(requests: Mapping[str, int]) -> tuple[tuple[str, int], ...]:
     return tuple(sorted((k, v) for k, v in requests.items() if v > 0))
-
-
-def _slots(frees: Sequence[Mapping[str, int]], shape: tuple[tuple[str, int], ...]) -> int:
-    """Pods of ``shape`` the nodes could take, each node on its own (a necessary bound)."""
-    total = 0
-    for free in frees:
-        fit = min(free.get(name, 0) // amount for name, amount in shape)
-        if PODS in free:
-            fit = min(fit, free[PODS])
-        total += max(0, fit)
-    return total
 
 
 def _free(node: Node) -> dict[str, int]:
@@ -210,7 +225,6 @@ def best_split(
     reading: str,
     forced_evictions: Sequence[int] = (),
     hint: Mapping[int, str] | None = None,
-    node_rows: bool = True,
     evict: bool,
     never: frozenset[int] = frozenset(),
     time_limit: float = 2.0,
@@ -258,10 +272,7 @@ def best_split(
         mine = [i for i in victims if queue_of[i] == q]
         if mine:
             model.add(sum(gpus[i] * e[i] for i in mine) <= held[q] - quota[q])
-    if node_rows:
-        _node_rows(model, fleet, workloads, pending, running, victims, e, x)
-    else:
-        _total_rows(model, fleet, workloads, pending, running, victims, e, x)
+    _node_rows(model, fleet, workloads, pending, running, victims, e, x)
     top = sum(gpus[i] for i in range(len(workloads)))
     alloc = {}
     over = {}
@@ -328,54 +339,6 @@ def best_split(
         evicted=evicted_best,
         rounds=done,
     )
-
-
-def _total_rows(
-    model: cp_model.CpModel,
-    fleet: Fleet,
-    workloads: Sequence[Workload],
-    pending: Sequence[int],
-    running: Mapping[int, Placement],
-    victims: Sequence[int],
-    e: Mapping[int, cp_model.IntVar],
-    x: dict[tuple[int, str], cp_model.IntVar],
-) -> None:
-    """Capacity by cluster totals (a looser relaxation than :func:`_node_rows`, and a much
-    smaller model): per cluster and resource, the started gangs' totals fit the free totals
-    plus what the evictions there free; per cluster and pod shape, the started pods fit the
-    slots the nodes have for that shape alone (every evictable gang gone)."""
-    gone = release(fleet, [running[i] for i in victims])
-    for cluster, roomy in zip(fleet.clusters, gone.clusters, strict=True):
-        if not cluster.reachable:
-            continue
-        frees = [_free(n) for n in cluster.nodes if n.usable]
-        roomiest = [_free(n) for n in roomy.nodes if n.usable]
-        free = _totals(frees)
-        most = _totals(roomiest)
-        demand = {i: _demand(workloads[i]) for i in pending}
-        for i in pending:
-            if all(demand[i].get(r, 0) <= most[r] for r in RESOURCES):
-                x[i, cluster.name] = model.new_bool_var(f"x{i}{cluster.name}")
-        here = [i for i in victims if running[i].cluster == cluster.name]
-        for r in RESOURCES:
-            starts = [demand[i].get(r, 0) * v for (i, c), v in x.items() if c == cluster.name]
-            freed = [_demand(workloads[i]).get(r, 0) * e[i] for i in here]
-            if starts:
-                model.add(sum(starts) <= free[r] + sum(freed))
-        shapes: dict[tuple[tuple[str, int], ...], list[Any]] = {}
-        for (i, c), v in x.items():
-            if c != cluster.name:
-                continue
-            for component in workloads[i].components:
-                shapes.setdefault(_shape_key(component.pod.requests), []).append(
-                    component.replicas * v
-                )
-        for key, terms in shapes.items():
-            model.add(sum(terms) <= _slots(roomiest, key))
-    for i in pending:
-        choices = [v for (j, _), v in x.items() if j == i]
-        if len(choices) > 1:
-            model.add_at_most_one(choices)
 
 
 def _node_rows(
