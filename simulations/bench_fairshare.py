@@ -50,7 +50,12 @@ preemptions and GPU-hours lost to eviction; and the targets of issue #14:
 * **over-quota split**: at moments when two or more queues are over their quota and still ask
   for more, the largest gap (percentage points) between a queue's share of the over-quota GPUs
   and its weight's share (mean over those moments); and against the weights' split capped by
-  what each queue asks (KAI's water-filling);
+  what each queue asks (KAI's water-filling); the *demand* reading (every queue whose demand
+  exceeds its quota takes part, :mod:`simulations.split_oracle`) and both summed over time;
+* **the split oracle** (:func:`oracle_split`, ``--oracle-every``): on every other counted
+  decision of ``placer`` and ``placer + fair-share reclaim``, the best split a decision
+  starting any waiting gangs on the real free nodes could reach on the same input (found and
+  packed) and the proven lower bound (:func:`simulations.split_oracle.best_split`);
 * **priority inversions**: a gang started while a higher-priority gang of at most as many GPUs
   waited (its queue's limit allowing it) — a check that may count a few false alarms where node
   shapes differ, never miss a real inversion of that kind;
