@@ -47,6 +47,7 @@ from placer.solver.reservations import (
     backfill_view,
     expected_runtime,
     expired,
+    horizon_view,
     plan,
     qualifies,
     stale,
@@ -188,14 +189,13 @@ class Reserver:
     def view(
         self, fleet: Fleet, indices: Sequence[int], now: float
     ) -> tuple[Fleet, list[Workload]]:
-        """The fleet and the candidates' workloads a decision at ``now`` takes."""
-        return backfill_view(
-            fleet,
-            [self.workloads[i] for i in indices],
-            [self.runtimes[i] for i in indices],
-            self.reservations,
-            now,
+        """The fleet and the candidates' workloads a decision at ``now`` takes: reservations
+        and the policy's drain horizon applied."""
+        runtimes = [self.runtimes[i] for i in indices]
+        viewed, workloads = backfill_view(
+            fleet, [self.workloads[i] for i in indices], runtimes, self.reservations, now
         )
+        return horizon_view(viewed, workloads, runtimes, self.policy)
 
     def forcing(self, now: float) -> list[int]:
         """The gangs whose reservation is to be forced now by eviction

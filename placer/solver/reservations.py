@@ -32,6 +32,15 @@ Model
   eligibility rules (taints and tolerations, :func:`placer.podspec.node_mismatch`) then keep
   everything else off, and explain it in its reasons.
 
+* :func:`horizon_view` — the **drain horizon** ``H`` (``horizon_s``, optional): the nodes of
+  one cluster ``c*`` (``horizon_cluster``, else the one with the most GPUs) carry the taint
+  ``placer.dev/drain-horizon=<c*>:NoSchedule``, tolerated by work with an expected run time
+  ``d ≤ H`` and by nothing else. Everything started on ``c*`` is thus expected to end within
+  ``H``, so a reservation planned there starts within ``H`` of being planned (with exact
+  estimates) and no eviction is needed for it; the cost is that longer work has one cluster
+  fewer. Big gangs are held to the same rule: a long one would keep ``c*`` from draining for
+  the next.
+
 Why backfill never delays a reservation: the gang's nodes at ``start_s`` hold exactly what
 planning assumed — the work running at planning time that is expected to still run then —
 because everything else on them ends by ``start_s``. With exact estimates the gang fits
@@ -74,6 +83,7 @@ from placer.solver.state import gpu_milli
 
 __all__ = [
     "ANNOTATION_EXPECTED_RUNTIME",
+    "TAINT_HORIZON",
     "TAINT_RESERVED",
     "Reservation",
     "ReservationPolicy",
@@ -81,6 +91,8 @@ __all__ = [
     "backfill_view",
     "expected_runtime",
     "expired",
+    "horizon_cluster",
+    "horizon_view",
     "may_backfill",
     "parse_runtime",
     "plan",
@@ -92,6 +104,8 @@ __all__ = [
 ANNOTATION_EXPECTED_RUNTIME = "placer.dev/expected-runtime"
 #: the taint a reserved node carries inside a decision (never on a real node).
 TAINT_RESERVED = "placer.dev/reserved"
+#: the taint of the drain-horizon cluster's nodes inside a decision (never on a real node).
+TAINT_HORIZON = "placer.dev/drain-horizon"
 
 _UNITS = {"": 1.0, "s": 1.0, "m": 60.0, "h": 3600.0, "d": 86400.0}
 
@@ -122,6 +136,13 @@ class ReservationPolicy:
     preempt_after_s: float | None = None
     #: ... unless its planned start is at most this far ahead (seconds): that is waited for.
     preempt_slack_s: float = 3600.0
+    #: a *drain horizon* (seconds; ``None``: none): one cluster (``horizon_cluster``, else the
+    #: one with the most GPUs) takes only work expected to run at most this long, so that it
+    #: always empties for a big gang within about this long without evicting anything
+    #: (:func:`horizon_view`).
+    horizon_s: float | None = None
+    #: the cluster the drain horizon keeps (``None``: the one with the most GPUs).
+    horizon_cluster: str | None = None
 
     def __post_init__(self) -> None:
         if self.after_s < 0 or not math.isfinite(self.after_s):
@@ -142,6 +163,12 @@ class ReservationPolicy:
         if self.preempt_slack_s < 0 or not math.isfinite(self.preempt_slack_s):
             raise ValueError(
                 f"reservations: preempt_slack_s must be 0 or positive, got {self.preempt_slack_s}"
+            )
+        horizon = self.horizon_s
+        if horizon is not None and (horizon <= 0 or not math.isfinite(horizon)):
+            raise ValueError(
+                "reservations: horizon_s must be positive (seconds the drain-horizon cluster's "
+                f"work may be expected to run), got {self.horizon_s}"
             )
 
 
@@ -291,6 +318,50 @@ def backfill_view(
             if r.workload == workload.ref or may_backfill(runtime, now, r)
         )
         viewed.append(_tolerating(workload, allowed) if allowed else workload)
+    return replace(fleet, clusters=clusters), viewed
+
+
+def horizon_cluster(fleet: Fleet, policy: ReservationPolicy) -> str | None:
+    """The cluster the policy's drain horizon keeps: ``policy.horizon_cluster`` when it is in
+    the fleet, else the reachable cluster with the most GPUs (fleet order on a tie);
+    ``None`` without a horizon."""
+    if policy.horizon_s is None:
+        return None
+    names = [c.name for c in fleet.clusters]
+    if policy.horizon_cluster is not None:
+        return policy.horizon_cluster if policy.horizon_cluster in names else None
+    reachable = [c for c in fleet.clusters if c.reachable and c.nodes]
+    if not reachable:
+        return None
+    return max(
+        reachable, key=lambda c: sum(n.allocatable.get("nvidia.com/gpu", 0) for n in c.nodes)
+    ).name
+
+
+def horizon_view(
+    fleet: Fleet,
+    workloads: Sequence[Workload],
+    runtimes: Sequence[float | None],
+    policy: ReservationPolicy,
+) -> tuple[Fleet, list[Workload]]:
+    """The drain horizon applied to a decision (module docstring): the nodes of
+    :func:`horizon_cluster` carry the taint ``placer.dev/drain-horizon=<cluster>:NoSchedule``,
+    tolerated only by work expected to run at most ``policy.horizon_s`` (big gangs included:
+    a long one there would keep the cluster from draining for the next). Work without an
+    estimate never tolerates it. Without a horizon: ``fleet`` and ``workloads`` as they are."""
+    name = horizon_cluster(fleet, policy)
+    if name is None or policy.horizon_s is None:
+        return fleet, list(workloads)
+    taint = Taint(key=TAINT_HORIZON, value=name, effect="NoSchedule")
+    toleration = Toleration(key=TAINT_HORIZON, value=name, effect="NoSchedule")
+    clusters = tuple(
+        _tainted(c, {n.name: [taint] for n in c.nodes}) if c.name == name else c
+        for c in fleet.clusters
+    )
+    viewed = [
+        _tolerating(w, (toleration,)) if r is not None and r <= policy.horizon_s else w
+        for w, r in zip(workloads, runtimes, strict=True)
+    ]
     return replace(fleet, clusters=clusters), viewed
 
 

@@ -123,7 +123,7 @@ def test_big_gangs_small() -> None:
     assert evicting["evicted_gangs"] >= evicting["preemptions"]
     assert result["stream"]["greedy + reservations"]["preemptions"] == 0
     assert "## Against issue 16's targets" in markdown
-    row = rf"\| greedy \+ reservations, evict \| – / – \| .* \| {evicting['preemptions']} \| "
+    row = rf"\| greedy \+ reservations, evict \| no \| – / – \| .* \| {evicting['preemptions']} \| "
     assert re.search(row, markdown)
 
 
