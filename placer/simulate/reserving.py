@@ -280,9 +280,14 @@ class Reserver:
                 continue
             if work is None:
                 work = [RunningWork(p, self._end_of(i, starts)) for i, p in running.items()]
+            # planned on the fleet as the gang's decisions will see it (the drain horizon's
+            # cluster only for a gang expected to end within the horizon)
+            viewed, (workload,) = horizon_view(
+                fleet, [self.workloads[index]], [self.runtimes[index]], self.policy
+            )
             reservation = plan(
-                self.workloads[index],
-                fleet,
+                workload,
+                viewed,
                 work,
                 now,
                 reason=reason,

@@ -210,3 +210,38 @@ def test_a_gang_whose_priority_says_so_gets_a_reservation_at_once(kit: Any) -> N
         items, fleet, Settings("greedy", "stream", reservations=replace(late, priority=None))
     )
     assert not waited.reservations  # nobody waits 10,000 s
+
+
+def test_a_drain_horizon_starts_the_gang_within_the_horizon_without_evicting(kit: Any) -> None:
+    """Two clusters of four 8-GPU nodes. Eight one-node jobs of 1,000 s arrive at t=0, one-node
+    jobs of 150 s keep arriving every 30 s, and a four-node gang of 180 s arrives at t=1. Without a
+    horizon the long jobs fill both clusters and the gang's reservation starts at 1,000 s; with
+    a 200-s horizon on c0 only work of at most 200 s runs there (half the long jobs wait), so
+    the gang starts on c0 within 200 s of its reservation, and nothing is evicted."""
+    items = [kit.Item(kit.gang(f"long{i}", 1, gpus=8), 0.0, 1000.0) for i in range(8)]
+    items.append(kit.Item(kit.gang("big", 4, gpus=8), 1.0, 180.0))
+    items += [kit.Item(kit.gang(f"t{k:03d}", 1, gpus=8), 30.0 * k, 150.0) for k in range(60)]
+    items.sort(key=lambda item: item.arrival_s)
+    fleet = kit.fleet(4, 4)
+    big = _index(items, "big")
+    horizon = replace(NOW, horizon_s=200.0, horizon_cluster="c0")
+    without = simulate(items, fleet, Settings("greedy", "stream", reservations=NOW))
+    with_ = simulate(items, fleet, Settings("greedy", "stream", reservations=horizon))
+    assert without.outcomes[big].start_s == 1000.0
+    record = [r for r in with_.reservations if r.workload == big][-1]
+    assert record.cluster == "c0" and record.outcome == "placed"
+    start = with_.outcomes[big].start_s
+    assert start is not None and start <= record.planned_s + 200.0
+    assert with_.preemptions == ()
+    on_c0 = [
+        (items[i].workload.ref.name, items[i].duration_s)
+        for i, o in enumerate(with_.outcomes)
+        if o.cluster == "c0" and i != big
+    ]
+    assert on_c0 and all((d or math.inf) <= 200.0 for _, d in on_c0)
+    assert any(
+        o.cluster == "c0" and items[i].duration_s == 1000.0 for i, o in enumerate(without.outcomes)
+    )
+    runtimes = [i.duration_s for i in items]
+    assert _backfill_violations(with_, items, runtimes) == []
+    assert not [p for d in with_.decisions for p in d.problems]

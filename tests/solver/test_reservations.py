@@ -12,6 +12,7 @@ from placer.model import Fleet, Placement, PodAssignment, Workload
 from placer.solver import charge, solve
 from placer.solver.reservations import (
     ANNOTATION_EXPECTED_RUNTIME,
+    TAINT_HORIZON,
     TAINT_RESERVED,
     Reservation,
     ReservationPolicy,
@@ -19,6 +20,8 @@ from placer.solver.reservations import (
     backfill_view,
     expected_runtime,
     expired,
+    horizon_cluster,
+    horizon_view,
     may_backfill,
     parse_runtime,
     plan,
@@ -104,6 +107,9 @@ def test_a_policy_refuses_nonsense() -> None:
         ReservationPolicy(max_reservations=0)
     with pytest.raises(ValueError, match="after_s"):
         ReservationPolicy(after_s=-1)
+    for bad in (0.0, -5.0, math.inf):
+        with pytest.raises(ValueError, match="horizon_s must be positive"):
+            ReservationPolicy(horizon_s=bad)
 
 
 # --------------------------------------------------------------------------------------------
@@ -254,3 +260,42 @@ def test_a_reservation_is_stale_when_the_fleet_changes_under_it() -> None:
     assert "left the fleet" in (stale(reservation, gone) or "")
     down = b.fleet(b.cluster("c0", b.node("c0-n0"), b.node("c0-n1"), reachable=False))
     assert "unreachable" in (stale(reservation, down) or "")
+
+
+# --------------------------------------------------------------------------------------------
+# the drain horizon
+
+
+def test_the_drain_horizon_keeps_the_largest_cluster_unless_one_is_named() -> None:
+    fleet = _fleet(2, 3, 3)
+    assert horizon_cluster(fleet, ReservationPolicy()) is None  # no horizon, no cluster
+    assert horizon_cluster(fleet, ReservationPolicy(horizon_s=60.0)) == "c1"  # first of the most
+    named = ReservationPolicy(horizon_s=60.0, horizon_cluster="c0")
+    assert horizon_cluster(fleet, named) == "c0"
+    assert horizon_cluster(fleet, ReservationPolicy(horizon_s=60.0, horizon_cluster="x")) is None
+
+
+def test_only_work_expected_to_end_within_the_horizon_enters_its_cluster() -> None:
+    fleet = _fleet(2, 1)
+    policy = ReservationPolicy(horizon_s=100.0, horizon_cluster="c0", min_gpus=16)
+    short, long, unknown, big = (
+        _job("short", 1),
+        _job("long", 1),
+        _job("unknown", 1),
+        _job("big", 2),
+    )
+    view, workloads = horizon_view(
+        fleet, [short, long, unknown, big], [100.0, 101.0, None, 500.0], policy
+    )
+    assert all(TAINT_HORIZON in {t.key for t in n.taints} for n in view.clusters[0].nodes)
+    assert not [t for n in view.clusters[1].nodes for t in n.taints]
+    decision = solve(workloads, view, solver="greedy")
+    where = {str(p.workload): p.cluster for p in decision.placements}
+    assert where[str(short.ref)] == "c0" or where[str(long.ref)] == "c1"
+    assert all(where.get(str(w.ref)) != "c0" for w in (long, unknown, big))
+    reasons = {str(u.workload): u.reasons["c0"] for u in decision.unplaced}
+    # a big gang is held to the rule too: a long one would keep the cluster from draining
+    assert f"taint {TAINT_HORIZON}=c0" in reasons[str(big.ref)]
+    # without a horizon nothing changes
+    same, as_given = horizon_view(fleet, [long], [101.0], ReservationPolicy())
+    assert same is fleet and as_given == [long]
