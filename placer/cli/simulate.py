@@ -127,6 +127,22 @@ def register(subparsers: argparse._SubParsersAction[argparse.ArgumentParser]) ->
     )
     add_reserve_preempt_options(parser)
     parser.add_argument(
+        "--reserve-horizon",
+        type=seconds,
+        default=None,
+        metavar="SECONDS",
+        help="with --reserve-after: a drain horizon: one cluster (--reserve-horizon-cluster, "
+        "else the one with the most GPUs) takes only work expected to run at most this long, "
+        "so it empties for a big gang within about this long without evictions "
+        "(docs/reservations.md); default: none",
+    )
+    parser.add_argument(
+        "--reserve-horizon-cluster",
+        default=None,
+        metavar="NAME",
+        help="with --reserve-horizon: the cluster it keeps (default: the one with the most GPUs)",
+    )
+    parser.add_argument(
         "--runtime-noise",
         type=float,
         default=0.0,
@@ -263,7 +279,7 @@ def run(args: argparse.Namespace) -> int:
             interval=args.interval,
             queues=queues,
             preemption=args.allow_preemption,
-            reservations=_reservations_policy(args),
+            reservations=_reservations_policy(args, fleet.names),
             runtime_noise=args.runtime_noise,
             fair_share_reclaim=args.fair_share_reclaim,
         )
@@ -334,7 +350,7 @@ def _sweep(
             interval=args.interval,
             queues=queues,
             preemption=args.allow_preemption,
-            reservations=_reservations_policy(args),
+            reservations=_reservations_policy(args, fleet.names),
             runtime_noise=args.runtime_noise,
             fair_share_reclaim=args.fair_share_reclaim,
         )
@@ -376,18 +392,32 @@ def _sweep(
     return EXIT_ERROR if problems else EXIT_OK
 
 
-def _reservations_policy(args: argparse.Namespace) -> ReservationPolicy | None:
-    """The ``--reserve-*`` options as a ReservationPolicy (``None`` without --reserve-after)."""
+def _reservations_policy(
+    args: argparse.Namespace, clusters: Sequence[str] = ()
+) -> ReservationPolicy | None:
+    """The ``--reserve-*`` options as a ReservationPolicy (``None`` without --reserve-after);
+    ``clusters``: the snapshot's, which --reserve-horizon-cluster must name."""
     if args.reserve_after is None:
         for option, value in (
             ("--reserve-preempt-after", args.reserve_preempt_after),
             ("--reserve-preempt-slack", args.reserve_preempt_slack),
+            ("--reserve-horizon", args.reserve_horizon),
+            ("--reserve-horizon-cluster", args.reserve_horizon_cluster),
         ):
             if value is not None:
                 raise UsageError(f"{option} goes with --reserve-after (reservations)")
         return None
     if args.reserve_preempt_slack is not None and args.reserve_preempt_after is None:
         raise UsageError("--reserve-preempt-slack goes with --reserve-preempt-after")
+    if args.reserve_horizon_cluster is not None:
+        if args.reserve_horizon is None:
+            raise UsageError("--reserve-horizon-cluster goes with --reserve-horizon")
+        if clusters and args.reserve_horizon_cluster not in clusters:
+            raise UsageError(
+                f"--reserve-horizon-cluster {args.reserve_horizon_cluster}: no such cluster in "
+                f"{args.snapshot}",
+                hint=f"name one of: {', '.join(clusters)}",
+            )
     if args.mode != "stream":
         raise UsageError("--reserve-after needs --mode stream")
     if args.allow_preemption:
@@ -402,6 +432,8 @@ def _reservations_policy(args: argparse.Namespace) -> ReservationPolicy | None:
         min_gpus=args.reserve_min_gpus,
         max_reservations=args.max_reservations,
         preempt_after_s=args.reserve_preempt_after,
+        horizon_s=args.reserve_horizon,
+        horizon_cluster=args.reserve_horizon_cluster,
         **(
             {"preempt_slack_s": args.reserve_preempt_slack}
             if args.reserve_preempt_slack is not None

@@ -287,6 +287,27 @@ def test_a_reservation_may_evict_for_its_gang(capsys: Any) -> None:
     assert code == 0 and "Evictions for reservations: 1 (" in text
 
 
+def test_a_drain_horizon_keeps_long_and_unknown_work_off_its_cluster(capsys: Any) -> None:
+    """The example with a 15-minute drain horizon on its one cluster: the 10-minute jobs and
+    the gang run as before, the sweep jobs (no run time given) never start there, and say
+    why."""
+    args = [
+        *["--snapshot", str(RESERVE / "fleet.yaml"), "--workloads", str(RESERVE / "jobs.yaml")],
+        *["--mode", "stream", "--solver", "greedy", "--reserve-after", "0"],
+        *["--reserve-horizon", "900", "--reserve-horizon-cluster", "lab"],
+    ]
+    code, raw, _ = simulate(capsys, *args, "-o", "json")
+    assert code == 0
+    run = json.loads(raw)["runs"][0]
+    started = {w["workload"]["name"]: w for w in run["workloads"]}
+    pretrain = started["pretrain"]
+    assert pretrain["start_s"] == 602.0
+    for name in ("sweep-0", "sweep-1", "sweep-2", "sweep-3"):
+        sweep = started[name]
+        assert sweep["start_s"] is None
+        assert "taint placer.dev/drain-horizon=lab" in json.dumps(sweep["reasons"])
+
+
 @pytest.mark.parametrize(
     ("extra", "message"),
     [
@@ -296,6 +317,16 @@ def test_a_reservation_may_evict_for_its_gang(capsys: Any) -> None:
             "--reserve-preempt-slack goes with --reserve-preempt-after",
         ),
         (["--reserve-after", "0", "--reserve-preempt-after", "-1"], "--reserve-preempt-after"),
+        (["--reserve-horizon", "600"], "--reserve-horizon goes with --reserve-after"),
+        (["--reserve-after", "0", "--reserve-horizon", "0"], "--reserve-horizon"),
+        (
+            ["--reserve-after", "0", "--reserve-horizon-cluster", "a"],
+            "--reserve-horizon-cluster goes with --reserve-horizon",
+        ),
+        (
+            ["--reserve-after", "0", "--reserve-horizon", "60", "--reserve-horizon-cluster", "x"],
+            "--reserve-horizon-cluster x: no such cluster in",
+        ),
     ],
 )
 def test_reservation_preemption_options_are_checked(
