@@ -42,7 +42,7 @@ import argparse
 import importlib
 import re
 import sys
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from typing import Any
 
 from placer.cli._decision import (
@@ -314,13 +314,14 @@ def run(args: argparse.Namespace) -> int:
         if queues is not None and not args.snapshot_free:
             report, preemptions = _preempt(args, report, manifests, placed, clients, queues)
         report_unreachable(report.fleet)
+        workloads = {m.ref: m.workload for m in manifests}
         if args.output != "text":
-            data = report_to_dict(report)
+            data = report_to_dict(report, workloads)
             if queues is not None:
                 data["preemptions"] = [p.to_dict() for p in preemptions]
             print_data(data, args.output)
         else:
-            render(report)
+            render(report, workloads=workloads)
             for preemption in preemptions:
                 print(preemption.describe())
         for warning in report.warnings:
@@ -388,8 +389,11 @@ def _preempt(
 # output
 
 
-def report_to_dict(report: Any) -> dict[str, Any]:
-    """``placer plan``'s JSON plus the dispatch fields (see the module docstring)."""
+def report_to_dict(report: Any, workloads: Mapping[Any, Any] | None = None) -> dict[str, Any]:
+    """``placer plan``'s JSON plus the dispatch fields (see the module docstring); with
+    ``workloads`` (ref -> Workload), each placed elastic workload's ``elastic`` counts (chosen
+    and range per component, as ``placer plan`` gives them)."""
+    from placer.solver.elastic import chosen_counts
     from placer.solver.report import decision_to_dict
 
     data = decision_to_dict(report.decision)
@@ -402,6 +406,10 @@ def report_to_dict(report: Any) -> dict[str, Any]:
         item["attempts"] = [a.to_dict() for a in outcome.attempts]
         item["record"] = outcome.record.to_dict() if outcome.record else None
         item["refused"] = dict(report.refused.get(placement.workload, {}))
+        workload = (workloads or {}).get(placement.workload)
+        counts = chosen_counts(workload, placement) if workload is not None else []
+        if counts:
+            item["elastic"] = [c.as_dict() for c in counts]
         if outcome.notes:
             item["notes"] = list(outcome.notes)
         _change_fields(item, outcome)
@@ -438,10 +446,13 @@ def _change_fields(item: dict[str, Any], outcome: Any) -> None:
         item["movedFrom"] = outcome.moved_from
 
 
-def render(report: Any, out: Any = None) -> None:
-    """The text report: decision table, refusals per placed workload, failures, summary."""
+def render(report: Any, out: Any = None, workloads: Mapping[Any, Any] | None = None) -> None:
+    """The text report: decision table, refusals per placed workload (with ``workloads``, ref
+    -> Workload: each elastic component's chosen count against its range), failures,
+    summary."""
     from placer.model import GPU_SHARE
     from placer.quantity import CPU, GPU, MEMORY, format_quantity
+    from placer.solver.elastic import chosen_counts
 
     stream = out or sys.stdout
     decision = report.decision
@@ -467,6 +478,12 @@ def render(report: Any, out: Any = None) -> None:
         outcome = outcomes[p.workload].copy_on(p.cluster)
         refused = report.refused.get(p.workload, {})
         lines: list[str] = []
+        workload = (workloads or {}).get(p.workload)
+        for count in chosen_counts(workload, p) if workload is not None else []:
+            lines.append(
+                f"  {count.label} at {count.chosen} of max {count.max} replicas "
+                f"(elastic, min {count.min})"
+            )
         for attempt in outcome.attempts:
             lines.append(f"  {attempt.cluster}: dispatch failed: {attempt.error}")
         if outcome.state == "unchanged":

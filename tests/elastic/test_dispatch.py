@@ -1,6 +1,6 @@
 """An elastic workload submitted to the virtual demo fleet over HTTPS: the copy on the member
 carries the chosen count (read back with the kubernetes client's view of the store and with
-kubectl), and `placer plan` shows chosen vs max in text and JSON."""
+kubectl), and `placer plan` and `placer submit` show chosen vs max in text and JSON."""
 
 from __future__ import annotations
 
@@ -50,6 +50,9 @@ def test_submit_writes_the_chosen_count_on_the_member(
     assert code == 0, data
     [placement] = data["placements"]
     assert placement["cluster"] == "west" and placement["dispatched"] is True
+    assert placement["elastic"] == [
+        {"component": "worker", "replicas": WORKERS, "min": 2, "max": 8}
+    ]
     store = fleet.virtual.server("west").store
     job = store.get("pytorchjobs.kubeflow.org", "elastic-pretrain", "team-a")
     assert job["spec"]["pytorchReplicaSpecs"]["Worker"]["replicas"] == WORKERS
@@ -89,6 +92,18 @@ def test_submit_writes_the_chosen_count_on_the_member(
         check=True,
     )
     assert got.stdout == str(WORKERS)
+
+
+def test_submit_text_shows_chosen_against_max(
+    demo_fleet: Callable[..., Fleet], capsys: pytest.CaptureFixture[str]
+) -> None:
+    fleet = demo_fleet()
+    args = ["submit", "--kubeconfig", str(fleet.kubeconfig), "-f", str(JOB), "--dry-run"]
+    assert main(args) == 0
+    out = capsys.readouterr().out
+    lines = out.splitlines()
+    at = lines.index("PyTorchJob/team-a/elastic-pretrain -> west")
+    assert f"  worker at {WORKERS} of max 8 replicas (elastic, min 2)" in lines[at + 1 : at + 4]
 
 
 def test_submit_never_goes_below_the_minimum(
