@@ -101,6 +101,27 @@ DRAINING = (
     Entry("greedy + horizon 6h, evict after 12h", "greedy", 1.0, DRAIN),
 )
 
+#: the eviction thresholds of the robustness curve (``--curve``).
+CURVE_HOURS = (6, 9, 12, 15, 18, 21, 24)
+
+
+def curve(hours: Sequence[float] = CURVE_HOURS) -> tuple[Entry, ...]:
+    """The robustness curve: at each threshold ``T``, reserving at ``T`` and evicting at once
+    against a 6 h drain horizon with eviction after ``T`` (and the latter with ±50 %
+    estimates at every other threshold)."""
+    entries: list[Entry] = []
+    for position, t in enumerate(hours):
+        entries.append(
+            Entry(f"cpsat 0.5s + reserve at {t:g}h, evict", "cpsat", 0.5, evicting(t, t))
+        )
+        horizon = draining(6, t)
+        label = f"cpsat 0.5s + horizon 6h, evict after {t:g}h"
+        entries.append(Entry(label, "cpsat", 0.5, horizon))
+        if position % 2 == 0:
+            entries.append(Entry(f"{label} ±50%", "cpsat", 0.5, horizon, runtime_noise=0.5))
+    return tuple(entries)
+
+
 RESERVING = (
     Entry("cpsat 0.5s + reservations", "cpsat", 0.5, BIG_GANGS),
     Entry("cpsat 0.5s + reservations ±50%", "cpsat", 0.5, BIG_GANGS, runtime_noise=0.5),
@@ -350,6 +371,31 @@ def tradeoff(stream: dict[str, Any]) -> list[str]:
     ]
 
 
+def curve_markdown(result: dict[str, Any], meta: dict[str, Any]) -> str:
+    """The robustness curve's page (``--curve``): the stream runs against the targets."""
+    fleet = result["fleet"]
+    lines = heading(
+        "Big gangs: how robust the eviction rules are to their threshold (Kalos stream)",
+        meta,
+        f"Fleet: {fleet['nodes']} nodes, {fleet['gpus']} GPUs in {len(fleet['clusters'])} "
+        f"clusters. {result['gangs']} gangs; arrivals compressed to "
+        f"{result['stream_offered_load']:g}× offered load (window "
+        f"{result['stream_window_h']:g} h). At each threshold T: reserving at T and evicting at "
+        "once (`evicting(T, T)`) against a 6 h drain horizon with eviction after T "
+        "(`draining(6, T)`), every other T also with ±50 % estimates.",
+    )
+    met = result["targets_met"]
+    lines += [
+        f"Runs meeting every target: {sum(met.values())} of {len(met)}.",
+        "",
+        *tradeoff(result["stream"]),
+        "",
+        *stream_tables(result["stream"], "h"),
+        "",
+    ]
+    return "\n".join(lines)
+
+
 def plot(result: dict[str, Any]) -> None:
     series = {label: row["timeline"] for label, row in result["stream"].items()}
     stream_figure("bench_kalos", series, result["fleet"]["gpus"], "Kalos gangs, stream")
@@ -362,7 +408,26 @@ def main(argv: Sequence[str] | None = None) -> int:
     parser.add_argument(
         "--no-reservations", action="store_true", help="leave out the stream runs with reservations"
     )
+    parser.add_argument(
+        "--curve",
+        action="store_true",
+        help="only the robustness curve: the stream at each eviction threshold, old rule "
+        "against the drain horizon (results/bench_kalos_curve.{json,md})",
+    )
     args = parser.parse_args(argv)
+    if args.curve:
+        only = Config(
+            clusters=args.clusters,
+            load=args.load,
+            batch=(),
+            stream=(STREAM_ENTRIES[0],),
+            reserving=curve(),
+        )
+        result, paths = measure("bench_kalos_curve", lambda: run(only), curve_markdown)
+        for label, met in result["targets_met"].items():
+            print(f"{label:50s} targets met: {met}")
+        print("wrote", *paths)
+        return 0
     config = Config(
         clusters=args.clusters, load=args.load, reserving=() if args.no_reservations else RESERVING
     )

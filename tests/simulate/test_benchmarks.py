@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import re
 from dataclasses import replace
+from typing import Any
 
 import pytest
 
@@ -125,6 +126,47 @@ def test_big_gangs_small() -> None:
     assert "## Against issue 16's targets" in markdown
     row = rf"\| greedy \+ reservations, evict \| no \| – / – \| .* \| {evicting['preemptions']} \| "
     assert re.search(row, markdown)
+
+
+def _row(big_h: float | None, mid_h: float, alloc: float) -> dict[str, Any]:
+    big = {"wait_p50_s": None if big_h is None else big_h * 3600}
+    return {
+        "by_size": {">512 GPUs": big, "65-512 GPUs": {"wait_p50_s": mid_h * 3600}},
+        "time_avg_alloc_pct": alloc,
+    }
+
+
+def test_issue_16_targets_are_judged_against_the_first_run() -> None:
+    stream = {
+        "cpsat 0.5s": _row(49.0, 2.0, 58.7),
+        "a": _row(12.0, 3.0, 59.0),  # every target just met
+        "b": _row(12.1, 1.0, 60.0),  # big gangs over 12 h
+        "b ±50%": _row(23.9, 1.0, 60.0),  # noisy estimates: 24 h allowed
+        "c": _row(2.0, 3.1, 60.0),  # mid-size gangs over 1.5x
+        "d": _row(2.0, 1.0, 58.9),  # allocation under 59 %
+        "e": _row(None, 1.0, 60.0),  # no big gang ever started
+    }
+    met = bench_kalos.targets(stream)
+    assert met == {
+        "cpsat 0.5s": False,
+        "a": True,
+        "b": False,
+        "b ±50%": True,
+        "c": False,
+        "d": False,
+        "e": False,
+    }
+    labels = [e.label for e in bench_kalos.curve((6, 12))]
+    assert labels == [
+        "cpsat 0.5s + reserve at 6h, evict",
+        "cpsat 0.5s + horizon 6h, evict after 6h",
+        "cpsat 0.5s + horizon 6h, evict after 6h ±50%",
+        "cpsat 0.5s + reserve at 12h, evict",
+        "cpsat 0.5s + horizon 6h, evict after 12h",
+    ]
+    assert (
+        bench_kalos.DRAIN.horizon_s == 6 * 3600 and bench_kalos.DRAIN.preempt_after_s == 12 * 3600
+    )
 
 
 def test_topology_small() -> None:
