@@ -22,6 +22,7 @@ from simulations import (
     bench_scaling,
     bench_stream,
     bench_topology,
+    results_tables,
 )
 from simulations.benchmarking import Entry, compress_arrivals, machine, offered_load
 from simulations.fleets import make_fleet, split_nodes
@@ -167,6 +168,8 @@ def test_issue_16_targets_are_judged_against_the_first_run() -> None:
     assert (
         bench_kalos.DRAIN.horizon_s == 6 * 3600 and bench_kalos.DRAIN.preempt_after_s == 12 * 3600
     )
+    default = [e.label for e in bench_kalos.RESERVING if e.reservations == bench_kalos.DRAIN]
+    assert results_tables.KALOS_DEFAULT == default[0]
 
 
 def test_topology_small() -> None:
