@@ -278,12 +278,8 @@ def test_the_drain_horizon_keeps_the_largest_cluster_unless_one_is_named() -> No
 def test_only_work_expected_to_end_within_the_horizon_enters_its_cluster() -> None:
     fleet = _fleet(2, 1)
     policy = ReservationPolicy(horizon_s=100.0, horizon_cluster="c0", min_gpus=16)
-    short, long, unknown, big = (
-        _job("short", 1),
-        _job("long", 1),
-        _job("unknown", 1),
-        _job("big", 2),
-    )
+    short, long, unknown = (_job(name, 1) for name in ("short", "long", "unknown"))
+    big = _job("big", 2)
     view, workloads = horizon_view(
         fleet, [short, long, unknown, big], [100.0, 101.0, None, 500.0], policy
     )
