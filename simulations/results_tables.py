@@ -225,9 +225,10 @@ def decompose_line() -> str:
     trusted = get("bench_decompose", "decompose", "manifests_per_cpu_s")
     untrusted = get("bench_decompose", "untrusted", "manifests_per_cpu_s")
     target = get("bench_decompose", "target_manifests_per_s")
+    met = "met" if min(trusted, untrusted) >= target else "**not met**"
     return (
         f"**{trusted:,} manifests/s** per CPU second, untrusted definitions {untrusted:,}/s "
-        f"(the worker's CPU included; target {target:,.0f}/s)"
+        f"(the worker's CPU included; target {target:,.0f}/s: {met})"
     )
 
 
