@@ -40,6 +40,7 @@ from placer.definitions.elastic import replica_range, write_replicas
 from placer.definitions.gangs import predict_gangs
 from placer.definitions.interpret import (
     ExtractedInstance,
+    Extraction,
     Scale,
     extract,
     status_phases,
@@ -255,7 +256,9 @@ def decompose(
         for inst in extracted:
             made = _component_instance(component.name, inst, where, counting)
             if definition.elastic:
-                made = _elastic(obj, definition, component, made, where, limits, counting)
+                made = _elastic(
+                    obj, definition, extraction, component, made, where, limits, counting
+                )
             components.append(made)
     gangs = predict_gangs(definition, extraction.instances)
     if any(c.elastic is not None for c in components):
@@ -352,6 +355,7 @@ def _component_instance(
 def _elastic(
     obj: Mapping[str, Any],
     definition: Definition,
+    extraction: Extraction,
     component: Component,
     made: ComponentInstance,
     where: str,
@@ -367,7 +371,12 @@ def _elastic(
     low, high = found
     try:
         write_replicas(
-            obj, definition, {(made.name, made.instance): high}, where=where, limits=limits
+            obj,
+            definition,
+            {(made.name, made.instance): high},
+            where=where,
+            limits=limits,
+            extraction=extraction,  # the object as decomposed: not read again
         )
     except InterpretationError as exc:
         counting.warnings.append(f"{exc}; placed at its declared {made.replicas} replicas")

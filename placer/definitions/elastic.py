@@ -32,7 +32,7 @@ import re
 from collections.abc import Mapping
 from typing import Any
 
-from placer.definitions.interpret import Scale, extract, replicas_of
+from placer.definitions.interpret import Extraction, Scale, extract, replicas_of
 from placer.definitions.jq import DEFAULT_LIMITS, JqLimits, normalize, to_json_text
 from placer.definitions.model import Component, Definition
 from placer.errors import InterpretationError
@@ -76,14 +76,21 @@ def write_replicas(
     *,
     where: str,
     limits: JqLimits = DEFAULT_LIMITS,
+    extraction: Extraction | None = None,
 ) -> dict[str, Any]:
     """A copy of ``obj`` in which each ``(component, instance)`` of ``counts`` reads its count
-    through ``definition`` (module docstring). Raises :class:`InterpretationError` naming the
-    component, instance and ``replicasPath`` when no field of the path reads back."""
-    result: dict[str, Any] = copy.deepcopy(dict(obj))
+    through ``definition`` (module docstring). ``extraction``: ``obj`` as ``definition``
+    already read it, when the caller has it (saves reading it again). Raises
+    :class:`InterpretationError` naming the component, instance and ``replicasPath`` when no
+    field of the path reads back."""
     if not counts:
-        return result
-    before = _replicas(result, definition, where, limits)
+        return copy.deepcopy(dict(obj))
+    before = (
+        _replicas(obj, definition, where, limits)
+        if extraction is None
+        else _counts(extraction, definition)
+    )
+    result: Mapping[str, Any] = obj  # every trial below writes on a copy of its own
     for (name, instance), count in counts.items():
         component = definition.component(name)
         label = f"{name}/{instance}" if instance else name
@@ -118,7 +125,7 @@ def write_replicas(
             )
         result = written
         before[(name, instance)] = (count, *before[(name, instance)][1:])
-    return result
+    return copy.deepcopy(dict(obj)) if result is obj else dict(result)
 
 
 def _replicas(
@@ -127,6 +134,13 @@ def _replicas(
     """Every pod-bearing instance's count, minimum and maximum as the definition reads them,
     in position order."""
     extraction = extract(to_json_text(normalize(obj)), definition, where=where, limits=limits)
+    return _counts(extraction, definition)
+
+
+def _counts(
+    extraction: Extraction, definition: Definition
+) -> dict[tuple[str, str], tuple[int, int | None, int | None]]:
+    """:func:`_replicas` of an object already extracted."""
     return {
         (component.name, instance.id): (
             instance.replicas,
