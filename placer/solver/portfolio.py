@@ -54,6 +54,7 @@ from placer.solver.state import ClusterState
 __all__ = [
     "PASSES",
     "Hints",
+    "cluster_density_keys",
     "density_key",
     "hint_order",
     "roomiest",
@@ -114,7 +115,24 @@ def density_key(
     free_cpu = sum(int(s.free[s.usable, 0].sum()) for s in states.values()) or 1
     free_mem = sum(int(s.free[s.usable, 1].sum()) for s in states.values()) or 1
     free_gpu = sum(int(s.devfree[s.usable].sum()) for s in states.values()) or 1
+    return _density(free_gpu, free_cpu, free_mem)
 
+
+def cluster_density_keys(
+    states: dict[str, ClusterState],
+) -> dict[str, Callable[[Unit], tuple[float, int]]]:
+    """Per cluster, :func:`density_key` with the shares taken of that cluster's free totals:
+    a unit needing more cores per GPU than the cluster has ranks low there, however many
+    cores the fleet as a whole has to spare (a fleet of clusters of 12 and of 36 cores per
+    GPU: units of 18 cores per GPU strand the first kind's GPUs)."""
+    keys = {}
+    for name, state in states.items():
+        free, gpu, _ = state.totals()
+        keys[name] = _density(gpu or 1, int(free[0]) or 1, int(free[1]) or 1)
+    return keys
+
+
+def _density(free_gpu: int, free_cpu: int, free_mem: int) -> Callable[[Unit], tuple[float, int]]:
     def key(unit: Unit) -> tuple[float, int]:
         cpu, mem = int(unit.demand[0]), int(unit.demand[1])
         share = max(unit.milli / free_gpu, cpu / free_cpu, mem / free_mem, 1e-12)

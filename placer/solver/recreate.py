@@ -31,10 +31,12 @@ re-choosing the pods of a handful of nodes does. Each iteration:
    * *random*: up to ``RANDOM_VICTIMS`` units of ``c``;
 2. **Recreate**: the removed units and the unplaced units allowed in ``c`` are packed again
    (:func:`~placer.solver.heuristics.choose_and_pack`, the units' own node scoring) in one
-   of three orders drawn at random — largest value first, most value per scarcest resource
-   first (:func:`~placer.solver.portfolio.density_key`), or value with a random factor in
-   ``[0.5, 1.5]``. A removed unit tries ``c`` first, then its other clusters by preference;
-   an unplaced unit tries ``c`` only (nothing else changed for it). Unplaced units whose
+   of three orders drawn at random — largest value first, most value per share of the ruined
+   cluster's scarcest resource first (:func:`~placer.solver.portfolio.cluster_density_keys`,
+   on its free totals before the search: cpu-heavy units rank low in a cluster with few
+   cores per GPU), or value with a random factor in ``[0.5, 1.5]``. A removed unit tries
+   ``c`` first, then its other clusters by preference; an unplaced unit tries ``c`` only
+   (nothing else changed for it). Unplaced units whose
    totals or node-by-node copies (:class:`~placer.solver.state.CopiesTable`) no longer fit
    a ruined cluster are left out at once, in one vectorised test over all of them, and
    tested again after refusals: the recreate only takes capacity, so they would not pack;
@@ -65,7 +67,7 @@ from placer.solver.clock import Clock
 from placer.solver.fragmentation import FloatArray, Mix
 from placer.solver.heuristics import Placed, apply_placed, choose_and_pack, ffd_key
 from placer.solver.packer import Packed
-from placer.solver.portfolio import density_key, value_of
+from placer.solver.portfolio import cluster_density_keys, value_of
 from placer.solver.problem import Unit
 from placer.solver.state import BoolArray, ClusterState, IntArray, PodShape, Replay
 
@@ -188,6 +190,8 @@ class _Search:
         self.rng = random.Random(seed)
         self.states = states
         self.mix = mix
+        # the density order per ruined cluster, on the free totals before the search
+        self.dense = cluster_density_keys(states)
         apply_placed(states, best)
         self.where: dict[int, tuple[str, Packed]] = {u.index: (c, p) for u, c, p in best}
         self.by_index = {u.index: u for u in units}
@@ -197,7 +201,6 @@ class _Search:
             self.members[cluster][index] = None
         self.table = _UnitTable(units, states)
         self.unplaced = self.table.unplaced(self.where)
-        self.dense = density_key(units, states)
         self.names = list(states)
         self.current = value_of(best)
         self.milli = sum(u.milli for u, _, _ in best)
@@ -381,7 +384,7 @@ class _Search:
         if draw < 0.4:
             candidates.sort(key=ffd_key)
         elif draw < 0.7:
-            candidates.sort(key=self.dense)
+            candidates.sort(key=self.dense[plan.clusters[0]])
         else:
             factor = {u.index: rng.uniform(0.5, 1.5) for u in candidates}
             candidates.sort(key=lambda u: (-u.value * factor[u.index], u.index))

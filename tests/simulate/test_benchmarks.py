@@ -19,6 +19,7 @@ from simulations import (
     bench_fgd,
     bench_kalos,
     bench_multicluster,
+    bench_quality,
     bench_scaling,
     bench_stream,
     bench_topology,
@@ -81,6 +82,26 @@ def test_multicluster_batch_small() -> None:
     rows = instance["entries"]
     assert rows["cpsat"]["gpus_placed"] >= 0.99 * rows["greedy"]["gpus_placed"]
     assert "| cpsat |" in bench_multicluster.markdown(result, META)
+
+
+def test_quality_side_by_side_small() -> None:
+    # the same checkout as "baseline" too: two processes taking turns, every decision verified
+    limit = 0.3
+    result = bench_quality.run(("openb-4",), (1,), (1, 2), limit, bench_quality.ROOT)
+    (instance,) = result["instances"]
+    for label in ("this", "baseline"):
+        rows = instance["cpsat"][label]
+        assert [r["search_seed"] for r in rows] == [1, 2]
+        for row in rows:
+            assert row["verifier_problems"] == 0
+            assert 0 < row["pct_of_bound"] <= 100.0 + 1e-6
+            assert row["gpus_placed"] <= row["bound_gpus"] + 1e-6
+    assert set(instance["baselines"]) == set(bench_quality.BASELINES)
+    summary = result["summary"]["this"]
+    assert summary["decisions"] == 2
+    assert summary["cpu_s_max"] <= 3 * limit
+    page = bench_quality.markdown(result, META)
+    assert "| openb-4 | 1 |" in page and "side by side" in page
 
 
 def test_big_gangs_small() -> None:

@@ -17,7 +17,13 @@ from placer.solver import SOLVERS, portfolio, recreate
 from placer.solver.clock import Clock
 from placer.solver.heuristics import Placed, run_rule
 from placer.solver.packer import Packed, pack
-from placer.solver.portfolio import hint_order, roomiest, value_of
+from placer.solver.portfolio import (
+    cluster_density_keys,
+    density_key,
+    hint_order,
+    roomiest,
+    value_of,
+)
 from placer.solver.problem import build_problem
 from placer.solver.recreate import ruin_and_recreate
 from placer.traces.openb import read_openb_nodes
@@ -272,3 +278,28 @@ def test_the_exchange_ruin_trades_pods_so_that_idle_gpus_get_cores(
     assert nodes == {"heavy": 1, "light": 0, "waiting": 0}
     # the states are left as they were
     assert state.free[:, 0].tolist() == [20000, 20000]
+
+
+def test_the_search_ranks_units_by_density_in_the_ruined_clusters_own_resources(kit: Any) -> None:
+    # "lean" has 12 cores per GPU, "rich" 100; the fleet 56. "heavy" (1 GPU, 20 cores) is
+    # worth a little more than "light" (1 GPU, 2 cores): by the fleet's totals both take
+    # 1/16 of its GPUs and cores are plenty, so heavy goes first everywhere; in lean heavy
+    # takes 21 % of the cores against light's 12.5 % of the GPUs, so light goes first there
+    the_fleet = kit.fleet(
+        kit.cluster("lean", kit.node("l0", gpus=8, cpu=96)),
+        kit.cluster("rich", kit.node("r0", gpus=8, cpu=800)),
+    )
+    jobs = [
+        kit.workload("heavy", ("w", 1, kit.pod(gpus=1, cpu=20))),
+        kit.workload("light", ("w", 1, kit.pod(gpus=1, cpu=2))),
+    ]
+    problem = build_problem(jobs, the_fleet, ())
+    heavy, light = problem.units
+    assert heavy.value > light.value
+
+    def first(key: Any) -> str:
+        return str(min((heavy, light), key=key).label.split("/")[-1])
+
+    assert first(density_key(problem.units, problem.states)) == "heavy"
+    keys = cluster_density_keys(problem.states)
+    assert (first(keys["lean"]), first(keys["rich"])) == ("light", "heavy")
