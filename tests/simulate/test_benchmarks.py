@@ -87,7 +87,7 @@ def test_multicluster_batch_small() -> None:
 def test_quality_side_by_side_small() -> None:
     # the same checkout as "baseline" too: two processes taking turns, every decision verified
     limit = 0.3
-    result = bench_quality.run(("openb-4",), (1,), (1, 2), limit, bench_quality.ROOT)
+    result = bench_quality.run(("openb-4",), (1,), (1, 2), limit, bench_quality.ROOT, 20.0)
     (instance,) = result["instances"]
     for label in ("this", "baseline"):
         rows = instance["cpsat"][label]
@@ -101,7 +101,7 @@ def test_quality_side_by_side_small() -> None:
     assert summary["decisions"] == 2
     assert summary["cpu_s_max"] <= 3 * limit
     page = bench_quality.markdown(result, META)
-    assert "| openb-4 | 1 |" in page and "side by side" in page
+    assert "| openb-4 | 1 |" in page and "side by side" in page and "20 x the limit" in page
 
 
 def test_big_gangs_small() -> None:
