@@ -665,7 +665,9 @@ def quality_line() -> str:
         else ""
     )
     seeds = len(config["search_seeds"])
-    return "; ".join(parts) + f" ({seeds} search seeds{net}, load {load_range('bench_quality')})"
+    meta = data["meta"]
+    load = span(sorted([meta["load_average_at_start"][0], meta["load_average_at_end"][0]]))
+    return "; ".join(parts) + f" ({seeds} search seeds{net}, load {load})"
 
 
 #: benchmark -> (what it measures, its line)
