@@ -33,7 +33,7 @@ import sys
 from pathlib import Path
 from typing import Any
 
-from simulations.benchmarking import ROOT, heading, mean, measure, table
+from simulations.benchmarking import ROOT, commit_of, heading, mean, measure, table
 
 __all__ = ["BASELINES", "ROOT", "WORKER", "main", "run"]
 
@@ -102,13 +102,7 @@ class _Worker:
         return json.loads(line)
 
     def commit(self) -> str:
-        done = subprocess.run(
-            ["git", "-C", str(self.tree), "rev-parse", "--short", "HEAD"],
-            capture_output=True,
-            text=True,
-            check=False,
-        )
-        return done.stdout.strip() or "unknown"
+        return commit_of(self.tree)
 
     def close(self) -> None:
         if self.process.stdin is not None:

@@ -40,6 +40,7 @@ __all__ = [
     "STREAM_ENTRIES",
     "Entry",
     "busy_part",
+    "commit_of",
     "compress_arrivals",
     "fleet_file",
     "heading",
@@ -146,16 +147,20 @@ def _memory_gib() -> float | None:
     return None
 
 
-def _git(*args: str) -> str:
-    done = subprocess.run(["git", *args], cwd=ROOT, capture_output=True, text=True, check=True)
+def _git(*args: str, tree: Path = ROOT) -> str:
+    done = subprocess.run(["git", *args], cwd=tree, capture_output=True, text=True, check=True)
     return done.stdout.strip()
 
 
-def _commit() -> str:
+def commit_of(tree: Path) -> str:
+    """The short commit of the checkout at ``tree``, ``+dirty`` with uncommitted changes to
+    its code, ``unknown`` outside git."""
     try:
-        commit = _git("rev-parse", "--short", "HEAD")
+        commit = _git("rev-parse", "--short", "HEAD", tree=tree)
         # results of earlier benchmarks do not make the code dirty
-        dirty = _git("status", "--porcelain", "--untracked-files=no", "--", ".", ":!*/results/*")
+        dirty = _git(
+            "status", "--porcelain", "--untracked-files=no", "--", ".", ":!*/results/*", tree=tree
+        )
     except (OSError, subprocess.CalledProcessError):
         return "unknown"
     return commit + ("+dirty" if dirty else "")
@@ -174,7 +179,7 @@ def machine() -> dict[str, Any]:
         "ortools": _version("ortools"),
         "numpy": _version("numpy"),
         "placer": _version("placer"),
-        "commit": _commit(),
+        "commit": commit_of(ROOT),
         "load_average_at_start": [round(x, 2) for x in os.getloadavg()],
     }
 

@@ -180,6 +180,14 @@ def test_cpsat_fills_what_the_descent_leaves_stranded_on_an_openb_split() -> Non
     assert summary.placed_of_bound_pct is not None and summary.placed_of_bound_pct >= 98.5
 
 
+def _lean_and_rich(kit: Any, *, lean_cores: int, rich_cores: int) -> Any:
+    """Two clusters of one 8-GPU node each, "lean" and "rich" in cores."""
+    return kit.fleet(
+        kit.cluster("lean", kit.node("l0", gpus=8, cpu=lean_cores)),
+        kit.cluster("rich", kit.node("r0", gpus=8, cpu=rich_cores)),
+    )
+
+
 def test_the_swap_ruin_moves_a_cpu_heavy_unit_to_the_cluster_with_cores_to_spare(
     kit: Any, monkeypatch: pytest.MonkeyPatch
 ) -> None:
@@ -187,10 +195,7 @@ def test_the_swap_ruin_moves_a_cpu_heavy_unit_to_the_cluster_with_cores_to_spare
     # and leaves it 4 GPUs with 4 cores; rich is full of light units (4 GPUs, 2 cores each).
     # The waiting unit (4 GPUs, 40 cores) fits nowhere. Only moving heavy to rich and a
     # light unit to lean makes room for it: every unit placed.
-    the_fleet = kit.fleet(
-        kit.cluster("lean", kit.node("l0", gpus=8, cpu=48)),
-        kit.cluster("rich", kit.node("r0", gpus=8, cpu=96)),
-    )
+    the_fleet = _lean_and_rich(kit, lean_cores=48, rich_cores=96)
     jobs = [
         kit.workload("heavy", ("w", 1, kit.pod(gpus=4, cpu=44))),
         kit.workload("light0", ("w", 1, kit.pod(gpus=4, cpu=2))),
@@ -285,10 +290,7 @@ def test_the_search_ranks_units_by_density_in_the_ruined_clusters_own_resources(
     # worth a little more than "light" (1 GPU, 2 cores): by the fleet's totals both take
     # 1/16 of its GPUs and cores are plenty, so heavy goes first everywhere; in lean heavy
     # takes 21 % of the cores against light's 12.5 % of the GPUs, so light goes first there
-    the_fleet = kit.fleet(
-        kit.cluster("lean", kit.node("l0", gpus=8, cpu=96)),
-        kit.cluster("rich", kit.node("r0", gpus=8, cpu=800)),
-    )
+    the_fleet = _lean_and_rich(kit, lean_cores=96, rich_cores=800)
     jobs = [
         kit.workload("heavy", ("w", 1, kit.pod(gpus=1, cpu=20))),
         kit.workload("light", ("w", 1, kit.pod(gpus=1, cpu=2))),
