@@ -28,16 +28,9 @@ never serve ``t``. placer also counts, per typical pod, the free GPU thousandths
 * ``fill_t(n) = free GPU thousandths − k_t(n) · GPU thousandths of t`` (all of it where ``t``
   may not run, as in ``frag_t``);
 
-and scores a node by ``G(n) = (1 − λ) · F(n) + λ · Σ_t w_t · fill_t(n)``. A pod of ``t``
-where pods of ``t`` would fill the node leaves ``fill_t`` as it was; a cpu-heavy pod that
-strands GPUs raises it, which ``F`` sees only once the last pod of ``t`` no longer fits.
-
-**The weight by the pod placed.** ``λ`` depends on the kind of pod being placed: ``FILL``
-for a pod of whole GPUs, ``FILL_SHARED`` for a pod asking for a share of one device (0: FGD's
-``F`` alone). A whole-GPU pod strands GPUs through its cores, which the fill term sees and
-``F`` does not; for shared pods ``F`` alone placed more on the FGD replay, on both task lists
-where the one weight for every pod traded one list for the other (``simulations/README.md``,
-section 1).
+and scores a node by ``G(n) = (1 − λ) · F(n) + λ · Σ_t w_t · fill_t(n)``, ``λ = FILL``. A pod
+of ``t`` where pods of ``t`` would fill the node leaves ``fill_t`` as it was; a cpu-heavy pod
+that strands GPUs raises it, which ``F`` sees only once the last pod of ``t`` no longer fits.
 ``simulations/README.md`` (section 1) has how the FGD replay depends on ``λ``. :func:`frag_of`
 stays FGD's measure (reports use it); the packer scores with :func:`frag_score`.
 
@@ -78,7 +71,6 @@ from placer.solver.state import BoolArray, ClusterState, IntArray, PodShape
 __all__ = [
     "COVERAGE",
     "FILL",
-    "FILL_SHARED",
     "STEP",
     "Mix",
     "access",
@@ -103,11 +95,8 @@ STEP = 15.0
 #: the vectorised scoring stays fast with every shape of the openb trace).
 COVERAGE = 1.0
 
-#: ``λ`` for a pod of whole GPUs: the weight of the fill term in the packer's score (see the
-#: module docstring).
-FILL = 0.7
-#: ``λ`` for a pod asking for a GPU share.
-FILL_SHARED = 0.0
+#: ``λ``: the weight of the fill term in the packer's score (see the module docstring).
+FILL = 0.5
 
 
 @dataclass(frozen=True)
@@ -126,11 +115,8 @@ class Mix:
     candidates: int = 128
     #: GPU thousandths per step of the fragmentation score (:func:`frag_score`).
     step: float = STEP
-    #: ``λ`` for whole-GPU pods, the weight of the fill term in :func:`frag_score` (0: FGD's
-    #: ``F`` alone).
+    #: ``λ``, the weight of the fill term in :func:`frag_score` (0: FGD's ``F`` alone).
     fill: float = FILL
-    #: ``λ`` for pods asking for a GPU share.
-    fill_shared: float = FILL_SHARED
 
 
 def mix_of(shapes: Sequence[tuple[PodShape, float]], *, coverage: float = COVERAGE) -> Mix | None:
@@ -264,17 +250,15 @@ def frag_added(mix: Mix, state: ClusterState, shape: PodShape, rows: IntArray) -
 
 def frag_score(mix: Mix, state: ClusterState, shape: PodShape, rows: IntArray) -> FloatArray:
     """The packer's score of each node in ``rows`` for one pod of ``shape`` (lower is
-    better): how much ``G`` grows (FGD's ``F`` and the fill term, weighted by ``mix.fill``
-    for a pod of whole GPUs, ``mix.fill_shared`` for a shared one) in whole steps of
-    ``mix.step`` thousandths."""
+    better): how much ``G`` grows (FGD's ``F`` and the fill term, weighted by ``mix.fill``)
+    in whole steps of ``mix.step`` thousandths."""
     allowed = access(mix, state, rows)
     free, dev = state.free[rows], state.dev[rows]
     free_after, dev_after = _placed(state, shape, rows)
     added = frag_of(mix, free_after, dev_after, allowed) - frag_of(mix, free, dev, allowed)
-    weight = mix.fill_shared if shape.share else mix.fill
-    if weight:
+    if mix.fill:
         filled = fill_of(mix, free_after, dev_after, allowed) - fill_of(mix, free, dev, allowed)
-        added = (1.0 - weight) * added + weight * filled
+        added = (1.0 - mix.fill) * added + mix.fill * filled
     result: FloatArray = np.floor(added / mix.step)
     return result
 

@@ -123,12 +123,10 @@ def test_changes_within_one_step_tie_and_best_fit_decides(kit: Any, decide: Any)
     rows = np.arange(2)
     assert frag_added(mix, state, shape, rows) == pytest.approx([0.0, 9.2])
     assert frag_score(mix, state, shape, rows).tolist() == [0.0, 0.0]
-    # FGD's F alone in steps of 4: 0 and 2 — a shared pod's score by default; with the fill
-    # term weighted 0.5 (8 on each: a tenth on "a" leaves 900, one half-GPU pod less) 4 and 8.6
+    # FGD's F alone in steps of 4: 0 and 2; with the fill term (8 on each: a tenth on "a"
+    # leaves 900, one half-GPU pod less) 4 and 8.6
     assert frag_score(replace(mix, step=4.0, fill=0.0), state, shape, rows).tolist() == [0.0, 2.0]
-    assert frag_score(replace(mix, step=4.0), state, shape, rows).tolist() == [0.0, 2.0]
-    with_fill = replace(mix, step=4.0, fill=0.0, fill_shared=0.5)
-    assert frag_score(with_fill, state, shape, rows).tolist() == [1.0, 2.0]
+    assert frag_score(replace(mix, step=4.0), state, shape, rows).tolist() == [1.0, 2.0]
     # within one step (15 thousandths): best-fit picks the fuller device
     job = kit.workload("job", ("w", 1, tenth))
     decision = decide([job], the_fleet, mode="online", pod_mix=[(half, 0.02), (tenth, 0.98)])
@@ -170,14 +168,11 @@ def test_a_cpu_heavy_pod_goes_where_it_strands_no_gpu(kit: Any, decide: Any) -> 
     shape, rows = PodShape.of(heavy, names), np.arange(2)
     assert frag_added(mix, state, shape, rows).tolist() == [0.0, 0.0]
     assert frag_score(replace(mix, fill=0.0), state, shape, rows).tolist() == [0.0, 0.0]
-    # the fill term: 3,000 thousandths stranded on "a", none on "b"; a whole-GPU pod is
-    # scored with it (the weight for shared pods does not count)
+    # the fill term: 3,000 thousandths stranded on "a", none on "b"
     assert frag_score(replace(mix, fill=1.0, step=1.0), state, shape, rows).tolist() == [
         3000.0,
         0.0,
     ]
-    only_whole = replace(mix, fill=1.0, fill_shared=0.0, step=1.0)
-    assert frag_score(only_whole, state, shape, rows).tolist() == [3000.0, 0.0]
     job = kit.workload("job", ("w", 1, heavy))
     decision = decide([job], the_fleet, mode="online", pod_mix=[(typical, 1.0)])
     assert decision.placements[0].pods[0].node == "b"
