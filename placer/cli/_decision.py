@@ -73,6 +73,29 @@ def add_reserve_preempt_options(
     )
 
 
+def add_reserve_horizon_options(
+    parser: argparse.ArgumentParser | argparse._ArgumentGroup,
+) -> None:
+    """``--reserve-horizon`` and ``--reserve-horizon-cluster`` (``simulate --mode stream`` and
+    ``controller``: the same names and meaning)."""
+    parser.add_argument(
+        "--reserve-horizon",
+        type=seconds,
+        default=None,
+        metavar="SECONDS",
+        help="with --reserve-after: a drain horizon: one cluster (--reserve-horizon-cluster, "
+        "else the one with the most GPUs) takes only work expected to run at most this long, "
+        "so it empties for a big gang within about this long without evictions "
+        "(docs/reservations.md); default: none",
+    )
+    parser.add_argument(
+        "--reserve-horizon-cluster",
+        default=None,
+        metavar="NAME",
+        help="with --reserve-horizon: the cluster it keeps (default: the one with the most GPUs)",
+    )
+
+
 def add_manifest_option(parser: argparse.ArgumentParser) -> None:
     """``-f/--filename``, repeatable and required: files, directories or ``-`` (stdin)."""
     parser.add_argument(

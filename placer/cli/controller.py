@@ -24,7 +24,11 @@ from collections.abc import Sequence
 from dataclasses import replace
 from typing import Any
 
-from placer.cli._decision import add_policy_option, add_reserve_preempt_options
+from placer.cli._decision import (
+    add_policy_option,
+    add_reserve_horizon_options,
+    add_reserve_preempt_options,
+)
 from placer.cli._fleet import add_fleet_options, fleet_config_from_args
 from placer.cli._types import address, count, port, seconds, seconds_or_zero
 from placer.errors import PlacerError, UsageError
@@ -240,6 +244,13 @@ def run(args: argparse.Namespace) -> int:
     hub_sets = load_kubeconfigs(args.hub_kubeconfig or args.kubeconfig)
     hub_info = hub_sets.context(args.hub_context)
     fleet = _members(fleet_config_from_args(args), args, hub_info.server)
+    kept = args.reserve_horizon_cluster
+    if kept is not None and kept not in fleet.names:
+        raise UsageError(
+            f"--reserve-horizon-cluster {kept}: no such member (members: "
+            f"{', '.join(fleet.names) or 'none'})",
+            hint="name one of the members, or leave it out to keep the one with the most GPUs",
+        )
     try:
         settings = ControllerSettings(
             hub=args.hub_name or hub_id(args.hub_context),
@@ -353,6 +364,7 @@ def add_reservation_options(group: Any) -> None:
         "still cannot start, before it is planned again (default 60)",
     )
     add_reserve_preempt_options(group, ", never a queue's in-quota work for another queue")
+    add_reserve_horizon_options(group)
 
 
 def reservation_policy(args: argparse.Namespace) -> Any:
@@ -364,6 +376,8 @@ def reservation_policy(args: argparse.Namespace) -> Any:
         "--reservation-grace": args.reservation_grace,
         "--reserve-preempt-after": args.reserve_preempt_after,
         "--reserve-preempt-slack": args.reserve_preempt_slack,
+        "--reserve-horizon": args.reserve_horizon,
+        "--reserve-horizon-cluster": args.reserve_horizon_cluster,
     }
     if args.reserve_after is None:
         given = [flag for flag, value in others.items() if value is not None]
@@ -379,6 +393,8 @@ def reservation_policy(args: argparse.Namespace) -> Any:
             hint="--reserve-preempt-after SECONDS lets a reserved gang that waited that long "
             "evict (docs/reservations.md)",
         )
+    if args.reserve_horizon_cluster is not None and args.reserve_horizon is None:
+        raise UsageError("--reserve-horizon-cluster goes with --reserve-horizon")
     from placer.solver.reservations import ReservationPolicy
 
     try:
@@ -391,6 +407,8 @@ def reservation_policy(args: argparse.Namespace) -> Any:
             if args.reservation_grace is None
             else args.reservation_grace,
             preempt_after_s=args.reserve_preempt_after,
+            horizon_s=args.reserve_horizon,
+            horizon_cluster=args.reserve_horizon_cluster,
             **(
                 {"preempt_slack_s": args.reserve_preempt_slack}
                 if args.reserve_preempt_slack is not None

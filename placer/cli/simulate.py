@@ -31,6 +31,7 @@ from typing import TYPE_CHECKING, Any, TextIO
 from placer.cli._decision import (
     add_policy_option,
     add_queues_option,
+    add_reserve_horizon_options,
     add_reserve_preempt_options,
     decision_queues,
 )
@@ -126,22 +127,7 @@ def register(subparsers: argparse._SubParsersAction[argparse.ArgumentParser]) ->
         help="with --reserve-after: reservations held at once (default 1)",
     )
     add_reserve_preempt_options(parser)
-    parser.add_argument(
-        "--reserve-horizon",
-        type=seconds,
-        default=None,
-        metavar="SECONDS",
-        help="with --reserve-after: a drain horizon: one cluster (--reserve-horizon-cluster, "
-        "else the one with the most GPUs) takes only work expected to run at most this long, "
-        "so it empties for a big gang within about this long without evictions "
-        "(docs/reservations.md); default: none",
-    )
-    parser.add_argument(
-        "--reserve-horizon-cluster",
-        default=None,
-        metavar="NAME",
-        help="with --reserve-horizon: the cluster it keeps (default: the one with the most GPUs)",
-    )
+    add_reserve_horizon_options(parser)
     parser.add_argument(
         "--runtime-noise",
         type=float,

@@ -28,14 +28,21 @@ holds the controller's reservations and ties them to its cycles
    member unreachable or left out), looked at every gather (:meth:`Reserving.review`; the gang
    is then decided again at once, and planned again). A gang placed after its start may run
    past the start of reservations planned after it on its cluster: those are planned again.
-4. **Eviction** (``ReservationPolicy.preempt_after_s``, :meth:`Reserving.forcing`): a gang
+4. **Drain horizon** (``ReservationPolicy.horizon_s``, optional; as in the stream simulation,
+   :func:`~placer.solver.reservations.horizon_view`): the nodes of one member (the policy's
+   ``horizon_cluster``, else the one with the most GPUs) carry the taint
+   ``placer.dev/drain-horizon=<member>:NoSchedule`` in every decision, tolerated only by work
+   whose expected run time is at most ``horizon_s`` (work without one never), so that member
+   empties for a big gang within about that long without evictions; reservations are planned
+   on the same view. Elastic growth never takes that member's nodes.
+5. **Eviction** (``ReservationPolicy.preempt_after_s``, :meth:`Reserving.forcing`): a gang
    holding a reservation that has waited that long (:func:`waiting_since`) while its start is
    still more than ``preempt_slack_s`` ahead is *due*
    (:func:`~placer.solver.reservation_preemption.due`): the cycle's preemption
    (:mod:`placer.controller.preemption`) evicts for it in the same plan as the queues'
    evictions. The gang is decided again at the moment it becomes due (:meth:`Reserving.review`
    wakes it once), not after its backoff.
-5. **Persistence and visibility**: the reservations are kept in the hub's ConfigMap
+6. **Persistence and visibility**: the reservations are kept in the hub's ConfigMap
    ``placer-reservations`` (:mod:`placer.controller.reservationstore`), read when the controller
    starts acting, so a restart or a new leader keeps them; the gang's hub object gets a
    ``Reserved`` condition (True: the cluster, nodes and start; False once a reservation it held
@@ -87,6 +94,7 @@ from placer.solver.reservations import (
     backfill_view,
     expected_runtime,
     expired,
+    horizon_view,
     plan,
     qualifies,
     stale,
@@ -285,6 +293,7 @@ class Reserving:
     def fenced(self, fleet: Fleet) -> Fleet:
         """``fleet`` with the reserved nodes tainted and nothing tolerating them: what work
         that is already running may take (elastic growth: it runs on past any start)."""
+        fleet = horizon_view(fleet, [], [], self.policy)[0]
         if not self.load():
             return fleet
         held = self.reservations()
@@ -307,14 +316,13 @@ class Reserving:
                 invalid(manifest.ref, dict(manifest.body), "InvalidWorkload", str(err))
                 continue
             kept.append(manifest)
-        if not self.load():
-            return kept, fleet
-        held = self.reservations()
-        if not held:
+        held = self.reservations() if self.load() else []
+        if not held and self.policy.horizon_s is None:
             return kept, fleet
         viewed_fleet, workloads = backfill_view(
             fleet, [m.workload for m in kept], runtimes, held, self._clock()
         )
+        viewed_fleet, workloads = horizon_view(viewed_fleet, workloads, runtimes, self.policy)
         viewed = []
         for manifest, workload in zip(kept, workloads, strict=True):
             if workload is not manifest.workload:
@@ -554,13 +562,17 @@ class Reserving:
             if room <= 0:
                 break
             reason = qualifies(workload, now - since, self.policy) or ""
+            runtime = _runtime_or_none(manifest.body)
+            # planned on the fleet as the gang's decisions see it (the drain horizon's member
+            # only for a gang expected to end within the horizon)
+            viewed, (workload,) = horizon_view(future, [workload], [runtime], self.policy)
             reservation = plan(
                 workload,
-                future,
+                viewed,
                 running,
                 now,
                 reason=reason,
-                runtime_s=_runtime_or_none(manifest.body),
+                runtime_s=runtime,
                 held=self.reservations(),
                 policies=policies,
                 policy=self.policy,

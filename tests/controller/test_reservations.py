@@ -383,3 +383,57 @@ def test_reservation_survives_a_leader_killed_and_a_standby_taking_over(
     assert document["reservations"] == [before]  # the same nodes and start, not planned again
     assert kept(hubfleet) == [before]
     assert '"event": "reservations-read"' in hubfleet.log("ctl-b")
+
+
+def test_the_drain_horizon_keeps_its_member_for_work_that_ends_within_it(
+    hubfleet: HubFleet,
+) -> None:
+    """Members m1 and m2; a drain horizon of one hour keeps m1 (named): a whole-member Job
+    expected to run ten hours goes to m2 although m1 is as free; one without an expected run
+    time then waits (m2 full, m1 refused for the horizon's taint); one expected to run half an
+    hour takes m1."""
+    fleet = fleet_from_kubeconfigs([hubfleet.members_kubeconfig], ["m1", "m2"], timeout=5.0)
+    policy = ReservationPolicy(after_s=100 * HOUR, horizon_s=HOUR, horizon_cluster="m1")
+    hubfleet.controller(fleet, reservations=policy)
+    hubfleet.hub.store.create(timed_job(hubfleet, "long", "10h", pods=12))
+    hubfleet.wait_for(
+        lambda: hubfleet.placed_cluster(hub_job(hubfleet, "long")) == "m2",
+        timeout=60,
+        what="the long Job placed on m2",
+    )
+    hubfleet.hub.store.create(timed_job(hubfleet, "untimed", None, pods=12))
+    message = hubfleet.wait_for(
+        lambda: (
+            (c := hubfleet.condition(hub_job(hubfleet, "untimed")) or {}).get("status") == "False"
+            and "placer.dev/drain-horizon" in c.get("message", "")
+            and c["message"]
+        ),
+        timeout=60,
+        what="the Job without an expected run time kept off m1",
+    )
+    assert "m1" in message
+    hubfleet.hub.store.create(timed_job(hubfleet, "short", "30m", pods=12))
+    hubfleet.wait_for(
+        lambda: hubfleet.placed_cluster(hub_job(hubfleet, "short")) == "m1",
+        timeout=60,
+        what="the short Job placed on m1",
+    )
+    assert hubfleet.placed_cluster(hub_job(hubfleet, "untimed")) is None
+
+
+def test_the_controller_checks_the_drain_horizon_flags(tmp_path: Any) -> None:
+    from placer.cli import build_parser
+    from placer.cli.controller import reservation_policy
+    from placer.errors import UsageError
+
+    parser = build_parser()
+    base = ["controller", "--hub-context", "hub", "--kubeconfig", str(tmp_path / "none")]
+    args = parser.parse_args([*base, "--reserve-horizon", "3600"])
+    with pytest.raises(UsageError, match="--reserve-horizon needs --reserve-after"):
+        reservation_policy(args)
+    args = parser.parse_args([*base, "--reserve-after", "60", "--reserve-horizon-cluster", "m1"])
+    with pytest.raises(UsageError, match="goes with --reserve-horizon"):
+        reservation_policy(args)
+    horizon = ["--reserve-horizon", "7200", "--reserve-horizon-cluster", "m1"]
+    policy = reservation_policy(parser.parse_args([*base, "--reserve-after", "60", *horizon]))
+    assert policy is not None and (policy.horizon_s, policy.horizon_cluster) == (7200.0, "m1")
