@@ -48,7 +48,7 @@ from contextlib import ExitStack
 from pathlib import Path
 from typing import Any
 
-from simulations.benchmarking import heading, measure, table, virtual_fleet
+from simulations.benchmarking import commit_of, heading, measure, table, virtual_fleet
 
 ROOT = Path(__file__).resolve().parents[1]
 DEMO = ROOT / "clusters" / "demo.yaml"
@@ -83,13 +83,7 @@ class Code:
         shutil.rmtree(self.cache, ignore_errors=True)
 
     def commit(self) -> str:
-        done = subprocess.run(
-            ["git", "-C", str(self.root), "rev-parse", "--short", "HEAD"],
-            capture_output=True,
-            text=True,
-            check=False,
-        )
-        return done.stdout.strip() or str(self.root)
+        return commit_of(self.root)
 
 
 def placer_script() -> str:

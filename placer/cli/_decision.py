@@ -4,12 +4,16 @@ the policies and the solver's knobs, declared once so that they read and behave 
 from __future__ import annotations
 
 import argparse
+from typing import TYPE_CHECKING
 
 from placer.cli._types import SEED, seconds, seconds_or_zero
 from placer.errors import UsageError
 from placer.policy import PlacementPolicy, load_policies
 from placer.queues import QueueSet, load_queues
 from placer.solver import MODES, SOLVERS
+
+if TYPE_CHECKING:
+    from placer.solver.reservations import ReservationPolicy
 
 __all__ = [
     "add_decision_options",
@@ -94,6 +98,44 @@ def add_reserve_horizon_options(
         metavar="NAME",
         help="with --reserve-horizon: the cluster it keeps (default: the one with the most GPUs)",
     )
+
+
+def shared_reservation_policy(
+    args: argparse.Namespace,
+    *,
+    min_gpus: float,
+    max_reservations: int,
+    grace_s: float | None = None,
+) -> ReservationPolicy:
+    """The ``ReservationPolicy`` of the ``--reserve-*`` flags ``simulate`` and ``controller``
+    share (``--reserve-after`` given), with the command's own ``grace_s`` (``None``: the
+    policy's default); the flags that go with another are checked."""
+    if args.reserve_preempt_slack is not None and args.reserve_preempt_after is None:
+        raise UsageError(
+            "--reserve-preempt-slack goes with --reserve-preempt-after",
+            hint="--reserve-preempt-after SECONDS lets a reserved gang that waited that long "
+            "evict (docs/reservations.md)",
+        )
+    if args.reserve_horizon_cluster is not None and args.reserve_horizon is None:
+        raise UsageError("--reserve-horizon-cluster goes with --reserve-horizon")
+    from placer.solver.reservations import ReservationPolicy
+
+    defaults = ReservationPolicy()
+    slack = args.reserve_preempt_slack
+    try:
+        return ReservationPolicy(
+            after_s=args.reserve_after,
+            priority=args.reserve_priority,
+            min_gpus=min_gpus,
+            max_reservations=max_reservations,
+            grace_s=defaults.grace_s if grace_s is None else grace_s,
+            preempt_after_s=args.reserve_preempt_after,
+            preempt_slack_s=defaults.preempt_slack_s if slack is None else slack,
+            horizon_s=args.reserve_horizon,
+            horizon_cluster=args.reserve_horizon_cluster,
+        )
+    except ValueError as err:
+        raise UsageError(str(err)) from None
 
 
 def add_manifest_option(parser: argparse.ArgumentParser) -> None:

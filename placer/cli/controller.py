@@ -28,6 +28,7 @@ from placer.cli._decision import (
     add_policy_option,
     add_reserve_horizon_options,
     add_reserve_preempt_options,
+    shared_reservation_policy,
 )
 from placer.cli._fleet import add_fleet_options, fleet_config_from_args
 from placer.cli._types import address, count, port, seconds, seconds_or_zero
@@ -387,36 +388,14 @@ def reservation_policy(args: argparse.Namespace) -> Any:
                 hint="--reserve-after SECONDS turns reservations on (docs/reservations.md)",
             )
         return None
-    if args.reserve_preempt_slack is not None and args.reserve_preempt_after is None:
-        raise UsageError(
-            "--reserve-preempt-slack needs --reserve-preempt-after",
-            hint="--reserve-preempt-after SECONDS lets a reserved gang that waited that long "
-            "evict (docs/reservations.md)",
-        )
-    if args.reserve_horizon_cluster is not None and args.reserve_horizon is None:
-        raise UsageError("--reserve-horizon-cluster goes with --reserve-horizon")
-    from placer.solver.reservations import ReservationPolicy
-
-    try:
-        return ReservationPolicy(
-            after_s=args.reserve_after,
-            priority=args.reserve_priority,
-            min_gpus=args.reserve_min_gpus or 0.0,
-            max_reservations=args.max_reservations or 1,
-            grace_s=DEFAULT_RESERVATION_GRACE
-            if args.reservation_grace is None
-            else args.reservation_grace,
-            preempt_after_s=args.reserve_preempt_after,
-            horizon_s=args.reserve_horizon,
-            horizon_cluster=args.reserve_horizon_cluster,
-            **(
-                {"preempt_slack_s": args.reserve_preempt_slack}
-                if args.reserve_preempt_slack is not None
-                else {}
-            ),
-        )
-    except ValueError as err:
-        raise UsageError(str(err)) from None
+    return shared_reservation_policy(
+        args,
+        min_gpus=args.reserve_min_gpus or 0.0,
+        max_reservations=args.max_reservations or 1,
+        grace_s=DEFAULT_RESERVATION_GRACE
+        if args.reservation_grace is None
+        else args.reservation_grace,
+    )
 
 
 def _members(config: FleetConfig, args: argparse.Namespace, hub_server: str) -> FleetConfig:

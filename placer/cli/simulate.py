@@ -34,6 +34,7 @@ from placer.cli._decision import (
     add_reserve_horizon_options,
     add_reserve_preempt_options,
     decision_queues,
+    shared_reservation_policy,
 )
 from placer.cli._output import add_output_option, print_data, print_table
 from placer.cli._sweep import (
@@ -393,11 +394,10 @@ def _reservations_policy(
             if value is not None:
                 raise UsageError(f"{option} goes with --reserve-after (reservations)")
         return None
-    if args.reserve_preempt_slack is not None and args.reserve_preempt_after is None:
-        raise UsageError("--reserve-preempt-slack goes with --reserve-preempt-after")
+    policy = shared_reservation_policy(
+        args, min_gpus=args.reserve_min_gpus, max_reservations=args.max_reservations
+    )
     if args.reserve_horizon_cluster is not None:
-        if args.reserve_horizon is None:
-            raise UsageError("--reserve-horizon-cluster goes with --reserve-horizon")
         if clusters and args.reserve_horizon_cluster not in clusters:
             raise UsageError(
                 f"--reserve-horizon-cluster {args.reserve_horizon_cluster}: no such cluster in "
@@ -410,22 +410,7 @@ def _reservations_policy(
         raise UsageError("--reserve-after and --allow-preemption do not go together yet")
     if not 0 <= args.runtime_noise < 1:
         raise UsageError(f"--runtime-noise must be from 0 to below 1, got {args.runtime_noise:g}")
-    from placer.solver.reservations import ReservationPolicy
-
-    return ReservationPolicy(
-        after_s=args.reserve_after,
-        priority=args.reserve_priority,
-        min_gpus=args.reserve_min_gpus,
-        max_reservations=args.max_reservations,
-        preempt_after_s=args.reserve_preempt_after,
-        horizon_s=args.reserve_horizon,
-        horizon_cluster=args.reserve_horizon_cluster,
-        **(
-            {"preempt_slack_s": args.reserve_preempt_slack}
-            if args.reserve_preempt_slack is not None
-            else {}
-        ),
-    )
+    return policy
 
 
 def _queues(args: argparse.Namespace) -> QueueSet | None:

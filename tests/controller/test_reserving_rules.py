@@ -162,7 +162,9 @@ def test_reservation_flags_make_the_policy_and_need_reserve_after() -> None:
     assert (policy.preempt_after_s, policy.preempt_slack_s) == (None, 3600)
     with pytest.raises(UsageError, match="--reserve-preempt-after needs --reserve-after"):
         reservation_policy(controller_args("--reserve-preempt-after", "60"))
-    with pytest.raises(UsageError, match="--reserve-preempt-slack needs --reserve-preempt-after"):
+    with pytest.raises(
+        UsageError, match="--reserve-preempt-slack goes with --reserve-preempt-after"
+    ):
         reservation_policy(controller_args("--reserve-after", "0", "--reserve-preempt-slack", "60"))
 
 
