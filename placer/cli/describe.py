@@ -28,7 +28,6 @@ from placer.cli._output import add_output_option, print_data
 from placer.cli.definitions import add_catalog_option, load_catalog
 from placer.definitions import Catalog, Decomposition, Document, decompose
 from placer.definitions.documents import partition_claims, read_input
-from placer.definitions.view import build_view, render_text, to_json
 from placer.errors import InputError, PlacerError, UsageError
 
 __all__ = ["decompose_all", "read_manifests", "register", "run", "run_live", "split_target"]
@@ -87,6 +86,9 @@ def decompose_all(
 
 
 def run(args: argparse.Namespace) -> int:
+    # here: ``placer submit`` uses this module's readers, not the view
+    from placer.definitions.view import build_view, render_text, to_json
+
     if not args.filename and not args.target:
         parser: argparse.ArgumentParser = args.describe_parser
         parser.error("one of the arguments -f/--filename or TYPE/NAME is required")

@@ -263,17 +263,24 @@ def placed_copies(clients: Any, catalog_dirs: Sequence[str]) -> list[Any]:
 def placed_work(clients: Any, catalog_dirs: Sequence[str]) -> list[Any]:
     """The work placer placed on the members (:func:`placed_copies`), as
     :class:`~placer.solver.fairshare.Running` for the queues' usage."""
+    return as_running(placed_copies(clients, catalog_dirs))
+
+
+def as_running(placed: Sequence[Any]) -> list[Any]:
+    """``placed`` (:func:`placed_copies`) as :class:`~placer.solver.fairshare.Running`; the
+    fair-share module is imported only when there is some (a submit without queues has none)."""
+    if not placed:
+        return []
     from placer.solver.fairshare import Running
 
-    return [Running(p.workload, p.cluster) for p in placed_copies(clients, catalog_dirs)]
+    return [Running(p.workload, p.cluster) for p in placed]
 
 
 def run(args: argparse.Namespace) -> int:
     from placer.dispatch.ledger import DEFAULT_TTL
+    from placer.dispatch.options import MoveOptions
     from placer.dispatch.submit import submit
-    from placer.dispatch.update import MoveOptions
     from placer.fleet import member_clients
-    from placer.solver.fairshare import Running
 
     policies = decision_policies(args)
     wait = parse_duration(args.wait) if args.wait is not None else None
@@ -292,7 +299,7 @@ def run(args: argparse.Namespace) -> int:
     queues = decision_queues(args)
     with member_clients(config) as clients:
         placed = placed_copies(clients, args.catalog) if queues is not None else []
-        running = [Running(p.workload, p.cluster) for p in placed]
+        running = as_running(placed)
         report = submit(
             manifests,
             config,

@@ -22,7 +22,10 @@ from placer.model import Decision, Fleet, Workload
 from placer.policy import PlacementPolicy
 from placer.schedulers import SchedulerSpec
 
-__all__ = ["Decide", "DispatchOptions", "Guard", "Transform"]
+__all__ = ["REMOVAL_WAIT", "Decide", "DispatchOptions", "Guard", "MoveOptions", "Transform"]
+
+#: seconds a move waits for the old copy to be gone (its pods terminated).
+REMOVAL_WAIT = 300.0
 
 #: ``transform(body, manifest)``: the body to apply instead of ``body`` (after the record).
 Transform = Callable[[dict[str, Any], Manifest], Mapping[str, Any]]
@@ -114,3 +117,17 @@ class DispatchOptions:
     #: label selector for the lists of the copy check (the controller leaves out its own hub's
     #: copies, which its informers track and its reconcile adopts).
     copy_selector: str | None = None
+
+
+@dataclass(frozen=True)
+class MoveOptions:
+    """Whether a change that no longer fits its cluster moves, and how
+    (:mod:`placer.dispatch.update`; here so that a submit that changes nothing does not import
+    the updater)."""
+
+    #: decide it on the other clusters and move it there (``--move``).
+    move: bool = False
+    #: move kinds that cannot be suspended too, with a moment without the workload.
+    allow_restart: bool = False
+    #: seconds to wait for the old copy to be gone.
+    removal_wait: float = REMOVAL_WAIT

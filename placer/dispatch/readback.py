@@ -34,7 +34,6 @@ from placer.dispatch.units import ClusterRun, Unit
 from placer.errors import KubeError
 from placer.model import Decision, DecisionSummary, Fleet, Placement, WorkloadRef
 from placer.quantity import GPU
-from placer.solver import verify
 from placer.solver.charging import whole_devices
 from placer.solver.state import node_devices
 
@@ -144,6 +143,8 @@ def _fits(
     by_ref: Mapping[WorkloadRef, Manifest],
     fleet: Fleet,
 ) -> bool:
+    from placer.solver import verify  # here: only when another decision wrote meanwhile
+
     workloads = [by_ref[ref].workload for ref in unit.refs]
     summary = DecisionSummary(
         solver="check",

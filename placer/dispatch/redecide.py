@@ -22,6 +22,7 @@ from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, replace
+from typing import TYPE_CHECKING
 
 from placer.dispatch.ledger import charge_known
 from placer.dispatch.options import Decide, DispatchOptions, Guard
@@ -31,7 +32,9 @@ from placer.model import Decision, Fleet, Placement, Unplaced, Workload, Workloa
 from placer.policy import PlacementPolicy
 from placer.queues import QueueSet, Usage, membership
 from placer.solver import solve
-from placer.solver.fairshare import Running
+
+if TYPE_CHECKING:
+    from placer.solver.fairshare import Running
 
 __all__ = ["Redecider", "queue_guard"]
 

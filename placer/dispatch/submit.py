@@ -48,7 +48,7 @@ from placer.dispatch.dispatcher import Dispatcher
 from placer.dispatch.existing import find_existing, settle_existing
 from placer.dispatch.handoff import gang_warnings
 from placer.dispatch.ledger import DEFAULT_TTL, Ledger, charge_known, sync_cluster
-from placer.dispatch.options import DispatchOptions
+from placer.dispatch.options import DispatchOptions, MoveOptions
 from placer.dispatch.outcomes import (
     DRY_RUN,
     IN_FLIGHT,
@@ -60,7 +60,6 @@ from placer.dispatch.outcomes import (
 )
 from placer.dispatch.record import new_decision_id
 from placer.dispatch.spread import dispatch_spread, settle_spread, spreads
-from placer.dispatch.update import MoveOptions, Updater, changed_copies
 from placer.errors import ClusterUnreachableError, InputError, KubeError
 from placer.fleet import ClusterSource, FleetConfig, gather_fleet
 from placer.fleet.gather import unavailable
@@ -84,6 +83,8 @@ from placer.queues import QueueSet
 from placer.solver import solve
 
 if TYPE_CHECKING:
+    from placer.dispatch.existing import ExistingCopies
+    from placer.dispatch.update import Change
     from placer.solver.fairshare import Running
 from placer.solver.refusals import refusals
 from placer.stopwatch import Stopwatch
@@ -188,7 +189,7 @@ def submit(
     decision_id = new_decision_id()
     whole = [m for m in manifests if m.ref not in spread]
     todo, settled = settle_existing(whole, existing)
-    changes = changed_copies(whole, settled, existing)
+    changes = _changed_copies(whole, settled, existing)
     spread_todo: list[Manifest] = []
     for manifest in manifests:
         if manifest.ref in spread:
@@ -213,6 +214,8 @@ def submit(
         pin_nodes=pin_nodes,
     )
     if changes:
+        from placer.dispatch.update import Updater
+
         updater = Updater(reachable, options, ledger=ledger, moves=moves)
         updated = updater.update(changes, fleet, decision_id=decision_id)
         settled.update(updated.outcomes)
@@ -327,6 +330,20 @@ def submit(
 
 
 # --------------------------------------------------------------------------------------------
+
+
+def _changed_copies(
+    manifests: Sequence[Manifest],
+    settled: Mapping[WorkloadRef, Outcome],
+    existing: ExistingCopies,
+) -> list[Change]:
+    """:func:`placer.dispatch.update.changed_copies`, importing the updater only when a
+    workload is already on a member (a first submit changes nothing)."""
+    if not any(outcome.state == UNCHANGED for outcome in settled.values()):
+        return []
+    from placer.dispatch.update import changed_copies
+
+    return changed_copies(manifests, settled, existing)
 
 
 def _refresh_unchanged(

@@ -69,7 +69,7 @@ from placer.dispatch.dispatcher import Dispatcher
 from placer.dispatch.existing import Existing, ExistingCopies, find_existing, settle_existing
 from placer.dispatch.handoff import own, plan_handoff, scheduler_for
 from placer.dispatch.ledger import Ledger, charge_known, release_known, remove_entries
-from placer.dispatch.options import DispatchOptions
+from placer.dispatch.options import REMOVAL_WAIT, DispatchOptions, MoveOptions
 from placer.dispatch.outcomes import (
     DISPATCHED,
     DRY_RUN,
@@ -106,8 +106,6 @@ from placer.timestamps import rfc3339
 
 __all__ = ["REMOVAL_WAIT", "Change", "MoveOptions", "UpdateResult", "Updater", "changed_copies"]
 
-#: seconds a move waits for the old copy to be gone (its pods terminated).
-REMOVAL_WAIT = 300.0
 #: attempts to resume a moved copy (a transient refusal is tried again).
 RESUME_ATTEMPTS = 3
 
@@ -118,18 +116,6 @@ class Change:
 
     manifest: Manifest
     copy: Existing
-
-
-@dataclass(frozen=True)
-class MoveOptions:
-    """Whether a change that no longer fits its cluster moves, and how (module docstring)."""
-
-    #: decide it on the other clusters and move it there (``--move``).
-    move: bool = False
-    #: move kinds that cannot be suspended too, with a moment without the workload.
-    allow_restart: bool = False
-    #: seconds to wait for the old copy to be gone.
-    removal_wait: float = REMOVAL_WAIT
 
 
 @dataclass(frozen=True)

@@ -71,8 +71,8 @@ else:
             "placer.kube.resources",
             "placer.kube.settings",
             "placer.kube.translate",
-            "placer.kube.watching",
             "placer.kube.client",
             "placer.kube.owners",
+            "placer.kube.watching",  # last: only the controller's informers need it
         ),
     )

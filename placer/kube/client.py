@@ -28,7 +28,7 @@ from collections.abc import Iterator, Mapping, Sequence
 from contextlib import AbstractContextManager, contextmanager, nullcontext
 from dataclasses import dataclass
 from types import TracebackType
-from typing import Any, Self
+from typing import TYPE_CHECKING, Any, Self
 
 import urllib3
 from urllib3.exceptions import ReadTimeoutError
@@ -57,8 +57,10 @@ from placer.kube.resources import WELL_KNOWN, ResourceRef, api_prefix, resources
 from placer.kube.settings import ClientSettings, WatchSettings
 from placer.kube.translate import error_from_exception, error_from_status
 from placer.kube.transport import LightTransport, OfficialTransport, Transport, light_connection
-from placer.kube.watching import Watcher
 from placer.objects import meta, name_of, namespace_of, version_of
+
+if TYPE_CHECKING:
+    from placer.kube.watching import Watcher
 
 __all__ = ["KubeClient", "ObjectList", "open_client"]
 
@@ -390,6 +392,8 @@ class KubeClient:
         settings: WatchSettings | None = None,
     ) -> Watcher:
         """A :class:`placer.kube.Watcher` (list, then watch; see :mod:`placer.kube.watching`)."""
+        from placer.kube.watching import Watcher  # here: the controller watches, a CLI does not
+
         return Watcher(
             self,
             api_version,
