@@ -68,7 +68,6 @@ from dataclasses import dataclass, replace
 
 from placer.model import (
     Cluster,
-    ComponentDemand,
     Fleet,
     Placement,
     Taint,
@@ -375,12 +374,7 @@ def _tainted(cluster: Cluster, taints: Mapping[str, list[Taint]]) -> Cluster:
 
 def _tolerating(workload: Workload, tolerations: tuple[Toleration, ...]) -> Workload:
     components = tuple(
-        ComponentDemand(
-            name=c.name,
-            instance=c.instance,
-            replicas=c.replicas,
-            pod=replace(c.pod, tolerations=(*c.pod.tolerations, *tolerations)),
-        )
+        replace(c, pod=replace(c.pod, tolerations=(*c.pod.tolerations, *tolerations)))
         for c in workload.components
     )
     return replace(workload, components=components)

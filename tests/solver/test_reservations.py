@@ -4,6 +4,7 @@ the backfill rule as the solver sees it, and when a reservation goes stale."""
 from __future__ import annotations
 
 import math
+from dataclasses import replace
 from typing import Any
 
 import pytest
@@ -295,3 +296,17 @@ def test_only_work_expected_to_end_within_the_horizon_enters_its_cluster() -> No
     # without a horizon nothing changes
     same, as_given = horizon_view(fleet, [long], [101.0], ReservationPolicy())
     assert same is fleet and as_given == [long]
+
+
+def test_a_tolerating_view_keeps_an_elastic_components_range() -> None:
+    """The drain horizon's and the reservations' tolerations leave the rest of a component as
+    it was: an elastic one keeps its ``max_replicas`` (they dropped it: placed at its minimum)."""
+    fleet = _fleet(2, 1)
+    base = _job("elastic", 1)
+    [component] = base.components
+    elastic = replace(base, components=(replace(component, max_replicas=4),))
+    policy = ReservationPolicy(horizon_s=100.0, horizon_cluster="c0")
+    _, [viewed] = horizon_view(fleet, [elastic], [50.0], policy)
+    [kept], [original] = viewed.components, elastic.components
+    assert kept.max_replicas == 4 and kept.pod.tolerations
+    assert replace(kept, pod=original.pod) == original
