@@ -153,3 +153,26 @@ def test_workload_of_a_framework_that_cannot_resize_stays_as_placed(hubfleet: Hu
     now = hubfleet.copies("fixed", kind="rayjobs")[member]
     assert now["spec"]["rayClusterSpec"]["workerGroupSpecs"][0]["replicas"] == 4
     assert resized_events(hubfleet, "fixed") == []
+
+
+def test_growth_never_takes_the_drain_horizon_members_nodes(hubfleet: HubFleet) -> None:
+    """With a drain horizon on m1 (the only member), a resizable workload expected to end
+    within the horizon is placed there, but room appearing on m1 does not grow it: growth would
+    outlast what the horizon admitted (docs/reservations.md)."""
+    from placer.fleet import fleet_from_kubeconfigs
+    from placer.solver.reservations import ReservationPolicy
+
+    setup(hubfleet)
+    fleet = fleet_from_kubeconfigs([hubfleet.members_kubeconfig], ["m1"], timeout=5.0)
+    policy = ReservationPolicy(after_s=360_000, horizon_s=3600, horizon_cluster="m1")
+    hubfleet.controller(fleet, reservations=policy)
+    job = pytorchjob("kept")
+    job["metadata"]["annotations"] = {"placer.dev/expected-runtime": "30m"}
+    hubfleet.hub.store.create(job)
+    member, copy = placed_copy(hubfleet, "kept", "pytorchjobs")
+    assert member == "m1" and copy["spec"]["pytorchReplicaSpecs"]["Worker"]["replicas"] == 3
+    free_nodes(hubfleet, member, 2)  # room for 4 more workers, on the horizon's member
+    time.sleep(2.5)  # several gathers
+    now = hubfleet.copies("kept", kind="pytorchjobs")[member]
+    assert now["spec"]["pytorchReplicaSpecs"]["Worker"]["replicas"] == 3
+    assert resized_events(hubfleet, "kept") == []
