@@ -12,8 +12,10 @@ web framework because the protocol details that matter are exactly the ones fram
 * one thread per connection, all tracked: stopping the server shuts every socket down, wakes
   every watch and joins every thread, so nothing leaks into the next test.
 
-Discovery (``/version``, ``/api``, ``/apis``, ``/apis/<g>``, ``/apis/<g>/<v>``) is legacy
-JSON only; kubectl's requests for aggregated discovery or protobuf objects get plain JSON,
+Discovery (``/version``, ``/api``, ``/apis``, ``/apis/<g>``, ``/apis/<g>/<v>``) is JSON, and
+``/api`` and ``/apis`` answer aggregated discovery (``apidiscovery.k8s.io/v2`` or ``v2beta1``,
+:mod:`placer.testing._discovery`) to a client whose ``Accept`` header asks for it, as kubectl's
+does: its whole discovery is then two requests. Requests for protobuf objects get plain JSON,
 which every client accepts as fallback. What kubectl needs beyond that is served:
 
 * ``/openapi/v2`` (JSON, or gnostic protobuf when the ``Accept`` header asks for it, as
@@ -42,7 +44,7 @@ import socket
 import ssl
 import threading
 from collections.abc import Callable, Iterator
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from http.server import BaseHTTPRequestHandler
 from typing import Any
 from urllib.parse import parse_qs, unquote, urlsplit
@@ -50,6 +52,7 @@ from urllib.parse import parse_qs, unquote, urlsplit
 import yaml
 
 from placer.testing._crds import CRD_GROUP
+from placer.testing._discovery import aggregated_discovery, aggregated_media, etag_of
 from placer.testing._faults import Faults, RequestLog, RequestRecord, Target
 from placer.testing._gnostic import PROTOBUF_MEDIA_TYPES, encode_document
 from placer.testing._logs import pod_log
@@ -100,6 +103,8 @@ class _Route:
     media: str = "application/json"
     #: the document's HTTP code.
     code: int = 200
+    #: headers to answer with the document.
+    headers: dict[str, str] = field(default_factory=dict)
 
 
 class _Handler(BaseHTTPRequestHandler):
@@ -205,7 +210,7 @@ class _Handler(BaseHTTPRequestHandler):
                 code, payload = route.code, route.document()
                 if route.media != "application/json":
                     self._record(route, path, query, code, content_type)
-                    self._send(code, payload, route.media)
+                    self._send(code, payload, route.media, route.headers)
                     return
             elif route.verb == "watch":
                 self._stream_watch(route, query)
@@ -365,6 +370,10 @@ class _Handler(BaseHTTPRequestHandler):
                 )
             review = self._decode(self._body, self.headers.get("Content-Type", ""))
             return _Route("create", document=lambda: self._access_review(review), code=201)
+        if parts in (["api"], ["apis"]):
+            aggregated = self._aggregated_route(parts == ["api"])
+            if aggregated is not None:
+                return aggregated
         if parts == ["api"]:
             return _Route(
                 "get",
@@ -400,6 +409,24 @@ class _Handler(BaseHTTPRequestHandler):
                 raise StatusError(404, _NOT_FOUND)
             return _Route("get", document=lambda: listing)
         return self._resource_route(group, version, rest, query)
+
+    def _aggregated_route(self, core: bool) -> _Route | None:
+        """``/api`` or ``/apis`` as aggregated discovery when the ``Accept`` header asks for
+        it first (:mod:`placer.testing._discovery`); ``None`` for the legacy document."""
+        if self.command not in {"GET", "HEAD"}:
+            return None
+        asked = aggregated_media(self.headers.get("Accept", ""))
+        if asked is None:
+            return None
+        version, media = asked
+        with self.ctx.store.lock:
+            doc = aggregated_discovery(self.ctx.store.registry, core=core, version=version)
+        etag = etag_of(doc)
+        headers = {"Vary": "Accept", "ETag": etag}
+        if etag in [t.strip() for t in self.headers.get("If-None-Match", "").split(",")]:
+            return _Route("get", document=lambda: b"", media=media, code=304, headers=headers)
+        data = json.dumps(doc, separators=(",", ":")).encode()
+        return _Route("get", document=lambda: data, media=media, headers=headers)
 
     def _openapi_route(self, parts: list[str]) -> _Route:
         """``/openapi/v2`` (JSON or protobuf, as asked), ``/openapi/v3`` and its documents."""
