@@ -279,9 +279,19 @@ def test_a_victim_placed_on_another_member_has_its_parked_copy_deleted_first(
     [(member, copy)] = hubfleet.copies(victim).items()
     assert member == "m2" and copy["spec"]["suspend"] is False
     assert "placer.dev/preempted-by" not in hubfleet.annotations(copy)
-    again = hubfleet.condition(hub_job(hubfleet, victim), "Preempted") or {}
+    # the record (metadata) is written before the status (its own subresource, the next
+    # write): wait for the conditions rather than read them at the record's first sight
+    again = hubfleet.wait_for(
+        lambda: _preempted_cleared(hubfleet, victim), what="the victim's Preempted condition"
+    )
     assert (again.get("status"), again.get("reason")) == ("False", "Placed")
+    assert "m2" in again.get("message", "")
     assert invariants.violations == []
+
+
+def _preempted_cleared(hubfleet: HubFleet, name: str) -> dict[str, Any] | None:
+    condition = hubfleet.condition(hub_job(hubfleet, name), "Preempted") or {}
+    return condition if condition.get("status") == "False" else None
 
 
 def test_higher_priority_preempts_in_its_queue_and_never_the_reverse(hubfleet: HubFleet) -> None:
