@@ -410,6 +410,14 @@ class CachedReads:
         if not self._configmaps.synced:
             return read_entries(self._client)
         entries = self._capacity._entries(self._member, self._configmaps.objects())
+        cluster = self._member.live.name
+        removed = self._ledger.removed(cluster, now=self._now, within=WATCH_LAG)
+        if removed:
+            # taken out by this process (an eviction, a deletion), still shown by a lagging
+            # watch: gone (a later decision's entry, created after the removal, counts)
+            entries = [
+                e for e in entries if e.workload not in removed or e.created > removed[e.workload]
+            ]
         shown = self._member.shown
         for entry in entries:
             shown.setdefault((entry.workload, entry.decision), self._now)
@@ -419,7 +427,6 @@ class CachedReads:
         newest: dict[WorkloadRef, float] = {}
         for e in entries:
             newest[e.workload] = max(e.created, newest.get(e.workload, e.created))
-        cluster = self._member.live.name
         written: list[InFlight] = []
         for entry in self._ledger.entries():
             if (

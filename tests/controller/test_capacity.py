@@ -598,3 +598,41 @@ def test_a_new_decision_counts_while_the_watch_still_shows_the_workloads_older_e
     monkeypatch.undo()
     wait_for(lambda: ledger_cycle(capacity, client, ledger) == ["d-2"], what="shown")
     assert [e.decision for e in ledger.entries()] == ["d-2"]
+
+
+def test_an_entry_this_process_removed_stays_removed_while_its_watch_lags(
+    members: Members, capacity: MemberCapacity, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """An eviction (or a deletion) takes a workload's entry out of the book and off the member;
+    the ledger's watch, lagging, still shows it: the next cycles must not charge it again from
+    the watch (the preemptor would find its victim's room taken, and the victim take it back),
+    and once the watch shows its removal, nothing changes. An entry of a later decision for the
+    same workload counts again."""
+    client = members.clients["m1"]
+    node = members.churns["m1"].node_names()[0]
+    ledger = Ledger()
+    stored = write_entry(client, planned("victim", "d-1", node))
+    ledger.add(stored)
+    watch = ledger_watch(capacity)
+    wait_for(
+        lambda: any("d-1" in str(c.get("data")) for c in watch.objects()),
+        what="the entry shown",
+    )
+    assert ledger_cycle(capacity, client, ledger) == ["d-1"]
+    frozen_ledger_watch(capacity, monkeypatch)
+    ledger.discard("m1", stored.workload)  # evicted: out of the book, then off the member
+    assert stored.store is not None
+    remove_entries(client, stored.store, [stored.workload])
+    assert ledger_cycle(capacity, client, ledger) == []  # cycle N+1, the watch still lags
+    assert ledger_cycle(capacity, client, ledger) == []  # cycle N+2
+    monkeypatch.undo()  # the watch catches up
+    wait_for(
+        lambda: not any("d-1" in str(c.get("data")) for c in watch.objects()),
+        what="the removal shown",
+    )
+    assert ledger_cycle(capacity, client, ledger) == []
+    time.sleep(0.01)  # (a later decision is created after the removal)
+    again = write_entry(client, planned("victim", "d-2", node))  # placed there again
+    ledger.add(again)
+    assert ledger_cycle(capacity, client, ledger) == ["d-2"]
+    wait_for(lambda: ledger_cycle(capacity, client, ledger) == ["d-2"], what="d-2 shown")

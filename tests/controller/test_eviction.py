@@ -234,6 +234,39 @@ def test_the_preemptor_is_placed_as_soon_as_its_victims_pods_are_gone(
     assert invariants.checks > 0 and invariants.violations == []
 
 
+def test_the_preemptor_takes_its_victims_room_while_the_ledger_watch_lags(
+    hubfleet: HubFleet, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """The member's in-flight ledger watch lags (it shows, from before team-a's Job, every one
+    of team-b's entries): the victim's entry the eviction removed must not be charged again
+    from it — the preemptor would find no room, and the victim take its room back, while the
+    preemptor got no new victims for two minutes (seen under load as a 60 s timeout of
+    ``test_queues.py``'s reclaim test)."""
+    serve_queues(hubfleet, queue("team-a", 32), queue("team-b", 32))
+    running = controller(hubfleet, ("m1",))
+    names = flood(hubfleet, "team-b", 12)
+    capacity = running.controller.capacity
+    assert capacity is not None
+    [watch] = [i for i in capacity.informers() if i.cluster == "m1" and i.kind == "ConfigMap"]
+    hubfleet.wait_for(
+        lambda: sum(str(c.get("data")).count("team-b-") for c in watch.objects()) >= 12,
+        what="team-b's entries shown",
+    )
+    seen = watch.objects()
+    monkeypatch.setattr(watch, "objects", lambda: list(seen))  # from now on it lags
+    hubfleet.hub.store.create(team_job(hubfleet, "a-0", "team-a"))
+    placed_on(hubfleet, "a-0", "m1", "team-a's Job placed by reclaim")
+    [victim] = preempted(hubfleet, names)
+    time.sleep(1.0)  # several cycles: the victim does not take its room back
+    assert hubfleet.placed_cluster(hub_job(hubfleet, victim)) is None
+    running_copies = [
+        c
+        for c in hubfleet.members["m1"].store.list("jobs", hubfleet.NAMESPACE)
+        if not c["spec"].get("suspend")
+    ]
+    assert len(running_copies) == 12
+
+
 def test_a_gang_is_evicted_whole(hubfleet: HubFleet) -> None:
     """team-b's Jobs are gangs of 2 pods of 8 GPUs (6 fill m1): team-a's Job of 8 GPUs evicts
     one whole gang — both its pods go, every other gang keeps both of its own."""

@@ -32,6 +32,8 @@ class Ledger:
     def __init__(self, entries: Iterable[InFlight] = ()) -> None:
         self._lock = threading.Lock()
         self._entries: dict[tuple[str, WorkloadRef], InFlight] = {}
+        #: (cluster, workload) -> when this process took its entry out (:meth:`discard`).
+        self._removed: dict[tuple[str, WorkloadRef], float] = {}
         for entry in entries:
             self._entries[(entry.cluster, entry.workload)] = entry
 
@@ -43,11 +45,23 @@ class Ledger:
         """Record (or replace) the entry of ``entry.workload`` on ``entry.cluster``."""
         with self._lock:
             self._entries[(entry.cluster, entry.workload)] = entry
+            self._removed.pop((entry.cluster, entry.workload), None)
 
     def discard(self, cluster: str, ref: WorkloadRef) -> None:
-        """Forget the entry of ``ref`` on ``cluster`` (no error when there is none)."""
+        """Forget the entry of ``ref`` on ``cluster`` (no error when there is none), and
+        remember when (:meth:`removed`)."""
         with self._lock:
             self._entries.pop((cluster, ref), None)
+            self._removed[(cluster, ref)] = time.time()
+
+    def removed(self, cluster: str, *, now: float, within: float) -> dict[WorkloadRef, float]:
+        """The workloads whose entry on ``cluster`` this process took out in the last
+        ``within`` seconds, with when: an entry of theirs created before then that a lagging
+        watch still shows is gone (older removals are forgotten)."""
+        with self._lock:
+            for key in [k for k, when in self._removed.items() if now - when > within]:
+                del self._removed[key]
+            return {ref: when for (c, ref), when in self._removed.items() if c == cluster}
 
     def replace_cluster(self, cluster: str, entries: Iterable[InFlight]) -> None:
         """Make ``entries`` the whole ledger of ``cluster`` (after a sync)."""
