@@ -22,6 +22,7 @@ from __future__ import annotations
 
 import argparse
 import sys
+from collections.abc import Mapping
 from typing import Any
 
 from placer.cli._fleet import add_fleet_options, fleet_config_from_args, require_reachable
@@ -146,12 +147,15 @@ def _file_refs(args: argparse.Namespace) -> list[Any]:
     from placer.accelerators import is_claim_object
     from placer.cli.describe import read_manifests
     from placer.definitions import workload_ref
+    from placer.definitions.decompose import not_an_object
 
     refs = []
     for filename in args.filename:
         for document in read_manifests(filename):
             if is_claim_object(document.data):
                 continue
+            if not isinstance(document.data, Mapping):
+                raise not_an_object(document.data, document.source)
             data = dict(document.data)
             metadata = dict(data.get("metadata") or {})
             if args.namespace and not metadata.get("namespace"):

@@ -27,7 +27,7 @@ from placer.cli._fleet import add_fleet_options, fleet_config_from_args, require
 from placer.cli._output import add_output_option, print_data
 from placer.cli.definitions import add_catalog_option, load_catalog
 from placer.definitions import Catalog, Decomposition, Document, decompose
-from placer.definitions.documents import partition_claims, read_input
+from placer.definitions.documents import is_dependency, partition_claims, read_input
 from placer.errors import InputError, PlacerError, UsageError
 
 __all__ = ["decompose_all", "read_manifests", "register", "run", "run_live", "split_target"]
@@ -100,13 +100,18 @@ def run(args: argparse.Namespace) -> int:
     documents = read_manifests(args.filename)
     if not documents:
         raise InputError("no objects found", source=args.filename)
+    # the ConfigMaps, Secrets... that travel with workloads (placer submit) are not workloads
+    documents = [d for d in documents if not is_dependency(d.data)]
     found, problems = decompose_all(documents, catalog)
     if problems:
         for problem in problems:
             print(f"error: {problem}", file=sys.stderr)
         return problems[0].exit_code
     if not found:
-        raise InputError("no workloads found (only DRA claims)", source=args.filename)
+        raise InputError(
+            "no workloads found (only DRA claims, ConfigMaps, Secrets, Services...)",
+            source=args.filename,
+        )
     results = [decomposition for _, decomposition in found]
     if args.output != "text":
         print_data([to_json(d) for d in results], args.output)

@@ -35,6 +35,7 @@ from placer.accelerators import (
     accelerator_demand,
     default_accelerators,
 )
+from placer.decoding import type_name
 from placer.definitions.catalog import Catalog
 from placer.definitions.elastic import replica_range, write_replicas
 from placer.definitions.gangs import predict_gangs
@@ -72,6 +73,7 @@ __all__ = [
     "Decomposition",
     "InstanceNode",
     "decompose",
+    "not_an_object",
     "phases_of",
     "workload_ref",
 ]
@@ -145,6 +147,15 @@ class Decomposition:
         raise KeyError(f"{name}/{instance}" if instance else name)
 
 
+def not_an_object(value: object, source: str | None) -> InterpretationError:
+    """The error for an input document that is not a Kubernetes object (a list, a string...)."""
+    return InterpretationError(
+        f"{source or 'input'}: the document is {type_name(value)}, not a Kubernetes object",
+        hint="each YAML document must be one object (a mapping with apiVersion, kind and "
+        "metadata); separate objects with '---' or put them in a kind: List's items",
+    )
+
+
 def workload_ref(obj: Mapping[str, Any], *, source: str | None = None) -> WorkloadRef:
     """The identity of a workload object (namespace defaults to ``default``)."""
     where = f"{source}: " if source else ""
@@ -191,7 +202,7 @@ def phases_of(
 ) -> tuple[str, ...]:
     """Matched statuses of ``obj`` in upstream's order, or ``("Undefined",)``."""
     if not isinstance(obj, Mapping):
-        raise InterpretationError(f"{source or 'object'}: expected a mapping")
+        raise not_an_object(obj, source)
     definition = _resolve(obj, catalog_or_definition, source)
     ref = workload_ref(obj, source=source)
     where = _where(ref, definition, source)
@@ -225,7 +236,7 @@ def decompose(
     component and field.
     """
     if not isinstance(obj, Mapping):
-        raise InterpretationError(f"{source or 'object'}: expected a mapping (an object)")
+        raise not_an_object(obj, source)
     ref = workload_ref(obj, source=source)
     definition = _resolve(obj, catalog_or_definition, source)
     where = _where(ref, definition, source)

@@ -128,9 +128,14 @@ def read_input(name: str, stdin: TextIO | None = None) -> list[Document]:
 DEPENDENCY_KINDS = ("ConfigMap", "Secret", "ServiceAccount", "Service", "PersistentVolumeClaim")
 
 
-def is_dependency(obj: Mapping[str, Any]) -> bool:
-    """Whether an input document is an object that travels with the workloads naming it."""
-    return obj.get("apiVersion") == "v1" and obj.get("kind") in DEPENDENCY_KINDS
+def is_dependency(obj: object) -> bool:
+    """Whether an input document is an object that travels with the workloads naming it (a
+    document that is no mapping is not: reading it as a workload names the problem)."""
+    return (
+        isinstance(obj, Mapping)
+        and obj.get("apiVersion") == "v1"
+        and obj.get("kind") in DEPENDENCY_KINDS
+    )
 
 
 def partition_claims(documents: Sequence[Document]) -> tuple[ClaimIndex, list[Document]]:

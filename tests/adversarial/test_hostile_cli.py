@@ -275,6 +275,40 @@ def test_a_negative_request_is_never_dispatched(
         assert not virtual.server(name).store.list("jobs", "default")
 
 
+@pytest.mark.parametrize(
+    ("document", "what"),
+    [
+        ("- a\n- b\n", "a list"),
+        ("hello\n", "a string"),
+        ("apiVersion: v1\nkind: List\nitems: [3]\n", "a number"),
+    ],
+    ids=["list", "scalar", "list-item"],
+)
+def test_a_document_that_is_no_object_is_an_error_line(
+    tmp_path: Path, demo_fleet: tuple[VirtualFleet, Path], document: str, what: str
+) -> None:
+    """A YAML document that is not a mapping is named with its file by every command that
+    reads workloads (it was a Python traceback in plan, submit, simulate and delete)."""
+    virtual, kubeconfig = demo_fleet
+    good = _write(tmp_path / "good.yaml", _job("good", {"nvidia.com/gpu": "1"}))
+    bad = tmp_path / "bad.yaml"
+    bad.write_text(document)
+    fleet = ["--kubeconfig", str(kubeconfig)]
+    for args in (
+        ["plan", "-f", str(good), "-f", str(bad), "--snapshot", str(DEMO)],
+        ["describe", "-f", str(bad)],
+        ["simulate", "--snapshot", str(DEMO), "--workloads", str(bad), "--no-progress"],
+        ["submit", "-f", str(good), "-f", str(bad), *fleet],
+        ["delete", "-f", str(bad), *fleet],
+    ):
+        code, err = placer(*args)
+        assert code == 1, (args, err)
+        assert f"error: {bad}: the document is {what}, not a Kubernetes object" in err, err
+        assert "To fix: each YAML document must be one object" in err
+    for name in virtual.urls:  # nothing of the batch was dispatched
+        assert not virtual.server(name).store.list("jobs", "default")
+
+
 def test_the_same_object_twice_in_plan(tmp_path: Path) -> None:
     path = _write(tmp_path / "twice.yaml", _job("twice"), _job("twice"))
     code, err = placer("plan", "-f", str(path), "--snapshot", str(DEMO))

@@ -123,6 +123,29 @@ def test_describe_without_definition_exits_4(
     assert "Traceback" not in err
 
 
+def test_describe_skips_the_objects_that_travel_with_workloads(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """A ConfigMap or PersistentVolumeClaim next to the workload (as ``placer submit`` takes,
+    and as upstream's own samples ship) is not a workload to describe: no exit 4 for it."""
+    path = tmp_path / "with-claim.yaml"
+    path.write_text(
+        "apiVersion: v1\nkind: PersistentVolumeClaim\nmetadata: {name: models}\n"
+        "spec: {accessModes: [ReadWriteOnce], resources: {requests: {storage: 1Gi}}}\n---\n"
+        "apiVersion: v1\nkind: ConfigMap\nmetadata: {name: cfg}\ndata: {a: b}\n---\n"
+        "apiVersion: batch/v1\nkind: Job\nmetadata: {name: uses-them}\n"
+        "spec: {template: {spec: {containers: [{name: c, image: c}]}}}\n"
+    )
+    code, out, err = run(["describe", "-f", str(path), "-o", "json"], capsys)
+    assert (code, err) == (0, "")
+    assert [w["workload"]["name"] for w in json.loads(out)] == ["uses-them"]
+    only = tmp_path / "only-config.yaml"
+    only.write_text("apiVersion: v1\nkind: ConfigMap\nmetadata: {name: cfg}\n")
+    code, out, err = run(["describe", "-f", str(only)], capsys)
+    assert (code, out) == (1, "")
+    assert f"error: {only}: no workloads found" in err
+
+
 def test_describe_malformed_yaml_exits_2(
     tmp_path: Path, capsys: pytest.CaptureFixture[str]
 ) -> None:
