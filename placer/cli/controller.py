@@ -17,6 +17,7 @@ Logs are JSON lines on stderr (``--log-format text`` for people).
 from __future__ import annotations
 
 import argparse
+import logging
 import os
 import signal
 import threading
@@ -311,6 +312,11 @@ def run(args: argparse.Namespace) -> int:
             hint="choose a free port with --metrics-port (0 = any free port) or an address of "
             "this host with --bind",
         ) from None
+    logging.getLogger("placer.controller").info(
+        "serving /metrics, /healthz, /readyz and /v1/* on %s",
+        server.url,
+        extra={"event": "serving"},
+    )
     stop = threading.Event()
     previous = {
         sig: signal.signal(sig, lambda *_: stop.set()) for sig in (signal.SIGINT, signal.SIGTERM)

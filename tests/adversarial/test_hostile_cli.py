@@ -7,10 +7,14 @@ files and, where it needs clusters, the loopback API servers through real kubeco
 
 from __future__ import annotations
 
+import json
 import os
+import signal
 import socket
 import subprocess
 import sys
+import urllib.error
+import urllib.request
 from collections.abc import Callable, Iterator
 from pathlib import Path
 from typing import Any
@@ -22,6 +26,7 @@ from placer.snapshot import load_snapshot
 from placer.testing import ApiServer
 from placer.virtual.fleet import VirtualFleet
 from placer.yamlload import MAX_ALIAS_VALUES
+from tests.builders.waiting import wait_until
 
 #: one `python -m placer` process per case: slow (make test-fast leaves them out).
 pytestmark = pytest.mark.slow
@@ -357,6 +362,41 @@ def test_a_busy_metrics_port_is_an_error_line(hub_kubeconfig: Path) -> None:
 def test_an_address_of_another_host_is_an_error_line(hub_kubeconfig: Path) -> None:
     code, err = _controller(hub_kubeconfig, "192.0.2.1", 0)  # TEST-NET-1: never this host's
     assert code == 1 and "error: cannot serve /metrics on 192.0.2.1:0" in err, err
+
+
+def test_any_free_port_is_named_in_the_first_log_line(hub_kubeconfig: Path) -> None:
+    """``--metrics-port 0`` picks a free port; the controller says which, so a user (or a
+    script) can reach /readyz and /metrics on it."""
+    process = subprocess.Popen(
+        [
+            *(sys.executable, "-m", "placer", "controller", "--hub-context", "hub"),
+            *("--kubeconfig", str(hub_kubeconfig), "--metrics-port", "0", "--no-leader-election"),
+        ],
+        stderr=subprocess.PIPE,
+        text=True,
+        cwd=REPO,
+    )
+    try:
+        assert process.stderr is not None
+        first = json.loads(process.stderr.readline())
+        assert first["event"] == "serving", first
+        url = first["msg"].rpartition(" on ")[2]
+        assert url.startswith("http://127.0.0.1:") and not url.endswith(":0"), url
+        wait_until(lambda: _status(url + "/readyz") == 200, timeout=60)
+    finally:
+        process.send_signal(signal.SIGINT)
+        code = process.wait(timeout=30)
+        assert process.stderr is not None
+        process.stderr.close()
+    assert code == 0
+
+
+def _status(url: str) -> int:
+    try:
+        with urllib.request.urlopen(url, timeout=2) as response:
+            return int(response.status)
+    except urllib.error.HTTPError as error:
+        return int(error.code)
 
 
 # --------------------------------------------------------------------------------------------

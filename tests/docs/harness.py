@@ -19,7 +19,10 @@ The working directory holds a symlink to every top-level entry of the repository
 ``examples/``, ``clusters/``, ``.venv/bin/placer`` and ``make demo`` work as written), ``HOME``
 is empty and ``KUBECONFIG`` unset, and the virtualenv's ``bin`` leads ``PATH``. Two things are
 rewritten so that runs on one machine do not collide (tests, CI and people share it): ``/tmp/``
-becomes a directory of the page's own, and port ``8080`` a free port.
+becomes a directory of the page's own, and each port ``8080``-``8089`` a free port of its own
+(the same port wherever the page writes it: a page may run two controllers, on 8080 and 8081).
+A controller in the background is ready when ``/readyz`` answers on the port of its
+``--metrics-port`` (8080 without one).
 """
 
 from __future__ import annotations
@@ -59,6 +62,10 @@ TRACEBACK = "Traceback (most recent call last)"
 EXPORT = re.compile(r"^export (?P<name>[A-Za-z_]\w*)=\S+(\s+#.*)?$")
 #: Commands that serve until interrupted (the harness waits until they are ready).
 LONG_RUNNING = re.compile(r"\bplacer (fleet up|controller)\b")
+#: The ports pages may write, each rewritten to a free port of the run's own.
+DOC_PORT = re.compile(r"\b(808\d)\b")
+#: The port a controller serves /readyz on (its default: 8080).
+METRICS_PORT = re.compile(r"--metrics-port[ =](?P<port>\d+)")
 
 #: Seconds one command may take (the slowest documented simulation takes about a minute alone
 #: on a 2-core machine; CI machines are shared).
@@ -204,6 +211,8 @@ class PageRun:
     page: str
     workdir: Path
     port: int = field(default_factory=free_port)
+    #: the free port each documented port (8081-8089) stands for; 8080 is ``port``.
+    ports: dict[str, int] = field(default_factory=dict)
     ran: list[Command] = field(default_factory=list)
     background: list[Background] = field(default_factory=list)
 
@@ -232,9 +241,17 @@ class PageRun:
         )
 
     def rewrite(self, text: str) -> str:
-        """The command as run: ``/tmp/`` and port 8080 made private to this run."""
+        """The command as run: ``/tmp/`` and ports 8080-8089 made private to this run."""
         text = re.sub(r"(?<![\w./-])/tmp/", f"{self.tmp}/", text)
-        return re.sub(r"\b8080\b", str(self.port), text)
+        return DOC_PORT.sub(lambda match: str(self.port_for(match[1])), text)
+
+    def port_for(self, documented: str) -> int:
+        """The free port this run uses where the page says ``documented``."""
+        if documented == "8080":
+            return self.port
+        if documented not in self.ports:
+            self.ports[documented] = free_port()
+        return self.ports[documented]
 
     def run(self, command: Command) -> None:
         self.ran.append(command)
@@ -319,7 +336,7 @@ class PageRun:
             )
         started = Background(command, process, log)
         self.background.append(started)
-        ready = _readiness(text, self.port)
+        ready = _readiness(text, self.controller_port(command.text))
         deadline = time.monotonic() + READY_TIMEOUT
         while not ready(started):
             if process.poll() is not None:
@@ -332,6 +349,15 @@ class PageRun:
                 )
             time.sleep(0.2)
         return started
+
+    def controller_port(self, text: str) -> int:
+        """The (rewritten) port a controller command serves /readyz on."""
+        flag = METRICS_PORT.search(text)
+        if flag is None:
+            return self.port
+        return (
+            self.port_for(flag["port"]) if DOC_PORT.fullmatch(flag["port"]) else int(flag["port"])
+        )
 
     def stop(self) -> None:
         """Stop every background command this page started (its process group)."""

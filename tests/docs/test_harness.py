@@ -12,6 +12,7 @@ from tests.docs.harness import (
     DOC_PAGES,
     ROOT,
     DocCommandError,
+    PageRun,
     parse_page,
     run_page,
 )
@@ -115,6 +116,21 @@ def test_a_fleet_served_in_the_background_is_used_and_stopped(tmp_path: Path) ->
     assert run.ran[0].background and not run.background
     log = (tmp_path / "background-0.log").read_text()
     assert "serving" in log and "stopping" in log  # Ctrl-C reached it: it stopped cleanly
+
+
+def test_each_documented_port_is_a_free_port_of_its_own(tmp_path: Path) -> None:
+    """Two controllers on one page (8080 and 8081, as docs/reservations.md runs them) each get a
+    private port, the same one wherever the page writes it; a controller is waited for on its
+    own --metrics-port (it was the page's 8080, which the first controller already answered)."""
+    run = PageRun("page.md", tmp_path)
+    assert run.rewrite("--metrics-port 8081 && curl localhost:8081/metrics") == (
+        f"--metrics-port {run.port_for('8081')} && curl localhost:{run.port_for('8081')}/metrics"
+    )
+    assert run.port_for("8081") not in (8081, run.port) and run.port_for("8080") == run.port
+    assert run.rewrite("curl localhost:8080/v1/fleet") == f"curl localhost:{run.port}/v1/fleet"
+    assert run.controller_port("placer controller --metrics-port 8081 &") == run.port_for("8081")
+    assert run.controller_port("placer controller --hub-context hub &") == run.port
+    assert run.controller_port("placer controller --metrics-port 9100 &") == 9100
 
 
 def test_a_serving_command_in_the_foreground_is_stopped_with_ctrl_c(tmp_path: Path) -> None:
