@@ -266,6 +266,8 @@ def decompose(
             continue
         for inst in extracted:
             made = _component_instance(component.name, inst, where, counting)
+            if made.replicas > 0 and not (made.template.get("spec") or {}).get("containers"):
+                counting.warnings.append(_no_containers(component, made, where, definition))
             if definition.elastic:
                 made = _elastic(
                     obj, definition, extraction, component, made, where, limits, counting
@@ -302,6 +304,35 @@ def decompose(
         workload=workload,
         structure=tuple(structure),
         warnings=tuple(dict.fromkeys(counting.warnings)),
+    )
+
+
+def _no_containers(
+    component: Component, made: ComponentInstance, where: str, definition: Definition
+) -> str:
+    """The warning for pods whose template has no containers: a path of the definition that
+    found nothing in this object (Kubernetes refuses such pods; placer counts them as empty)."""
+    spec = component.spec
+    paths = []
+    if spec is not None:
+        if spec.pod_template_spec_path is not None:
+            paths.append(f"specDefinition.podTemplateSpecPath {spec.pod_template_spec_path!r}")
+        if spec.pod_spec_path is not None:
+            paths.append(f"specDefinition.podSpecPath {spec.pod_spec_path!r}")
+        if spec.fragmented is not None:
+            fragments = spec.fragmented
+            paths.extend(
+                f"specDefinition.fragmentedPodSpecDefinition.{key} {getattr(fragments, attr)!r}"
+                for attr, key in fragments.FIELDS
+                if key in ("containersPath", "containerPath", "resourcesPath")
+                and getattr(fragments, attr) is not None
+            )
+    found = " or ".join(paths) or "its pod definition"
+    return (
+        f"{where}: component {made.label!r}: the pod template has no containers ({found} found "
+        f"none in this object): its {made.replicas} pod(s) are counted as asking for nothing; "
+        f"check the path against the object (`placer definitions {definition.name}` shows the "
+        "definition's paths)"
     )
 
 

@@ -146,6 +146,36 @@ def test_describe_skips_the_objects_that_travel_with_workloads(
     assert f"error: {only}: no workloads found" in err
 
 
+def test_a_pod_path_that_finds_nothing_is_a_warning_naming_it(
+    repo: Path, tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """A definition whose pod template path misses the object (a typo) leaves pods with no
+    containers: they were counted as asking for nothing, silently (0 GPUs for a GPU job)."""
+    example = repo / "deploy/examples/definitions/training-example-com-trainingrun-v1.yaml"
+    catalog = tmp_path / "definitions"
+    catalog.mkdir()
+    (catalog / "typo.yaml").write_text(
+        example.read_text().replace(
+            "podTemplateSpecPath: .spec.worker.template",
+            "podTemplateSpecPath: .spec.workers.template",
+        )
+    )
+    workload = str(repo / "deploy/examples/trainingrun.yaml")
+    code, _, err = run(["describe", "-f", workload, "--catalog", str(catalog)], capsys)
+    assert code == 0
+    assert (
+        "warning: " + workload + ": TrainingRun/resnet: definition "
+        "'training-example-com-trainingrun-v1': component 'worker': the pod template has no "
+        "containers (specDefinition.podTemplateSpecPath '.spec.workers.template' found none in "
+        "this object): its 4 pod(s) are counted as asking for nothing"
+    ) in err
+    code, _, err = run(
+        ["describe", "-f", workload, "--catalog", str(repo / "deploy/examples/definitions")],
+        capsys,
+    )
+    assert (code, err) == (0, "")
+
+
 def test_describe_malformed_yaml_exits_2(
     tmp_path: Path, capsys: pytest.CaptureFixture[str]
 ) -> None:

@@ -265,7 +265,7 @@ def test_zero_replica_components_stay_out_of_the_workload() -> None:
         ({"kind": "Widget", "metadata": {"name": "x"}}, "has no apiVersion"),
         ({"apiVersion": "example.com/v1", "metadata": {"name": "x"}}, "has no kind"),
         ({"apiVersion": "example.com/v1", "kind": "Widget"}, "Widget: metadata.name is missing"),
-        ("not an object", "expected a mapping"),
+        ("not an object", "the document is a string, not a Kubernetes object"),
     ],
 )
 def test_objects_without_identity(obj: Any, message: str) -> None:
