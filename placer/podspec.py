@@ -31,6 +31,7 @@ from __future__ import annotations
 from collections.abc import Mapping, Sequence
 from typing import Any
 
+from placer.decoding import type_name
 from placer.model import (
     Node,
     NodeSelectorRequirement,
@@ -67,8 +68,8 @@ def container_requests(
     if not resources:
         return {}
     field = f"{where}resources"
-    raw_requests = _mapping(resources.get("requests"))
-    raw_limits = _mapping(resources.get("limits"))
+    raw_requests = _shaped(resources.get("requests"), f"{field}.requests", strict)
+    raw_limits = _shaped(resources.get("limits"), f"{field}.limits", strict)
     requests = _amounts(raw_requests, f"{field}.requests", strict)
     limits = _amounts(raw_limits, f"{field}.limits", strict)
     for name, request in requests.items() if strict else ():
@@ -112,16 +113,20 @@ def pod_requests(spec: Mapping[str, Any], *, strict: bool = True) -> dict[str, i
     running = add(
         *(
             container_requests(
-                _mapping(container.get("resources")), f"containers[{index}].", strict=strict
+                _shaped(container.get("resources"), f"containers[{index}].resources", strict),
+                f"containers[{index}].",
+                strict=strict,
             )
-            for index, container in enumerate(_list(spec.get("containers")))
+            for index, container in enumerate(_containers(spec, "containers", strict))
         )
     )
     init_peak: dict[str, int] = {}
     sidecars: dict[str, int] = {}
-    for index, container in enumerate(_list(spec.get("initContainers"))):
+    for index, container in enumerate(_containers(spec, "initContainers", strict)):
         own = container_requests(
-            _mapping(container.get("resources")), f"initContainers[{index}].", strict=strict
+            _shaped(container.get("resources"), f"initContainers[{index}].resources", strict),
+            f"initContainers[{index}].",
+            strict=strict,
         )
         if container.get("restartPolicy") == "Always":
             running = add(running, own)
@@ -273,6 +278,26 @@ def _requirements(items: object) -> tuple[NodeSelectorRequirement, ...]:
             )
         )
     return tuple(result)
+
+
+def _containers(spec: Mapping[str, Any], key: str, strict: bool) -> list[Mapping[str, Any]]:
+    """``spec[key]``'s containers; ``strict``: anything but a list of mappings is an error, as
+    the API server's validation would refuse it (it was read as no containers, asking nothing)."""
+    value = spec.get(key)
+    if strict and value is not None:
+        if not isinstance(value, list):
+            raise ValueError(f"{key}: expected a list of containers, got {type_name(value)}")
+        for index, item in enumerate(value):
+            if not isinstance(item, Mapping):
+                raise ValueError(f"{key}[{index}]: expected a container, got {type_name(item)}")
+    return _list(value)
+
+
+def _shaped(value: object, field: str, strict: bool) -> Mapping[str, Any]:
+    """``value`` as a mapping; ``strict``: anything but a mapping or nothing is an error."""
+    if strict and value is not None and not isinstance(value, Mapping):
+        raise ValueError(f"{field}: expected a mapping, got {type_name(value)}")
+    return _mapping(value)
 
 
 def _mapping(value: object) -> Mapping[str, Any]:

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import re
 from typing import Any
 
 import pytest
@@ -133,3 +134,29 @@ def test_toleration_rules(toleration: Toleration, taint: Taint, expected: bool) 
 
 def test_empty_pod_demand() -> None:
     assert pod_demand({}) == PodDemand(requests={})
+
+
+@pytest.mark.parametrize(
+    ("spec", "message"),
+    [
+        ({"containers": {"name": "c"}}, "containers: expected a list of containers, got a mapping"),
+        ({"containers": ["c"]}, "containers[0]: expected a container, got a string"),
+        ({"initContainers": "c"}, "initContainers: expected a list of containers, got a string"),
+        (
+            {"containers": [{"name": "c", "resources": ["nvidia.com/gpu"]}]},
+            "containers[0].resources: expected a mapping, got a list",
+        ),
+        (
+            {"containers": [{"name": "c", "resources": {"limits": [{"nvidia.com/gpu": 8}]}}]},
+            "containers[0].resources.limits: expected a mapping, got a list",
+        ),
+    ],
+)
+def test_a_malformed_template_is_refused_not_read_as_asking_nothing(
+    spec: dict[str, Any], message: str
+) -> None:
+    """The API server refuses these pods; they were read as asking for nothing (an 8-GPU pod
+    placed as 0 GPUs). Pods read back from a cluster (``strict=False``) stay lenient."""
+    with pytest.raises(ValueError, match=re.escape(message)):
+        pod_requests(spec)
+    assert pod_requests(spec, strict=False) == {}
