@@ -11,9 +11,10 @@ from __future__ import annotations
 
 import argparse
 import sys
+from pathlib import Path
 
 from placer.definitions import validate_definition
-from placer.definitions.documents import Document, read_input
+from placer.definitions.documents import Document, read_input, yaml_files
 from placer.definitions.loader import definition_from_dict
 from placer.errors import (
     EXIT_ERROR,
@@ -40,7 +41,7 @@ def register(subparsers: argparse._SubParsersAction[argparse.ArgumentParser]) ->
 
 def run(args: argparse.Namespace) -> int:
     code = EXIT_OK
-    for name in args.files:
+    for name in _files(args.files):
         try:
             documents = read_input(name)
         except PlacerError as exc:
@@ -66,6 +67,17 @@ def run(args: argparse.Namespace) -> int:
                 print(f"  {problem}")
             print(f"error: {len(problems)} finding(s) in {document.source}", file=sys.stderr)
     return code
+
+
+def _files(names: list[str]) -> list[str]:
+    """The files to check: each directory's YAML/JSON files one by one (recursively, sorted),
+    so that one malformed file does not hide what the others say."""
+    files: list[str] = []
+    for name in names:
+        path = Path(name)
+        found = yaml_files(path) if name != "-" and path.is_dir() else []
+        files.extend([str(f) for f in found] or [name])
+    return files
 
 
 def _check(document: Document) -> list[str]:

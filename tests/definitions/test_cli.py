@@ -279,6 +279,21 @@ def test_validate(repo: Path, tmp_path: Path, capsys: pytest.CaptureFixture[str]
     assert code == 2 and "not valid YAML" in err
 
 
+def test_validate_checks_every_file_of_a_directory(
+    repo: Path, tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """A malformed file in a directory is reported and the others are still checked (it used
+    to end the directory: upstream's resourceinterface-examples/ has one such file)."""
+    (tmp_path / "a-broken.yaml").write_text("a: [\n")
+    (tmp_path / "b-job.yaml").write_text((repo / "catalog" / "batch-job-v1.yaml").read_text())
+    code, out, err = run(["validate", str(tmp_path)], capsys)
+    assert code == 2
+    assert f"error: {tmp_path / 'a-broken.yaml'}: not valid YAML" in err
+    assert (
+        out == f"OK: {tmp_path / 'b-job.yaml'} is a valid definition (batch-job-v1: batch/v1 Job)\n"
+    )
+
+
 def test_usage_errors_exit_2(capsys: pytest.CaptureFixture[str]) -> None:
     with pytest.raises(SystemExit) as info:
         main(["describe"])
