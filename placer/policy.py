@@ -83,6 +83,7 @@ __all__ = [
     "policies_from_yaml",
     "policy_for",
     "policy_from_dict",
+    "unknown_cluster_names",
 ]
 
 API_VERSION = "placer.dev/v1alpha1"
@@ -219,6 +220,29 @@ def policy_for(workload: Workload, policies: Sequence[PlacementPolicy]) -> Place
         if policy.selects(workload):
             return policy
     return None
+
+
+def unknown_cluster_names(
+    policies: Sequence[PlacementPolicy], clusters: Sequence[str]
+) -> list[str]:
+    """A warning for each policy naming in ``preferredClusters`` or ``clusterCosts`` a cluster
+    that is not one of ``clusters`` (a typo there silently changes nothing)."""
+    known = set(clusters)
+    warnings = []
+    for policy in policies:
+        for field_name, names in (
+            ("preferredClusters", policy.preferred_clusters),
+            ("clusterCosts", tuple(policy.cluster_costs)),
+        ):
+            unknown = [name for name in names if name not in known]
+            if unknown:
+                where = f"{policy.source}: " if policy.source else ""
+                warnings.append(
+                    f"{where}policy {policy.name}: spec.{field_name} names "
+                    f"{', '.join(unknown)}, not a cluster of the fleet (clusters: "
+                    f"{', '.join(clusters)}); it changes nothing there"
+                )
+    return warnings
 
 
 # --------------------------------------------------------------------------------------------

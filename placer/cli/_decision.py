@@ -4,11 +4,13 @@ the policies and the solver's knobs, declared once so that they read and behave 
 from __future__ import annotations
 
 import argparse
+import sys
+from collections.abc import Sequence
 from typing import TYPE_CHECKING
 
 from placer.cli._types import SEED, seconds, seconds_or_zero
 from placer.errors import UsageError
-from placer.policy import PlacementPolicy, load_policies
+from placer.policy import PlacementPolicy, load_policies, unknown_cluster_names
 from placer.queues import QueueSet, load_queues
 from placer.solver import MODES, SOLVERS
 
@@ -176,3 +178,9 @@ def decision_policies(args: argparse.Namespace) -> list[PlacementPolicy]:
     for path in args.policy:
         policies += load_policies(path)
     return policies
+
+
+def warn_unknown_clusters(policies: Sequence[PlacementPolicy], clusters: Sequence[str]) -> None:
+    """``warning:`` lines for policies naming clusters the fleet does not have (typos)."""
+    for warning in unknown_cluster_names(policies, clusters):
+        print(f"warning: {warning}", file=sys.stderr)

@@ -27,6 +27,7 @@ from placer.cli._decision import (
     add_manifest_option,
     decision_policies,
     decision_queues,
+    warn_unknown_clusters,
 )
 from placer.cli._fleet import (
     add_fleet_options,
@@ -101,6 +102,7 @@ def run(args: argparse.Namespace) -> int:
         )
     objects = read_objects(args.filename, load_catalog(args, fleet))
     workloads = [decomposition.workload for _, decomposition in objects]
+    warn_unknown_clusters(policies, fleet.names)
     require_reachable(
         fleet.names, [c.name for c in fleet.clusters if c.reachable], "nothing can be placed"
     )

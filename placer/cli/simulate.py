@@ -35,6 +35,7 @@ from placer.cli._decision import (
     add_reserve_preempt_options,
     decision_queues,
     shared_reservation_policy,
+    warn_unknown_clusters,
 )
 from placer.cli._output import add_output_option, print_data, print_table
 from placer.cli._sweep import (
@@ -244,6 +245,7 @@ def run(args: argparse.Namespace) -> int:
     fleet = load_snapshot(args.snapshot)
     simulated = drain(fleet, [*args.drain, *drain_sets[0]], source=args.snapshot)
     policies = tuple(p for path in args.policy for p in load_policies(path))
+    warn_unknown_clusters(policies, fleet.names)
     queues = _queues(args)
     from placer.traces.specs import is_workload_spec
 

@@ -50,6 +50,7 @@ from placer.cli._decision import (
     add_manifest_option,
     decision_policies,
     decision_queues,
+    warn_unknown_clusters,
 )
 from placer.cli._fleet import add_fleet_options, fleet_config_from_args, report_unreachable
 from placer.cli._output import add_output_option, print_data, print_table
@@ -296,6 +297,7 @@ def run(args: argparse.Namespace) -> int:
     manifests = read_manifests(args.filename, args.catalog, accelerators_for(args))
     refuse_spread([m.workload for m in manifests], policies, args)
     config = fleet_config_from_args(args)
+    warn_unknown_clusters(policies, config.names)
     queues = decision_queues(args)
     with member_clients(config) as clients:
         placed = placed_copies(clients, args.catalog) if queues is not None else []

@@ -314,6 +314,38 @@ def test_a_document_that_is_no_object_is_an_error_line(
         assert not virtual.server(name).store.list("jobs", "default")
 
 
+def test_a_policy_naming_no_cluster_of_the_fleet_is_a_warning(
+    tmp_path: Path, demo_fleet: tuple[VirtualFleet, Path]
+) -> None:
+    """A typo in preferredClusters or clusterCosts changed nothing, silently."""
+    _, kubeconfig = demo_fleet
+    policy = _write(
+        tmp_path / "policy.yaml",
+        {
+            "apiVersion": "placer.dev/v1alpha1",
+            "kind": "PlacementPolicy",
+            "metadata": {"name": "typo"},
+            "spec": {"preferredClusters": ["centrl", "east"], "clusterCosts": {"wset": 1}},
+        },
+    )
+    job = _write(tmp_path / "job.yaml", _job("small", {"nvidia.com/gpu": "1"}))
+    expected = [
+        f"warning: {policy}: policy typo: spec.preferredClusters names centrl, not a cluster of "
+        "the fleet (clusters: east, west, central); it changes nothing there",
+        f"warning: {policy}: policy typo: spec.clusterCosts names wset, not a cluster of the "
+        "fleet (clusters: east, west, central); it changes nothing there",
+    ]
+    for args in (
+        ["plan", "-f", str(job), "--snapshot", str(DEMO)],
+        ["simulate", "--snapshot", str(DEMO), "--workloads", str(job), "--no-progress"],
+        ["submit", "-f", str(job), "--kubeconfig", str(kubeconfig), "--dry-run"],
+    ):
+        code, err = placer(*args, "--policy", str(policy))
+        assert code == 0, (args, err)
+        for line in expected:
+            assert line in err, (args, err)
+
+
 def test_the_same_object_twice_in_plan(tmp_path: Path) -> None:
     path = _write(tmp_path / "twice.yaml", _job("twice"), _job("twice"))
     code, err = placer("plan", "-f", str(path), "--snapshot", str(DEMO))
