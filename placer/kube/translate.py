@@ -24,6 +24,7 @@ import ssl
 import sys
 from collections.abc import Mapping
 from typing import Any
+from urllib.parse import urlsplit, urlunsplit
 
 from placer.errors import (
     ClusterUnreachableError,
@@ -202,10 +203,18 @@ def _transport_reason(text: str) -> str:
     return text[:300]
 
 
+def shown_server(server: str) -> str:
+    """``server`` as messages may show it: without the user and password a URL may carry
+    (``https://user:password@host``), its query and fragment."""
+    parts = urlsplit(server)
+    host = parts.netloc.rpartition("@")[2]
+    return urlunsplit((parts.scheme, host, parts.path, "", ""))
+
+
 def _unreachable(
     reason_text: str, reason_code: str, *, cluster: str | None, server: str, action: str
 ) -> ClusterUnreachableError:
-    where = f" ({server})" if server else ""
+    where = f" ({shown_server(server)})" if server else ""
     head = f"{action}: " if action else ""
     hint = None
     if reason_code == "TLSError":

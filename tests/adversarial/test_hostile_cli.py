@@ -435,6 +435,35 @@ def _status(url: str) -> int:
 # kubeconfigs
 
 
+def test_a_password_in_the_server_url_is_never_shown(
+    tmp_path: Path, start_apiserver: Callable[..., ApiServer], kubeconfig_for: Callable[..., Path]
+) -> None:
+    """``https://user:password@host`` in a kubeconfig: the unreachable cluster's reason named
+    the URL with its password, in warnings, snapshots and submit's JSON."""
+    path = kubeconfig_for(start_apiserver("east"))
+    with socket.socket() as probe:  # a port nothing listens on
+        probe.bind(("127.0.0.1", 0))
+        port = probe.getsockname()[1]
+    data = yaml.safe_load(path.read_text())
+    data["clusters"][0]["cluster"]["server"] = f"https://admin:pw-S3CRET@127.0.0.1:{port}"
+    path.write_text(yaml.safe_dump(data))
+    job = _write(tmp_path / "job.yaml", _job("small", {"nvidia.com/gpu": "1"}))
+    snapshot = tmp_path / "snapshot.yaml"
+    fleet = ["--kubeconfig", str(path), "--timeout", "5"]
+    for args in (
+        ["fleet", "show", *fleet],
+        ["snapshot", *fleet, "-o", str(snapshot)],
+        ["submit", "-f", str(job), *fleet, "-o", "json"],
+    ):
+        proc = subprocess.run(
+            [sys.executable, "-m", "placer", *args], capture_output=True, text=True, cwd=REPO
+        )
+        assert proc.returncode == 3, (args, proc.stderr)
+        assert f"unreachable (https://127.0.0.1:{port})" in proc.stderr, proc.stderr
+        assert "S3CRET" not in proc.stdout + proc.stderr and "admin" not in proc.stderr
+    assert not snapshot.exists()
+
+
 def test_a_missing_exec_plugin_is_named(
     tmp_path: Path, start_apiserver: Callable[..., ApiServer], kubeconfig_for: Callable[..., Path]
 ) -> None:
