@@ -53,7 +53,15 @@ from placer.kube.requests import (
     patch_request,
     replace_request,
 )
-from placer.kube.resources import WELL_KNOWN, ResourceRef, api_prefix, resources_from_discovery
+from placer.kube.resources import (
+    AGGREGATED_DISCOVERY,
+    WELL_KNOWN,
+    ResourceRef,
+    api_prefix,
+    resources_from_aggregated,
+    resources_from_discovery,
+    split_api_version,
+)
 from placer.kube.settings import ClientSettings, WatchSettings
 from placer.kube.translate import error_from_exception, error_from_status
 from placer.kube.transport import LightTransport, OfficialTransport, Transport, light_connection
@@ -104,6 +112,10 @@ class KubeClient:
         self.namespace = namespace
         self.server: str = transport.server
         self._discovered: dict[str, dict[str, ResourceRef]] = {}
+        #: ``/api`` or ``/apis`` -> whether its whole discovery was read at once (aggregated
+        #: discovery) since the cache was last dropped, ``False`` once the server answered it
+        #: with a legacy document (each group/version is then asked on its own).
+        self._aggregated: dict[str, bool] = {}
         self._lock = threading.Lock()
 
     def __enter__(self) -> KubeClient:
@@ -168,7 +180,7 @@ class KubeClient:
         timeout: float | tuple[float, float] | None,
         streaming: bool = False,
     ) -> Iterator[Any]:
-        headers: dict[str, str] = {"Accept": "application/json"}
+        headers: dict[str, str] = {"Accept": request.accept or "application/json"}
         if request.body is not None:
             headers["Content-Type"] = request.content_type or "application/json"
         if timeout is None:
@@ -223,10 +235,17 @@ class KubeClient:
         known = WELL_KNOWN.get((api_version, kind))
         if known is not None:
             return known
+        side = "/apis" if split_api_version(api_version)[0] else "/api"
         with self._lock:
             cached = self._discovered.get(api_version)
+            tried = side in self._aggregated
         if cached is not None and kind in cached:
             return cached[kind]
+        if not tried and self._discover_all(side):
+            with self._lock:
+                cached = self._discovered.get(api_version)
+            if cached is not None and kind in cached:
+                return cached[kind]
         # unknown or not yet seen: (re)discover once — a CRD may have been installed meanwhile
         try:
             document = self.send(
@@ -246,6 +265,24 @@ class KubeClient:
                 hint="check apiVersion and kind, or install the CustomResourceDefinition",
             )
         return kinds[kind]
+
+    def _discover_all(self, path: str) -> bool:
+        """Read every group/version of ``path`` (``/apis``, or ``/api``: the core group) in one
+        request, when the server serves aggregated discovery (kubectl asks for it the same
+        way); ``False`` when it answers a legacy document (its groups/versions are then asked
+        one at a time)."""
+        try:
+            document = self.send(
+                Request("GET", path, action="discover API resources", accept=AGGREGATED_DISCOVERY)
+            )
+        except NotFoundError:
+            document = None
+        found = resources_from_aggregated(document) if isinstance(document, Mapping) else None
+        with self._lock:
+            self._aggregated[path] = found is not None
+            if found is not None:
+                self._discovered.update(found)
+        return found is not None
 
     def served_kinds(self, api_version: str) -> Mapping[str, ResourceRef]:
         """Every kind the server serves in ``api_version``, from discovery (not cached: it is
@@ -276,6 +313,7 @@ class KubeClient:
         """Drop cached discovery (after CRDs changed)."""
         with self._lock:
             self._discovered.clear()
+            self._aggregated = {p: False for p, whole in self._aggregated.items() if not whole}
 
     def server_version(self) -> JSON:
         """``/version`` of the server."""

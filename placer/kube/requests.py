@@ -59,6 +59,8 @@ class Request:
     content_type: str | None = None
     #: a verb phrase for error messages (``"get jobsets/demo"``).
     action: str = ""
+    #: ``Accept`` header (JSON when ``None``).
+    accept: str | None = None
 
     @property
     def url(self) -> str:

@@ -2,7 +2,8 @@
 
 A :class:`ResourceRef` is what a client needs to build a URL for any kind, built-in or custom:
 group, version, plural and scope. It comes from the server's discovery documents
-(``/api/v1``, ``/apis/<group>/<version>``), parsed here by pure functions; the client caches the
+(``/api/v1``, ``/apis/<group>/<version>``, or every group/version at once from the aggregated
+discovery of ``/api`` and ``/apis``), parsed here by pure functions; the client caches the
 result per group/version. A handful of core kinds that placer itself reads on every run are
 known up front (:data:`WELL_KNOWN`) so that gathering capacity costs no discovery round trip.
 """
@@ -15,12 +16,23 @@ from typing import Any
 from urllib.parse import quote
 
 __all__ = [
+    "AGGREGATED_DISCOVERY",
     "WELL_KNOWN",
     "ResourceRef",
     "api_prefix",
+    "resources_from_aggregated",
     "resources_from_discovery",
     "split_api_version",
 ]
+
+
+#: the ``Accept`` header asking ``/api`` and ``/apis`` for aggregated discovery
+#: (``apidiscovery.k8s.io``, v2 then v2beta1), legacy JSON as fallback — as kubectl asks.
+AGGREGATED_DISCOVERY = (
+    "application/json;g=apidiscovery.k8s.io;v=v2;as=APIGroupDiscoveryList,"
+    "application/json;g=apidiscovery.k8s.io;v=v2beta1;as=APIGroupDiscoveryList,"
+    "application/json"
+)
 
 
 @dataclass(frozen=True)
@@ -109,6 +121,47 @@ def resources_from_discovery(
             aliases=_aliases(entry),
         )
     return result
+
+
+def resources_from_aggregated(
+    document: Mapping[str, Any],
+) -> dict[str, dict[str, ResourceRef]] | None:
+    """Kinds served per group/version (``apps/v1`` -> kind -> ref), from an aggregated
+    discovery document (``APIGroupDiscoveryList``, v2 or v2beta1); ``None`` when ``document``
+    is not one (a server answering the legacy ``APIGroupList``/``APIVersions``)."""
+    if document.get("kind") != "APIGroupDiscoveryList":
+        return None
+    found: dict[str, dict[str, ResourceRef]] = {}
+    for item in document.get("items") or ():
+        group = str((item.get("metadata") or {}).get("name") or "")
+        for entry in item.get("versions") or ():
+            version = str(entry.get("version") or "")
+            if not version:
+                continue
+            kinds: dict[str, ResourceRef] = {}
+            for resource in entry.get("resources") or ():
+                plural = str(resource.get("resource") or "")
+                kind = (resource.get("responseKind") or {}).get("kind")
+                if not plural or not isinstance(kind, str) or not kind or kind in kinds:
+                    continue
+                names = [resource.get("singularResource"), *(resource.get("shortNames") or ())]
+                kinds[kind] = ResourceRef(
+                    group=group,
+                    version=version,
+                    kind=kind,
+                    plural=plural,
+                    namespaced=resource.get("scope") == "Namespaced",
+                    subresources=frozenset(
+                        str(s.get("subresource"))
+                        for s in resource.get("subresources") or ()
+                        if s.get("subresource")
+                    ),
+                    aliases=tuple(
+                        dict.fromkeys(n.lower() for n in names if isinstance(n, str) and n)
+                    ),
+                )
+            found[f"{group}/{version}" if group else version] = kinds
+    return found
 
 
 def _aliases(entry: Mapping[str, Any]) -> tuple[str, ...]:
