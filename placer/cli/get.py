@@ -292,7 +292,7 @@ def _hub_queues(args: argparse.Namespace) -> int:
     """``placer get queues`` against the controller's hub (module docstring)."""
     from placer.controller.hubconfig import PRIORITY_CLASS_KIND, QUEUE_KIND, queues_from_hub
     from placer.controller.preemption import hub_queue_rows
-    from placer.controller.records import is_opted_in, record_of
+    from placer.controller.records import is_opted_in, record_of, recorded_workload
     from placer.definitions import decompose
     from placer.errors import KubeError, NotFoundError, PlacerError
     from placer.kube import load_kubeconfigs, open_client
@@ -324,7 +324,7 @@ def _hub_queues(args: argparse.Namespace) -> int:
             raise UsageError(
                 f"the hub {context} has no valid Queue", hint="kubectl apply one (docs/queues.md)"
             )
-        running, waiting = [], []
+        running, waiting, counted = [], [], []
         for definition in catalog.definitions:
             target = definition.target
             if target is None:
@@ -343,18 +343,21 @@ def _hub_queues(args: argparse.Namespace) -> int:
                     workload = decompose(obj, catalog, source="hub").workload
                 except PlacerError:
                     continue
-                if record is not None:
+                if record is not None and record.replicas:  # its counts, from the hub
+                    counted.append(Running(recorded_workload(workload, record), record.cluster))
+                elif record is not None:
                     running.append(Running(workload, record.cluster))
                 else:
                     waiting.append((workload, obj))
-        running = _at_running_counts(running, kubeconfigs, catalog)
+        running = counted + _at_running_counts(running, kubeconfigs, catalog)
     finally:
         client.close()
     return _print_queues(args, hub_queue_rows(found.queues, running, waiting))
 
 
 def _at_running_counts(running: list[Any], kubeconfigs: Any, catalog: Any) -> list[Any]:
-    """Placed elastic workloads at the replica count their copy runs, read from their member
+    """Placed elastic workloads whose hub record lacks their counts (placed by a controller
+    before it recorded them) at the replica count their copy runs, read from their member
     when the kubeconfigs have its context; else at their minimum, with a warning."""
     from placer.definitions import decompose
     from placer.dispatch.scaling import running_workload

@@ -46,6 +46,7 @@ from placer.controller.records import (
     placed_condition,
     record_of,
     record_patch,
+    replicas_annotation,
     status_patch,
 )
 from placer.controller.settings import ControllerSettings
@@ -62,6 +63,7 @@ from placer.dispatch import (
 from placer.dispatch.eviction import DELETED, evict_copy
 from placer.dispatch.existing import placement_from_record
 from placer.dispatch.ledger import delete_entry
+from placer.dispatch.scaling import running_workload
 from placer.errors import (
     KubeError,
     NotFoundError,
@@ -158,8 +160,9 @@ class Actions:
         record = PlacementRecord.from_object(copy)
         decision = record.decision if record and record.decision else "adopted"
         placed_at = record.placed_at if record and record.placed_at else rfc3339()
+        replicas = self._running_counts(obj, copy)
         obj = self.writer.patch_meta(
-            ref, obj, lambda o: record_patch(o, cluster, decision, placed_at)
+            ref, obj, lambda o: record_patch(o, cluster, decision, placed_at, replicas=replicas)
         )
         obj = self.writer.confirm(ref, obj, cluster, "adopted (its copy was already there)")
         self.events.record(
@@ -175,6 +178,18 @@ class Actions:
             extra={"event": "adopted", "workload": str(ref), "cluster": cluster},
         )
         return obj
+
+    def _running_counts(self, obj: JSON, copy: JSON) -> str | None:
+        """The hub record's :data:`~placer.controller.records.ANNOTATION_REPLICAS` of ``obj``
+        running as its ``copy`` does (``None``: not elastic, or either does not decompose)."""
+        try:
+            workload = self.hub.decompose(obj).workload
+            if not workload.elastic:
+                return None
+            running = running_workload(self.hub.decompose(copy), workload)
+        except PlacerError:
+            return None
+        return replicas_annotation(workload, {c.label: c.replicas for c in running.components})
 
     def mirror(self, ref: WorkloadRef, obj: JSON, cluster: str, copy: JSON) -> JSON:
         phase = self.members.phase_of(cluster, copy, self.hub.catalog)

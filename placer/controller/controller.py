@@ -273,6 +273,7 @@ class Controller:
             events=self.events,
             claim=self._claim_for_move,
             release=lambda ref: self.queue.done(ref, again=True),
+            writer=self.writer,
         )
         if settings.reservations is not None:
             self.cycle.reserving = Reserving(

@@ -65,7 +65,9 @@ from placer.controller.records import (
     is_own_copy,
     mark_copy,
     placed_condition,
+    placed_counts,
     record_patch,
+    replicas_annotation,
     status_patch,
 )
 from placer.controller.reserving import Reserving
@@ -925,9 +927,16 @@ class DecisionCycle:
         obj = dict(manifest.body)
         shares = outcome_shares(outcome, manifest.workload) if outcome.copies else None
         spread = spread_annotation(shares, manifest) if shares is not None else None
+        replicas = (
+            replicas_annotation(manifest.workload, placed_counts(outcome.placement.pods))
+            if outcome.placement is not None and not outcome.copies
+            else None
+        )
         try:
             obj = self.writer.patch_meta(
-                ref, obj, lambda o: record_patch(o, cluster, decision_id, placed_at, spread)
+                ref,
+                obj,
+                lambda o: record_patch(o, cluster, decision_id, placed_at, spread, replicas),
             )
         except NotFoundError:
             log.info("%s: deleted on the hub while it was dispatched", ref)

@@ -35,8 +35,9 @@ from typing import Any
 
 from placer.controller.events import EventRecorder
 from placer.controller.hubcache import HubCache
+from placer.controller.hubwrites import HubWriter
 from placer.controller.members import MembersView
-from placer.controller.records import record_of
+from placer.controller.records import ANNOTATION_REPLICAS, record_of, replicas_annotation
 from placer.definitions import decompose
 from placer.definitions.decompose import Decomposition
 from placer.definitions.elastic import write_replicas
@@ -95,8 +96,10 @@ class Grower:
         events: EventRecorder,
         claim: Callable[[WorkloadRef], bool],
         release: Callable[[WorkloadRef], None],
+        writer: HubWriter | None = None,
     ) -> None:
         self.hub = hub
+        self.writer = writer
         self.members = members
         self.ledger = ledger
         self.events = events
@@ -216,6 +219,7 @@ class Grower:
             self._book(client, ref, cluster, copy, extra)
         except KubeError as err:
             log.warning("%s: resized on %s, but its new pods are not booked: %s", ref, cluster, err)
+        self._record(ref, decomposition, {k: n + added.get(k, 0) for k, n in current.items()})
         return Growth(
             ref,
             cluster,
@@ -224,6 +228,20 @@ class Grower:
                 for label, n in added.items()
             },
         )
+
+    def _record(
+        self, ref: WorkloadRef, decomposition: Decomposition, counts: dict[str, int]
+    ) -> None:
+        """The hub object's :data:`~placer.controller.records.ANNOTATION_REPLICAS` at the new
+        counts (what its queue counts it at); a failure is logged (the next growth, or
+        placement, writes it again)."""
+        replicas = replicas_annotation(decomposition.workload, counts)
+        if self.writer is None or replicas is None:
+            return
+        try:
+            self.writer.patch(ref, {"metadata": {"annotations": {ANNOTATION_REPLICAS: replicas}}})
+        except KubeError as err:
+            log.info("%s: its new replica counts are not recorded on the hub: %s", ref, err)
 
     def _book(
         self,

@@ -73,6 +73,7 @@ from placer.controller.records import (
     hub_uid_of,
     placed_condition,
     record_of,
+    recorded_workload,
     status_patch,
 )
 from placer.dispatch import Ledger, Manifest
@@ -143,7 +144,8 @@ class RunningCounts:
     """An elastic workload placed by the controller runs the replica count its copy carries
     (the decision's choice, or its growth since), not its minimum: what its queue is charged
     (:func:`placer.dispatch.scaling.running_workload`, read from the copy in the members'
-    cache; cached per copy version)."""
+    cache; cached per copy version), else what its hub record says
+    (:data:`~placer.controller.records.ANNOTATION_REPLICAS`)."""
 
     #: copies' counts kept at most (all dropped when full).
     KEPT = 10_000
@@ -158,8 +160,9 @@ class RunningCounts:
             return workload
         found, _ = self.members.view(workload.ref, uid_of(obj))
         copy = found.get(cluster)
-        if copy is None or not copy.get("spec"):  # (not cached whole yet: at its minimum)
-            return workload
+        if copy is None or not copy.get("spec"):  # (not cached whole yet: as its record says)
+            record = record_of(obj)
+            return recorded_workload(workload, record) if record is not None else workload
         key = (cluster, uid_of(copy), version_of(copy))
         cached = self._cache.get(key)
         if cached is None or cached.ref != workload.ref:

@@ -9,6 +9,8 @@ On the hub object:
   — the same keys :mod:`placer.dispatch.record` writes on the copy, so hub object and copy
   carry the same record — plus ``placer.dev/phase``, the copy's phase through the definition's
   status mapping (mirrored), and the label ``placer.dev/placed-cluster`` for selections;
+  an elastic workload's also ``placer.dev/replicas``, the count each elastic component runs
+  (so that its queue counts it at that size from the hub alone);
 * the finalizer ``placer.dev/placement``, added with the record, so that deleting the hub object
   first deletes the member copy;
 * a ``Placed`` condition in ``status.conditions``: True naming the cluster, or False with why
@@ -30,8 +32,10 @@ whose hub object is gone, or whose record names another cluster, is stale and is
 
 from __future__ import annotations
 
-from collections.abc import Mapping, Sequence
-from dataclasses import dataclass
+import json
+from collections import Counter
+from collections.abc import Iterable, Mapping, Sequence
+from dataclasses import dataclass, field, replace
 from typing import Any, NamedTuple
 
 from placer.definitions import workload_ref
@@ -45,7 +49,7 @@ from placer.dispatch.record import (
 )
 from placer.dispatch.spread import ANNOTATION_SPREAD, spread_copies_of
 from placer.errors import PlacerError
-from placer.model import LABEL_QUEUE, WorkloadRef
+from placer.model import LABEL_QUEUE, PodAssignment, Workload, WorkloadRef
 from placer.objects import (
     annotations_of,
     finalizers_of,
@@ -62,6 +66,7 @@ __all__ = [
     "ANNOTATION_HUB_UID",
     "ANNOTATION_PHASE",
     "ANNOTATION_PLACED_AT",
+    "ANNOTATION_REPLICAS",
     "CONDITION",
     "FINALIZER",
     "JSON",
@@ -85,8 +90,11 @@ __all__ = [
     "merge_conditions",
     "phase_patch",
     "placed_condition",
+    "placed_counts",
     "record_of",
     "record_patch",
+    "recorded_workload",
+    "replicas_annotation",
     "rv_of",
     "status_patch",
 ]
@@ -105,6 +113,10 @@ PREEMPTED_CONDITION = "Preempted"
 RESERVED_CONDITION = "Reserved"
 #: on member copies: the uid of the hub object the copy stands for.
 ANNOTATION_HUB_UID = "placer.dev/hub-uid"
+#: on placed hub objects of elastic workloads: the count each elastic component's copy runs
+#: (its decision's choice, or its growth since), JSON by component label (``{"worker": 7}``):
+#: what the queues count it at, read from the hub alone.
+ANNOTATION_REPLICAS = "placer.dev/replicas"
 #: phases after which a copy is never re-created.
 TERMINAL_PHASES = frozenset({"Completed", "Failed"})
 #: phases that prove the copy's pods exist (so capacity gathering sees them).
@@ -127,6 +139,8 @@ class Record:
     #: a workload spread over clusters (:mod:`placer.controller.spread`): the cluster of
     #: every copy (``cluster`` is the first); empty for a workload placed whole.
     copies: tuple[str, ...] = ()
+    #: the counts its elastic components run at (:data:`ANNOTATION_REPLICAS`), by label.
+    replicas: Mapping[str, int] = field(default_factory=dict)
 
     @property
     def clusters(self) -> tuple[str, ...]:
@@ -183,7 +197,48 @@ def record_of(obj: Mapping[str, Any]) -> Record | None:
         confirmed=confirmed,
         phase=annotations.get(ANNOTATION_PHASE, ""),
         copies=tuple(spread.copies) if (spread := spread_copies_of(obj)) is not None else (),
+        replicas=_replicas(annotations.get(ANNOTATION_REPLICAS)),
     )
+
+
+def _replicas(text: str | None) -> dict[str, int]:
+    """:data:`ANNOTATION_REPLICAS` read (nothing when absent or not as placer writes it)."""
+    if not text:
+        return {}
+    try:
+        found = json.loads(text)
+    except ValueError:
+        return {}
+    if not isinstance(found, Mapping):
+        return {}
+    return {str(k): v for k, v in found.items() if isinstance(v, int) and not isinstance(v, bool)}
+
+
+def replicas_annotation(workload: Workload, counts: Mapping[str, int]) -> str | None:
+    """:data:`ANNOTATION_REPLICAS` of ``workload`` (a hub object's, its elastic components at
+    their minimum) running its components at ``counts`` (by label; a component left out runs
+    its minimum); ``None`` when it has no elastic component."""
+    elastic = {c.label: counts.get(c.label, c.replicas) for c in workload.components if c.elastic}
+    return json.dumps(elastic, sort_keys=True, separators=(",", ":")) if elastic else None
+
+
+def placed_counts(pods: Iterable[PodAssignment]) -> dict[str, int]:
+    """Pods per component label of a placement."""
+    return dict(Counter(f"{p.component}/{p.instance}" if p.instance else p.component for p in pods))
+
+
+def recorded_workload(workload: Workload, record: Record) -> Workload:
+    """``workload`` (a placed hub object's) with each elastic component at the count its
+    record says it runs (within its range), not at its minimum; as it is without one."""
+    if not record.replicas or not workload.elastic:
+        return workload
+    components = tuple(
+        replace(c, replicas=min(max(record.replicas[c.label], c.replicas), c.max_replicas or 0))
+        if c.elastic and c.label in record.replicas
+        else c
+        for c in workload.components
+    )
+    return replace(workload, components=components)
 
 
 def _cluster_in(condition: Mapping[str, Any]) -> str:
@@ -209,10 +264,11 @@ def record_patch(
     decision: str,
     placed_at: str,
     spread: str | None = None,
+    replicas: str | None = None,
 ) -> dict[str, Any]:
     """Merge patch recording the placement on ``cluster`` (with the finalizer); ``spread``:
     the copies of a spread workload (:data:`~placer.dispatch.spread.ANNOTATION_SPREAD`'s
-    value; ``None`` removes it).
+    value; ``None`` removes it); ``replicas``: :data:`ANNOTATION_REPLICAS` (``None`` removes it).
 
     It carries the object's resourceVersion, so the server refuses it (409) if the object
     changed since it was read; the caller reads it again and retries (the finalizer list must
@@ -232,6 +288,7 @@ def record_patch(
                 ANNOTATION_PLACED_AT: placed_at,
                 ANNOTATION_PHASE: None,
                 ANNOTATION_SPREAD: spread,
+                ANNOTATION_REPLICAS: replicas,
             },
         }
     }
@@ -249,6 +306,7 @@ def clear_record_patch(obj: Mapping[str, Any]) -> dict[str, Any]:
                 ANNOTATION_PLACED_AT: None,
                 ANNOTATION_PHASE: None,
                 ANNOTATION_SPREAD: None,
+                ANNOTATION_REPLICAS: None,
             },
         }
     }

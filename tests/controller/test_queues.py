@@ -362,8 +362,10 @@ def test_a_placed_elastic_workload_counts_at_its_running_count(
 ) -> None:
     """A PyTorchJob of a master and 2..10 workers of 4 GPUs placed where 16 GPUs are free runs
     a master and 3 workers (16 GPUs, its minimum is 12): its queue is charged 16 (the copy's
-    count), in the controller's gauge and by ``placer get queues`` when the members'
-    kubeconfig is given too (else 12, with a warning)."""
+    count), in the controller's gauge and by ``placer get queues`` with the hub's kubeconfig
+    alone (the hub object records the count); a hub object without that record (placed by an
+    older controller) is counted from its copy when the members' kubeconfig is given too, else
+    at 12, with a warning."""
     from tests.elastic.test_controller import pytorchjob, setup
 
     setup(hubfleet)
@@ -388,6 +390,19 @@ def test_a_placed_elastic_workload_counts_at_its_running_count(
     )
     hub, members = str(hubfleet.hub_kubeconfig), str(hubfleet.members_kubeconfig)
     get = ["get", "queues", "--hub-context", "hub", "--kubeconfig", hub, "-o", "json"]
+    obj = hubfleet.hub.store.get("pytorchjobs", "elastic", "team-a")
+    assert json.loads(hubfleet.annotations(obj)["placer.dev/replicas"]) == {"worker": 3}
+    assert main(get) == 0  # the hub alone
+    out, err = capsys.readouterr()
+    assert json.loads(out)["queues"][0]["resources"][GPU]["allocated"] == 16
+    assert "minimum" not in err
+    # placed before the controller recorded counts: read from its member, else its minimum
+    hubfleet.hub.store.patch(
+        "pytorchjobs",
+        "elastic",
+        {"metadata": {"annotations": {"placer.dev/replicas": None}}},
+        namespace="team-a",
+    )
     assert main([*get, "--kubeconfig", members]) == 0
     [row] = json.loads(capsys.readouterr().out)["queues"]
     assert row["resources"][GPU]["allocated"] == 16

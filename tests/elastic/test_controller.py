@@ -5,6 +5,7 @@ the members' nodes are filled by bound pods the test seeds and deletes."""
 
 from __future__ import annotations
 
+import json
 import time
 from typing import Any
 
@@ -111,6 +112,13 @@ def resized_events(hubfleet: HubFleet, name: str) -> list[dict[str, Any]]:
     return [e for e in hubfleet.events(name) if e["reason"] == "Resized"]
 
 
+def recorded(hubfleet: HubFleet, name: str = "elastic") -> Any:
+    """The hub object's ``placer.dev/replicas`` (the counts its copy runs), read."""
+    obj = hubfleet.hub.store.get("pytorchjobs", name, NAMESPACE)
+    text = hubfleet.annotations(obj).get("placer.dev/replicas")
+    return json.loads(text) if text else None
+
+
 def test_resizable_workload_grows_when_room_appears(hubfleet: HubFleet) -> None:
     setup(hubfleet)
     hubfleet.controller()
@@ -118,6 +126,7 @@ def test_resizable_workload_grows_when_room_appears(hubfleet: HubFleet) -> None:
     member, copy = placed_copy(hubfleet, "elastic", "pytorchjobs")
     workers = copy["spec"]["pytorchReplicaSpecs"]["Worker"]
     assert workers["replicas"] == 3  # 16 free GPUs: master and 3 workers of 4
+    hubfleet.wait_for(lambda: recorded(hubfleet) == {"worker": 3}, what="the counts recorded")
     time.sleep(1.5)  # a few gathers: no room, no change
     assert hubfleet.copies("elastic", kind="pytorchjobs")[member] == copy
     assert resized_events(hubfleet, "elastic") == []
@@ -135,6 +144,8 @@ def test_resizable_workload_grows_when_room_appears(hubfleet: HubFleet) -> None:
     # the hub object keeps its own spec; the copy stays at 7 (no more room), once
     hub = hubfleet.hub.store.get("pytorchjobs", "elastic", NAMESPACE)
     assert hub["spec"]["pytorchReplicaSpecs"]["Worker"]["replicas"] == 2
+    # ... and records the count its copy runs now (what its queue counts, from the hub alone)
+    hubfleet.wait_for(lambda: recorded(hubfleet) == {"worker": 7}, what="the new counts")
     time.sleep(1.5)
     now = hubfleet.copies("elastic", kind="pytorchjobs")[member]
     assert now["spec"]["pytorchReplicaSpecs"]["Worker"]["replicas"] == 7
