@@ -86,7 +86,7 @@ from placer.dispatch.eviction import (
 )
 from placer.dispatch.ledger.sync import LedgerReads
 from placer.dispatch.scaling import running_workload
-from placer.errors import KubeError, NotFoundError, PlacerError
+from placer.errors import ClusterUnreachableError, KubeError, NotFoundError, PlacerError
 from placer.kube import KubeClient
 from placer.model import Decision, Fleet, PodAssignment, Unplaced, Workload, WorkloadRef
 from placer.objects import generation_of, uid_of, version_of
@@ -695,7 +695,12 @@ class Preemption:
             return f"its suspended copy on cluster {cluster} cannot be reached"
         try:
             if cluster != target:
-                self._delete_copy(ref, cluster)
+                if not self.members.health(cluster).reachable:
+                    return self._left_parked(ref, cluster, target)
+                try:
+                    self._delete_copy(ref, cluster)
+                except ClusterUnreachableError:
+                    return self._left_parked(ref, cluster, target)
                 log.info(
                     "%s: its suspended copy on %s deleted, it is placed on %s",
                     ref,
@@ -731,6 +736,21 @@ class Preemption:
             ref,
             cluster,
             extra={"event": "parked-resumed", "workload": str(ref), "cluster": cluster},
+        )
+        return ""
+
+    @staticmethod
+    def _left_parked(ref: WorkloadRef, cluster: str, target: str) -> str:
+        """A parked copy on a member that does not answer is left there: suspended, it runs
+        nothing, so its workload is placed on ``target`` at once; once its record names
+        ``target``, the copy is stale, deleted as soon as its member answers again."""
+        log.info(
+            "%s: its suspended copy on %s is left there (the member does not answer; it runs "
+            "nothing) and deleted as stale once it answers; placed on %s",
+            ref,
+            cluster,
+            target,
+            extra={"event": "parked-left", "workload": str(ref), "cluster": cluster},
         )
         return ""
 

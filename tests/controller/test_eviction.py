@@ -422,3 +422,39 @@ def test_the_preemptor_is_placed_when_its_victims_pods_went_during_the_eviction(
     print(f"team-a's Job on m1 {time.monotonic() - evicted:.2f} s after its victim's eviction")
     assert hubfleet.placed_cluster(hub_job(hubfleet, victim)) is None
     assert invariants.violations == []
+
+
+def test_a_victim_parked_on_an_unreachable_member_is_placed_elsewhere_at_once(
+    hubfleet: HubFleet,
+) -> None:
+    """The victim's copy is parked (suspended: no pods) on m1, and m1 stops answering: the
+    victim is placed on m2 without waiting for m1 (its parked copy cannot run), and once m1
+    answers again the parked copy there is deleted as stale — never two copies running."""
+    m1, m2 = hubfleet.members["m1"], hubfleet.members["m2"]
+    for node in m2.store.list("nodes"):
+        m2.store.patch("nodes", node["metadata"]["name"], {"spec": {"unschedulable": True}})
+    serve_queues(hubfleet, queue("team-a", 32), queue("team-b", 32))
+    controller(hubfleet, ("m1", "m2"))
+    names = flood(hubfleet, "team-b", 12)
+    hubfleet.hub.store.create(team_job(hubfleet, "a-0", "team-a"))
+    placed_on(hubfleet, "a-0", "m1", "team-a's Job placed by reclaim")
+    [victim] = preempted(hubfleet, names)
+    [parked] = hubfleet.copies(victim).values()
+    assert parked["spec"]["suspend"] is True
+    m1.stop()
+    for node in m2.store.list("nodes"):
+        m2.store.patch("nodes", node["metadata"]["name"], {"spec": {"unschedulable": False}})
+    placed_on(hubfleet, victim, "m2", "the victim placed on m2 while m1 is away")
+    [copy] = m2.store.list("jobs", hubfleet.NAMESPACE)
+    assert copy["metadata"]["name"] == victim and not copy["spec"].get("suspend")
+    stale = m1.store.get("jobs", victim, hubfleet.NAMESPACE)
+    assert stale["spec"]["suspend"] is True  # still parked there, holding nothing
+    m1.start()
+    hubfleet.wait_for(
+        lambda: (
+            victim not in {j["metadata"]["name"] for j in m1.store.list("jobs", hubfleet.NAMESPACE)}
+        ),
+        timeout=30,
+        what="the parked copy on m1 deleted once m1 is back",
+    )
+    assert hubfleet.placed_cluster(hub_job(hubfleet, victim)) == "m2"
