@@ -54,6 +54,8 @@ from placer.definitions import (
     can_suspend,
     resume,
 )
+from placer.definitions.decompose import Decomposition
+from placer.definitions.elastic import write_replicas
 from placer.dispatch import (
     Ledger,
     Manifest,
@@ -179,6 +181,31 @@ class Actions:
         )
         return obj
 
+    def _keep_running_counts(
+        self, body: JSON, decomposition: Decomposition, copy: JSON, *, where: str
+    ) -> JSON:
+        """``body`` (an edited hub object's copy to apply) with each elastic component at the
+        count its copy runs now (its decision's choice, or its growth since; within the edited
+        range), not at the hub's declared minimum: an edit does not shrink a running workload
+        (and does not fight the count placer wrote into the copy)."""
+        if not decomposition.workload.elastic:
+            return body
+        try:
+            running = {
+                (c.name, c.instance): c.replicas for c in self.hub.decompose(copy).components
+            }
+            counts = {
+                (c.name, c.instance): min(
+                    max(running[(c.name, c.instance)], c.replicas), c.max_replicas or 0
+                )
+                for c in decomposition.workload.components
+                if c.elastic and (c.name, c.instance) in running
+            }
+            return write_replicas(body, decomposition.definition, counts, where=where)
+        except PlacerError as err:
+            log.info("%s: re-applied at its declared counts: %s", where, err)
+            return body
+
     def _running_counts(self, obj: JSON, copy: JSON) -> str | None:
         """The hub record's :data:`~placer.controller.records.ANNOTATION_REPLICAS` of ``obj``
         running as its ``copy`` does (``None``: not elastic, or either does not decompose)."""
@@ -239,6 +266,7 @@ class Actions:
                 extra={"event": "edit-does-not-fit", "workload": str(ref)},
             )
         body = dispatch_manifest(obj, ref, record)
+        body = self._keep_running_counts(body, decomposition, copy, where=f"{ref} on {cluster}")
         if can_suspend(decomposition.definition):
             body = resume(body, decomposition.definition)
         body = mark_copy(body, self.settings.hub, uid_of(obj))

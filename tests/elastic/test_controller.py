@@ -187,3 +187,45 @@ def test_growth_never_takes_the_drain_horizon_members_nodes(hubfleet: HubFleet) 
     now = hubfleet.copies("kept", kind="pytorchjobs")[member]
     assert now["spec"]["pytorchReplicaSpecs"]["Worker"]["replicas"] == 3
     assert resized_events(hubfleet, "kept") == []
+
+
+def test_an_edit_keeps_the_count_a_grown_workload_runs(hubfleet: HubFleet) -> None:
+    """A PyTorchJob grown from 3 to 7 workers, then edited on the hub (a new image): the edit
+    is applied to its copy, which keeps running 7 workers — not the hub's declared minimum."""
+    setup(hubfleet)
+    hubfleet.controller()
+    hubfleet.hub.store.create(pytorchjob("elastic"))
+    member, copy = placed_copy(hubfleet, "elastic", "pytorchjobs")
+    free_nodes(hubfleet, member, 2)
+
+    def workers() -> int:
+        now = hubfleet.copies("elastic", kind="pytorchjobs")[member]
+        return int(now["spec"]["pytorchReplicaSpecs"]["Worker"]["replicas"])
+
+    hubfleet.wait_for(lambda: workers() == 7, what="the copy grown to 7 workers")
+    hubfleet.hub.store.patch(
+        "pytorchjobs",
+        "elastic",
+        {
+            "spec": {
+                "pytorchReplicaSpecs": {
+                    "Master": {
+                        "template": {
+                            "spec": {"containers": [{**container(4), "image": "trainer:v2"}]}
+                        }
+                    }
+                }
+            }
+        },
+        namespace=NAMESPACE,
+    )
+
+    def edited() -> bool:
+        now = hubfleet.copies("elastic", kind="pytorchjobs")[member]
+        master = now["spec"]["pytorchReplicaSpecs"]["Master"]["template"]["spec"]
+        return bool(master["containers"][0]["image"] == "trainer:v2")
+
+    hubfleet.wait_for(edited, what="the edit applied to the copy")
+    assert workers() == 7
+    time.sleep(1.0)
+    assert workers() == 7
