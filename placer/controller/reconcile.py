@@ -36,7 +36,8 @@ Rules for a hub object (:func:`reconcile`):
      was deleted on the member, or never landed: the hub is the source of truth); a copy →
      *confirm* an unconfirmed record (a crash between the two record writes), *re-apply* to C
      when the hub object's generation moved past the one applied (a user edited it: the copy
-     follows, it does not move), *mirror* its status and phase when they differ.
+     follows, it does not move) or a label of it is missing or different on the copy (a user
+     labelled it), *mirror* its status and phase when they differ.
 
 Rules for a workload **spread** over clusters (its record names every copy:
 :mod:`placer.controller.spread`), instead of rule 3:
@@ -105,6 +106,7 @@ __all__ = [
     "blocking_members",
     "group_clusters",
     "is_stale",
+    "labels_behind",
     "mirror_differs",
     "reconcile",
 ]
@@ -397,6 +399,8 @@ def _recorded(
         actions.append(Confirm(cluster))
     elif isinstance(generation, int) and isinstance(applied, int) and generation > applied:
         actions.append(Reapply(cluster, f"the hub object changed (generation {generation})"))
+    elif labels_behind(obj, copy):
+        actions.append(Reapply(cluster, "the hub object's labels changed"))
     elif mirror_differs(obj, copy, record, copy_phase.get(cluster, "")):
         actions.append(Mirror(cluster))
     return actions
@@ -457,6 +461,18 @@ def group_clusters(
         if group not in found or key < found[group][0]:
             found[group] = (key, record.cluster)
     return {group: cluster for group, (_, cluster) in found.items()}
+
+
+def labels_behind(obj: Mapping[str, Any], copy: Mapping[str, Any]) -> bool:
+    """Whether a label of the hub object is missing on its copy or has another value there (a
+    user labelled it — a queue, a team — which changes no generation: the copy follows, as it
+    follows an edit). A label removed on the hub is not looked for (the member's frameworks
+    may label the copy themselves). A copy not cached whole yet (no ``spec``: just written) is
+    not judged."""
+    if not copy.get("spec"):
+        return False
+    theirs = labels_of(copy)
+    return any(theirs.get(key) != value for key, value in labels_of(obj).items())
 
 
 def mirror_differs(

@@ -304,6 +304,26 @@ def test_an_edited_hub_object_is_reapplied_where_it_is(hubfleet: Any) -> None:
     assert "EditDoesNotFit" not in [e["reason"] for e in hubfleet.events("edit")]
 
 
+def test_a_label_added_on_the_hub_reaches_the_copy(hubfleet: Any) -> None:
+    """A label changes no generation; the copy follows it all the same (a queue or team label
+    that ``placer submit`` and the members' tools read from the copy), once."""
+    hubfleet.controller()
+    hubfleet.hub.store.create(hubfleet.job("labelled", gpus=1))
+    hubfleet.wait_for(lambda: hubfleet.copies("labelled"), what="placed")
+    ((cluster, _copy),) = hubfleet.copies("labelled").items()
+    hubfleet.hub.store.patch(
+        "jobs", "labelled", {"metadata": {"labels": {"team": "vision"}}}, namespace="team-a"
+    )
+    hubfleet.wait_for(
+        lambda: hubfleet.copies("labelled")[cluster]["metadata"]["labels"].get("team") == "vision",
+        what="the label on the copy",
+    )
+    member = hubfleet.members[cluster]
+    member.clear_requests()
+    time.sleep(1.0)  # several resyncs: applied once, not again
+    assert [r for r in member.requests if r.resource == "jobs" and r.verb == "patch"] == []
+
+
 def test_a_group_member_arriving_later_joins_its_group(hubfleet: Any) -> None:
     """``placer.dev/group`` holds across cycles: a member created after the others were placed
     goes to their cluster, even where the policy would send it elsewhere."""

@@ -166,6 +166,16 @@ def test_recorded_object_confirm_mirror_reapply() -> None:
     ]
 
 
+def test_a_label_the_copy_lacks_is_reapplied() -> None:
+    labelled = obj(cluster="a")
+    labelled["metadata"]["labels"] = {"placer.dev/queue": "team-b"}
+    whole = {**copy(), "spec": {"suspend": False}}
+    assert run(labelled, copies={"a": whole}) == [Reapply("a", "the hub object's labels changed")]
+    whole["metadata"]["labels"] = {"placer.dev/queue": "team-b", "placer.dev/hub": "hub"}
+    assert run(labelled, copies={"a": whole}) == []  # (labels of its own on the copy are fine)
+    assert run(labelled, copies={"a": copy()}) == []  # just written, not cached whole: wait
+
+
 def test_missing_copy_is_placed_again_unless_finished() -> None:
     (action,) = run(obj(cluster="a"))
     assert isinstance(action, Place) and "gone" in action.reason
