@@ -289,25 +289,36 @@ def test_a_gang_is_evicted_whole(hubfleet: HubFleet) -> None:
     assert invariants.violations == []
 
 
-def test_a_victim_placed_on_another_member_has_its_parked_copy_deleted_first(
-    hubfleet: HubFleet,
-) -> None:
-    """m2 is cordoned while team-b fills m1 and team-a's Job evicts one of team-b's; when m2
-    is uncordoned the victim is placed there, its parked copy on m1 deleted before (a write
-    hook on both members checks that no Job is ever on both)."""
-    m2 = hubfleet.members["m2"]
-    for node in m2.store.list("nodes"):
-        m2.store.patch("nodes", node["metadata"]["name"], {"spec": {"unschedulable": True}})
-    invariants = Invariants(hubfleet, ("m1", "m2"))
+def cordon(server: ApiServer, unschedulable: bool) -> None:
+    for node in server.store.list("nodes"):
+        server.store.patch(
+            "nodes", node["metadata"]["name"], {"spec": {"unschedulable": unschedulable}}
+        )
+
+
+def parked_on_m1(hubfleet: HubFleet) -> str:
+    """m2 cordoned, team-b fills m1 and team-a's Job evicts one of team-b's there (reclaim):
+    the victim, its copy parked on m1."""
+    cordon(hubfleet.members["m2"], True)
     serve_queues(hubfleet, queue("team-a", 32), queue("team-b", 32))
     controller(hubfleet, ("m1", "m2"))
     names = flood(hubfleet, "team-b", 12)
     hubfleet.hub.store.create(team_job(hubfleet, "a-0", "team-a"))
     placed_on(hubfleet, "a-0", "m1", "team-a's Job placed by reclaim")
     [victim] = preempted(hubfleet, names)
+    return victim
+
+
+def test_a_victim_placed_on_another_member_has_its_parked_copy_deleted_first(
+    hubfleet: HubFleet,
+) -> None:
+    """m2 is cordoned while team-b fills m1 and team-a's Job evicts one of team-b's; when m2
+    is uncordoned the victim is placed there, its parked copy on m1 deleted before (a write
+    hook on both members checks that no Job is ever on both)."""
+    invariants = Invariants(hubfleet, ("m1", "m2"))
+    victim = parked_on_m1(hubfleet)
     assert list(hubfleet.copies(victim)) == ["m1"]  # parked there
-    for node in m2.store.list("nodes"):
-        m2.store.patch("nodes", node["metadata"]["name"], {"spec": {"unschedulable": False}})
+    cordon(hubfleet.members["m2"], False)
     placed_on(hubfleet, victim, "m2", "the victim placed on m2")
     [(member, copy)] = hubfleet.copies(victim).items()
     assert member == "m2" and copy["spec"]["suspend"] is False
@@ -431,19 +442,11 @@ def test_a_victim_parked_on_an_unreachable_member_is_placed_elsewhere_at_once(
     victim is placed on m2 without waiting for m1 (its parked copy cannot run), and once m1
     answers again the parked copy there is deleted as stale — never two copies running."""
     m1, m2 = hubfleet.members["m1"], hubfleet.members["m2"]
-    for node in m2.store.list("nodes"):
-        m2.store.patch("nodes", node["metadata"]["name"], {"spec": {"unschedulable": True}})
-    serve_queues(hubfleet, queue("team-a", 32), queue("team-b", 32))
-    controller(hubfleet, ("m1", "m2"))
-    names = flood(hubfleet, "team-b", 12)
-    hubfleet.hub.store.create(team_job(hubfleet, "a-0", "team-a"))
-    placed_on(hubfleet, "a-0", "m1", "team-a's Job placed by reclaim")
-    [victim] = preempted(hubfleet, names)
+    victim = parked_on_m1(hubfleet)
     [parked] = hubfleet.copies(victim).values()
     assert parked["spec"]["suspend"] is True
     m1.stop()
-    for node in m2.store.list("nodes"):
-        m2.store.patch("nodes", node["metadata"]["name"], {"spec": {"unschedulable": False}})
+    cordon(m2, False)
     placed_on(hubfleet, victim, "m2", "the victim placed on m2 while m1 is away")
     [copy] = m2.store.list("jobs", hubfleet.NAMESPACE)
     assert copy["metadata"]["name"] == victim and not copy["spec"].get("suspend")
