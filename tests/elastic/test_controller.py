@@ -195,7 +195,7 @@ def test_an_edit_keeps_the_count_a_grown_workload_runs(hubfleet: HubFleet) -> No
     setup(hubfleet)
     hubfleet.controller()
     hubfleet.hub.store.create(pytorchjob("elastic"))
-    member, copy = placed_copy(hubfleet, "elastic", "pytorchjobs")
+    member, _copy = placed_copy(hubfleet, "elastic", "pytorchjobs")
     free_nodes(hubfleet, member, 2)
 
     def workers() -> int:
