@@ -290,7 +290,9 @@ class Store:
         history_size: events kept per resource for watch replay and list continuation; a watch
             or continue token older than the retained history gets 410 Expired. At least this
             many recent events are kept (trimming is amortised).
-        bookmark_interval: seconds between BOOKMARK events on watches that allow them.
+        bookmark_interval: seconds between BOOKMARK events on watches that allow them (a
+            real server sends one a minute, and one 2 s before the watch's timeout; tests
+            want them sooner).
     """
 
     def __init__(self, *, history_size: int = 10_000, bookmark_interval: float = 1.0) -> None:
@@ -1001,7 +1003,7 @@ class Store:
         one that starts matching as ``ADDED``. With ``allow_bookmarks``, a ``BOOKMARK`` carrying
         the current resourceVersion comes every ``bookmark_interval`` seconds, and with
         ``send_initial_events`` one annotated ``k8s.io/initial-events-end`` follows the initial
-        events.
+        events; as from the real watch cache, one more comes 2 s before ``timeout``.
 
         Events are copies unless ``shared`` (the HTTP front, which only serialises them, reads
         the stored objects directly: never mutate shared events).
@@ -1053,7 +1055,10 @@ class Store:
             yield {"type": "ADDED", "object": self._present(rt, obj)}
         if send_initial_events and allow_bookmarks:
             yield self._bookmark(rt, position, initial_end=True)
-        next_bookmark = time.monotonic() + self.bookmark_interval
+        # as the real watch cache: a bookmark every ``bookmark_interval`` (a minute there), and
+        # one 2 s before the watch's own timeout, so that it resumes from a recent version
+        pretimeout = deadline - _PRETIMEOUT_BOOKMARK
+        next_bookmark = _next_bookmark(time.monotonic(), self.bookmark_interval, pretimeout)
         while True:
             events: _Events = []
             outcome = ""
@@ -1073,7 +1078,7 @@ class Store:
                         return
                     if allow_bookmarks and now >= next_bookmark:
                         position = max(position, self._rv)
-                        next_bookmark = now + self.bookmark_interval
+                        next_bookmark = _next_bookmark(now, self.bookmark_interval, pretimeout)
                         outcome = "bookmark"
                         break
                     wake = min(deadline, next_bookmark) if allow_bookmarks else deadline
@@ -1774,3 +1779,14 @@ def _namespace(name: str) -> JsonObj:
         "spec": {"finalizers": ["kubernetes"]},
         "status": {"phase": "Active"},
     }
+
+
+#: seconds before a watch's timeout at which the real watch cache sends its last bookmark.
+_PRETIMEOUT_BOOKMARK = 2.0
+
+
+def _next_bookmark(now: float, interval: float, pretimeout: float) -> float:
+    """When a watch's next BOOKMARK is due: ``interval`` from ``now``, or at ``pretimeout``
+    (2 s before the watch's timeout) when that comes first and is still ahead."""
+    due = now + interval
+    return pretimeout if now < pretimeout < due else due

@@ -54,7 +54,8 @@ class VirtualFleet:
     Args:
         fleet: the snapshot to serve.
         setup: per-cluster hook (see module docstring).
-        bookmark_interval: seconds between watch BOOKMARKs on the servers.
+        bookmark_interval: seconds between watch BOOKMARKs on the servers: a minute, as from a
+            real API server's watch cache (plus one 2 s before each watch's timeout).
         hub: also serve an empty hub cluster of this name (:mod:`placer.virtual.hub`).
 
     Raises:
@@ -66,7 +67,7 @@ class VirtualFleet:
         fleet: Fleet,
         *,
         setup: Setup | None = None,
-        bookmark_interval: float = 1.0,
+        bookmark_interval: float = 60.0,
         hub: str | None = None,
     ) -> None:
         if hub is not None and hub in fleet.names:

@@ -224,3 +224,18 @@ def test_send_initial_events_ends_with_an_annotated_bookmark(apiserver: ApiServe
     )
     assert [e["type"] for e in events] == ["ADDED", "BOOKMARK"]
     assert events[1]["object"]["metadata"]["annotations"] == {"k8s.io/initial-events-end": "true"}
+
+
+def test_bookmarks_come_a_minute_apart_and_2_s_before_the_watch_ends(
+    start_apiserver: Callable[..., ApiServer],
+) -> None:
+    """As the real watch cache: with a bookmark interval of a minute, a 3 s watch gets one
+    bookmark, 2 s before its timeout (so that the client resumes from a recent version), and
+    nothing else."""
+    server = start_apiserver("minute", bookmark_interval=60.0)
+    started = time.monotonic()
+    seen: list[tuple[str, float]] = []
+    for event in server.store.watch("configmaps", "default", allow_bookmarks=True, timeout=3.0):
+        seen.append((event["type"], time.monotonic() - started))
+    assert [kind for kind, _ in seen] == ["BOOKMARK"]
+    assert 0.9 <= seen[0][1] < 3.5
