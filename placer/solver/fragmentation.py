@@ -28,11 +28,19 @@ never serve ``t``. placer also counts, per typical pod, the free GPU thousandths
 * ``fill_t(n) = free GPU thousandths − k_t(n) · GPU thousandths of t`` (all of it where ``t``
   may not run, as in ``frag_t``);
 
-and scores a node by ``G(n) = (1 − λ) · F(n) + λ · Σ_t w_t · fill_t(n)``, ``λ = FILL``. A pod
-of ``t`` where pods of ``t`` would fill the node leaves ``fill_t`` as it was; a cpu-heavy pod
-that strands GPUs raises it, which ``F`` sees only once the last pod of ``t`` no longer fits.
-``simulations/README.md`` (section 1) has how the FGD replay depends on ``λ``. :func:`frag_of`
-stays FGD's measure (reports use it); the packer scores with :func:`frag_score`.
+and scores a node for a pod ``p`` by ``G(n) = (1 − λ_p) · F(n) + λ_p · Σ_t w_t · fill_t(n)``.
+A pod of ``t`` where pods of ``t`` would fill the node leaves ``fill_t`` as it was; a cpu-heavy
+pod that strands GPUs raises it, which ``F`` sees only once the last pod of ``t`` no longer
+fits. The weight depends on the pod placed: ``λ_p = FILL`` for a pod of whole GPUs, whose harm
+is the GPUs its cores and memory strand (the fill term's view), and ``λ_p = FILL_SHARED`` for
+any other pod — one asking for a share of one device, whose harm is mostly the sliver it
+leaves on that device (which ``F`` already counts, per typical share), or for no GPU. A small
+``FILL_SHARED`` rather than none keeps such pods off the whole nodes that large pods need: with
+``F`` alone for them, a twelfth of openb refused an 8-GPU task before half its capacity had
+arrived (one seed in 40).
+``simulations/README.md`` (section 1) has how the FGD replay depends on both weights.
+:func:`frag_of` stays FGD's measure (reports use it); the packer scores with
+:func:`frag_score`.
 
 **What placer does.** The mix is the pod shapes a decision sees (its workloads' pods weighted
 by count) or one the caller passes. Shapes merge by scalar requests (cpu, memory, pods, ...),
@@ -71,11 +79,13 @@ from placer.solver.state import BoolArray, ClusterState, IntArray, PodShape
 __all__ = [
     "COVERAGE",
     "FILL",
+    "FILL_SHARED",
     "STEP",
     "Mix",
     "access",
     "access_tags",
     "fill_of",
+    "fill_weight",
     "frag_added",
     "frag_after",
     "frag_of",
@@ -95,8 +105,12 @@ STEP = 15.0
 #: the vectorised scoring stays fast with every shape of the openb trace).
 COVERAGE = 1.0
 
-#: ``λ``: the weight of the fill term in the packer's score (see the module docstring).
-FILL = 0.5
+#: ``λ_p`` for a pod of whole GPUs: the weight of the fill term in the packer's score (see the
+#: module docstring).
+FILL = 0.7
+
+#: ``λ_p`` for any other pod (a share of one device, or no GPU).
+FILL_SHARED = 0.2
 
 
 @dataclass(frozen=True)
@@ -115,8 +129,10 @@ class Mix:
     candidates: int = 128
     #: GPU thousandths per step of the fragmentation score (:func:`frag_score`).
     step: float = STEP
-    #: ``λ``, the weight of the fill term in :func:`frag_score` (0: FGD's ``F`` alone).
+    #: ``λ_p`` of a pod of whole GPUs in :func:`frag_score` (0: FGD's ``F`` alone).
     fill: float = FILL
+    #: ``λ_p`` of any other pod (a share of one device, or no GPU).
+    fill_shared: float = FILL_SHARED
 
 
 def mix_of(shapes: Sequence[tuple[PodShape, float]], *, coverage: float = COVERAGE) -> Mix | None:
@@ -250,17 +266,24 @@ def frag_added(mix: Mix, state: ClusterState, shape: PodShape, rows: IntArray) -
 
 def frag_score(mix: Mix, state: ClusterState, shape: PodShape, rows: IntArray) -> FloatArray:
     """The packer's score of each node in ``rows`` for one pod of ``shape`` (lower is
-    better): how much ``G`` grows (FGD's ``F`` and the fill term, weighted by ``mix.fill``)
-    in whole steps of ``mix.step`` thousandths."""
+    better): how much ``G`` grows (FGD's ``F`` and the fill term, weighted by
+    :func:`fill_weight`) in whole steps of ``mix.step`` thousandths."""
     allowed = access(mix, state, rows)
     free, dev = state.free[rows], state.dev[rows]
     free_after, dev_after = _placed(state, shape, rows)
     added = frag_of(mix, free_after, dev_after, allowed) - frag_of(mix, free, dev, allowed)
-    if mix.fill:
+    weight = fill_weight(mix, shape)
+    if weight:
         filled = fill_of(mix, free_after, dev_after, allowed) - fill_of(mix, free, dev, allowed)
-        added = (1.0 - mix.fill) * added + mix.fill * filled
+        added = (1.0 - weight) * added + weight * filled
     result: FloatArray = np.floor(added / mix.step)
     return result
+
+
+def fill_weight(mix: Mix, shape: PodShape) -> float:
+    """``λ_p``: the fill term's weight when scoring nodes for a pod of ``shape`` (whole GPUs:
+    ``mix.fill``; a share of one device, or no GPU: ``mix.fill_shared``)."""
+    return mix.fill if shape.gpus else mix.fill_shared
 
 
 def _after(

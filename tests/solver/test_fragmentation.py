@@ -10,7 +10,16 @@ from typing import Any
 import numpy as np
 import pytest
 
-from placer.solver.fragmentation import fill_of, frag_added, frag_of, frag_score, mix_of
+from placer.solver.fragmentation import (
+    FILL,
+    FILL_SHARED,
+    fill_of,
+    fill_weight,
+    frag_added,
+    frag_of,
+    frag_score,
+    mix_of,
+)
 from placer.solver.state import ClusterState, PodShape, resource_names
 
 
@@ -123,10 +132,14 @@ def test_changes_within_one_step_tie_and_best_fit_decides(kit: Any, decide: Any)
     rows = np.arange(2)
     assert frag_added(mix, state, shape, rows) == pytest.approx([0.0, 9.2])
     assert frag_score(mix, state, shape, rows).tolist() == [0.0, 0.0]
-    # FGD's F alone in steps of 4: 0 and 2; with the fill term (8 on each: a tenth on "a"
-    # leaves 900, one half-GPU pod less) 4 and 8.6
-    assert frag_score(replace(mix, step=4.0, fill=0.0), state, shape, rows).tolist() == [0.0, 2.0]
-    assert frag_score(replace(mix, step=4.0), state, shape, rows).tolist() == [1.0, 2.0]
+    # FGD's F alone in steps of 4: 0 and 2; the fill term adds 8 on each (a tenth on "a"
+    # leaves 900, one half-GPU pod less). A shared pod weighs it by ``fill_shared``: at 0.5,
+    # 4 and 8.6; at the default 0.2, 1.6 and 8.96. ``fill`` (whole-GPU pods) plays no part
+    no_fill = replace(mix, step=4.0, fill=1.0, fill_shared=0.0)
+    assert frag_score(no_fill, state, shape, rows).tolist() == [0.0, 2.0]
+    half_fill = replace(mix, step=4.0, fill=0.0, fill_shared=0.5)
+    assert frag_score(half_fill, state, shape, rows).tolist() == [1.0, 2.0]
+    assert frag_score(replace(mix, step=4.0), state, shape, rows).tolist() == [0.0, 2.0]
     # within one step (15 thousandths): best-fit picks the fuller device
     job = kit.workload("job", ("w", 1, tenth))
     decision = decide([job], the_fleet, mode="online", pod_mix=[(half, 0.02), (tenth, 0.98)])
@@ -168,11 +181,27 @@ def test_a_cpu_heavy_pod_goes_where_it_strands_no_gpu(kit: Any, decide: Any) -> 
     shape, rows = PodShape.of(heavy, names), np.arange(2)
     assert frag_added(mix, state, shape, rows).tolist() == [0.0, 0.0]
     assert frag_score(replace(mix, fill=0.0), state, shape, rows).tolist() == [0.0, 0.0]
-    # the fill term: 3,000 thousandths stranded on "a", none on "b"
-    assert frag_score(replace(mix, fill=1.0, step=1.0), state, shape, rows).tolist() == [
-        3000.0,
-        0.0,
-    ]
+    # the fill term: 3,000 thousandths stranded on "a", none on "b" (a pod of whole GPUs
+    # weighs it by ``fill``; ``fill_shared`` plays no part)
+    alone = replace(mix, fill=1.0, fill_shared=0.0, step=1.0)
+    assert frag_score(alone, state, shape, rows).tolist() == [3000.0, 0.0]
+    assert fill_weight(mix, shape) == FILL
     job = kit.workload("job", ("w", 1, heavy))
     decision = decide([job], the_fleet, mode="online", pod_mix=[(typical, 1.0)])
     assert decision.placements[0].pods[0].node == "b"
+
+
+def test_the_fill_weight_depends_on_the_pod_placed(kit: Any) -> None:
+    # whole GPUs: ``fill``; a share of one device or no GPU: ``fill_shared``
+    names = resource_names([])
+    whole, share, cpu = (
+        PodShape.of(kit.pod(gpus=2, cpu=8), names),
+        PodShape.of(kit.pod(share=300, cpu=1), names),
+        PodShape.of(kit.pod(cpu=4), names),
+    )
+    mix = mix_of([(whole, 1.0), (share, 1.0)])
+    assert mix is not None
+    assert (mix.fill, mix.fill_shared) == (FILL, FILL_SHARED)
+    assert FILL != FILL_SHARED
+    custom = replace(mix, fill=0.9, fill_shared=0.1)
+    assert [fill_weight(custom, s) for s in (whole, share, cpu)] == [0.9, 0.1, 0.1]
