@@ -395,6 +395,9 @@ class Fleet:
     #: the accelerator table the capacity was gathered with, as its fleet-file section
     #: (:func:`placer.accelerators.accelerators_from_dict`); empty: placer's defaults.
     accelerators: Mapping[str, object] = field(default_factory=dict)
+    #: the topologies the capacity was gathered with, as the fleet file's ``topologies:``
+    #: section (:func:`placer.topology.topologies_from_list`); empty: placer's default only.
+    topologies: tuple[Mapping[str, object], ...] = ()
 
     def cluster(self, name: str) -> Cluster:
         for cluster in self.clusters:

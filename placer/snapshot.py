@@ -25,6 +25,7 @@ Format (``apiVersion: placer.dev/v1alpha1``, ``kind: FleetSnapshot``)::
         - {driver: gpu.nvidia.com, resource: nvidia.com/gpu, count: 8, allocated: 2,
            attributes: {productName: NVIDIA H100 80GB HBM3, type: gpu}}
     accelerators: {...}          # optional: the fleet file's accelerator table it was gathered with
+    topologies: [...]            # optional: the fleet file's topologies (placer.topology)
 
 A node's ``gpuDevices`` are its devices' free thousandths *with its pods counted* (its
 ``requested`` whole GPUs and shares taken off): the capture's result, unlike the node
@@ -53,6 +54,7 @@ from placer.decoding import Decoder
 from placer.errors import InputError, SnapshotError
 from placer.model import Cluster, DeviceGroup, Fleet, Node, PendingPods, Taint
 from placer.quantity import format_resources
+from placer.topology import topologies_from_list
 from placer.yamlload import parse_yaml, read_text
 from placer.yamltext import dump_plain
 
@@ -143,8 +145,16 @@ def fleet_from_dict(data: object, *, source: str = "<snapshot>") -> Fleet:
         accelerators_from_dict(accelerators, source=source, field="accelerators")
     except InputError as err:
         raise SnapshotError(err.message, hint=err.hint) from None
+    topologies = data.get("topologies")
+    try:
+        topologies_from_list(topologies)
+    except ValueError as err:
+        raise SnapshotError(str(err), source=source) from None
     return Fleet(
-        clusters=tuple(clusters), captured_at=str(captured or ""), accelerators=dict(accelerators)
+        clusters=tuple(clusters),
+        captured_at=str(captured or ""),
+        accelerators=dict(accelerators),
+        topologies=tuple(topologies or ()),
     )
 
 
@@ -305,6 +315,8 @@ def fleet_to_dict(fleet: Fleet) -> dict[str, Any]:
     }
     if fleet.accelerators:
         data["accelerators"] = dict(fleet.accelerators)
+    if fleet.topologies:
+        data["topologies"] = [dict(t) for t in fleet.topologies]
     data["clusters"] = [_cluster_to_dict(c) for c in fleet.clusters]
     return data
 

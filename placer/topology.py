@@ -76,14 +76,14 @@ class Topologies:
             return (
                 f"topology level {level!r} is not a level of topology {topology!r} "
                 f"(levels: {', '.join(levels)}); use one of them or add it to that topology "
-                "in the fleet file's topologies: section"
+                "in the topologies: section of the fleet file (or of the snapshot)"
             )
         if level in self.known_levels:
             return None
         return (
             f"unknown topology level {level!r}: a level is a node label key placer knows "
-            f"(known: {', '.join(self.known_levels)}); add it to a topology in the fleet "
-            "file's topologies: section"
+            f"(known: {', '.join(self.known_levels)}); add it to a topology in the "
+            "topologies: section of the fleet file (or of the snapshot)"
         )
 
 

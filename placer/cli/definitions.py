@@ -65,6 +65,10 @@ def load_catalog(args: argparse.Namespace, fleet: Fleet | None = None) -> Catalo
         from placer.fleet import load_fleet_file
 
         catalog = catalog.with_topologies(load_fleet_file(args.fleet).topologies)
+    elif fleet is not None and fleet.topologies:  # the topologies a snapshot was gathered with
+        from placer.topology import topologies_from_list
+
+        catalog = catalog.with_topologies(topologies_from_list(fleet.topologies))
     return catalog if table is None else catalog.with_accelerators(table)
 
 

@@ -498,6 +498,10 @@ def load_workloads(
                         fleet.accelerators, source="snapshot", field="accelerators"
                     )
                     catalog = catalog.with_accelerators(table)
+                if fleet.topologies:  # the topologies the snapshot was gathered with
+                    from placer.topology import topologies_from_list
+
+                    catalog = catalog.with_topologies(topologies_from_list(fleet.topologies))
             found = _manifests(source, catalog, offset=len(items))
         if not found:
             raise InputError("holds no workload", source=source)

@@ -101,6 +101,8 @@ class FleetConfig:
     #: the fleet file's ``topologies:`` section (:mod:`placer.topology`): placer's default
     #: topology plus these.
     topologies: Topologies = field(default_factory=Topologies)
+    #: that section as written, for the snapshots gathered with it.
+    topologies_data: tuple[Mapping[str, object], ...] = ()
 
     @property
     def names(self) -> tuple[str, ...]:
@@ -234,6 +236,7 @@ def fleet_from_data(
         source=source,
         accelerators_data=dict(accelerators),
         topologies=topologies,
+        topologies_data=tuple(data.get("topologies") or ()),
     )
 
 

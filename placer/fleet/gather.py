@@ -189,7 +189,12 @@ def gather_fleet(
     captured_at = rfc3339()
     sources: Sequence[ClusterSource] = config.clusters
     if not sources:
-        return Fleet((), captured_at, accelerators=dict(config.accelerators_data))
+        return Fleet(
+            (),
+            captured_at,
+            accelerators=dict(config.accelerators_data),
+            topologies=config.topologies_data,
+        )
     start = time.monotonic()
     gate = threading.BoundedSemaphore(PAGES_AT_ONCE)
     pool = ThreadPoolExecutor(
@@ -219,7 +224,12 @@ def gather_fleet(
     finally:
         # NB: a thread past its deadline ends by itself: its socket timeouts are cut to it
         pool.shutdown(wait=False, cancel_futures=True)
-    return Fleet(tuple(clusters), captured_at, accelerators=dict(config.accelerators_data))
+    return Fleet(
+        tuple(clusters),
+        captured_at,
+        accelerators=dict(config.accelerators_data),
+        topologies=config.topologies_data,
+    )
 
 
 def _prepare_and_gather(

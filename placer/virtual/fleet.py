@@ -165,6 +165,8 @@ class VirtualFleet:
         }
         if self.fleet.accelerators:
             data["accelerators"] = dict(self.fleet.accelerators)
+        if self.fleet.topologies:
+            data["topologies"] = [dict(t) for t in self.fleet.topologies]
         target.parent.mkdir(parents=True, exist_ok=True)
         target.write_text(yaml.safe_dump(data, sort_keys=False), encoding="utf-8")
         return target

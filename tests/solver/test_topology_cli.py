@@ -135,3 +135,42 @@ def test_describe_shows_the_topology_constraints(capsys: pytest.CaptureFixture[s
             "from": "KAI annotations",
         }
     ]
+
+
+def test_a_snapshot_keeps_the_fleet_files_topologies(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """A level only a fleet file's topologies: section names: `placer snapshot` records the
+    section, and `plan --snapshot` and `simulate` on that snapshot accept the level (they
+    refused it, and a snapshot had no way to carry it); `fleet up --fleet-out` writes it back."""
+    import yaml
+
+    from placer.virtual.fleet import VirtualFleet
+
+    custom = "example.com/rack"
+    section = [{"name": "dc", "levels": [{"nodeLabel": custom}]}]
+    racks = tmp_path / "racks.yaml"
+    racks.write_text(Path(RACKS).read_text().replace(LEAF, custom))
+    job = tmp_path / "job.yaml"
+    job.write_text(Path(TRAINING).read_text().replace(LEAF, custom))
+    captured = tmp_path / "captured.yaml"
+    with VirtualFleet(load_snapshot(racks)) as virtual:
+        kubeconfig = virtual.write_kubeconfig(tmp_path / "kubeconfig")
+        fleet_file = virtual.write_fleet_file(tmp_path / "fleet.yaml", kubeconfig=kubeconfig)
+        data = yaml.safe_load(fleet_file.read_text())
+        data["topologies"] = section
+        fleet_file.write_text(yaml.safe_dump(data))
+        assert main(["snapshot", "--fleet", str(fleet_file), "-o", str(captured)]) == 0
+    assert yaml.safe_load(captured.read_text())["topologies"] == section
+    capsys.readouterr()
+    assert main(["plan", "-f", str(job), "--snapshot", str(captured), "-o", "json"]) == 0
+    (placement,) = json.loads(capsys.readouterr().out)["placements"]
+    assert placement["cluster"] == "dc2" and placement["topology"][0]["domains"] == ["r3"]
+    assert main(["simulate", "--snapshot", str(captured), "--workloads", str(job)]) == 0
+    assert "unknown topology level" not in capsys.readouterr().err
+    # without the section, the snapshot's plan refuses the level, naming where to add it
+    assert main(["plan", "-f", str(job), "--snapshot", str(racks)]) == 1
+    assert "topologies: section of the fleet file (or of the snapshot)" in capsys.readouterr().err
+    with VirtualFleet(load_snapshot(captured)) as virtual:
+        written = virtual.write_fleet_file(tmp_path / "again.yaml", kubeconfig=kubeconfig)
+    assert yaml.safe_load(written.read_text())["topologies"] == section
