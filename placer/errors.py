@@ -210,6 +210,13 @@ class JqError(DefinitionError):
         self.location = location
 
 
+#: the kinds of Workload Map definitions themselves (placer.definitions.loader reads them).
+_DEFINITION_KINDS = (
+    ("run.ai/v1alpha1", "Karta"),
+    ("optimization.nvidia.com/v1alpha1", "ResourceInterface"),
+)
+
+
 class NoDefinitionError(PlacerError):
     """No definition covers an object's group/version/kind."""
 
@@ -217,14 +224,18 @@ class NoDefinitionError(PlacerError):
 
     def __init__(self, api_version: str, kind: str, *, source: str | None = None) -> None:
         where = f"{source}: " if source else ""
-        super().__init__(
-            f"{where}no workload definition covers {api_version} {kind}",
-            hint=(
+        if (api_version, kind) in _DEFINITION_KINDS:  # a definition given as a workload
+            hint = (
+                "this is a Workload Map definition, not a workload: check it with `placer "
+                "validate FILE` and pass its directory with --catalog DIR"
+            )
+        else:
+            hint = (
                 "add a Workload Map (Karta) definition whose rootComponent.kind is "
                 f"{api_version} {kind} to a directory and pass it with --catalog DIR "
                 "(see `placer definitions` for the built-in ones)"
-            ),
-        )
+            )
+        super().__init__(f"{where}no workload definition covers {api_version} {kind}", hint=hint)
         self.api_version = api_version
         self.kind = kind
 

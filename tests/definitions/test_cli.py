@@ -176,6 +176,19 @@ def test_a_pod_path_that_finds_nothing_is_a_warning_naming_it(
     assert (code, err) == (0, "")
 
 
+def test_a_definition_given_as_a_workload_says_what_it_is(
+    repo: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """`placer describe -f` on a Karta file (upstream's docs samples are Karta objects) was told
+    to write a definition for the kind Karta."""
+    path = str(repo / "catalog" / "batch-job-v1.yaml")
+    code, out, err = run(["describe", "-f", path], capsys)
+    assert (code, out) == (4, "")
+    assert f"error: {path}: no workload definition covers run.ai/v1alpha1 Karta" in err
+    assert "this is a Workload Map definition, not a workload: check it with `placer" in err
+    assert "rootComponent.kind" not in err
+
+
 def test_describe_malformed_yaml_exits_2(
     tmp_path: Path, capsys: pytest.CaptureFixture[str]
 ) -> None:
