@@ -15,12 +15,16 @@ re-choosing the pods of a handful of nodes does. Each iteration:
    ``c'`` light enough for ``c`` (lightest first, with a random factor in ``[0.5, 1.5]``)
    are taken off ``c'`` until its free GPUs would cover the moving unit; the moving unit
    tries ``c'`` first, the light ones ``c``, and the unplaced units allowed in either try
-   ``c`` then ``c'``. Else, in ``EXCHANGE_SHARE`` of the iterations, an *exchange*: pick a
-   node of ``c`` with an idle GPU; up to ``EXCHANGES`` times its whole-GPU pod needing the
-   most cpu trades places with a pod of another node of ``c`` that needs as many GPUs and no
-   more of anything (the most cpu less), where that node has room for the difference —
+   ``c`` then ``c'``. Else, in ``EXCHANGE_SHARE`` of the iterations, an *exchange*: let
+   ``r`` be the least cpu per GPU of the unplaced units with GPUs allowed in ``c``; pick up
+   to ``SWEEP_NODES`` nodes of ``c`` whose free cpu is less than ``r`` per idle GPU (when no
+   such unit waits, one node with an idle GPU). For each in turn, up to ``EXCHANGES`` times
+   and until its free cpu reaches ``r`` per idle GPU, its whole-GPU pod needing the most cpu
+   trades places with a pod of another node of ``c`` that needs as many GPUs and no more of
+   anything, where that node has room for the difference: a node without idle GPUs when
+   one qualifies (its spare cores strand nothing), then the pod giving the most cpu back —
    devices stay where they are, units stay in ``c``, and the idle GPUs get the cores that
-   stranded them — then the unplaced units allowed in ``c`` are packed (below). Otherwise
+   stranded them. Then the unplaced units allowed in ``c`` are packed (below). Otherwise
    take off ``c`` one of:
 
    * *room* (``ROOM_SHARE`` of the ruins): for an unplaced unit ``u`` allowed in ``c`` that
@@ -104,6 +108,8 @@ RECHECK = 2
 SWAP_SHARE = 0.3
 EXCHANGE_SHARE = 0.4
 EXCHANGES = 2
+#: nodes one exchange ruin trades for, at most.
+SWEEP_NODES = 40
 
 
 def ruin_and_recreate(
@@ -171,8 +177,10 @@ class _Plan:
     first: Unit | None = None
     #: victims to try in another cluster first (the swap ruin), recreated before the rest.
     toward: dict[int, str] = field(default_factory=dict)
-    #: the exchange ruin's node: pods on it trade places first (no victims then).
-    exchange: int | None = None
+    #: the exchange ruin's nodes: pods on them trade places first (no victims then).
+    exchange: list[int] | None = None
+    #: the exchange ruin's target: free cpu per idle GPU a node stops trading at (0: none).
+    target: float = 0.0
 
 
 class _Search:
@@ -222,11 +230,8 @@ class _Search:
             plan = self._swap(name, here)
             return self._recreate(plan) if plan is not None else None
         if EXCHANGE_SHARE and rng.random() < EXCHANGE_SHARE:
-            state = states[name]
-            idle = np.flatnonzero((state.full > 0) & state.usable).tolist()
-            if not idle:
-                return None
-            return self._recreate(_Plan(victims=[], clusters=[name], exchange=rng.choice(idle)))
+            plan = self._exchange_plan(name)
+            return self._recreate(plan) if plan is not None else None
         waiting = self.table.waiting(self.unplaced, name)
         victims, first = _ruin(rng, states[name], here, self.where, waiting, self.by_index)
         if not victims:
@@ -273,55 +278,90 @@ class _Search:
         toward = {i: (target if i == mover else name) for i in victims}
         return _Plan(victims=victims, clusters=[name, target], toward=toward)
 
-    def _exchange(self, name: str, node: int) -> None:
-        """The exchange ruin's first step: up to ``EXCHANGES`` times, the whole-GPU pod of
-        ``node`` that needs the most cpu trades places with a pod of another node of the
-        cluster that needs as many GPUs and less cpu, where that node has room for the
-        difference (the pod that moves out gets the most cpu back to ``node``). Devices stay
-        where they are; ``node`` keeps its idle GPUs and gains the cores (and memory) the
-        unplaced units may need there."""
+    def _exchange_plan(self, name: str) -> _Plan | None:
+        """The exchange ruin's nodes (see the module docstring): when units with GPUs wait
+        for ``name``, up to ``SWEEP_NODES`` of its nodes whose free cpu per idle GPU is less
+        than the lightest of them needs; else one node with an idle GPU."""
+        rng, state = self.rng, self.states[name]
+        idle = (state.full > 0) & state.usable
+        target = self.table.lightest(self.unplaced, name)
+        if target > 0:
+            short = np.flatnonzero(idle & (state.free[:, 0] < target * state.full)).tolist()
+            if not short:
+                return None
+            nodes = rng.sample(short, min(len(short), SWEEP_NODES))
+        else:
+            some = np.flatnonzero(idle).tolist()
+            if not some:
+                return None
+            nodes = [rng.choice(some)]
+        return _Plan(victims=[], clusters=[name], exchange=nodes, target=target)
+
+    def _exchange(self, name: str, nodes: list[int], target: float) -> None:
+        """The exchange ruin's first step, for each of ``nodes`` in turn: up to ``EXCHANGES``
+        times, the whole-GPU pod of the node that needs the most cpu trades places with a
+        pod of another node of the cluster that needs as many GPUs and less cpu, where that
+        node has room for the difference (a node without idle GPUs when there is one, then
+        the pod that gets the most cpu back). Devices stay where they are; the node keeps
+        its idle GPUs and gains the cores (and memory) the unplaced units may need there.
+        A node stops trading once its free cpu per idle GPU reaches ``target`` (0: never)."""
         state = self.states[name]
         where = self.where
         pods: list[tuple[int, int]] = []  # (unit index, position in its packing)
         for index in self.members[name]:
-            pods += [(index, k) for k in range(len(where[index][1].pods))]
+            packed = where[index][1].pods
+            pods += [(index, k) for k, pod in enumerate(packed) if _whole(pod[0].shape)]
         if not pods:
             return
         entries = [where[i][1].pods[k] for i, k in pods]
         on = np.array([e[2] for e in entries], dtype=np.int64)
         req = np.stack([e[0].shape.req for e in entries])
-        gpus = np.array([e[0].shape.gpus if not e[0].shape.share else 0 for e in entries])
-        for _ in range(EXCHANGES):
-            mine = np.flatnonzero((on == node) & (gpus > 0))
-            if not mine.size:
-                return
-            heavy = int(mine[np.argmax(req[mine, 0])])
-            run = entries[heavy][0]
-            delta = req[heavy] - req  # [pods, K]: what each other pod's node would give up
-            fits = (
-                (on != node)
-                & (gpus == gpus[heavy])
-                & (delta[:, 0] > 0)
-                & (delta >= 0).all(axis=1)
-                & (state.free[on] >= delta).all(axis=1)
-                & state.eligible(run.shape)[on]
-            )
-            if not fits.any():
-                return
-            options = np.flatnonzero(fits)
-            welcome = [bool(state.eligible(entries[o][0].shape)[node]) for o in options.tolist()]
-            options = options[np.array(welcome, dtype=bool)]
-            if not options.size:
-                return
-            light = int(options[np.argmax(delta[options, 0])])
-            other = int(on[light])
-            state.shift(node, other, delta[light])
-            self._trade(pods[heavy], other, entries[light][3], pods[light], node, entries[heavy][3])
-            entries[heavy], entries[light] = (
-                (entries[heavy][0], entries[heavy][1], other, entries[light][3]),
-                (entries[light][0], entries[light][1], node, entries[heavy][3]),
-            )
-            on[heavy], on[light] = other, node
+        gpus = np.array([e[0].shape.gpus for e in entries], dtype=np.int64)
+        ids: dict[int, int] = {}
+        shapes: list[PodShape] = []
+        for entry in entries:
+            if id(entry[0].shape) not in ids:
+                ids[id(entry[0].shape)] = len(shapes)
+                shapes.append(entry[0].shape)
+        sid = np.array([ids[id(e[0].shape)] for e in entries], dtype=np.int64)
+        # [shapes, nodes]: where each pod shape may go
+        eligible = np.stack([state.eligible(shape) for shape in shapes])
+        for node in nodes:
+            for _ in range(EXCHANGES):
+                if target and state.free[node, 0] >= target * state.full[node]:
+                    break
+                mine = np.flatnonzero(on == node)
+                if not mine.size:
+                    break
+                heavy = int(mine[np.argmax(req[mine, 0])])
+                delta = req[heavy] - req  # [pods, K]: what each other pod's node would give up
+                fits = (
+                    (on != node)
+                    & (gpus == gpus[heavy])
+                    & (delta[:, 0] > 0)
+                    & (delta >= 0).all(axis=1)
+                    & eligible[sid, node]
+                    & eligible[sid[heavy], on]
+                    & (state.free[on] >= delta).all(axis=1)
+                )
+                options = np.flatnonzero(fits)
+                if not options.size:
+                    break
+                # the cores come from a node without idle GPUs when one has them to give
+                spare = state.full[on[options]] == 0
+                if spare.any():
+                    options = options[spare]
+                light = int(options[np.argmax(delta[options, 0])])
+                other = int(on[light])
+                state.shift(node, other, delta[light])
+                self._trade(
+                    pods[heavy], other, entries[light][3], pods[light], node, entries[heavy][3]
+                )
+                entries[heavy], entries[light] = (
+                    (entries[heavy][0], entries[heavy][1], other, entries[light][3]),
+                    (entries[light][0], entries[light][1], node, entries[heavy][3]),
+                )
+                on[heavy], on[light] = other, node
 
     def _trade(
         self,
@@ -362,7 +402,7 @@ class _Search:
             if cluster not in saved:
                 saved[cluster] = dict(members[cluster])
         if plan.exchange is not None:
-            self._exchange(plan.clusters[0], plan.exchange)
+            self._exchange(plan.clusters[0], plan.exchange, plan.target)
         value, preference = self.current
         trial = self.milli
         replays: dict[str, list[Replay]] = {}
@@ -537,6 +577,14 @@ class _UnitTable:
         """The unplaced units allowed in ``name``, in index order."""
         return [self.units[k] for k in np.flatnonzero(unplaced & self.allowed[name]).tolist()]
 
+    def lightest(self, unplaced: BoolArray, name: str) -> float:
+        """The least cpu per GPU of the unplaced units allowed in ``name`` that have GPUs
+        (0 when there is none)."""
+        rows = np.flatnonzero(unplaced & self.allowed[name] & (self.milli > 0))
+        if not rows.size:
+            return 0.0
+        return float(1000.0 * self.per_gpu[rows, 0].min())
+
     def waiting_any(self, unplaced: BoolArray, names: Sequence[str]) -> list[Unit]:
         """The unplaced units allowed in any of ``names``, in index order."""
         allowed = self.allowed[names[0]]
@@ -614,6 +662,11 @@ class _UnitTable:
             most = np.minimum(most, np.where(share[None, :] > 0, shared, big))
         most = np.where(eligible[np.ix_(nodes, sids)], np.maximum(most, 0), 0)
         return cast("IntArray", most.sum(axis=0))
+
+
+def _whole(shape: PodShape) -> bool:
+    """Whether pods of ``shape`` take whole GPUs only (the pods an exchange trades)."""
+    return bool(shape.gpus) and not shape.share
 
 
 def _ruin(

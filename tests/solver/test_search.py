@@ -305,3 +305,103 @@ def test_the_search_ranks_units_by_density_in_the_ruined_clusters_own_resources(
     assert first(density_key(problem.units, problem.states)) == "heavy"
     keys = cluster_density_keys(problem.states)
     assert (first(keys["lean"]), first(keys["rich"])) == ("light", "heavy")
+
+
+class _Steps:
+    """A clock that allows ``count`` search iterations before the deadline (1.0): the
+    search reads it once per iteration."""
+
+    def __init__(self, count: int) -> None:
+        self.reads = 0
+        self.count = count
+
+    def __call__(self) -> float:
+        self.reads += 1
+        return 0.0 if self.reads <= self.count else 2.0
+
+
+def _on_nodes(problem: Any, cluster: str, where: list[tuple[int, int]]) -> Placed:
+    """``(unit position, node)`` placements of one-pod units in ``cluster``, the state left
+    as it was."""
+    state = problem.states[cluster]
+    mark = state.mark()
+    placed: Placed = []
+    for position, node in where:
+        unit = problem.units[position]
+        (devices,) = state.place_many(unit.runs[0].shape, node, 1)
+        placed.append((unit, cluster, Packed(pods=((unit.runs[0], 0, node, devices),), score=0)))
+    state.undo(mark)
+    return placed
+
+
+def test_one_exchange_ruin_trades_on_every_node_whose_idle_gpus_lack_cores(
+    kit: Any, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    # n0 and n1: 2 GPUs and 20 cores each, a heavy pod (1 GPU, 18 cores) on each strands the
+    # other GPU; n2 and n3: 1 GPU and 20 cores, a light pod (1 GPU, 2 cores) on each. The
+    # waiting gang (2 pods of 1 GPU, 10 cores) needs both idle GPUs with their cores: one
+    # exchange ruin trades on n0 and n1 (until each has 10 cores per idle GPU), so a single
+    # iteration places it
+    the_fleet = kit.fleet(
+        kit.cluster(
+            "c",
+            kit.node("n0", gpus=2, cpu=20),
+            kit.node("n1", gpus=2, cpu=20),
+            kit.node("n2", gpus=1, cpu=20),
+            kit.node("n3", gpus=1, cpu=20),
+        )
+    )
+    jobs = [
+        kit.workload("heavy0", ("w", 1, kit.pod(gpus=1, cpu=18))),
+        kit.workload("heavy1", ("w", 1, kit.pod(gpus=1, cpu=18))),
+        kit.workload("light0", ("w", 1, kit.pod(gpus=1, cpu=2))),
+        kit.workload("light1", ("w", 1, kit.pod(gpus=1, cpu=2))),
+        kit.workload("gang", ("w", 2, kit.pod(gpus=1, cpu=10))),
+    ]
+    problem = build_problem(jobs, the_fleet, ())
+    start = _on_nodes(problem, "c", [(0, 0), (1, 1), (2, 2), (3, 3)])
+    monkeypatch.setattr(recreate, "SWAP_SHARE", 0.0)
+    monkeypatch.setattr(recreate, "EXCHANGE_SHARE", 1.0)  # nothing but exchanges
+    placed, gains = ruin_and_recreate(
+        start, problem.units, problem.states, mix=None, clock=_Steps(1), deadline=1.0, seed=0
+    )
+    assert gains == 1
+    nodes = {u.label.split("/")[-1]: sorted(p[2] for p in pk.pods) for u, _, pk in placed}
+    assert nodes["gang"] == [0, 1]
+    assert sorted(nodes["heavy0"] + nodes["heavy1"]) == [2, 3]  # traded with the light pods
+    assert sorted(nodes["light0"] + nodes["light1"]) == [0, 1]
+    assert problem.states["c"].free[:, 0].tolist() == [20000] * 4  # left as they were
+
+
+def test_the_exchange_takes_cores_from_a_node_without_idle_gpus_first(
+    kit: Any, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    # n0: a heavy pod (1 GPU, 18 of 20 cores) strands its second GPU. Two light pods could
+    # trade with it: on n1 (2 cores, but n1 keeps an idle GPU that the 18 cores would then
+    # strand) and on n2 (4 cores, n2 has no other GPU). Trading with n2's pod gives n0 only
+    # 16 cores, yet leaves n1's idle GPU its cores: the waiting gang (2 pods of 1 GPU and 10
+    # cores) then fits on n0 and n1. With n1's pod it would not
+    the_fleet = kit.fleet(
+        kit.cluster(
+            "c",
+            kit.node("n0", gpus=2, cpu=20),
+            kit.node("n1", gpus=2, cpu=20),
+            kit.node("n2", gpus=1, cpu=20),
+        )
+    )
+    jobs = [
+        kit.workload("heavy", ("w", 1, kit.pod(gpus=1, cpu=18))),
+        kit.workload("light1", ("w", 1, kit.pod(gpus=1, cpu=2))),
+        kit.workload("light2", ("w", 1, kit.pod(gpus=1, cpu=4))),
+        kit.workload("gang", ("w", 2, kit.pod(gpus=1, cpu=10))),
+    ]
+    problem = build_problem(jobs, the_fleet, ())
+    start = _on_nodes(problem, "c", [(0, 0), (1, 1), (2, 2)])
+    monkeypatch.setattr(recreate, "SWAP_SHARE", 0.0)
+    monkeypatch.setattr(recreate, "EXCHANGE_SHARE", 1.0)
+    placed, gains = ruin_and_recreate(
+        start, problem.units, problem.states, mix=None, clock=_Steps(1), deadline=1.0, seed=0
+    )
+    assert gains == 1
+    nodes = {u.label.split("/")[-1]: sorted(p[2] for p in pk.pods) for u, _, pk in placed}
+    assert nodes == {"heavy": [2], "light1": [1], "light2": [0], "gang": [0, 1]}
