@@ -108,6 +108,8 @@ RECHECK = 2
 SWAP_SHARE = 0.3
 EXCHANGE_SHARE = 0.4
 EXCHANGES = 2
+#: packings whose whole-GPU pods the exchange ruin keeps as arrays, at most.
+POD_CACHE = 4096
 #: nodes one exchange ruin trades for, at most.
 SWEEP_NODES = 40
 
@@ -208,6 +210,8 @@ class _Search:
         for index, (cluster, _) in self.where.items():
             self.members[cluster][index] = None
         self.table = _UnitTable(units, states)
+        #: per packing (by id, with the packing kept alive): ``_whole_pods``.
+        self._pods: dict[int, tuple[Packed, tuple[IntArray, IntArray, IntArray]]] = {}
         self.unplaced = self.table.unplaced(self.where)
         self.names = list(states)
         self.current = value_of(best)
@@ -305,27 +309,19 @@ class _Search:
         the pod that gets the most cpu back). Devices stay where they are; the node keeps
         its idle GPUs and gains the cores (and memory) the unplaced units may need there.
         A node stops trading once its free cpu per idle GPU reaches ``target`` (0: never)."""
-        state = self.states[name]
-        where = self.where
-        pods: list[tuple[int, int]] = []  # (unit index, position in its packing)
-        for index in self.members[name]:
-            packed = where[index][1].pods
-            pods += [(index, k) for k, pod in enumerate(packed) if _whole(pod[0].shape)]
-        if not pods:
+        state, table, where = self.states[name], self.table, self.where
+        members = list(self.members[name])
+        parts = [self._whole_pods(where[i][1]) for i in members]
+        counts = [len(part[0]) for part in parts]
+        if not sum(counts):
             return
-        entries = [where[i][1].pods[k] for i, k in pods]
-        on = np.array([e[2] for e in entries], dtype=np.int64)
-        req = np.stack([e[0].shape.req for e in entries])
-        gpus = np.array([e[0].shape.gpus for e in entries], dtype=np.int64)
-        ids: dict[int, int] = {}
-        shapes: list[PodShape] = []
-        for entry in entries:
-            if id(entry[0].shape) not in ids:
-                ids[id(entry[0].shape)] = len(shapes)
-                shapes.append(entry[0].shape)
-        sid = np.array([ids[id(e[0].shape)] for e in entries], dtype=np.int64)
-        # [shapes, nodes]: where each pod shape may go
-        eligible = np.stack([state.eligible(shape) for shape in shapes])
+        # the cluster's whole-GPU pods: unit, position in its packing, node, shape id
+        unit_of = np.repeat(np.array(members, dtype=np.int64), counts)
+        k_of = np.concatenate([part[0] for part in parts])
+        on = np.concatenate([part[1] for part in parts])
+        sid = np.concatenate([part[2] for part in parts])
+        req, gpus = table.req[sid], table.gpus[sid]
+        eligible = table.eligible(name)  # [nodes, shapes]
         for node in nodes:
             for _ in range(EXCHANGES):
                 if target and state.free[node, 0] >= target * state.full[node]:
@@ -340,8 +336,8 @@ class _Search:
                     & (gpus == gpus[heavy])
                     & (delta[:, 0] > 0)
                     & (delta >= 0).all(axis=1)
-                    & eligible[sid, node]
-                    & eligible[sid[heavy], on]
+                    & eligible[node, sid]
+                    & eligible[on, sid[heavy]]
                     & (state.free[on] >= delta).all(axis=1)
                 )
                 options = np.flatnonzero(fits)
@@ -354,14 +350,34 @@ class _Search:
                 light = int(options[np.argmax(delta[options, 0])])
                 other = int(on[light])
                 state.shift(node, other, delta[light])
-                self._trade(
-                    pods[heavy], other, entries[light][3], pods[light], node, entries[heavy][3]
-                )
-                entries[heavy], entries[light] = (
-                    (entries[heavy][0], entries[heavy][1], other, entries[light][3]),
-                    (entries[light][0], entries[light][1], node, entries[heavy][3]),
-                )
+                first = (int(unit_of[heavy]), int(k_of[heavy]))
+                second = (int(unit_of[light]), int(k_of[light]))
+                first_devices = where[first[0]][1].pods[first[1]][3]
+                second_devices = where[second[0]][1].pods[second[1]][3]
+                self._trade(first, other, second_devices, second, node, first_devices)
                 on[heavy], on[light] = other, node
+
+    def _whole_pods(self, packed: Packed) -> tuple[IntArray, IntArray, IntArray]:
+        """The whole-GPU pods of ``packed``: their positions in it, nodes and shape ids
+        (kept per packing: packings are immutable)."""
+        known = self._pods.get(id(packed))
+        if known is not None and known[0] is packed:
+            return known[1]
+        if len(self._pods) >= POD_CACHE:
+            self._pods.clear()
+        table = self.table
+        rows = [
+            (k, node, table.shape_id[id(run.shape)])
+            for k, (run, _, node, _) in enumerate(packed.pods)
+            if _whole(run.shape)
+        ]
+        arrays = (
+            np.array([r[0] for r in rows], dtype=np.int64),
+            np.array([r[1] for r in rows], dtype=np.int64),
+            np.array([r[2] for r in rows], dtype=np.int64),
+        )
+        self._pods[id(packed)] = (packed, arrays)
+        return arrays
 
     def _trade(
         self,
@@ -513,7 +529,9 @@ class _UnitTable:
         self.whole = np.array(
             [sum(r.shape.gpus * r.count for r in u.runs) for u in self.units], dtype=np.int64
         )
-        ids: dict[int, int] = {}
+        #: shape id by ``id(shape)``.
+        self.shape_id: dict[int, int] = {}
+        ids = self.shape_id
         self.shapes: list[PodShape] = []
         #: the pods of each distinct shape of each unit, by unit index.
         pods: dict[int, dict[int, int]] = {}
@@ -555,6 +573,18 @@ class _UnitTable:
         self._eligible: dict[str, BoolArray] = {}
         #: per cluster: each shape's column in the state's copies table (-1: not tracked).
         self._tracked: dict[str, IntArray] = {}
+
+    def eligible(self, name: str) -> BoolArray:
+        """``[nodes, shapes]``: where in cluster ``name`` each shape's pods may go."""
+        eligible = self._eligible.get(name)
+        if eligible is None:
+            state = self.states[name]
+            eligible = self._eligible[name] = (
+                np.stack([state.eligible(s) for s in self.shapes], axis=1)
+                if self.shapes
+                else np.zeros((len(state), 0), dtype=bool)
+            )
+        return eligible
 
     def heaviness(self, index: int, name: str) -> float:
         """How many times more cpu or memory per GPU unit ``index`` needs than cluster
@@ -638,13 +668,7 @@ class _UnitTable:
             if (where[sids] >= 0).all():
                 result: IntArray = table.total[where[sids]]
                 return result
-        eligible = self._eligible.get(name)
-        if eligible is None:
-            eligible = self._eligible[name] = (
-                np.stack([state.eligible(s) for s in self.shapes], axis=1)
-                if self.shapes
-                else np.zeros((len(state), 0), dtype=bool)
-            )
+        eligible = self.eligible(name)
         if not nodes.size:
             return np.zeros(len(sids), dtype=np.int64)
         big = np.iinfo(np.int64).max // 4
