@@ -320,18 +320,35 @@ class _Steps:
         return 0.0 if self.reads <= self.count else 2.0
 
 
-def _on_nodes(problem: Any, cluster: str, where: list[tuple[int, int]]) -> Placed:
-    """``(unit position, node)`` placements of one-pod units in ``cluster``, the state left
-    as it was."""
-    state = problem.states[cluster]
-    mark = state.mark()
-    placed: Placed = []
-    for position, node in where:
-        unit = problem.units[position]
+def _one_exchange(
+    kit: Any,
+    monkeypatch: pytest.MonkeyPatch,
+    gpus: list[int],
+    pods: list[tuple[str, int, int]],
+) -> tuple[Any, dict[str, list[int]]]:
+    """One iteration of nothing but exchange ruins on cluster "c" of 20-core nodes with
+    ``gpus`` each: ``pods`` are ``(name, gpus, cores)`` one-pod units, the first ones on the
+    nodes in order, the last (a two-pod gang) waiting. Returns the problem and each unit's
+    nodes after that iteration (which must have gained)."""
+    nodes = [kit.node(f"n{i}", gpus=g, cpu=20) for i, g in enumerate(gpus)]
+    the_fleet = kit.fleet(kit.cluster("c", *nodes))
+    jobs = [kit.workload(n, ("w", 1, kit.pod(gpus=g, cpu=c))) for n, g, c in pods[:-1]]
+    name, each, cores = pods[-1]
+    jobs.append(kit.workload(name, ("w", 2, kit.pod(gpus=each, cpu=cores))))
+    problem = build_problem(jobs, the_fleet, ())
+    state = problem.states["c"]
+    start: Placed = []
+    for node, unit in enumerate(problem.units[:-1]):
         (devices,) = state.place_many(unit.runs[0].shape, node, 1)
-        placed.append((unit, cluster, Packed(pods=((unit.runs[0], 0, node, devices),), score=0)))
-    state.undo(mark)
-    return placed
+        start.append((unit, "c", Packed(pods=((unit.runs[0], 0, node, devices),), score=0)))
+    state.undo(0)
+    monkeypatch.setattr(recreate, "SWAP_SHARE", 0.0)
+    monkeypatch.setattr(recreate, "EXCHANGE_SHARE", 1.0)  # nothing but exchanges
+    placed, gains = ruin_and_recreate(
+        start, problem.units, problem.states, mix=None, clock=_Steps(1), deadline=1.0, seed=0
+    )
+    assert gains == 1
+    return problem, {u.label.split("/")[-1]: sorted(p[2] for p in pk.pods) for u, _, pk in placed}
 
 
 def test_one_exchange_ruin_trades_on_every_node_whose_idle_gpus_lack_cores(
@@ -342,31 +359,12 @@ def test_one_exchange_ruin_trades_on_every_node_whose_idle_gpus_lack_cores(
     # waiting gang (2 pods of 1 GPU, 10 cores) needs both idle GPUs with their cores: one
     # exchange ruin trades on n0 and n1 (until each has 10 cores per idle GPU), so a single
     # iteration places it
-    the_fleet = kit.fleet(
-        kit.cluster(
-            "c",
-            kit.node("n0", gpus=2, cpu=20),
-            kit.node("n1", gpus=2, cpu=20),
-            kit.node("n2", gpus=1, cpu=20),
-            kit.node("n3", gpus=1, cpu=20),
-        )
+    problem, nodes = _one_exchange(
+        kit,
+        monkeypatch,
+        [2, 2, 1, 1],
+        [("heavy0", 1, 18), ("heavy1", 1, 18), ("light0", 1, 2), ("light1", 1, 2), ("gang", 1, 10)],
     )
-    jobs = [
-        kit.workload("heavy0", ("w", 1, kit.pod(gpus=1, cpu=18))),
-        kit.workload("heavy1", ("w", 1, kit.pod(gpus=1, cpu=18))),
-        kit.workload("light0", ("w", 1, kit.pod(gpus=1, cpu=2))),
-        kit.workload("light1", ("w", 1, kit.pod(gpus=1, cpu=2))),
-        kit.workload("gang", ("w", 2, kit.pod(gpus=1, cpu=10))),
-    ]
-    problem = build_problem(jobs, the_fleet, ())
-    start = _on_nodes(problem, "c", [(0, 0), (1, 1), (2, 2), (3, 3)])
-    monkeypatch.setattr(recreate, "SWAP_SHARE", 0.0)
-    monkeypatch.setattr(recreate, "EXCHANGE_SHARE", 1.0)  # nothing but exchanges
-    placed, gains = ruin_and_recreate(
-        start, problem.units, problem.states, mix=None, clock=_Steps(1), deadline=1.0, seed=0
-    )
-    assert gains == 1
-    nodes = {u.label.split("/")[-1]: sorted(p[2] for p in pk.pods) for u, _, pk in placed}
     assert nodes["gang"] == [0, 1]
     assert sorted(nodes["heavy0"] + nodes["heavy1"]) == [2, 3]  # traded with the light pods
     assert sorted(nodes["light0"] + nodes["light1"]) == [0, 1]
@@ -381,27 +379,10 @@ def test_the_exchange_takes_cores_from_a_node_without_idle_gpus_first(
     # strand) and on n2 (4 cores, n2 has no other GPU). Trading with n2's pod gives n0 only
     # 16 cores, yet leaves n1's idle GPU its cores: the waiting gang (2 pods of 1 GPU and 10
     # cores) then fits on n0 and n1. With n1's pod it would not
-    the_fleet = kit.fleet(
-        kit.cluster(
-            "c",
-            kit.node("n0", gpus=2, cpu=20),
-            kit.node("n1", gpus=2, cpu=20),
-            kit.node("n2", gpus=1, cpu=20),
-        )
+    _, nodes = _one_exchange(
+        kit,
+        monkeypatch,
+        [2, 2, 1],
+        [("heavy", 1, 18), ("light1", 1, 2), ("light2", 1, 4), ("gang", 1, 10)],
     )
-    jobs = [
-        kit.workload("heavy", ("w", 1, kit.pod(gpus=1, cpu=18))),
-        kit.workload("light1", ("w", 1, kit.pod(gpus=1, cpu=2))),
-        kit.workload("light2", ("w", 1, kit.pod(gpus=1, cpu=4))),
-        kit.workload("gang", ("w", 2, kit.pod(gpus=1, cpu=10))),
-    ]
-    problem = build_problem(jobs, the_fleet, ())
-    start = _on_nodes(problem, "c", [(0, 0), (1, 1), (2, 2)])
-    monkeypatch.setattr(recreate, "SWAP_SHARE", 0.0)
-    monkeypatch.setattr(recreate, "EXCHANGE_SHARE", 1.0)
-    placed, gains = ruin_and_recreate(
-        start, problem.units, problem.states, mix=None, clock=_Steps(1), deadline=1.0, seed=0
-    )
-    assert gains == 1
-    nodes = {u.label.split("/")[-1]: sorted(p[2] for p in pk.pods) for u, _, pk in placed}
     assert nodes == {"heavy": [2], "light1": [1], "light2": [0], "gang": [0, 1]}
