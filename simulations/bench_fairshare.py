@@ -88,6 +88,7 @@ from placer.simulate.engine import simulate as simulate_stream
 from placer.simulate.metrics import percentile
 from placer.solver import charge, solve
 from placer.solver.preempt import Victim, _realise, find_victims
+from placer.solver.rebalance import RebalancePolicy
 from placer.traces.specs import resolve_workloads
 from placer.traces.workloads import TimedWorkload, fleet_gpu_milli
 from simulations.benchmarking import (
@@ -113,7 +114,10 @@ from simulations.split_oracle import (
 __all__ = ["Config", "main", "run"]
 
 FAIR = "placer + fair-share reclaim"
-CONTENDERS = ("no queues", "placer", FAIR, "kueue-like", "fifo per queue")
+REBALANCE = "placer + rebalancing"
+CONTENDERS = ("no queues", "placer", FAIR, REBALANCE, "kueue-like", "fifo per queue")
+#: the contenders with placer's queues and preemption.
+PLACER = ("placer", FAIR, REBALANCE)
 
 
 @dataclass(frozen=True)
@@ -133,6 +137,11 @@ class Config:
     oracle_every: int = 2
     #: ... with this many CP-SAT seconds per model.
     oracle_seconds: float = 1.0
+    #: ``placer + rebalancing``: the split's tolerance (fraction of the over-quota pool) ...
+    rebalance_tolerance: float = 0.05
+    #: ... and the oldest work it may evict (seconds run; ``None``: any).
+    rebalance_max_age: float | None = None
+    contenders: tuple[str, ...] = CONTENDERS
 
 
 # --------------------------------------------------------------------------------------------
@@ -150,7 +159,7 @@ def queues_yaml(sizes: Sequence[tuple[str, int, int]], contender: str) -> QueueS
     docs = []
     for name, quota, weight in sizes:
         rule = f"quota: {quota}"
-        if contender in ("placer", FAIR):
+        if contender in PLACER:
             rule += f", overQuotaWeight: {weight}"
         elif contender == "fifo per queue":
             rule += f", limit: {quota}"
@@ -749,7 +758,7 @@ def run(config: Config) -> dict[str, Any]:
     never = unplaceable(items, fleet)
     load_start = os.getloadavg()
     contenders: dict[str, Any] = {}
-    for contender in CONTENDERS:
+    for contender in config.contenders:
         the_queues = None if contender == "no queues" else queues_yaml(sizes, contender)
         settings = Settings(
             "cpsat",
@@ -758,8 +767,13 @@ def run(config: Config) -> dict[str, Any]:
             seed=config.seed,
             interval=config.interval,
             queues=the_queues,
-            preemption=contender in ("placer", FAIR),
+            preemption=contender in PLACER,
             fair_share_reclaim=contender == FAIR,
+            rebalance=RebalancePolicy(
+                tolerance=config.rebalance_tolerance, max_age_s=config.rebalance_max_age
+            )
+            if contender == REBALANCE
+            else None,
         )
         started = time.perf_counter()
         cpu = time.process_time()
@@ -767,13 +781,13 @@ def run(config: Config) -> dict[str, Any]:
         result = simulate_stream(items, fleet, settings, observe=_recorder(moments))
         limited = contender == "fifo per queue"
         row = measures(result, items, sizes, capacity, config.interval, limited, never)
-        if contender not in ("placer", FAIR):
+        if contender not in PLACER:
             # the baselines miss by design: the counts say enough
             del row["owed_missed"], row["suspected_inversions"]
         row["wall_s"] = round(time.perf_counter() - started, 1)
         row["cpu_s"] = round(time.process_time() - cpu, 1)
         row["verifier_problems"] = sum(len(d.problems) for d in result.decisions)
-        if contender in ("placer", FAIR) and config.oracle_every > 0:
+        if contender in PLACER and config.oracle_every > 0:
             oracle_cpu = time.process_time()
             row["oracle"] = oracle_split(result, moments, items, sizes, never, config)
             row["oracle"]["cpu_s"] = round(time.process_time() - oracle_cpu, 1)
@@ -990,7 +1004,7 @@ def markdown(result: dict[str, Any], meta: dict[str, Any]) -> str:
         f"{result['victim_minimality']['worst_ratio_to_fewest_gpus']:g} (target ≤ 1.1).",
         "",
     ]
-    for name in ("placer", FAIR):
+    for name in PLACER:
         row = contenders.get(name)
         if row is None or not row.get("suspected_inversions"):
             continue
@@ -1015,7 +1029,7 @@ def markdown(result: dict[str, Any], meta: dict[str, Any]) -> str:
             ),
             "",
         ]
-    for name in ("placer", FAIR):
+    for name in PLACER:
         row = contenders.get(name)
         if row is None or not row["owed_missed"]:
             continue
@@ -1112,7 +1126,28 @@ def main(argv: Sequence[str] | None = None) -> int:
     parser.add_argument(
         "--oracle-seconds", type=float, default=1.0, help="CP-SAT seconds per oracle model"
     )
+    parser.add_argument(
+        "--rebalance-tolerance",
+        type=float,
+        default=0.05,
+        help="placer + rebalancing: the split gap left alone (fraction of the over-quota pool)",
+    )
+    parser.add_argument(
+        "--rebalance-max-age",
+        type=float,
+        default=None,
+        help="placer + rebalancing: evict only work that ran at most this many seconds",
+    )
+    parser.add_argument(
+        "--contenders",
+        default=",".join(CONTENDERS),
+        help=f"comma-separated, of: {', '.join(CONTENDERS)}",
+    )
     args = parser.parse_args(argv)
+    contenders = tuple(c.strip() for c in args.contenders.split(",") if c.strip())
+    unknown = [c for c in contenders if c not in CONTENDERS]
+    if unknown:
+        parser.error(f"unknown contender(s) {', '.join(unknown)}; of: {', '.join(CONTENDERS)}")
     config = Config(
         fleet=args.fleet,
         clusters=args.clusters,
@@ -1124,6 +1159,9 @@ def main(argv: Sequence[str] | None = None) -> int:
         time_limit=args.time_limit,
         oracle_every=args.oracle_every,
         oracle_seconds=args.oracle_seconds,
+        rebalance_tolerance=args.rebalance_tolerance,
+        rebalance_max_age=args.rebalance_max_age,
+        contenders=contenders,
     )
     result, paths = measure("bench_fairshare", lambda: run(config), markdown)
     for name, row in result["contenders"].items():

@@ -61,6 +61,7 @@ from placer.simulate.reserving import ReservationRecord, Reserver, runtime_estim
 from placer.solver import charge, release, solve, verify
 from placer.solver.fairshare import Running, fleet_capacity, solve_fair
 from placer.solver.preempt import Eviction, Victim, find_victims
+from placer.solver.rebalance import RebalancePolicy, rebalance_move
 from placer.solver.reservation_preemption import force
 from placer.solver.reservations import ReservationPolicy
 
@@ -135,6 +136,11 @@ class Settings:
     #: (:data:`placer.solver.preempt.FAIR_SHARE`; at most one such eviction per queue and
     #: decision: its waiting work is tried in order until one finds victims).
     fair_share_reclaim: bool = False
+    #: with preemption: fair-share rebalancing (:mod:`placer.solver.rebalance`) after the
+    #: reclaims of each decision — over-share queues' over-quota work evicted for
+    #: under-share queues' waiting gangs while the split is off the weights by more than the
+    #: policy's tolerance; ``None``: none.
+    rebalance: RebalancePolicy | None = None
 
 
 @dataclass(frozen=True)
@@ -745,6 +751,8 @@ class _Stream:
             gone.update(evicted)
             started.difference_update(evicted)
             started.add(index)
+        if self.settings.rebalance is not None:
+            self._rebalance(self.settings.rebalance, started, gone, now)
         if fits or gone:
             # what the evictions freed beyond their preemptors' needs, and what fits as things
             # stand, goes to the waiting work by the queues' order (priorities first); this
@@ -754,6 +762,46 @@ class _Stream:
             if rest:
                 started |= self._decide_on(rest, now)
         return started, gone
+
+    def _rebalance(
+        self, policy: RebalancePolicy, started: set[int], gone: set[int], now: float
+    ) -> None:
+        """Fair-share rebalancing moves (:func:`placer.solver.rebalance.rebalance_move`), one
+        after another while they make progress: the waiting work that can ever fit is the
+        queues' demand; what did not lose its run in this decision may start; ``started`` and
+        ``gone`` take the moves in."""
+        queues = self.settings.queues
+        assert queues is not None
+        for _ in range(policy.max_evictions):
+            usage, victims = self._usage()
+            waiting = [i for i in self.queue if i not in self.placements and self._may_fit(i)]
+            candidates = [i for i in waiting if i not in gone]
+            move = rebalance_move(
+                [self.workloads[i] for i in waiting],
+                [self.workloads[i] for i in candidates],
+                self.fleet,
+                victims,
+                queues,
+                usage,
+                policy,
+                now,
+                policies=self.settings.policies,
+                seed=self.settings.seed,
+                time_limit=self.settings.time_limit,
+            )
+            if move is None:
+                return
+            index = next(i for i in candidates if self.workloads[i].ref == move.preemptor)
+            evicted = self._evict(index, move, now)
+            gone.update(evicted)
+            started.difference_update(evicted)
+            started.add(index)
+
+    def _may_fit(self, index: int) -> bool:
+        """Whether some cluster could hold workload ``index`` with none of the stream's work
+        running."""
+        workload = self.workloads[index]
+        return any(shortfall(workload, empty) is None for empty in self.emptiest.values())
 
     def _evict(self, index: int, eviction: Eviction, now: float) -> list[int]:
         """Evict ``eviction``'s victims (back to the queue, their run lost), start workload

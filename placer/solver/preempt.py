@@ -46,6 +46,8 @@ Model, per cluster ``c`` the preemptor may use (CP-SAT, one small model over the
   taken by reclaim and resource ``r`` it lists (ancestors shared with the preemptor aside);
 * fair-share reclaim only down to the preemptor's share: the bound above, per victim queue
   taken by fair-share reclaim;
+* the caller's caps (:func:`evict_among`'s ``caps``, fair-share rebalancing's bound,
+  :mod:`placer.solver.rebalance`): ``Σ_{v ∈ q} d_{v,r} x_v ≤ cap_{q,r}`` per victim queue;
 * reclaim only in quota: ``U_{p,r} − Σ_{v under p} d_{v,r} x_v + D_r ≤ Q_{p,r}`` for every
   ancestor ``p`` of the preemptor's queue when a reclaim victim from outside ``p`` is chosen
   (reclaiming from a sibling leaves their common parent's use as it was: KAI compares queues
@@ -264,6 +266,7 @@ def evict_among(
     seed: int = 0,
     time_limit: float = 0.5,
     lost_at: float | None = None,
+    caps: Mapping[str, Mapping[str, int]] | None = None,
 ) -> Eviction | None:
     """The least disruptive eviction among ``candidates`` (victims some rule already allowed,
     each with its reason) that lets ``preemptor`` be placed: the model of the module docstring
@@ -273,7 +276,9 @@ def evict_among(
     :mod:`placer.solver.reservation_preemption`). With ``lost_at`` (the time of the eviction,
     on the victims' ``started`` clock) a first objective stage comes before the others: the
     least work thrown away, ``Σ_v d_v (lost_at − started_v) x_v`` in GPU-minutes (work
-    without a checkpoint starts over)."""
+    without a checkpoint starts over). ``caps``: per victim queue, the most of each resource
+    its evicted work may give up (``Σ_{v ∈ q} d_{v,r} x_v ≤ caps_{q,r}``; fair-share
+    rebalancing's bound, :mod:`placer.solver.rebalance`)."""
     if not candidates:
         return None
     queues = queues if queues is not None else QueueSet()
@@ -297,7 +302,7 @@ def evict_among(
             here,
             queues,
             usage,
-            (policies, seed, time_limit, lost_at),
+            (policies, seed, time_limit, lost_at, caps or {}),
         )
         if found is not None and (best is None or found[0] < best[0]):
             best = found
@@ -319,9 +324,11 @@ def _on_cluster(
     here: list[tuple[Victim, str]],
     queues: QueueSet,
     usage: Usage,
-    knobs: tuple[Sequence[PlacementPolicy], int, float, float | None],
+    knobs: tuple[
+        Sequence[PlacementPolicy], int, float, float | None, Mapping[str, Mapping[str, int]]
+    ],
 ) -> tuple[tuple[int, ...], Eviction] | None:
-    policies, seed, time_limit, lost_at = knobs
+    policies, seed, time_limit, lost_at, caps = knobs
     cluster = fleet.cluster(name)
     free = cluster.free()
     free_milli = sum(sum(node_devices(n)) for n in cluster.nodes if n.usable)
@@ -352,6 +359,7 @@ def _on_cluster(
             seed,
             time_limit,
             lost,
+            caps,
         )
         if chosen is None:
             return None
@@ -559,6 +567,7 @@ def _solve_model(
     seed: int,
     time_limit: float,
     lost: list[int] | None = None,
+    caps: Mapping[str, Mapping[str, int]] | None = None,
 ) -> list[int] | None:
     free, free_milli, nodes = room
     model = cp_model.CpModel()
@@ -592,6 +601,15 @@ def _solve_model(
         for resource, bound in fair_bounds(name, queue, demand, queues, usage).items():
             taken = sum(requests[i].get(resource, 0) * x[i] for i in members)
             model.add(taken <= max(0, bound))
+    # the caller's caps per victim queue (fair-share rebalancing)
+    capped: dict[str, list[int]] = {}
+    for i, (victim, _) in enumerate(here):
+        theirs = membership(victim.workload, queues).queue
+        if caps and theirs is not None and theirs in caps:
+            capped.setdefault(theirs, []).append(i)
+    for name, members in capped.items():
+        for resource, cap in (caps or {})[name].items():
+            model.add(sum(requests[i].get(resource, 0) * x[i] for i in members) <= max(0, cap))
     mine = {q.name for q in queues.chain(queue)} if queue is not None else set()
     for name, members in reclaimed.items():
         if name in mine:
