@@ -142,6 +142,12 @@ class Config:
     #: ... and the oldest work it may evict (seconds run; ``None``: any).
     rebalance_max_age: float | None = None
     contenders: tuple[str, ...] = CONTENDERS
+    #: the seeds of the streams (the first one's run is reported in full, with the oracle;
+    #: every one in the seeds' table); empty: ``seed`` alone.
+    seeds: tuple[int, ...] = ()
+    #: ``placer + rebalancing`` at these other tolerances too, on every seed (the seeds'
+    #: table: the trade-off curve).
+    rebalance_curve: tuple[float, ...] = ()
 
 
 # --------------------------------------------------------------------------------------------
@@ -747,6 +753,111 @@ def victim_minimality(cases: int, seed: int) -> dict[str, Any]:
 # run
 
 
+def rebalance_contender(tolerance: float) -> str:
+    """The name of ``placer + rebalancing`` at another tolerance (the trade-off curve)."""
+    return f"{REBALANCE} τ={tolerance:g}"
+
+
+def _settings(contender: str, config: Config, sizes: Sequence[tuple[str, int, int]]) -> Settings:
+    """How one contender replays the stream."""
+    tolerance = config.rebalance_tolerance
+    if contender.startswith(f"{REBALANCE} τ="):
+        tolerance = float(contender.rsplit("=", 1)[1])
+        contender = REBALANCE
+    return Settings(
+        "cpsat",
+        "stream",
+        time_limit=config.time_limit,
+        seed=config.seed,
+        interval=config.interval,
+        queues=None if contender == "no queues" else queues_yaml(sizes, contender),
+        preemption=contender in PLACER,
+        fair_share_reclaim=contender == FAIR,
+        rebalance=RebalancePolicy(tolerance=tolerance, max_age_s=config.rebalance_max_age)
+        if contender == REBALANCE
+        else None,
+    )
+
+
+def _contender(
+    contender: str,
+    config: Config,
+    fleet: Fleet,
+    sizes: Sequence[tuple[str, int, int]],
+    items: Sequence[TimedWorkload],
+    never: frozenset[int],
+    oracle: bool,
+) -> dict[str, Any]:
+    """One contender's run on one seed's stream, measured."""
+    capacity = fleet_gpu_milli(fleet) // 1000
+    started = time.perf_counter()
+    cpu = time.process_time()
+    moments: list[Moment] = []
+    settings = _settings(contender, config, sizes)
+    result = simulate_stream(items, fleet, settings, observe=_recorder(moments))
+    limited = contender == "fifo per queue"
+    row = measures(result, items, sizes, capacity, config.interval, limited, never)
+    if settings.queues is None or not settings.preemption:
+        # the baselines miss by design: the counts say enough
+        del row["owed_missed"], row["suspected_inversions"]
+    row["wall_s"] = round(time.perf_counter() - started, 1)
+    row["cpu_s"] = round(time.process_time() - cpu, 1)
+    row["verifier_problems"] = sum(len(d.problems) for d in result.decisions)
+    if oracle and settings.preemption and config.oracle_every > 0:
+        oracle_cpu = time.process_time()
+        row["oracle"] = oracle_split(result, moments, items, sizes, never, config)
+        row["oracle"]["cpu_s"] = round(time.process_time() - oracle_cpu, 1)
+    print(f"seed {config.seed} {contender}: done in {row['wall_s']} s", file=sys.stderr)
+    return row
+
+
+#: what the seeds' table reports of each contender's run (key in :func:`measures`' row).
+SEED_MEASURES = {
+    "asking": "over_quota_split_gap_pp_mean",
+    "demand": "over_quota_split_demand_gap_pp_mean",
+    "owed_paid_pct": "owed_all_paid_pct",
+    "inversions": "suspected_priority_inversions",
+    "inversions_by_reclaim": "suspected_inversions_by_reclaim",
+    "preemptions": "preemptions",
+    "gpu_hours_lost": "gpu_hours_lost",
+    "jain": "jain_alloc_of_fair",
+    "cpu_s": "cpu_s",
+}
+
+
+def seed_summary(row: Mapping[str, Any]) -> dict[str, Any]:
+    """The measures of one contender's run that the seeds' table compares."""
+    out = {name: row.get(key) for name, key in SEED_MEASURES.items()}
+    summed = row.get("over_quota_split_summed_gap_pp", {})
+    out["summed_asking"] = summed.get("asking")
+    out["summed_demand"] = summed.get("demand")
+    return out
+
+
+def across_seeds(per_seed: Mapping[int, Mapping[str, Mapping[str, Any]]]) -> dict[str, Any]:
+    """Per contender and measure: mean, least and most over the seeds (``None`` values, e.g.
+    a run without a counted moment, left out; ``runs``: how many counted)."""
+    out: dict[str, Any] = {}
+    contenders = list(dict.fromkeys(c for rows in per_seed.values() for c in rows))
+    for contender in contenders:
+        rows = [rows[contender] for rows in per_seed.values() if contender in rows]
+        measures_: dict[str, Any] = {}
+        for key in rows[0]:
+            values = [r[key] for r in rows if r.get(key) is not None]
+            measures_[key] = (
+                {
+                    "mean": round(sum(values) / len(values), 2),
+                    "min": min(values),
+                    "max": max(values),
+                    "runs": len(values),
+                }
+                if values
+                else None
+            )
+        out[contender] = measures_
+    return out
+
+
 def run(config: Config) -> dict[str, Any]:
     fleet = fleet_file(config.fleet)
     if config.clusters:
@@ -754,61 +865,43 @@ def run(config: Config) -> dict[str, Any]:
     capacity = fleet_gpu_milli(fleet) // 1000
     sizes = queue_sizes(config, capacity)
     names = [n for n, _, _ in sizes]
-    items = workloads(config, fleet, names)
-    never = unplaceable(items, fleet)
+    seeds = config.seeds or (config.seed,)
+    curve = [rebalance_contender(t) for t in config.rebalance_curve]
     load_start = os.getloadavg()
-    contenders: dict[str, Any] = {}
-    for contender in config.contenders:
-        the_queues = None if contender == "no queues" else queues_yaml(sizes, contender)
-        settings = Settings(
-            "cpsat",
-            "stream",
-            time_limit=config.time_limit,
-            seed=config.seed,
-            interval=config.interval,
-            queues=the_queues,
-            preemption=contender in PLACER,
-            fair_share_reclaim=contender == FAIR,
-            rebalance=RebalancePolicy(
-                tolerance=config.rebalance_tolerance, max_age_s=config.rebalance_max_age
-            )
-            if contender == REBALANCE
-            else None,
-        )
-        started = time.perf_counter()
-        cpu = time.process_time()
-        moments: list[Moment] = []
-        result = simulate_stream(items, fleet, settings, observe=_recorder(moments))
-        limited = contender == "fifo per queue"
-        row = measures(result, items, sizes, capacity, config.interval, limited, never)
-        if contender not in PLACER:
-            # the baselines miss by design: the counts say enough
-            del row["owed_missed"], row["suspected_inversions"]
-        row["wall_s"] = round(time.perf_counter() - started, 1)
-        row["cpu_s"] = round(time.process_time() - cpu, 1)
-        row["verifier_problems"] = sum(len(d.problems) for d in result.decisions)
-        if contender in PLACER and config.oracle_every > 0:
-            oracle_cpu = time.process_time()
-            row["oracle"] = oracle_split(result, moments, items, sizes, never, config)
-            row["oracle"]["cpu_s"] = round(time.process_time() - oracle_cpu, 1)
-        contenders[contender] = row
-        print(f"{contender}: done in {row['wall_s']} s", file=sys.stderr)
+    per_seed: dict[int, dict[str, Any]] = {}
+    first: dict[str, Any] = {}
+    for k, seed in enumerate(seeds):
+        seeded = replace(config, seed=seed)
+        items = workloads(seeded, fleet, names)
+        never = unplaceable(items, fleet)
+        rows = {
+            contender: _contender(contender, seeded, fleet, sizes, items, never, oracle=k == 0)
+            for contender in (*config.contenders, *curve)
+        }
+        per_seed[seed] = {name: seed_summary(row) for name, row in rows.items()}
+        if k == 0:
+            first = {
+                "seed": seed,
+                "workloads": len(items),
+                "never_fit": [
+                    {"gang": str(items[i].workload.ref), "gpus": items[i].workload.gpus}
+                    for i in sorted(never)
+                ],
+                "offered_load": round(offered_load(items, capacity * 1000), 3),
+                "contenders": {name: row for name, row in rows.items() if name not in curve},
+            }
     return {
-        "config": config.__dict__,
+        "config": {**config.__dict__, "seed": first["seed"]},
         "helios_day": HELIOS_DAY,
         "capacity_gpus": capacity,
         "queues": [{"name": n, "quota_gpus": q, "weight": w} for n, q, w in sizes],
-        "workloads": len(items),
-        "never_fit": [
-            {"gang": str(items[i].workload.ref), "gpus": items[i].workload.gpus}
-            for i in sorted(never)
-        ],
-        "offered_load": round(offered_load(items, capacity * 1000), 3),
+        **first,
         "load_average": {
             "start": [round(x, 2) for x in load_start],
             "end": [round(x, 2) for x in os.getloadavg()],
         },
-        "contenders": contenders,
+        "seeds": {str(seed): rows for seed, rows in per_seed.items()},
+        "across_seeds": across_seeds(per_seed),
         "victim_minimality": victim_minimality(config.exact_cases, config.seed),
     }
 
@@ -835,6 +928,7 @@ def markdown(result: dict[str, Any], meta: dict[str, Any]) -> str:
             "pending demand and as no waiting priority.",
             "",
         ]
+    lines += seeds_section(result)
     lines += [
         "Reclaim within one decision interval (issue #14: ≥ 95 % of what a queue is owed, "
         "always). *Owed at a decision*: on the decision's input, pending gangs that fit the "
@@ -1105,6 +1199,62 @@ def markdown(result: dict[str, Any], meta: dict[str, Any]) -> str:
     return "\n".join(lines)
 
 
+def _spread(cell: Mapping[str, Any] | None, digits: int = 1) -> str:
+    """``mean [least–most]`` of :func:`across_seeds`."""
+    if cell is None:
+        return "–"
+    if cell["min"] == cell["max"]:
+        return f"{cell['mean']:.{digits}f}"
+    return f"{cell['mean']:.{digits}f} [{cell['min']:.{digits}f}–{cell['max']:.{digits}f}]"
+
+
+def seeds_section(result: Mapping[str, Any]) -> list[str]:
+    """The seeds' table: every contender (and the tolerance curve) over every seed."""
+    across = result.get("across_seeds")
+    if not across:
+        return []
+    seeds = ", ".join(result["seeds"])
+    return [
+        f"Over seeds {seeds} (a stream each: the gangs, their queues and priorities, and the "
+        "solver's seed; mean [least–most] over the seeds). Split gaps in pp of the over-quota "
+        "GPUs, the three readings below (target ±5 in each); *owed paid*: the reclaim target "
+        "(below); *τ*: `placer + rebalancing`'s tolerance (default "
+        f"{result['config']['rebalance_tolerance']:g}). The detailed tables after this one are "
+        f"seed {result['seed']}'s.",
+        "",
+        table(
+            [
+                "contender",
+                "asking",
+                "demand",
+                "time-summed asking",
+                "time-summed demand",
+                "owed paid %",
+                "suspected inversions",
+                "preemptions",
+                "GPU-h lost",
+                "CPU s",
+            ],
+            [
+                [
+                    name,
+                    _spread(row["asking"]),
+                    _spread(row["demand"]),
+                    _spread(row["summed_asking"]),
+                    _spread(row["summed_demand"]),
+                    _spread(row["owed_paid_pct"]),
+                    _spread(row["inversions"], 0),
+                    _spread(row["preemptions"], 0),
+                    _spread(row["gpu_hours_lost"], 0),
+                    _spread(row["cpu_s"]),
+                ]
+                for name, row in across.items()
+            ],
+        ),
+        "",
+    ]
+
+
 def main(argv: Sequence[str] | None = None) -> int:
     parser = argparse.ArgumentParser(
         prog="python -m simulations.bench_fairshare", description=__doc__
@@ -1112,7 +1262,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     parser.add_argument("--fleet", default="openb-8")
     parser.add_argument("--clusters", type=int, default=2, help="first N clusters (0: all)")
     parser.add_argument("--count", type=int, default=400)
-    parser.add_argument("--seed", type=int, default=1)
+    parser.add_argument("--seed", type=int, default=None)
     parser.add_argument("--load", type=float, default=1.2)
     parser.add_argument("--interval", type=float, default=60.0)
     parser.add_argument("--queues", type=int, default=6)
@@ -1139,11 +1289,33 @@ def main(argv: Sequence[str] | None = None) -> int:
         help="placer + rebalancing: evict only work that ran at most this many seconds",
     )
     parser.add_argument(
+        "--seeds",
+        default="1,2,3",
+        help="comma-separated stream seeds: the first reported in full, all in the seeds' table"
+        " (--seed N: N alone)",
+    )
+    parser.add_argument(
+        "--rebalance-curve",
+        default="0.02,0.1,0.2",
+        help="placer + rebalancing at these other tolerances too, on every seed ('': none)",
+    )
+    parser.add_argument(
         "--contenders",
         default=",".join(CONTENDERS),
         help=f"comma-separated, of: {', '.join(CONTENDERS)}",
     )
     args = parser.parse_args(argv)
+    try:
+        seeds = (
+            (args.seed,)
+            if args.seed is not None
+            else tuple(int(x) for x in args.seeds.split(",") if x.strip())
+        )
+        curve = tuple(float(x) for x in args.rebalance_curve.split(",") if x.strip())
+    except ValueError as error:
+        parser.error(f"--seeds takes integers and --rebalance-curve numbers: {error}")
+    if not seeds:
+        parser.error("--seeds names no seed")
     contenders = tuple(c.strip() for c in args.contenders.split(",") if c.strip())
     unknown = [c for c in contenders if c not in CONTENDERS]
     if unknown:
@@ -1152,7 +1324,9 @@ def main(argv: Sequence[str] | None = None) -> int:
         fleet=args.fleet,
         clusters=args.clusters,
         count=args.count,
-        seed=args.seed,
+        seed=seeds[0],
+        seeds=seeds,
+        rebalance_curve=curve,
         load=args.load,
         interval=args.interval,
         queues=args.queues,

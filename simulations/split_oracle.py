@@ -60,6 +60,7 @@ from ortools.sat.python import cp_model
 from placer.model import GPU_SHARE, Fleet, Node, Placement, Workload
 from placer.quantity import GPU, PODS
 from placer.solver import release, solve
+from placer.solver.rebalance import water_fill
 from placer.solver.state import node_devices
 
 __all__ = [
@@ -89,27 +90,6 @@ class Moment:
     fleet: Fleet
     running: Mapping[int, Placement]
     queue: tuple[int, ...]
-
-
-def water_fill(
-    amount: float, asked: Mapping[str, float], weight: Mapping[str, int]
-) -> dict[str, float]:
-    """``amount`` divided by weight among those who ask, none given more than it asks (what
-    one gives up goes to the others)."""
-    share = dict.fromkeys(asked, 0.0)
-    left = float(amount)
-    for _ in range(len(asked) + 1):
-        wanting = [n for n in asked if asked[n] - share[n] > 1e-9]
-        if left <= 1e-9 or not wanting:
-            break
-        total = sum(weight[n] for n in wanting)
-        given = 0.0
-        for name in wanting:
-            more = min(left * weight[name] / total, asked[name] - share[name])
-            share[name] += more
-            given += more
-        left -= given
-    return share
 
 
 @dataclass(frozen=True)
