@@ -70,8 +70,7 @@ def _stream(
             job = dataclasses.replace(job, labels={**job.labels, "placer.dev/preemptible": "false"})
         items.append(Item(job, arrival_s=float(i), duration_s=1000.0))
     items += [
-        Item(gpu_job(f"b{i}", "b", 1, 4), arrival_s=10.0, duration_s=100.0)
-        for i in range(b_jobs)
+        Item(gpu_job(f"b{i}", "b", 1, 4), arrival_s=10.0, duration_s=100.0) for i in range(b_jobs)
     ]
     settings = Settings(
         mode="stream", queues=the_queues, preemption=True, rebalance=policy, time_limit=0.2
