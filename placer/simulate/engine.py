@@ -712,6 +712,10 @@ class _Stream:
         fair_done: set[str | None] = set()  # queues that got a fair-share eviction
         fits = False
         priority = {i: membership(self.workloads[i], queues).priority for i in order}
+
+        def priority_of(i: int) -> int:
+            return membership(self.workloads[i], queues).priority
+
         for index in order:
             usage, victims = self._usage()
             member = membership(self.workloads[index], queues)
@@ -758,7 +762,9 @@ class _Stream:
             # stand, goes to the waiting work by the queues' order (priorities first); this
             # decision's victims wait for the next one (placed again at once, the over-served
             # queues' work took the room back: bench_fairshare's split 19 -> 27 pp)
-            rest = [i for i in self.queue if i not in self.placements and i not in gone]
+            rest = after_evictions(
+                [i for i in self.queue if i not in self.placements], gone, priority_of
+            )
             if rest:
                 started |= self._decide_on(rest, now)
         return started, gone
@@ -845,6 +851,20 @@ class _Stream:
             )
         )
         return [i for i, _ in evicted]
+
+
+def after_evictions(
+    waiting: Sequence[int], evicted: set[int], priority: Callable[[int], int]
+) -> list[int]:
+    """The workloads the decision after a decision's evictions considers: what still waits but
+    the victims (placed again at once, an over-served queue's work would take the room back),
+    except a victim of a higher priority than some other waiting work — priorities before
+    fair share: nothing of a lower priority starts on room a higher-priority victim fits."""
+    others = [i for i in waiting if i not in evicted]
+    if not others:
+        return []
+    lowest = min(priority(i) for i in others)
+    return [i for i in waiting if i not in evicted or priority(i) > lowest]
 
 
 def _cannot_fit(

@@ -24,8 +24,7 @@ with a rule for ``r`` and a weight ``ω_q > 0``:
 A *move* (:func:`rebalance_move`) starts one waiting gang ``w`` of a queue ``p`` with
 ``g_p < −τ`` by evicting running over-quota gangs of queues ``q`` with ``g_q > 0``:
 
-* ``w`` takes ``p`` over its quota (in-quota work is reclaim's), does not take ``p`` more than
-  ``τ P`` past its share (``O_p + D_w − T_p ≤ τ P``), and passes no limit of ``p``;
+* ``w`` takes ``p`` over its quota (in-quota work is reclaim's) and passes no limit of ``p``;
 * ``w`` has the highest priority still waiting (priorities before fair share: nothing of a
   lower priority starts while a higher one waits) and every victim a priority no higher;
 * victims are whole workloads, ``reclaimable`` queues' and not ``placer.dev/preemptible:
@@ -37,7 +36,13 @@ A *move* (:func:`rebalance_move`) starts one waiting gang ``w`` of a queue ``p``
   checked on the real nodes;
 * the move is kept only when it lowers ``max_q |g_q|`` (the victims wait again, so every
   ``A_q`` is unchanged; ``P`` and ``T`` are taken again after the move): each move makes
-  progress, and a decision makes at most ``max_evictions`` of them.
+  progress, and a decision makes at most ``max_evictions`` of them;
+* the gangs are tried in the order of the largest gap their move would leave, estimated with
+  the room taken from the queues furthest above their shares first (:func:`_estimate`; the
+  victims' real sizes decide), only those whose estimate lowers it, at most ``max_tries``
+  victim searches per move. A gang bigger than its queue's deficit may start when the gap it
+  leaves is smaller than the one it closes: whole gangs of 30–117 GPUs in a pool of a few
+  hundred cannot be divided finer.
 
 Leaf queues are compared fleet-wide (an ancestor's own over-quota share is not balanced).
 Pure: reads its arguments, returns new objects.

@@ -7,6 +7,7 @@ from __future__ import annotations
 import dataclasses
 
 from placer.simulate import Settings, simulate
+from placer.simulate.engine import after_evictions
 from tests.queues.conftest import gpu_job, queue_doc, queues
 from tests.simulate.conftest import Item
 from tests.solver.conftest import cluster, fleet, node
@@ -113,3 +114,13 @@ def test_room_an_eviction_leaves_goes_to_the_highest_priority_in_the_same_decisi
     assert starts["b2"] is not None and starts["b2"] > 10.0
     assert [items[r.preemptor].workload.ref.name for r in run.preemptions] == ["b1"]
     assert all(not d.problems for d in run.decisions)
+
+
+def test_a_higher_priority_victim_is_decided_again_before_lower_priorities() -> None:
+    """After the evictions, the decision over what still waits leaves this decision's victims
+    out (an over-served queue would take the room back) — but not one of a higher priority
+    than other waiting work: nothing of a lower priority may start on room it fits."""
+    priority = {0: 0, 1: 10, 2: 0, 3: 0}.__getitem__
+    assert after_evictions([0, 1, 2, 3], {1, 3}, priority) == [0, 1, 2]
+    assert after_evictions([0, 3], {3}, priority) == [0]
+    assert after_evictions([1, 3], {1, 3}, priority) == []
