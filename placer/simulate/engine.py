@@ -723,7 +723,15 @@ class _Stream:
             fair = usage.quota_problem(member.queue, demand, ancestors=False) is not None
             # fair-share reclaim only at the highest priority still waiting: it never starts
             # work while work of a higher priority waits (priorities before fair share)
-            top = max((priority[i] for i in order if i not in started), default=member.priority)
+            # (this decision's victims wait too: a priority-10 victim of a reclaim is waiting
+            # work of priority 10)
+            top = max(
+                (
+                    *(priority[i] for i in order if i not in started),
+                    *(priority_of(i) for i in gone),
+                ),
+                default=member.priority,
+            )
             if fair and (
                 not self.settings.fair_share_reclaim
                 or member.queue in fair_done
