@@ -58,6 +58,7 @@ from placer.simulate import MODES
 if TYPE_CHECKING:
     from placer.queues import QueueSet
     from placer.simulate import Timed
+    from placer.solver.rebalance import RebalancePolicy
     from placer.solver.reservations import ReservationPolicy
 from placer.snapshot import load_snapshot
 from placer.solver import SOLVERS
@@ -143,6 +144,23 @@ def register(subparsers: argparse._SubParsersAction[argparse.ArgumentParser]) ->
         action="store_true",
         help="with --allow-preemption: over-quota work may also evict other queues' "
         "over-quota work down to the weighted fair share (docs/queues.md)",
+    )
+    parser.add_argument(
+        "--rebalance",
+        type=float,
+        default=None,
+        metavar="TOLERANCE",
+        help="with --allow-preemption: fair-share rebalancing — evict over-share queues' "
+        "over-quota work for under-share queues' waiting work while the over-quota split is "
+        "off the weights by more than TOLERANCE of the over-quota GPUs (0.05: 5 points; "
+        "docs/queues.md)",
+    )
+    parser.add_argument(
+        "--rebalance-max-age",
+        type=float,
+        default=None,
+        metavar="SECONDS",
+        help="with --rebalance: evict only work that has run at most this long",
     )
     parser.add_argument(
         "--solver",
@@ -271,6 +289,7 @@ def run(args: argparse.Namespace) -> int:
             reservations=_reservations_policy(args, fleet.names),
             runtime_noise=args.runtime_noise,
             fair_share_reclaim=args.fair_share_reclaim,
+            rebalance=_rebalance_policy(args),
         )
         runs.append(simulate(items, simulated, settings, progress=progress))
     doc = document(
@@ -342,6 +361,7 @@ def _sweep(
             reservations=_reservations_policy(args, fleet.names),
             runtime_noise=args.runtime_noise,
             fair_share_reclaim=args.fair_share_reclaim,
+            rebalance=_rebalance_policy(args),
         )
         for solver in solvers
     ]
@@ -422,7 +442,27 @@ def _queues(args: argparse.Namespace) -> QueueSet | None:
         raise UsageError("--allow-preemption needs --queues FILE and --mode stream")
     if args.fair_share_reclaim and not args.allow_preemption:
         raise UsageError("--fair-share-reclaim goes with --allow-preemption")
+    _rebalance_policy(args)
     return queues
+
+
+def _rebalance_policy(args: argparse.Namespace) -> RebalancePolicy | None:
+    """``--rebalance`` and ``--rebalance-max-age`` as a policy (``None``: no rebalancing)."""
+    from placer.solver.rebalance import RebalancePolicy
+
+    if args.rebalance is None:
+        if args.rebalance_max_age is not None:
+            raise UsageError("--rebalance-max-age goes with --rebalance TOLERANCE")
+        return None
+    if not args.allow_preemption:
+        raise UsageError("--rebalance goes with --allow-preemption")
+    try:
+        return RebalancePolicy(tolerance=args.rebalance, max_age_s=args.rebalance_max_age)
+    except ValueError as error:
+        raise UsageError(
+            f"--rebalance {args.rebalance:g} / --rebalance-max-age: {error} "
+            "(TOLERANCE is a fraction of the over-quota GPUs, from 0 to below 1, e.g. 0.05)"
+        ) from error
 
 
 # --------------------------------------------------------------------------------------------

@@ -4,9 +4,12 @@ and the evictions it makes in a stream on hand-built fleets with a known answer.
 from __future__ import annotations
 
 import dataclasses
+import json
+from typing import Any
 
 import pytest
 
+from placer.cli import main
 from placer.queues import QueueSet
 from placer.simulate import Settings, simulate
 from placer.simulate.engine import Run
@@ -128,3 +131,43 @@ def test_higher_priorities_and_protected_work_are_never_evicted() -> None:
     assert higher.preemptions == ()
     _, protected = _stream(two(), RebalancePolicy(), protect=True)
     assert protected.preemptions == ()
+
+
+EXAMPLE = [
+    *["--snapshot", "clusters/demo.yaml", "--workloads", "deploy/examples/queues/shares.yaml"],
+    *["--queues", "deploy/examples/queues/queues.yaml", "--mode", "stream"],
+]
+
+
+def _cli(capsys: Any, *args: str) -> tuple[int, str, str]:
+    code = main(["simulate", *args])
+    out, err = capsys.readouterr()
+    return code, out, err
+
+
+def test_simulate_rebalance_evicts_the_early_over_quota_job_for_the_heavier_weight(
+    capsys: Any,
+) -> None:
+    """The documented example: team-a (weight 1) holds 8 GPUs over its quota when team-b
+    (weight 3) asks for more than its quota; with --rebalance 0.1 team-a's youngest Job goes
+    for team-b's, without it nothing is evicted."""
+    code, raw, _ = _cli(capsys, *EXAMPLE, "--allow-preemption", "--rebalance", "0.1", "-o", "json")
+    assert code == 0
+    (eviction,) = json.loads(raw)["runs"][0]["preemptions"]
+    assert eviction["preemptor"].startswith("Job/default/b-late-")
+    assert eviction["victims"] == [{"workload": "Job/default/a-early-3", "reason": REBALANCE}]
+    code, raw, _ = _cli(capsys, *EXAMPLE, "--allow-preemption", "-o", "json")
+    assert code == 0 and json.loads(raw)["runs"][0]["preemptions"] == []
+
+
+@pytest.mark.parametrize(
+    ("extra", "message"),
+    [
+        (["--rebalance", "0.1"], "--rebalance goes with --allow-preemption"),
+        (["--allow-preemption", "--rebalance", "1.5"], "--rebalance 1.5"),
+        (["--allow-preemption", "--rebalance-max-age", "60"], "goes with --rebalance"),
+    ],
+)
+def test_rebalance_options_are_checked(capsys: Any, extra: list[str], message: str) -> None:
+    code, _, err = _cli(capsys, *EXAMPLE, *extra)
+    assert code != 0 and message in err
