@@ -605,7 +605,48 @@ def fairshare_line() -> str:
             f"{fair['preemptions']} preemptions ({placer['preemptions']} without), "
             f"{fair['gpu_hours_lost']:.0f} GPU-h lost ({placer['gpu_hours_lost']:.0f})"
         )
+    text += _rebalancing_text()
     return text
+
+
+def _rebalancing_text() -> str:
+    """bench_fairshare's fair-share rebalancing over the seeds (mean, with placer's)."""
+    try:
+        across = get("bench_fairshare", "across_seeds")
+        config = get("bench_fairshare", "config")
+    except ResultError:  # a result file from before the seeds
+        return ""
+    rebalancing = across.get("placer + rebalancing")
+    placer = across.get("placer")
+    if not rebalancing or not placer:
+        return ""
+
+    def mean(row: dict[str, Any], key: str) -> float:
+        cell = row.get(key)
+        return float(cell["mean"]) if cell else float("nan")
+
+    readings = ("asking", "demand", "summed_asking", "summed_demand")
+    gaps = " / ".join(f"{mean(rebalancing, k):.1f}" for k in readings)
+    before = " / ".join(f"{mean(placer, k):.1f}" for k in readings)
+    within = [k for k in readings if mean(rebalancing, k) <= 5.0]
+    verdict = (
+        "within ±5 in the time-summed readings only"
+        if within == ["summed_asking", "summed_demand"]
+        else "within ±5 in every reading"
+        if len(within) == len(readings)
+        else "within ±5 in " + (", ".join(within) if within else "no reading")
+    )
+    seeds = ", ".join(str(x) for x in config.get("seeds") or [config["seed"]])
+    return (
+        f"; fair-share rebalancing (τ {config['rebalance_tolerance']:g}, means over seeds "
+        f"{seeds}): split {gaps} pp asking / demand / time-summed asking / time-summed demand "
+        f"(placer {before}; {verdict}), "
+        f"{mean(rebalancing, 'confirmed_inversions'):.1f} inversions confirmed node by node, "
+        f"{mean(rebalancing, 'preemptions'):.0f} preemptions "
+        f"({mean(placer, 'preemptions'):.0f}), {mean(rebalancing, 'gpu_hours_lost'):.0f} GPU-h "
+        f"lost ({mean(placer, 'gpu_hours_lost'):.0f}), owed paid "
+        f"{mean(rebalancing, 'owed_paid_pct'):.1f} % ({mean(placer, 'owed_paid_pct'):.1f} %)"
+    )
 
 
 def capacity_line() -> str:
@@ -729,9 +770,9 @@ LINES: dict[str, tuple[str, Callable[[], str]]] = {
     ),
     "bench_fairshare": (
         "queues sized from the Helios Venus VCs on a multi-tenant stream (360 gangs, first 2 "
-        "clusters of openb-8, offered load 1.2×), placer's queues with preemption (and with "
-        "fair-share reclaim) side by side with no queues, Kueue-like borrowing and strict FIFO "
-        "per queue (`docs/queues.md`)",
+        "clusters of openb-8, offered load 1.2×, several seeds), placer's queues with "
+        "preemption (and with fair-share reclaim, and with fair-share rebalancing) side by side "
+        "with no queues, Kueue-like borrowing and strict FIFO per queue (`docs/queues.md`)",
         fairshare_line,
     ),
 }

@@ -8,6 +8,7 @@ from collections.abc import Sequence
 from placer.model import Fleet
 from placer.simulate import Settings
 from placer.simulate.engine import Run
+from placer.solver import charge, solve
 from placer.traces.workloads import TimedWorkload
 from simulations.bench_fairshare import (
     fair_shares,
@@ -104,3 +105,66 @@ def test_a_gang_no_cluster_can_hold_is_never_owed() -> None:
     assert (counted["owed_all_moments"], counted["owed_all_paid_pct"]) == (1, 0.0)
     excluded = owed_at_decisions(run, items, sizes, 8, spans, frozenset({1}))
     assert (excluded["owed_all_moments"], excluded["owed_all_paid_pct"]) == (1, 100.0)
+
+
+def test_a_suspected_inversion_is_checked_node_by_node() -> None:
+    """One node of 8 GPUs and 8 cores; x (4 GPUs, 6 cores) runs all along; s (1 GPU, 1 core)
+    starts at t=60 while two priority-10 gangs of 1 GPU wait. With s released the node has 4
+    GPUs and 2 cores free: the 2-core gang fits (a real inversion), the 4-core one does not (a
+    false alarm of the GPU-count check)."""
+    from placer.simulate.engine import Outcome, Sample
+    from simulations.bench_fairshare import confirm_inversions
+    from simulations.split_oracle import Moment
+    from tests.solver.conftest import cluster, fleet, node, pod, workload
+
+    empty = fleet(cluster("c0", node("n0", 8, cpu=8)))
+    x = workload("x", ("w", 1, pod(gpus=4, cpu=6)))
+    s = workload("s", ("w", 1, pod(gpus=1, cpu=1)))
+    small = workload("small", ("w", 1, pod(gpus=1, cpu=2)), priority=10)
+    wide = workload("wide", ("w", 1, pod(gpus=1, cpu=4)), priority=10)
+    placed = solve([x, s], empty).placements
+    assert len(placed) == 2
+    with_x = charge(empty, placed[:1])
+    both = charge(empty, placed)
+    items = [TimedWorkload(w, 0.0) for w in (x, s, small, wide)]
+    outcomes = (
+        Outcome("c0", start_s=0.0, placement=placed[0]),
+        Outcome("c0", start_s=60.0, placement=placed[1]),
+        Outcome(None),
+        Outcome(None),
+    )
+    run = Run(
+        settings=Settings(),
+        outcomes=outcomes,
+        decisions=(),
+        timeline=tuple(Sample(float(t), 0, 0, 0, 0) for t in (60, 120)),
+        before=empty,
+        after=both,
+        loaded=both,
+        pending=(),
+        wall_s=0.0,
+    )
+    moments = [
+        Moment(60.0, with_x, {0: placed[0]}, (1, 2, 3)),
+        Moment(120.0, both, {0: placed[0], 1: placed[1]}, (2, 3)),
+    ]
+    flagged = [
+        {"time_s": 60.0, "started_index": 1, "waiting_index": 2},
+        {"time_s": 60.0, "started_index": 1, "waiting_index": 3},
+        {"time_s": 120.0, "started_index": 1, "waiting_index": 3},
+    ]
+    confirm_inversions(run, moments, items, flagged)
+    assert [f["fits"] for f in flagged] == [True, False, None]
+
+
+def test_across_seeds_gives_mean_least_and_most() -> None:
+    from simulations.bench_fairshare import across_seeds
+
+    rows = {
+        1: {"p": {"asking": 10.0, "preemptions": 4, "demand": None}},
+        2: {"p": {"asking": 14.0, "preemptions": 8, "demand": None}},
+    }
+    out = across_seeds(rows)
+    assert out["p"]["asking"] == {"mean": 12.0, "min": 10.0, "max": 14.0, "runs": 2}
+    assert out["p"]["preemptions"] == {"mean": 6.0, "min": 4, "max": 8, "runs": 2}
+    assert out["p"]["demand"] is None
