@@ -124,3 +124,36 @@ def test_a_higher_priority_victim_is_decided_again_before_lower_priorities() -> 
     assert after_evictions([0, 1, 2, 3], {1, 3}, priority) == [0, 1, 2]
     assert after_evictions([0, 3], {3}, priority) == [0]
     assert after_evictions([1, 3], {1, 3}, priority) == []
+
+
+def test_fair_share_reclaim_waits_while_a_higher_priority_victim_waits() -> None:
+    """a holds 16 GPUs over its quota: a0 (priority 10, 4 GPUs), a1 (8 GPUs) and a protected
+    a2 (4 GPUs). At t=10 b's in-quota b0 (priority 10) reclaims a0, the fewest GPUs; d's
+    over-quota d0 (priority 0) could then evict a1 by fair-share reclaim — but a0, priority 10,
+    now waits: d0 must not start by eviction ahead of it (it did: a0 waited while d0 ran on
+    a1's node, with room for a0 left idle)."""
+    three = queues(
+        queue_doc("a", nvidia_com__gpu={"quota": 0}),
+        queue_doc("b", nvidia_com__gpu={"quota": 4}),
+        queue_doc("d", nvidia_com__gpu={"quota": 0}),
+    )
+    protected = gpu_job("a2", "a", 1, 4)
+    protected = dataclasses.replace(
+        protected, labels={**protected.labels, "placer.dev/preemptible": "false"}
+    )
+    items = [
+        Item(gpu_job("a0", "a", 1, 4, priority=10), arrival_s=0.0, duration_s=1000.0),
+        Item(gpu_job("a1", "a", 1, 8), arrival_s=0.0, duration_s=1000.0),
+        Item(protected, arrival_s=0.0, duration_s=1000.0),
+        Item(gpu_job("b0", "b", 1, 4, priority=10), arrival_s=10.0, duration_s=100.0),
+        Item(gpu_job("d0", "d", 1, 4), arrival_s=10.0, duration_s=100.0),
+    ]
+    settings = Settings(
+        mode="stream", queues=three, preemption=True, fair_share_reclaim=True, time_limit=0.2
+    )
+    run = simulate(items, fleet(cluster("c0", node("n0"), node("n1"))), settings)
+    at_ten = [r for r in run.preemptions if r.time_s == 10.0]
+    assert [items[r.preemptor].workload.ref.name for r in at_ten] == ["b0"]
+    assert [items[i].workload.ref.name for i, _ in at_ten[0].victims] == ["a0"]
+    starts = {items[i].workload.ref.name: o.start_s for i, o in enumerate(run.outcomes)}
+    assert starts["b0"] == 10.0 and starts["d0"] != 10.0
