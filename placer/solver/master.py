@@ -10,6 +10,7 @@ from __future__ import annotations
 
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
+from itertools import islice
 
 from placer._lazy import pandas_deferred
 from placer.solver.bounds import gpu_class_lp
@@ -38,6 +39,7 @@ __all__ = [
     "MAX_ROUNDS",
     "PORTFOLIO_SHARE",
     "LevelResult",
+    "model_pairs",
     "solve_level",
 ]
 
@@ -146,12 +148,7 @@ def solve_level(
         return result
     # past the deadline (a busy machine) neither the master nor the search runs: no pairs
     late = clock() >= deadline
-    pairs = [
-        (unit, name)
-        for unit in (() if late else units)
-        for name in unit.allowed()
-        if name in states and not infeasible_alone(states[name], unit)
-    ]
+    pairs = model_pairs((() if late else units), states)
     if not late and len(pairs) <= SMALL_MODEL:
         now = clock()
         margin = 1.5 * hints.pass_seconds
@@ -174,6 +171,22 @@ def solve_level(
         )
     apply_placed(states, result.placed)
     return result
+
+
+def model_pairs(
+    units: Sequence[Unit], states: dict[str, ClusterState], *, limit: int = SMALL_MODEL
+) -> list[tuple[Unit, str]]:
+    """The master's (unit, cluster) pairs — each allowed cluster where the unit fits alone —
+    or, when there are more than ``limit``, the first ``limit + 1`` of them: the master runs
+    on small models only, and checking every pair of a big level took the search's time
+    (openb-16: 11,000 pairs, 0.017 s of a 1-s decision, against 0.001 s for 401)."""
+    found = (
+        (unit, name)
+        for unit in units
+        for name in unit.allowed()
+        if name in states and not infeasible_alone(states[name], unit)
+    )
+    return list(islice(found, limit + 1))
 
 
 def _improve(

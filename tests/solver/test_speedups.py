@@ -1,8 +1,9 @@
 """The solver's speed-ups change how fast it decides, never what: capacity versions, the
 fits-anywhere memo (with its smaller-pod-fits-nowhere shortcut), the pack-failure memo, the
 Karmada set memo, the explanations' shortcuts, the bounds' aggregation of identical units,
-the copies tables and their fleet matrix, the run tables and the LP written in one step, each
-compared with the plain computation on random small overloaded fleets."""
+the copies tables and their fleet matrix, the run tables, the LP written in one step and the
+master's pairs counted only as far as its size limit, each compared with the plain
+computation on random small overloaded fleets."""
 
 from __future__ import annotations
 
@@ -15,11 +16,12 @@ import pytest
 from placer.model import Fleet, Workload
 from placer.solver import bounds
 from placer.solver.bounds import gpu_class_lp, lp_bounds
-from placer.solver.capacity import _infeasible_alone
+from placer.solver.capacity import _infeasible_alone, infeasible_alone
 from placer.solver.explain import why_not
 from placer.solver.fleetcopies import FleetCopies
 from placer.solver.heuristics import RULES, run_rule
 from placer.solver.lp import LinearProgram
+from placer.solver.master import SMALL_MODEL, model_pairs
 from placer.solver.packer import Packed, pack
 from placer.solver.portfolio import roomiest
 from placer.solver.problem import build_problem
@@ -282,3 +284,26 @@ def test_lp_variables_in_one_step_make_the_same_model() -> None:
     one_by_one.var(4.0, 1.0)
     serialized = [lp._model.SerializeToString(deterministic=True) for lp in (one_by_one, at_once)]
     assert serialized[0] == serialized[1]
+
+
+def test_master_pairs_stop_past_the_small_model_limit(kit: Any) -> None:
+    """The master runs on at most ``SMALL_MODEL`` pairs: its pairs are every pair when there
+    are no more, and otherwise the first of them up to one past the limit (enough to say the
+    model is not small) — the same pairs in the same order as checking them all."""
+    rng = random.Random(13)
+    small = big = 0
+    for _ in range(12):
+        workloads, fleet = _instance(kit, rng)
+        problem = build_problem(workloads, fleet, ())
+        every = [
+            (u.index, c)
+            for u in problem.units
+            for c in u.allowed()
+            if c in problem.states and not infeasible_alone(problem.states[c], u)
+        ]
+        for limit in (3, len(every), SMALL_MODEL):
+            pairs = model_pairs(problem.units, problem.states, limit=limit)
+            assert [(u.index, c) for u, c in pairs] == every[: limit + 1]
+            small += len(every) <= limit
+            big += len(every) > limit
+    assert small and big
