@@ -9,13 +9,15 @@ which adds its parser and sets ``func`` (``Callable[[argparse.Namespace], int]``
 ``main`` discovers the modules, parses the command line and turns placer's errors into the
 exit codes of :data:`placer.errors.EXIT_CODES` (0 all done, 1 not all done, 2 usage, 3 nothing
 reachable or not found, 4 no definition), which every ``--help`` ends with. Errors are printed
-as ``error: <message>`` on stderr, never as a traceback.
+as ``error: <message>`` on stderr, never as a traceback; what placer's modules log at warning
+level or above is printed the same way (``warning: <message>``, see :class:`WarningLines`).
 """
 
 from __future__ import annotations
 
 import argparse
 import importlib
+import logging
 import pkgutil
 import sys
 import textwrap
@@ -25,7 +27,7 @@ from typing import NoReturn
 from placer import __version__
 from placer.errors import EXIT_CODES, EXIT_ERROR, EXIT_USAGE, PlacerError
 
-__all__ = ["build_parser", "command_names", "exit_codes_text", "main"]
+__all__ = ["WarningLines", "build_parser", "command_names", "exit_codes_text", "main"]
 
 Handler = Callable[[argparse.Namespace], int]
 
@@ -40,6 +42,29 @@ class _Parser(argparse.ArgumentParser):
     def format_help(self) -> str:
         """argparse's help, then the exit codes (kept as a table, not reflowed)."""
         return super().format_help() + "\n" + exit_codes_text()
+
+
+class WarningLines(logging.Handler):
+    """placer's log records as the CLI's own lines: ``warning: <message>`` (``error:`` from
+    level ERROR), written to the ``sys.stderr`` of the moment (tests capture it)."""
+
+    def __init__(self) -> None:
+        super().__init__(logging.WARNING)
+
+    def emit(self, record: logging.LogRecord) -> None:
+        try:
+            prefix = "error" if record.levelno >= logging.ERROR else "warning"
+            print(f"{prefix}: {record.getMessage()}", file=sys.stderr, flush=True)
+        except Exception:  # a log line must never end the command
+            self.handleError(record)
+
+
+def _log_warnings() -> None:
+    """Route the ``placer`` loggers' warnings through :class:`WarningLines`, once per process
+    (``placer controller`` replaces it with its own logging)."""
+    logger = logging.getLogger("placer")
+    if not any(isinstance(h, WarningLines) for h in logger.handlers):
+        logger.addHandler(WarningLines())
 
 
 def exit_codes_text(width: int = 100) -> str:
@@ -91,6 +116,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     if handler is None:
         parser.print_help(sys.stderr)
         return EXIT_USAGE
+    _log_warnings()
     try:
         return handler(args)
     except PlacerError as err:

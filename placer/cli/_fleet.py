@@ -11,6 +11,7 @@ from __future__ import annotations
 import argparse
 import sys
 from collections.abc import Sequence
+from typing import TYPE_CHECKING
 
 from placer.cli._types import seconds
 from placer.errors import FleetUnreachableError, UsageError
@@ -18,12 +19,16 @@ from placer.fleet import FleetConfig, fleet_from_kubeconfigs, load_fleet_file
 from placer.fleet.config import DEFAULT_TIMEOUT
 from placer.model import Fleet
 
+if TYPE_CHECKING:
+    from placer.fleet.clients import MemberClients
+
 __all__ = [
     "add_fleet_options",
     "fleet_config_from_args",
     "has_fleet_options",
     "report_unreachable",
     "require_reachable",
+    "unusable_warnings",
 ]
 
 
@@ -82,6 +87,17 @@ def report_unreachable(fleet: Fleet) -> None:
     for cluster in fleet.clusters:
         if not cluster.reachable:
             print(f"warning: cluster {cluster.name}: {cluster.reason}", file=sys.stderr)
+
+
+def unusable_warnings(config: FleetConfig, clients: MemberClients) -> list[str]:
+    """One warning per member cluster left without a client, with the reason (the kubeconfig
+    entry's problem, e.g. a ``certificate-authority-data`` that is not base64)."""
+    return [
+        f"cluster {s.name}: no usable kubeconfig entry: "
+        f"{clients.problems.get(s.name) or s.problem or 'no kubeconfig'}"
+        for s in config.clusters
+        if s.name not in clients
+    ]
 
 
 def require_reachable(names: Sequence[str], reached: Sequence[str], what: str) -> None:

@@ -25,7 +25,12 @@ import sys
 from collections.abc import Mapping
 from typing import Any
 
-from placer.cli._fleet import add_fleet_options, fleet_config_from_args, require_reachable
+from placer.cli._fleet import (
+    add_fleet_options,
+    fleet_config_from_args,
+    require_reachable,
+    unusable_warnings,
+)
 from placer.cli._output import add_output_option, print_data
 from placer.cli.definitions import add_catalog_option, load_catalog
 from placer.cli.get import add_namespace_options
@@ -99,11 +104,7 @@ def run(args: argparse.Namespace) -> int:
         if not refs:
             refs = _named_refs(args, catalog, clients)
         report = delete_workloads(clients, refs, force=args.force, wait=wait, claim_wait=CLAIM_WAIT)
-    warnings = [
-        f"cluster {s.name}: no usable kubeconfig entry"
-        for s in config.clusters
-        if s.name not in clients
-    ]
+    warnings = unusable_warnings(config, clients)
     warnings += [
         f"cluster {name}: not searched ({reason}); a copy there cannot be ruled out"
         for name, reason in sorted(report.unknown.items())

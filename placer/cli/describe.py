@@ -23,7 +23,12 @@ import argparse
 import sys
 from collections.abc import Sequence
 
-from placer.cli._fleet import add_fleet_options, fleet_config_from_args, require_reachable
+from placer.cli._fleet import (
+    add_fleet_options,
+    fleet_config_from_args,
+    require_reachable,
+    unusable_warnings,
+)
 from placer.cli._output import add_output_option, print_data
 from placer.cli.definitions import add_catalog_option, load_catalog
 from placer.definitions import Catalog, Decomposition, Document, decompose
@@ -158,7 +163,7 @@ def run_live(args: argparse.Namespace) -> int:
         definitions = resolve_type_on(type_token, catalog, clients)
         found = find_workload(clients, catalog, definitions, name, namespace)
         views = [live_view(w, clients[w.cluster]) for w in found.workloads]
-    for warning in found.warnings:
+    for warning in unusable_warnings(config, clients) + list(found.warnings):
         print(f"warning: {warning}", file=sys.stderr)
     if not views:
         reached = [n for n in clients if n not in found.unreachable]

@@ -33,6 +33,7 @@ from placer.cli._fleet import (
     has_fleet_options,
     report_unreachable,
     require_reachable,
+    unusable_warnings,
 )
 from placer.cli._output import add_output_option, print_data, print_table
 from placer.cli._types import output_file, seconds_or_zero
@@ -201,12 +202,11 @@ def run_check(args: argparse.Namespace) -> int:
 
     catalog = load_catalog(args)
     config = _members_to_check(args)
-    for source in config.clusters:
-        if source.problem:
-            print(f"warning: cluster {source.name}: {source.problem}", file=sys.stderr)
     reports = []
     if config.clusters or not args.hub_context:
         with member_clients(config, pool_size=WORKERS) as clients:
+            for warning in unusable_warnings(config, clients):
+                print(f"warning: {warning}", file=sys.stderr)
             reports = check_access(clients, catalog, args.use)
     if args.hub_context:
         reports.append(_check_hub(args, catalog))

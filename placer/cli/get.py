@@ -47,7 +47,12 @@ import sys
 import threading
 from typing import Any
 
-from placer.cli._fleet import add_fleet_options, fleet_config_from_args, require_reachable
+from placer.cli._fleet import (
+    add_fleet_options,
+    fleet_config_from_args,
+    require_reachable,
+    unusable_warnings,
+)
 from placer.cli._output import add_output_option, print_data, print_table
 from placer.cli.definitions import add_catalog_option, load_catalog
 from placer.errors import UsageError
@@ -132,8 +137,7 @@ def run(args: argparse.Namespace) -> int:
     with member_clients(config, pool_size=pool) as clients:
         definitions = resolve_type_on(args.type, catalog, clients) if args.type else None
         inventory = list_workloads(clients, catalog, namespace=namespace, definitions=definitions)
-        missing = [s.name for s in config.clusters if s.name not in clients]
-        warnings = [f"cluster {name}: no usable kubeconfig entry" for name in missing]
+        warnings = unusable_warnings(config, clients)
         warnings += list(inventory.warnings)
         reached = [name for name in clients if name not in inventory.unreachable]
         if not reached:
@@ -252,6 +256,8 @@ def _queues(args: argparse.Namespace) -> int:
     queues = load_queues(args.queues)
     config = fleet_config_from_args(args)
     with member_clients(config) as clients:
+        for warning in unusable_warnings(config, clients):
+            print(f"warning: {warning}", file=sys.stderr)
         require_reachable(config.names, list(clients), "no queue usage could be read")
         running = placed_work(clients, args.catalog)
     usage = Usage(queues)

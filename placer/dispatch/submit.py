@@ -495,7 +495,8 @@ def _probe_fleet(config: FleetConfig, clients: Mapping[str, KubeClient]) -> Flee
         source = next(s for s in config.clusters if s.name == name)
         client = clients.get(name)
         if client is None:
-            return unavailable(source, source.problem or "no usable kubeconfig entry")
+            problem = getattr(clients, "problems", {}).get(name)  # placer.fleet.MemberClients
+            return unavailable(source, problem or source.problem or "no usable kubeconfig entry")
         try:
             client.server_version()
         except KubeError as err:
