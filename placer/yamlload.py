@@ -24,7 +24,7 @@ from typing import IO, Any, TextIO
 
 import yaml
 
-from placer.errors import InputError
+from placer.errors import EXIT_USAGE, InputError
 
 __all__ = [
     "MAX_ALIAS_VALUES",
@@ -200,13 +200,17 @@ def parse_yaml(
     loader: type[Any] = SafeLoader,
 ) -> Any:
     """The document (or every document) of ``text``; raises ``error`` naming the line and the
-    problem (bad syntax, or a bound of this module)."""
+    problem (bad syntax, or a bound of this module), with exit code 2 whatever ``error`` is:
+    input that is not YAML is a usage error (:data:`placer.errors.EXIT_CODES`), for every kind
+    of file as for manifests (:class:`placer.errors.MalformedYamlError`)."""
     try:
         if all_documents:
             return load_all(text, loader)
         return load(text, loader)
     except yaml.YAMLError as exc:
-        raise error(yaml_problem(exc), source=source, hint=_hint(exc)) from None
+        problem = error(yaml_problem(exc), source=source, hint=_hint(exc))
+        problem.exit_code = EXIT_USAGE
+        raise problem from None
 
 
 def yaml_problem(exc: yaml.YAMLError) -> str:

@@ -181,3 +181,29 @@ def test_simulate_reports_unplaced_workloads_without_failing(
     code, out, _ = run(capsys, "simulate", "--snapshot", DEMO, "--workloads", huge)
     assert code == 0 and "Not placed: 1" in out
     assert run(capsys, "simulate", "--snapshot", DEMO)[0] == 2
+
+
+NOT_YAML = "kind: [Queue, {\n"  # the text is not YAML: an unclosed flow sequence
+
+
+@pytest.mark.parametrize(
+    ("kind", "arguments"),
+    [
+        ("manifest", ["plan", "-f", "{bad}", "--snapshot", DEMO]),
+        ("definition", ["validate", "{bad}"]),
+        ("policy", ["plan", "-f", SEED, "--snapshot", DEMO, "--policy", "{bad}"]),
+        ("snapshot", ["plan", "-f", SEED, "--snapshot", "{bad}"]),
+        ("queues", ["plan", "-f", SEED, "--snapshot", DEMO, "--queues", "{bad}"]),
+        ("fleet", ["fleet", "show", "--fleet", "{bad}"]),
+        ("kubeconfig", ["get", "-A", "--kubeconfig", "{bad}"]),
+    ],
+)
+def test_input_that_is_not_yaml_is_a_usage_error(
+    capsys: pytest.CaptureFixture[str], tmp_path: Path, kind: str, arguments: list[str]
+) -> None:
+    """Exit 2 for every kind of file, as the table says (``input that is not YAML``)."""
+    bad = tmp_path / f"{kind}.yaml"
+    bad.write_text(NOT_YAML)
+    code, _, err = run(capsys, *(a.replace("{bad}", str(bad)) for a in arguments))
+    assert code == 2, err
+    assert f"error: {bad}: not valid YAML: line 2" in err, err
