@@ -33,9 +33,13 @@ kube-scheduler and kubelet for every workload kind of the catalog:
   kube-scheduler. Pods left waiting are tried again when room appears (a pod deleted, a node
   changed), first in line, as a scheduler retries its unschedulable pods: a gang waiting whole
   starts when the one holding the room goes; a waiting pod keeps the time it began waiting;
-* **status**: the workload's status is set so that its definition's status mapping reports
+* **status**: the workload's status follows its pods, as its controller's would: once every
+  pod is Running and Ready it is set so that its definition's status mapping reports
   ``Running`` (checked with :func:`placer.definitions.phases_of` before it is written; kinds whose
-  running status cannot be produced keep no status);
+  running status cannot be produced keep no status); while some pod waits (unschedulable, a
+  gang half bound, KAI without a queue label, an arrival window) a Job reports its pods active
+  and only the bound ones ``ready``, other kinds an empty status — never ``Running``
+  (:func:`workload_status`);
 * **deletion**: deleting the workload deletes its pods (owner-reference garbage collection of
   the store); suspending it (its definition's status reports ``Suspended``/``Suspending``)
   deletes its pods too, and resuming materialises them again;
@@ -96,6 +100,7 @@ __all__ = [
     "register_catalog_kinds",
     "register_scheduler_kinds",
     "running_status",
+    "workload_status",
 ]
 
 log = logging.getLogger(__name__)
@@ -214,6 +219,9 @@ class Realism:
         self._binding = threading.RLock()
         #: uids of workloads whose pods exist -> the generation they were made for.
         self._materialised: dict[str, object] = {}
+        #: uids of those workloads -> the workload (with the status last written) and its
+        #: decomposition, and (ready pods, pods) that status was written for.
+        self._workloads: dict[str, tuple[Mapping[str, Any], Decomposition, tuple[int, int]]] = {}
 
     def __call__(self, event: WriteEvent) -> None:
         rt = event.resource
@@ -228,6 +236,7 @@ class Realism:
         if event.type == "DELETED":
             with self._lock:
                 self._materialised.pop(uid, None)
+                self._workloads.pop(uid, None)
             return
         try:
             decomposition = decompose(obj, self.catalog)
@@ -245,6 +254,7 @@ class Realism:
             changed = done and self._materialised[uid] != generation
             if suspended and done:
                 del self._materialised[uid]
+                self._workloads.pop(uid, None)
             elif not suspended and (not done or changed):
                 self._materialised[uid] = generation
             else:
@@ -311,9 +321,34 @@ class Realism:
                 if pods:
                     store.seed([_bound(pod, *bound[name_of(pod)]) for pod in pods])
                 self._note_waiting(store, asks, bound)
-        status = running_status(obj, d)
-        if status is not None:  # in place of what it had (a suspension's conditions)
-            _write_status(store, obj, status, replace=True)
+        with self._lock:  # in place of what it had (a suspension's conditions)
+            self._workloads[uid_of(obj)] = (obj, d, (-1, -1))
+        self._sync_status(store, uid_of(obj))
+
+    def _sync_status(self, store: Store, uid: str) -> None:
+        """Write workload ``uid``'s status from its pods, as its controller would: ``Running``
+        once every pod runs and is ready, else what it reports while pods wait (a Job: its pods
+        active, ``ready`` only those Running and Ready; other kinds: no running status)."""
+        with self._lock:
+            entry = self._workloads.get(uid)
+        if entry is None:
+            return
+        obj, d, written = entry
+        pods = [
+            p
+            for p in store.list("pods", namespace_of(obj) or None)
+            if any(r.get("uid") == uid for r in owner_references_of(p))
+        ]
+        counts = (sum(_ready(p) for p in pods), sum(c.replicas for c in d.components))
+        if counts == written:
+            return
+        status = workload_status(obj, d, *counts)
+        if status is None:
+            return
+        _write_status(store, obj, status, replace=True)
+        with self._lock:
+            if uid in self._workloads:
+                self._workloads[uid] = ({**obj, "status": status}, d, counts)
 
     def _arrive(self, store: Store, asks: Iterable[Ask]) -> None:
         """Queue pods for the next pass (which starts ``window`` seconds after the first)."""
@@ -381,6 +416,8 @@ class Realism:
                     if changed != pod:
                         store.put(changed)
                 self._note_waiting(store, asks, bound)
+                for uid in dict.fromkeys(a.workload for a in asks):
+                    self._sync_status(store, uid)
 
     def _note_waiting(
         self, store: Store, asks: Iterable[Ask], bound: Mapping[str, tuple[str, str]]
@@ -760,6 +797,30 @@ def _from_mapping(definition: Definition, now: str, phase: str = "Running") -> d
                 for c in matcher.by_conditions
             ]
             return {path[1]: items}
+    return {}
+
+
+def _ready(pod: Mapping[str, Any]) -> bool:
+    """Whether ``pod`` is Running and Ready (what a controller's ``ready`` counts)."""
+    status = pod.get("status") or {}
+    return status.get("phase") == "Running" and any(
+        c.get("type") == "Ready" and c.get("status") == "True"
+        for c in status.get("conditions") or ()
+    )
+
+
+def workload_status(
+    obj: Mapping[str, Any], d: Decomposition, ready: int, pods: int
+) -> dict[str, Any] | None:
+    """The status ``obj``'s controller reports with ``ready`` of its ``pods`` pods Running and
+    Ready: :func:`running_status` when all are; otherwise a Job's counts (``active`` its pods,
+    ``ready`` the ready ones), for other kinds an empty status (nothing reports them running);
+    ``None``: leave the status as it is (a kind whose running status cannot be produced)."""
+    if ready >= pods:
+        return running_status(obj, d)
+    group = d.definition.target.group if d.definition.target else ""
+    if (group, d.ref.kind) == ("batch", "Job"):
+        return {"active": pods, "ready": ready, "startTime": rfc3339()}
     return {}
 
 

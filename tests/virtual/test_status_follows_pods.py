@@ -1,0 +1,89 @@
+"""A virtual workload's status follows its pods, as its controller's would: ``Running`` only
+once every pod is Running and Ready; a Job counts as ``ready`` only such pods. Over HTTPS to
+a virtual member with the realism reactor."""
+
+from __future__ import annotations
+
+from collections.abc import Iterator
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from placer.definitions import Catalog, phases_of
+from placer.kube import KubeClient, load_kubeconfigs, open_client
+from placer.virtual.fleet import VirtualFleet
+from placer.virtual.realism import realism_setup
+from tests.builders import fleets, objects
+from tests.builders.waiting import wait_until
+
+CATALOG = Catalog.load()
+
+
+@pytest.fixture
+def member(tmp_path: Path) -> Iterator[KubeClient]:
+    fleet = fleets.fleet(fleets.cluster("m1", fleets.node("n1", gpus=4)))
+    virtual = VirtualFleet(fleet, setup=realism_setup()).start()
+    client = open_client(
+        load_kubeconfigs([virtual.write_kubeconfig(tmp_path / "kubeconfig")]), "m1", name="m1"
+    )
+    yield client
+    client.close()
+    virtual.stop()
+
+
+def job(name: str, *, gpus: int, parallelism: int = 1, scheduler: str = "") -> dict[str, Any]:
+    spec: dict[str, Any] = {
+        "restartPolicy": "Never",
+        "containers": [
+            {"name": "main", "image": "x", "resources": {"limits": {"nvidia.com/gpu": gpus}}}
+        ],
+    }
+    if scheduler:
+        spec["schedulerName"] = scheduler
+    return {
+        "apiVersion": "batch/v1",
+        "kind": "Job",
+        "metadata": {"name": name, "namespace": "default"},
+        "spec": {"parallelism": parallelism, "template": {"spec": spec}},
+    }
+
+
+def pod_phases(member: KubeClient, name: str) -> list[str]:
+    pods = member.list("v1", "Pod", namespace="default").items
+    return sorted(p["status"]["phase"] for p in pods if p["metadata"]["name"].startswith(name))
+
+
+def test_a_job_whose_pod_waits_is_not_running(member: KubeClient) -> None:
+    """KAI schedules no pod without a queue label: the pod stays Pending, the Job has it
+    active and none ready (Initializing), as the Job controller reports."""
+    member.create(job("kai", gpus=1, scheduler="kai-scheduler"), namespace="default")
+    wait_until(lambda: pod_phases(member, "kai") == ["Pending"], timeout=30, what="kai pod")
+    obj = member.get("batch/v1", "Job", "kai", namespace="default")
+    assert obj["status"]["active"] == 1 and obj["status"]["ready"] == 0, obj["status"]
+    assert phases_of(obj, CATALOG) == ("Initializing",)
+
+
+def test_a_half_bound_job_counts_its_ready_pods(member: KubeClient) -> None:
+    member.create(job("half", gpus=4, parallelism=2), namespace="default")
+    wait_until(lambda: pod_phases(member, "half") == ["Pending", "Running"], timeout=30, what="1/2")
+    obj = member.get("batch/v1", "Job", "half", namespace="default")
+    assert (obj["status"]["active"], obj["status"]["ready"]) == (2, 1), obj["status"]
+
+
+def test_a_waiting_workload_runs_once_its_pods_do(member: KubeClient) -> None:
+    """The second JobSet's pod waits for the first's GPUs: not Running until they are freed
+    and its pod is bound."""
+    member.create(objects.jobset("first", gpus=4), namespace="default")
+    member.create(objects.jobset("second", gpus=4), namespace="default")
+
+    def phases(name: str) -> tuple[str, ...]:
+        obj = member.get("jobset.x-k8s.io/v1alpha2", "JobSet", name, namespace="default")
+        return phases_of(obj, CATALOG)
+
+    wait_until(lambda: pod_phases(member, "second") == ["Pending"], timeout=30, what="waiting")
+    assert phases("first") == ("Running",)
+    assert "Running" not in phases("second")
+    member.delete("jobset.x-k8s.io/v1alpha2", "JobSet", "first", namespace="default")
+    wait_until(lambda: phases("second") == ("Running",), timeout=30, what="second running")
+    assert pod_phases(member, "second") == ["Running"]
