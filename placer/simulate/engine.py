@@ -61,6 +61,7 @@ from placer.simulate.reserving import ReservationRecord, Reserver, runtime_estim
 from placer.solver import charge, release, solve, verify
 from placer.solver.fairshare import Running, fleet_capacity, solve_fair
 from placer.solver.preempt import Eviction, Victim, find_victims
+from placer.solver.priority_repair import repair_priorities
 from placer.solver.rebalance import RebalancePolicy, rebalance_move
 from placer.solver.reservation_preemption import force
 from placer.solver.reservations import ReservationPolicy
@@ -580,6 +581,10 @@ class _Stream:
         return False
 
     def _place(self, now: float) -> None:
+        self._place_once(now)
+        self._repair(now)
+
+    def _place_once(self, now: float) -> None:
         candidates = self.queue if self.freed else self.fresh
         self.fresh = []
         self.freed = False
@@ -613,6 +618,49 @@ class _Stream:
             self._settle(placed, now)
         elif placed:
             self.queue = [i for i in self.queue if i not in placed]
+
+    def _repair(self, now: float) -> None:
+        """The decision closed in priority order (:mod:`placer.solver.priority_repair`): a
+        gang it started gives its room to a waiting gang of a higher priority that fits there
+        (a reclaim victim of a later step, or work not offered to the first step). With queues
+        and without reservations (a reservation's gang is decided on its own)."""
+        queues = self.settings.queues
+        if queues is None or self.reserver is not None:
+            return
+        begun = [i for i in self.placements if self.start.get(i) == now]
+        if not begun:
+            return
+        waiting = [i for i in self.queue if i not in self.placements and self._may_fit(i)]
+        if not waiting:
+            return
+        repair = repair_priorities(
+            self.fleet,
+            [(self.workloads[i], self.placements[i]) for i in begun],
+            [self.workloads[i] for i in waiting],
+            queues=queues,
+            running=[(self.workloads[i], p) for i, p in self.placements.items() if i not in begun],
+            policies=self.settings.policies,
+        )
+        if not repair.started:
+            return
+        index_of = _positions(self.workloads)
+        for ref in repair.unstarted:
+            i = index_of[ref]
+            placement = self.placements.pop(i)
+            self.allocated -= gpu_milli(placement.requests)
+            self.placed.pop(i, None)
+            self.start.pop(i, None)
+            self.end.pop(i, None)  # its departure is void
+            self.reasons[i] = {
+                placement.cluster: "its room went to a waiting workload of a higher "
+                f"priority at t={now:g}s"
+            }
+            if i not in self.queue:
+                self.queue.append(i)
+        self.fleet = repair.fleet
+        for placement in repair.started:
+            self._start(index_of[placement.workload], placement, now)
+        self.queue = [i for i in self.queue if i not in self.placements]
 
     def _decide_on(self, chosen: list[int], now: float) -> set[int]:
         """One solver call over the ``chosen`` queued workloads; binds what it placed."""
@@ -774,7 +822,12 @@ class _Stream:
                 [i for i in self.queue if i not in self.placements], gone, priority_of
             )
             if rest:
-                started |= self._decide_on(rest, now)
+                again = self._decide_on(rest, now)
+                started |= again
+                # a victim placed again at once runs (it is bound in ``placements``): it is
+                # no longer evicted, or ``_settle`` would leave it queued and a later decision
+                # would place it a second time (its first placement's room never freed)
+                gone -= again
         return started, gone
 
     def _rebalance(
