@@ -26,7 +26,12 @@ together pass one are taken back in input order and offered again in the next ro
 Objective, lexicographic
 ------------------------
 1. **Priorities**, strictly: levels from the highest, each decided on what the levels above
-   left, so a higher priority is never displaced by a lower one (never inverted).
+   left, so a higher priority is never displaced by a lower one (never inverted). A
+   decision taken in several steps (the stream replay: a call over new arrivals, evictions,
+   a call over what they freed) is closed by :func:`placer.solver.priority_repair.
+   repair_priorities`: a gang it started gives its room to a waiting gang of a higher
+   priority that fits there (a reclaim victim of a later step, work not offered to an earlier
+   one), within the queues' limits.
 2. **In quota before over quota**, within a level: ``w`` is *in quota* when
    ``U_{q,r} + d_{w,r} ≤ Q_{q,r}`` for every ``q ∈ A(q(w))`` and listed ``r``. In-quota
    candidates are offered first, the queue with the least *deserved share*

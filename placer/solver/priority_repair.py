@@ -75,8 +75,8 @@ def repair_priorities(
 
     usage = Usage(queues) if queues is not None else None
     if usage is not None:
-        for workload, placement in (*running, *started):
-            usage.add(queue_of(workload), placement.requests, placement.cluster)
+        for holder, holding in (*running, *started):
+            usage.add(queue_of(holder), holding.requests, holding.cluster)
 
     def allowed(workload: Workload, placement: Placement) -> bool:
         if usage is None:
