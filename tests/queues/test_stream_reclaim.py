@@ -157,3 +157,40 @@ def test_fair_share_reclaim_waits_while_a_higher_priority_victim_waits() -> None
     assert [items[i].workload.ref.name for i, _ in at_ten[0].victims] == ["a0"]
     starts = {items[i].workload.ref.name: o.start_s for i, o in enumerate(run.outcomes)}
     assert starts["b0"] == 10.0 and starts["d0"] != 10.0
+
+
+def test_a_victim_placed_again_in_the_same_decision_runs_from_then_on() -> None:
+    """n0 holds a's a0 (priority 10, 4 GPUs) and a protected 4-GPU job, n1 a's a1 (8 GPUs),
+    all over a's quota; x's x0 (8 GPUs) waits. At t=10 b's in-quota b1 (priority 10) reclaims
+    a0 (the fewest GPUs) and b2 reclaims a1, leaving 4 GPUs of n1 idle: the decision after the
+    evictions places a0 (priority 10) there at once. It runs from t=10, once — it was left in
+    the queue and placed a second time at the next decision, its first room never freed."""
+    three = queues(
+        queue_doc("a", nvidia_com__gpu={"quota": 0}),
+        queue_doc("b", nvidia_com__gpu={"quota": 8}),
+        queue_doc("x", nvidia_com__gpu={"quota": 0}),
+    )
+    protected = gpu_job("a2", "a", 1, 4)
+    protected = dataclasses.replace(
+        protected, labels={**protected.labels, "placer.dev/preemptible": "false"}
+    )
+    items = [
+        Item(gpu_job("a0", "a", 1, 4, priority=10), arrival_s=0.0, duration_s=1000.0),
+        Item(protected, arrival_s=0.0, duration_s=1000.0),
+        Item(gpu_job("a1", "a", 1, 8), arrival_s=0.0, duration_s=1000.0),
+        Item(gpu_job("x0", "x", 1, 8), arrival_s=5.0, duration_s=100.0),
+        Item(gpu_job("b1", "b", 1, 4, priority=10), arrival_s=10.0, duration_s=100.0),
+        Item(gpu_job("b2", "b", 1, 4), arrival_s=10.0, duration_s=100.0),
+    ]
+    settings = Settings(mode="stream", queues=three, preemption=True, time_limit=0.2)
+    run = simulate(items, fleet(cluster("c0", node("n0"), node("n1"))), settings)
+    at_ten = {
+        items[r.preemptor].workload.ref.name: [items[i].workload.ref.name for i, _ in r.victims]
+        for r in run.preemptions
+        if r.time_s == 10.0
+    }
+    assert at_ten == {"b1": ["a0"], "b2": ["a1"]}
+    starts = {items[i].workload.ref.name: o.start_s for i, o in enumerate(run.outcomes)}
+    assert starts["b1"] == 10.0 and starts["b2"] == 10.0
+    assert starts["a0"] == 10.0
+    assert all(not d.problems for d in run.decisions)
