@@ -14,7 +14,8 @@ fleet as the decision left it, it starts there; else, over the workloads this de
 with a priority ``p_s < p_w`` (lowest priority first, then the fewest GPUs, then the latest
 started), the first whose release lets ``w`` pack on the real nodes (first fit) is taken back
 (it waits again, its run not begun) and ``w`` starts in its place. Queue limits (fleet-wide and
-per cluster) hold for every swap. Only single workloads are moved (not ``placer.dev/group``
+per cluster) hold for every swap, and a queue with ``overQuotaWeight: 0`` stays within its
+quota. Only single workloads are moved (not ``placer.dev/group``
 members: a group starts or waits whole, decided by the solver).
 
 Pure: reads its arguments, returns new objects.
@@ -86,6 +87,7 @@ def repair_priorities(
         return (
             usage.limit_problem(queue, demand) is None
             and usage.cluster_problem(queue, demand, placement.cluster) is None
+            and usage.weight_problem(queue, demand) is None  # overQuotaWeight 0: never over
         )
 
     names = [c.name for c in fleet.clusters if c.reachable]

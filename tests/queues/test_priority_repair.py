@@ -75,6 +75,13 @@ def test_nothing_moves_for_equal_priorities_running_work_or_a_queue_at_its_limit
     )
     repair = repair_priorities(the_fleet, [(low, started)], [high], queues=limited)
     assert repair.started == () and repair.unstarted == ()
+    # nor over the quota of a queue with overQuotaWeight 0
+    weightless = queues(
+        queue_doc("a", nvidia_com__gpu={"quota": 2, "overQuotaWeight": 0}),
+        queue_doc("b", nvidia_com__gpu={"quota": 4}),
+    )
+    repair = repair_priorities(the_fleet, [(low, started)], [high], queues=weightless)
+    assert repair.started == () and repair.unstarted == ()
     # a larger waiting gang that would not fit even on the released room
     big = gpu_job("big", "a", 1, 8, priority=10)
     assert repair_priorities(the_fleet, [(low, started)], [big], queues=QUEUES).started == ()
