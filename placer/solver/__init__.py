@@ -31,8 +31,9 @@ Objective
 Lexicographic: (1) priorities, strictly — level by level from the highest, each level solved
 on what the levels above left, so a higher priority is never displaced by a lower one (a
 decision taken in steps is closed by :mod:`placer.solver.priority_repair`: nothing it started
-keeps out a waiting higher priority that fits in its place); (2) placed value ``Σ v_u x_{u,c}``; (3) preference ``-Σ ρ_{u,c} x_{u,c}``. (2) and (3) are one
-CP-SAT objective ``max Σ (v_u·S − ρ_{u,c}) x_{u,c}`` with ``S = 1 + Σ_u max_c ρ_{u,c}``, which
+keeps out a waiting higher priority that fits in its place); (2) placed value
+``Σ v_u x_{u,c}``; (3) preference ``-Σ ρ_{u,c} x_{u,c}``. (2) and (3) are one CP-SAT objective
+``max Σ (v_u·S − ρ_{u,c}) x_{u,c}`` with ``S = 1 + Σ_u max_c ρ_{u,c}``, which
 makes any value gain outweigh every preference term. Between (2) and (3) comes (3') **more
 replicas of elastic runs**, ``max Σ_r v_r e_r``: on the capacity the decision left, each unit
 with elastic runs (highest priority first) takes the largest counts that pack, in its cluster
