@@ -130,10 +130,13 @@ valid upper bounds on what any node-feasible placement of the decision places
 ``node_lp_gpu`` (B3) and ``class_lp_gpu`` (the node-class LP) when the time limit affords
 the LPs (above), and ``tightest_gpu`` (the least of those present); when every unit is
 placed and the LPs were not solved, each LP bound is the placed GPUs. The LPs model elastic
-runs at ``lo_r``: every bound adds the GPUs of their ``hi_r − lo_r`` extra pods (a placement
-less its extra pods is one they bound). In batch CP-SAT with one priority level and a small
-master also ``cpsat_value``, the master's proven bound on placed value (before any no-good
-cut; the value of the units at ``lo_r``).
+runs at ``lo_r``: every bound adds, per unit ``u``, the most GPUs its extra pods can take in one
+allowed cluster ``c`` (a placement less its extra pods is one they bound), ``max_{c∈A(u)}
+min(Σ_r g_r · max(0, min(hi_r, copies_c(r)) − lo_r), free_c − G_u)`` with ``copies_c(r)``
+the copies of run ``r``'s pod ``c``'s usable nodes hold one by one and ``free_c`` their free
+GPU thousandths (:func:`placer.solver.elastic.elastic_slack`). In batch CP-SAT with one
+priority level and a small master also ``cpsat_value``, the master's proven bound on placed
+value (before any no-good cut; the value of the units at ``lo_r``).
 
 Time: ``time_limit`` covers the whole decision, the LP bounds included (they are solved
 before the search, so the search simply gets what is left). The search stops at the limit

@@ -218,9 +218,9 @@ class DecisionBounds:
             elif self.affordable:
                 self.complete()
                 bound = dict(self.values or {})
-        # the LPs see elastic runs at their minimum: their extra pods' GPUs are added to every
-        # bound (a placement less its extra pods is one the LPs bound)
-        slack = elastic_slack(problem.workloads)
+        # the LPs see elastic runs at their minimum: what their extra pods can take is added to
+        # every bound (a placement less its extra pods is one the LPs bound)
+        slack = elastic_slack(problem, self.pristine)
         if slack:
             for key in ("cluster_lp_gpu", "node_lp_gpu", "class_lp_gpu"):
                 if key in bound:

@@ -213,15 +213,43 @@ def chosen_counts(workload: Workload, placement: Placement) -> list[ChosenCount]
     ]
 
 
-def elastic_slack(workloads: Sequence[Workload]) -> int:
-    """GPU thousandths of every elastic run's pods above its minimum (``hi_r − lo_r``), what
-    the bounds add to their model of the runs at the minimum."""
-    return sum(
-        (c.max_replicas - c.replicas) * gpu_milli(c.pod)
-        for w in workloads
-        for c in w.components
-        if c.elastic and c.max_replicas is not None
-    )
+def elastic_slack(problem: Problem, states: Mapping[str, ClusterState]) -> int:
+    """GPU thousandths the extra pods (above ``lo_r``) of every unit's elastic runs can take at
+    most, what the bounds add to their model of the runs at the minimum. A unit goes to one
+    allowed cluster ``c`` (``states``: the capacity before the decision), so its extra pods
+    there take at most ``min(Σ_r g_r · min(hi_r − lo_r, copies_c(r) − lo_r), free_c − G_u)``:
+    run ``r`` has at most as many pods as ``c``'s usable nodes hold copies of its pod, one by
+    one (``copies_total``), and the unit's pods at most ``c``'s free GPU thousandths ``free_c``
+    (``G_u``: the unit's at the minimum). The unit's slack is the largest over its allowed
+    clusters (0 when it has none)."""
+    total = 0
+    for unit in problem.units:
+        shapes = {id(run.component.pod): run.shape for run in unit.runs}
+        runs = [
+            (c, shapes.get(id(c.pod)) or PodShape.of(c.pod, problem.names))
+            for m in unit.members
+            for c in problem.workloads[m].components
+            if c.elastic and c.max_replicas is not None and gpu_milli(c.pod)
+        ]
+        if not runs:
+            continue
+        best = 0
+        for name in unit.rank:
+            state = states.get(name)
+            if state is None:
+                continue
+            room = int(state.devfree[state.usable].sum()) - unit.milli
+            if room <= 0:
+                continue
+            extra = 0
+            for component, shape in runs:
+                assert component.max_replicas is not None
+                low = component.replicas
+                pods = min(component.max_replicas, state.copies_total(shape)) - low
+                extra += max(0, pods) * gpu_milli(component.pod)
+            best = max(best, min(room, extra))
+        total += best
+    return total
 
 
 def room_to_grow(

@@ -116,6 +116,29 @@ def test_bounds_cover_the_extra_pods() -> None:
     assert bound["capacity_gpu"] == 16
 
 
+def test_bounds_cap_the_extra_pods_by_one_allowed_cluster() -> None:
+    # two clusters of 16 free GPUs, elastic demand 2..24: the job goes to one cluster, so it
+    # places at most 16 (the fleet's 32 free and the 24 asked do not bound it)
+    fleet_ = fleet(
+        cluster("a", node("a0", 8), node("a1", 8)), cluster("b", node("b0", 8), node("b1", 8))
+    )
+    job = elastic("job", 2, 24)
+    decision = solve([job], fleet_)
+    assert workers(decision, "job") == 16
+    bound = decision.summary.bound
+    assert bound["tightest_gpu"] == 16
+    assert {k: v for k, v in bound.items() if v < 16} == {}
+
+
+def test_bounds_cap_the_extra_pods_by_the_copies_the_nodes_hold() -> None:
+    # one node of 8 GPUs holds two 3-GPU workers (6 GPUs), not the 8 free
+    fleet_ = fleet(cluster("a", node("a0", 8)))
+    job = elastic("job", 1, 5, gpus=3)
+    decision = solve([job], fleet_)
+    assert workers(decision, "job") == 2
+    assert decision.summary.bound["tightest_gpu"] == 6
+
+
 def test_rigid_components_are_untouched() -> None:
     fleet_ = fleet(cluster("a", node("a0", 8)))
     rigid = workload("rigid", ("worker", 3, pod(1, 1)))
