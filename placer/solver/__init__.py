@@ -116,7 +116,8 @@ policy asks for it.
 
 Status: ``optimal`` when the master was proven optimal and realised completely (or a hint
 placed every unit in its first-choice cluster, or a level of one unit went to the
-best-ranked cluster where it packs, as greedy finds it), ``feasible`` when CP-SAT or the
+best-ranked cluster where it packs, as greedy finds it, or nothing was placed and the
+tightest GPU bound is below every unit's GPUs, so nothing can be), ``feasible`` when CP-SAT or the
 search improved on the hint (and for baselines and online mode), ``fallback`` when the
 portfolio's best hint was kept, ``trivial`` when there was nothing to decide.
 

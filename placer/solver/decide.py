@@ -163,6 +163,13 @@ def _solve(
     if grow and any(w.elastic for w in workloads):
         placed = grow_elastic(problem, placed, relocate=True)  # term (3') of the model
     bound = bounds.report(problem, placed)
+    proven_empty = (
+        bool(live) and not placed and bound["tightest_gpu"] * 1000 < min(u.milli for u in live)
+    )
+    if solver == "cpsat" and mode == "batch" and status != "optimal" and proven_empty:
+        # a valid bound below every unit's GPUs: no unit can be placed, so placing none is
+        # proven optimal (not a hint the search could not improve)
+        status = "optimal"
     if cpsat_bound is not None:
         bound["cpsat_value"] = round(cpsat_bound, 3)
     # a decision whose limit is spent (a busy machine, a huge batch) explains without trial
