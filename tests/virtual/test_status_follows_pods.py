@@ -4,32 +4,14 @@ a virtual member with the realism reactor."""
 
 from __future__ import annotations
 
-from collections.abc import Iterator
-from pathlib import Path
 from typing import Any
 
-import pytest
-
 from placer.definitions import Catalog, phases_of
-from placer.kube import KubeClient, load_kubeconfigs, open_client
-from placer.virtual.fleet import VirtualFleet
-from placer.virtual.realism import realism_setup
-from tests.builders import fleets, objects
+from placer.kube import KubeClient
+from tests.builders import objects
 from tests.builders.waiting import wait_until
 
 CATALOG = Catalog.load()
-
-
-@pytest.fixture
-def member(tmp_path: Path) -> Iterator[KubeClient]:
-    fleet = fleets.fleet(fleets.cluster("m1", fleets.node("n1", gpus=4)))
-    virtual = VirtualFleet(fleet, setup=realism_setup()).start()
-    client = open_client(
-        load_kubeconfigs([virtual.write_kubeconfig(tmp_path / "kubeconfig")]), "m1", name="m1"
-    )
-    yield client
-    client.close()
-    virtual.stop()
 
 
 def job(name: str, *, gpus: int, parallelism: int = 1, scheduler: str = "") -> dict[str, Any]:
