@@ -49,11 +49,15 @@ def gpu_job(
     priority: int | None = None,
     priority_class: str | None = None,
     group: str | None = None,
+    protected: bool = False,
 ) -> Workload:
-    """``pods`` pods of ``gpus`` GPUs (1 core each) in ``queue``."""
+    """``pods`` pods of ``gpus`` GPUs (1 core each) in ``queue``; ``protected``: labelled
+    ``placer.dev/preemptible: "false"``."""
     labels = {"placer.dev/queue": queue} if queue else {}
     if priority is not None:
         labels["placer.dev/priority"] = str(priority)
+    if protected:
+        labels["placer.dev/preemptible"] = "false"
     return workload(
         name,
         ("w", pods, pod(gpus=gpus)),

@@ -81,10 +81,7 @@ def test_a_gang_is_evicted_whole() -> None:
 
 
 def test_protected_in_quota_and_unreclaimable_work_is_never_evicted() -> None:
-    protected = gpu_job("keep", "team-a", 1, 8)
-    protected = type(protected)(
-        **{**protected.__dict__, "labels": {**protected.labels, "placer.dev/preemptible": "false"}}
-    )
+    protected = gpu_job("keep", "team-a", 1, 8, protected=True)
     the_fleet, victims, usage = running([protected], fleet(cluster("c0", node("n0"))), TWO_TEAMS)
     assert find_victims(gpu_job("b", "team-b", 1, 4), the_fleet, victims, TWO_TEAMS, usage) is None
     # team-a within its quota of 8: nothing to reclaim

@@ -3,7 +3,6 @@ and the evictions it makes in a stream on hand-built fleets with a known answer.
 
 from __future__ import annotations
 
-import dataclasses
 import json
 from typing import Any
 
@@ -68,9 +67,7 @@ def _stream(
     and run for 1000 s; b's ``b_jobs`` 4-GPU jobs arrive at t = 10 and run for 100 s."""
     items = []
     for i in range(4):
-        job = gpu_job(f"a{i}", "a", 1, 4, priority=a_priority)
-        if protect:
-            job = dataclasses.replace(job, labels={**job.labels, "placer.dev/preemptible": "false"})
+        job = gpu_job(f"a{i}", "a", 1, 4, priority=a_priority, protected=protect)
         items.append(Item(job, arrival_s=float(i), duration_s=1000.0))
     items += [
         Item(gpu_job(f"b{i}", "b", 1, 4), arrival_s=10.0, duration_s=100.0) for i in range(b_jobs)

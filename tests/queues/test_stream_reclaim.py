@@ -4,8 +4,6 @@ goes back to the queue; protected work stays; without preemption it waits."""
 
 from __future__ import annotations
 
-import dataclasses
-
 from placer.simulate import Settings, simulate
 from placer.simulate.engine import after_evictions
 from tests.queues.conftest import gpu_job, queue_doc, queues
@@ -21,9 +19,7 @@ QUEUES = queues(
 def _items(protect: bool = False) -> list[Item]:
     flood = []
     for i in range(4):
-        job = gpu_job(f"f{i}", "flood", 1, 4)
-        if protect:
-            job = dataclasses.replace(job, labels={**job.labels, "placer.dev/preemptible": "false"})
+        job = gpu_job(f"f{i}", "flood", 1, 4, protected=protect)
         flood.append(Item(job, arrival_s=0.0, duration_s=1000.0))
     owner = [
         Item(gpu_job(f"o{i}", "owner", 1, 4), arrival_s=10.0, duration_s=100.0) for i in range(2)
@@ -137,10 +133,7 @@ def test_fair_share_reclaim_waits_while_a_higher_priority_victim_waits() -> None
         queue_doc("b", nvidia_com__gpu={"quota": 4}),
         queue_doc("d", nvidia_com__gpu={"quota": 0}),
     )
-    protected = gpu_job("a2", "a", 1, 4)
-    protected = dataclasses.replace(
-        protected, labels={**protected.labels, "placer.dev/preemptible": "false"}
-    )
+    protected = gpu_job("a2", "a", 1, 4, protected=True)
     items = [
         Item(gpu_job("a0", "a", 1, 4, priority=10), arrival_s=0.0, duration_s=1000.0),
         Item(gpu_job("a1", "a", 1, 8), arrival_s=0.0, duration_s=1000.0),
@@ -170,10 +163,7 @@ def test_a_victim_placed_again_in_the_same_decision_runs_from_then_on() -> None:
         queue_doc("b", nvidia_com__gpu={"quota": 8}),
         queue_doc("x", nvidia_com__gpu={"quota": 0}),
     )
-    protected = gpu_job("a2", "a", 1, 4)
-    protected = dataclasses.replace(
-        protected, labels={**protected.labels, "placer.dev/preemptible": "false"}
-    )
+    protected = gpu_job("a2", "a", 1, 4, protected=True)
     items = [
         Item(gpu_job("a0", "a", 1, 4, priority=10), arrival_s=0.0, duration_s=1000.0),
         Item(protected, arrival_s=0.0, duration_s=1000.0),
