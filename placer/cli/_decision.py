@@ -15,6 +15,7 @@ from placer.queues import QueueSet, load_queues
 from placer.solver import MODES, SOLVERS
 
 if TYPE_CHECKING:
+    from placer.solver.rebalance import RebalancePolicy
     from placer.solver.reservations import ReservationPolicy
 
 __all__ = [
@@ -22,9 +23,11 @@ __all__ = [
     "add_manifest_option",
     "add_policy_option",
     "add_queues_option",
+    "add_rebalance_options",
     "add_reserve_preempt_options",
     "decision_policies",
     "decision_queues",
+    "rebalance_policy",
 ]
 
 _POLICY_HELP = "PlacementPolicy YAML (repeatable; the first policy selecting a workload applies)"
@@ -51,6 +54,54 @@ def decision_queues(args: argparse.Namespace) -> QueueSet | None:
     """The queues of ``--queues FILE``, or ``None`` without it."""
     path = getattr(args, "queues", None)
     return load_queues(path) if path else None
+
+
+def add_rebalance_options(
+    parser: argparse.ArgumentParser | argparse._ArgumentGroup, needs: str
+) -> None:
+    """``--rebalance TOLERANCE`` and ``--rebalance-max-age SECONDS`` (``simulate --mode
+    stream`` and ``controller``: the same names and meaning); ``needs``: what turns the
+    command's preemption on, in words."""
+    parser.add_argument(
+        "--rebalance",
+        type=float,
+        default=None,
+        metavar="TOLERANCE",
+        help=f"{needs}: fair-share rebalancing — evict over-share queues' over-quota work for "
+        "under-share queues' waiting work while the over-quota split is off the weights by "
+        "more than TOLERANCE of the over-quota GPUs (0.05: 5 points; docs/queues.md); "
+        "default: off",
+    )
+    parser.add_argument(
+        "--rebalance-max-age",
+        type=float,
+        default=None,
+        metavar="SECONDS",
+        help="with --rebalance: evict only work that has run at most this long",
+    )
+
+
+def rebalance_policy(
+    args: argparse.Namespace, preemption: bool, needs: str
+) -> RebalancePolicy | None:
+    """``--rebalance`` and ``--rebalance-max-age`` as a policy (``None``: no rebalancing);
+    ``preemption``: whether the command may evict (else ``--rebalance`` is refused, saying
+    it goes ``needs``)."""
+    from placer.solver.rebalance import RebalancePolicy
+
+    if args.rebalance is None:
+        if args.rebalance_max_age is not None:
+            raise UsageError("--rebalance-max-age goes with --rebalance TOLERANCE")
+        return None
+    if not preemption:
+        raise UsageError(f"--rebalance goes {needs}")
+    try:
+        return RebalancePolicy(tolerance=args.rebalance, max_age_s=args.rebalance_max_age)
+    except ValueError as error:
+        raise UsageError(
+            f"--rebalance {args.rebalance:g} / --rebalance-max-age: {error} "
+            "(TOLERANCE is a fraction of the over-quota GPUs, from 0 to below 1, e.g. 0.05)"
+        ) from error
 
 
 def add_reserve_preempt_options(

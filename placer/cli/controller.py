@@ -27,8 +27,10 @@ from typing import Any
 
 from placer.cli._decision import (
     add_policy_option,
+    add_rebalance_options,
     add_reserve_horizon_options,
     add_reserve_preempt_options,
+    rebalance_policy,
     shared_reservation_policy,
 )
 from placer.cli._fleet import add_fleet_options, fleet_config_from_args
@@ -124,6 +126,7 @@ def register(subparsers: Any) -> None:
         help="with Queues on the hub, never evict placed work for pending work (reclaim and "
         "preempt are on by default)",
     )
+    add_rebalance_options(placing, "with Queues on the hub (not with --no-preemption)")
     placing.add_argument(
         "--max-batch",
         type=count(1, 1_000_000),
@@ -279,6 +282,9 @@ def run(args: argparse.Namespace) -> int:
             backoff=BackoffSettings(),
             leader_election=not args.no_leader_election,
             reservations=reservation_policy(args),
+            rebalance=rebalance_policy(
+                args, not args.no_preemption, "with preemption: not with --no-preemption"
+            ),
         )
     except ValueError as exc:
         raise UsageError(str(exc)) from None

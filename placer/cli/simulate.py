@@ -31,9 +31,11 @@ from typing import TYPE_CHECKING, Any, TextIO
 from placer.cli._decision import (
     add_policy_option,
     add_queues_option,
+    add_rebalance_options,
     add_reserve_horizon_options,
     add_reserve_preempt_options,
     decision_queues,
+    rebalance_policy,
     shared_reservation_policy,
     warn_unknown_clusters,
 )
@@ -145,23 +147,7 @@ def register(subparsers: argparse._SubParsersAction[argparse.ArgumentParser]) ->
         help="with --allow-preemption: over-quota work may also evict other queues' "
         "over-quota work down to the weighted fair share (docs/queues.md)",
     )
-    parser.add_argument(
-        "--rebalance",
-        type=float,
-        default=None,
-        metavar="TOLERANCE",
-        help="with --allow-preemption: fair-share rebalancing — evict over-share queues' "
-        "over-quota work for under-share queues' waiting work while the over-quota split is "
-        "off the weights by more than TOLERANCE of the over-quota GPUs (0.05: 5 points; "
-        "docs/queues.md)",
-    )
-    parser.add_argument(
-        "--rebalance-max-age",
-        type=float,
-        default=None,
-        metavar="SECONDS",
-        help="with --rebalance: evict only work that has run at most this long",
-    )
+    add_rebalance_options(parser, "with --allow-preemption")
     parser.add_argument(
         "--solver",
         default="cpsat",
@@ -448,21 +434,7 @@ def _queues(args: argparse.Namespace) -> QueueSet | None:
 
 def _rebalance_policy(args: argparse.Namespace) -> RebalancePolicy | None:
     """``--rebalance`` and ``--rebalance-max-age`` as a policy (``None``: no rebalancing)."""
-    from placer.solver.rebalance import RebalancePolicy
-
-    if args.rebalance is None:
-        if args.rebalance_max_age is not None:
-            raise UsageError("--rebalance-max-age goes with --rebalance TOLERANCE")
-        return None
-    if not args.allow_preemption:
-        raise UsageError("--rebalance goes with --allow-preemption")
-    try:
-        return RebalancePolicy(tolerance=args.rebalance, max_age_s=args.rebalance_max_age)
-    except ValueError as error:
-        raise UsageError(
-            f"--rebalance {args.rebalance:g} / --rebalance-max-age: {error} "
-            "(TOLERANCE is a fraction of the over-quota GPUs, from 0 to below 1, e.g. 0.05)"
-        ) from error
+    return rebalance_policy(args, args.allow_preemption, "with --allow-preemption")
 
 
 # --------------------------------------------------------------------------------------------

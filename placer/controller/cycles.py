@@ -53,6 +53,7 @@ from placer.controller.preemption import (
     placed_again,
     placed_work,
     queue_report,
+    waiting_work,
 )
 from placer.controller.reconcile import group_clusters
 from placer.controller.records import (
@@ -746,8 +747,8 @@ class DecisionCycle:
     ) -> dict[WorkloadRef, str]:
         """Evictions for the cycle's workloads left pending (:mod:`placer.controller.
         preemption`), on the fleet charged with what the cycle placed: for the gangs whose
-        reservation is due for eviction, and with Queues on the hub for the others the queues
-        entitle — one plan."""
+        reservation is due for eviction, with Queues on the hub for the others the queues
+        entitle, then (``settings.rebalance``) fair-share rebalancing moves — one plan."""
         assert self.preemption is not None
         left = [
             manifests[o.workload]
@@ -763,6 +764,12 @@ class DecisionCycle:
         placed = [o for o in outcomes if o.placed and o.cluster]
         charged = charge(fleet, [o.placement for o in placed if o.placement is not None])
         classes = queues if queues is not None else self.hub.priority_classes
+        rebalance = self.settings.rebalance if by_queues else None
+        others = (  # (the work waiting outside this cycle: the queues' demand)
+            [w for w, _ in waiting_work(self.hub, self.pending.refs()) if w.ref not in manifests]
+            if rebalance is not None
+            else []
+        )
         evicted = self.preemption.run(
             [m.workload for m in left],
             charged,
@@ -775,6 +782,8 @@ class DecisionCycle:
             queue_preemption=by_queues,
             prioritised=lambda w: with_class_priority(w, classes),
             on_forced=self._forced,
+            rebalance=rebalance,
+            pending=others,
         )
         # pods that went while their copies were being suspended, before the evictions were
         # recorded: their watch events released no one, and no later event may come

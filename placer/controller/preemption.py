@@ -96,6 +96,7 @@ from placer.queues.report import pending_demand, queue_rows
 from placer.solver.charging import charge, release
 from placer.solver.fairshare import Running
 from placer.solver.preempt import RECLAIM, Eviction, Victim
+from placer.solver.rebalance import REBALANCE, RebalancePolicy, rebalance_move
 from placer.solver.reservation_preemption import RESERVATION, force
 from placer.timestamps import rfc3339
 
@@ -111,6 +112,7 @@ __all__ = [
     "placed_again",
     "placed_work",
     "queue_report",
+    "waiting_work",
 ]
 
 log = logging.getLogger(__name__)
@@ -218,6 +220,13 @@ def queue_report(
 ) -> list[dict[str, Any]]:
     """The hub's queues as rows (:func:`hub_queue_rows`): allocated by the work placed or in
     flight, pending the objects waiting for a cycle."""
+    running = [h.running() for h in placed_work(hub, ledger, counts=counts)]
+    return hub_queue_rows(queues, running, waiting_work(hub, pending))
+
+
+def waiting_work(hub: HubCache, pending: Iterable[WorkloadRef]) -> list[tuple[Workload, JSON]]:
+    """The workloads of the hub objects ``pending`` (those waiting for a cycle) with their
+    objects; one gone or that does not decompose is left out (it is reported elsewhere)."""
     waiting = []
     for ref in pending:
         obj = hub.get(ref)
@@ -227,8 +236,7 @@ def queue_report(
             waiting.append((hub.decompose(obj).workload, obj))
         except PlacerError:
             continue
-    running = [h.running() for h in placed_work(hub, ledger, counts=counts)]
-    return hub_queue_rows(queues, running, waiting)
+    return waiting
 
 
 def hub_queue_rows(
@@ -262,6 +270,19 @@ def queue_usage(queues: QueueSet, running: Sequence[Running]) -> Usage:
 
 #: a pod on a member: (namespace, name).
 PodKey = tuple[str, str]
+
+
+@dataclass(frozen=True)
+class _Plan:
+    """Where one run's plan stands for the rebalancing after the reclaims: the fleet and
+    usage with its evictions taken in, the victims left, and every candidate victim and held
+    workload by reference (to evict them)."""
+
+    fleet: Fleet
+    victims: Sequence[Victim]
+    usage: Usage
+    candidates: Mapping[WorkloadRef, Victim]
+    held: Mapping[WorkloadRef, Held]
 
 
 @dataclass
@@ -431,16 +452,20 @@ class Preemption:
         queue_preemption: bool = True,
         prioritised: Callable[[Workload], Workload] = lambda w: w,
         on_forced: Callable[[WorkloadRef, Eviction], None] = lambda ref, eviction: None,
+        rebalance: RebalancePolicy | None = None,
+        pending: Sequence[Workload] = (),
     ) -> dict[WorkloadRef, str]:
         """Evict for ``waiting`` (the cycle's pending work) on ``fleet`` (charged with
         everything placed, ``placed_now`` included) — one plan: first for ``forced`` (gangs
         whose reservation is due for eviction, in the order the reservations were planned:
         :func:`placer.solver.reservation_preemption.force`, the queues' guarantee kept), then,
         with ``queues`` and ``queue_preemption``, for the rest by the queues' rules, among the
-        victims left (none is evicted twice); per preemptor whose victims were evicted, what
-        it evicted in words. ``prioritised``: a workload with the priority its queue or
-        priority class gives it (the reservation rule compares priorities); ``on_forced``:
-        told of each eviction for a reservation (its placement names the nodes freed)."""
+        victims left (none is evicted twice), then with ``rebalance`` fair-share rebalancing
+        moves (:meth:`_rebalance`; ``pending``: the work waiting outside this cycle, part of
+        the queues' demand); per preemptor whose victims were evicted, what it evicted in
+        words. ``prioritised``: a workload with the priority its queue or priority class gives
+        it (the reservation rule compares priorities); ``on_forced``: told of each eviction for
+        a reservation (its placement names the nodes freed)."""
         now = self._clock()
         with self._lock:  # (gone ones)
             self._evicting = {r: e for r, e in self._evicting.items() if e.until > now}
@@ -462,6 +487,7 @@ class Preemption:
         by_ref = {h.ref: h for h in held}
         done: dict[WorkloadRef, str] = {}
         left = list(victims)
+        gone: list[Victim] = []  # (this run's victims: they wait again)
         for preemptor in forcing:
             eviction = force(
                 prioritised(preemptor),
@@ -487,8 +513,9 @@ class Preemption:
                     usage.remove(queue, victim.workload.total_requests(), victim.placement.cluster)
                 queue = membership(preemptor, queues).queue
                 usage.add(queue, preemptor.total_requests(), eviction.cluster)
-            gone = {v.workload.ref for v in evicted}
-            left = [v for v in left if v.workload.ref not in gone]
+            evicted_refs = {v.workload.ref for v in evicted}
+            left = [v for v in left if v.workload.ref not in evicted_refs]
+            gone += evicted
             done[preemptor.ref] = self._under_way(preemptor, eviction, evicted)
             on_forced(preemptor.ref, eviction)
         order = [w for w in order if w.ref not in done]
@@ -497,12 +524,107 @@ class Preemption:
             def carry(preemptor: Workload, eviction: Eviction) -> list[Victim]:
                 return self._evict(eviction, preemptor, candidates, by_ref)
 
-            for preemptor, eviction, evicted in evict_for(
+            reclaimed = evict_for(
                 order, fleet, left, queues, usage, carry, policies=policies, time_limit=time_limit
-            ):
+            )
+            for preemptor, eviction, evicted in reclaimed:
                 done[preemptor.ref] = self._under_way(preemptor, eviction, evicted)
+                # (evict_for took the victims out of ``usage``; the preemptor goes where they
+                # were, for the rebalancing below)
+                fleet = charge(release(fleet, [v.placement for v in evicted]), [eviction.placement])
+                usage.add(
+                    membership(preemptor, queues).queue,
+                    preemptor.total_requests(),
+                    eviction.cluster,
+                )
+                evicted_refs = {v.workload.ref for v in evicted}
+                left = [v for v in left if v.workload.ref not in evicted_refs]
+                gone += evicted
+        if rebalance is not None and queue_preemption and queues is not None and usage is not None:
+            state = _Plan(fleet, left, usage, candidates, by_ref)
+            demand = [*waiting, *pending, *(v.workload for v in gone)]
+            done.update(
+                self._rebalance(
+                    rebalance, state, waiting, demand, done, queues, policies, time_limit
+                )
+            )
         self._seen = {}
         return done
+
+    def _rebalance(
+        self,
+        policy: RebalancePolicy,
+        plan: _Plan,
+        waiting: Sequence[Workload],
+        demand: Sequence[Workload],
+        done: Mapping[WorkloadRef, str],
+        queues: QueueSet,
+        policies: Sequence[PlacementPolicy],
+        time_limit: float,
+    ) -> dict[WorkloadRef, str]:
+        """Fair-share rebalancing (:func:`placer.solver.rebalance.rebalance_move`): up to the
+        policy's ``max_evictions`` moves, each for one of ``waiting`` (this cycle's pending
+        work, oldest first) with no eviction under way, among ``plan``'s victims left, on its
+        fleet and usage (what this cycle placed and evicted taken in); ``demand``: every
+        workload waiting (the queues' waiting demand). A preemptor whose eviction is under way
+        (this cycle's or an earlier one's) is booked to its queue where its victims were, not
+        counted as waiting (its room is taken: no second move for the same gap). A move whose
+        victims cannot all be evicted (busy, a write refused) ends the rebalancing of this
+        cycle: its preemptor stays pending, backing off, and is tried again later. Per
+        preemptor, what it evicted in words."""
+        with self._lock:
+            going = {ref: e.cluster for ref, e in self._evicting.items()}
+        usage = plan.usage
+        seen = set(done)  # (this run's preemptors are booked already)
+        waiting_now: list[Workload] = []
+        for workload in demand:
+            if workload.ref in seen:
+                continue
+            seen.add(workload.ref)
+            cluster = going.get(workload.ref)
+            if cluster is not None:
+                usage.add(membership(workload, queues).queue, workload.total_requests(), cluster)
+            else:
+                waiting_now.append(workload)
+        candidates = [w for w in waiting if w.ref not in done and w.ref not in going]
+        fleet, victims = plan.fleet, list(plan.victims)
+        moved: dict[WorkloadRef, str] = {}
+        now = time.time()  # (the victims started on this clock: placer.dev/placed-at)
+        for _ in range(policy.max_evictions):
+            move = rebalance_move(
+                waiting_now,
+                candidates,
+                fleet,
+                victims,
+                queues,
+                usage,
+                policy,
+                now,
+                policies=policies,
+                time_limit=time_limit,
+            )
+            if move is None:
+                break
+            preemptor = next(w for w in candidates if w.ref == move.preemptor)
+            evicted = self._evict(move, preemptor, plan.candidates, plan.held)
+            if not evicted:
+                break
+            moved[preemptor.ref] = self._under_way(preemptor, move, evicted)
+            if len(evicted) < len(move.victims):
+                break  # (the room is not all there: no further move on a guess)
+            fleet = charge(release(fleet, [v.placement for v in evicted]), [move.placement])
+            for victim in evicted:
+                queue = membership(victim.workload, queues).queue
+                usage.remove(queue, victim.workload.total_requests(), victim.placement.cluster)
+            usage.add(membership(preemptor, queues).queue, preemptor.total_requests(), move.cluster)
+            evicted_refs = {v.workload.ref for v in evicted}
+            victims = [v for v in victims if v.workload.ref not in evicted_refs]
+            candidates = [w for w in candidates if w.ref != preemptor.ref]
+            waiting_now = [
+                *(w for w in waiting_now if w.ref != preemptor.ref),
+                *(v.workload for v in evicted),
+            ]
+        return moved
 
     def _under_way(self, preemptor: Workload, eviction: Eviction, evicted: Sequence[Victim]) -> str:
         """Record the eviction for ``preemptor`` (it and its victims are held until their pods
@@ -775,6 +897,12 @@ def _cause(rule: str, preemptor: WorkloadRef) -> tuple[str, str]:
             f"evicted for {preemptor}, whose reservation waited past the controller's "
             "--reserve-preempt-after (this workload is of a lower priority, or of its priority "
             "and smaller)"
+        )
+    if rule == REBALANCE:
+        return "Rebalance", (
+            f"evicted by fair-share rebalancing for {preemptor}: this workload's queue holds "
+            "more than its overQuotaWeight share of the capacity over the queues' quotas, the "
+            "preemptor's queue less (the controller's --rebalance)"
         )
     return "Preempt", f"preempted by {preemptor}, of a higher priority in the same queue"
 

@@ -15,6 +15,7 @@ from dataclasses import dataclass, field
 from typing import TYPE_CHECKING
 
 if TYPE_CHECKING:
+    from placer.solver.rebalance import RebalancePolicy
     from placer.solver.reservations import ReservationPolicy
 
 __all__ = [
@@ -81,6 +82,11 @@ class ControllerSettings:
     #: with Queues on the hub, evict placed work for pending work the queues entitle (reclaim
     #: and preempt: :mod:`placer.controller.preemption`).
     preemption: bool = True
+    #: with preemption: fair-share rebalancing (:mod:`placer.solver.rebalance`) in every cycle
+    #: after the reclaims — over-share queues' over-quota work evicted for under-share
+    #: queues' pending work while the over-quota split is off the weights by more than the
+    #: policy's tolerance; ``None``: off.
+    rebalance: RebalancePolicy | None = None
     #: seconds between looks for kinds the hub does not serve yet (CRD installed later).
     discovery_interval: float = 30.0
     #: threads writing records on the hub and carrying out single-object actions.
@@ -126,6 +132,8 @@ class ControllerSettings:
             problems.append("dispatch parts must be >= 1")
         if self.capacity not in CAPACITY_MODES:
             problems.append(f"capacity must be one of {', '.join(CAPACITY_MODES)}")
+        if self.rebalance is not None and not self.preemption:
+            problems.append("rebalancing evicts placed work: it needs preemption on")
         if not _LABEL_VALUE.fullmatch(self.hub):
             problems.append(f"hub name {self.hub!r} is not a valid label value")
         if problems:
