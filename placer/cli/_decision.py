@@ -74,7 +74,7 @@ def add_rebalance_options(
     )
     parser.add_argument(
         "--rebalance-max-age",
-        type=float,
+        type=seconds_or_zero,
         default=None,
         metavar="SECONDS",
         help="with --rebalance: evict only work that has run at most this long",
