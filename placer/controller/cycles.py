@@ -532,6 +532,8 @@ class DecisionCycle:
         stopwatch = Stopwatch(digits=3)
         lap = stopwatch.lap
         fleet = self.gather()
+        if self.preemption is not None:  # (the room evictions freed is their preemptors')
+            fleet = self.preemption.reserve(fleet, refs)
         lap("gather")
         manifests: list[Manifest] = []
         for ref in refs:

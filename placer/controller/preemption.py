@@ -88,11 +88,20 @@ from placer.dispatch.ledger.sync import LedgerReads
 from placer.dispatch.scaling import running_workload
 from placer.errors import ClusterUnreachableError, KubeError, NotFoundError, PlacerError
 from placer.kube import KubeClient
-from placer.model import Decision, Fleet, PodAssignment, Unplaced, Workload, WorkloadRef
+from placer.model import (
+    Decision,
+    Fleet,
+    Placement,
+    PodAssignment,
+    Unplaced,
+    Workload,
+    WorkloadRef,
+)
 from placer.objects import generation_of, uid_of, version_of
 from placer.policy import PlacementPolicy
 from placer.queues import QueueSet, Usage, membership
 from placer.queues.report import pending_demand, queue_rows
+from placer.simulate.capacity import free_totals, shortfall
 from placer.solver.charging import charge, release
 from placer.solver.fairshare import Running
 from placer.solver.preempt import RECLAIM, Eviction, Victim
@@ -298,6 +307,9 @@ class _Eviction:
     #: its victims are held (until it is placed, or had its decision once their pods went).
     holding_victims: bool = True
     started: float = field(default=0.0)
+    #: where the victim search put the preemptor: kept for it meanwhile (:meth:`Preemption.
+    #: reserve`).
+    placement: Placement | None = None
 
 
 class Preemption:
@@ -400,6 +412,30 @@ class Preemption:
             if eviction is not None and not eviction.pods:
                 eviction.holding_victims = False
 
+    def reserve(self, fleet: Fleet, deciding: Iterable[WorkloadRef]) -> Fleet:
+        """``fleet`` with the room of each eviction under way charged to its preemptor (where
+        the victim search put it), but for the preemptors in ``deciding`` (decided now: the
+        room is theirs to take): until a preemptor is placed, or had its decision once its
+        victims' pods went, no other pending work takes the room its victims free — the victims
+        of earlier evictions among it."""
+        skip = set(deciding)
+        now = self._clock()
+        with self._lock:
+            kept = [
+                e.placement
+                for ref, e in self._evicting.items()
+                if e.placement is not None
+                and e.holding_victims
+                and e.until > now
+                and ref not in skip
+            ]
+        for placement in kept:
+            try:
+                fleet = charge(fleet, [placement])
+            except ValueError:  # (its member or node is gone from the fleet: nothing to keep)
+                continue
+        return fleet
+
     def watched_clusters(self) -> set[str]:
         """The members where victims' pods are awaited."""
         with self._lock:
@@ -478,7 +514,8 @@ class Preemption:
             if queues is not None and queue_preemption
             else []
         )
-        if not order and not forcing:
+        rebalancing = rebalance is not None and queues is not None and queue_preemption
+        if not order and not forcing and not (rebalancing and waiting):
             return {}
         running = [*(h.running() for h in held), *placed_now]
         usage = queue_usage(queues, running) if queues is not None else None
@@ -540,7 +577,7 @@ class Preemption:
                 evicted_refs = {v.workload.ref for v in evicted}
                 left = [v for v in left if v.workload.ref not in evicted_refs]
                 gone += evicted
-        if rebalance is not None and queue_preemption and queues is not None and usage is not None:
+        if rebalance is not None and rebalancing and queues is not None and usage is not None:
             state = _Plan(fleet, left, usage, candidates, by_ref)
             demand = [*waiting, *pending, *(v.workload for v in gone)]
             done.update(
@@ -566,15 +603,23 @@ class Preemption:
         policy's ``max_evictions`` moves, each for one of ``waiting`` (this cycle's pending
         work, oldest first) with no eviction under way, among ``plan``'s victims left, on its
         fleet and usage (what this cycle placed and evicted taken in); ``demand``: every
-        workload waiting (the queues' waiting demand). A preemptor whose eviction is under way
-        (this cycle's or an earlier one's) is booked to its queue where its victims were, not
-        counted as waiting (its room is taken: no second move for the same gap). A move whose
-        victims cannot all be evicted (busy, a write refused) ends the rebalancing of this
-        cycle: its preemptor stays pending, backing off, and is tried again later. Per
-        preemptor, what it evicted in words."""
-        with self._lock:
-            going = {ref: e.cluster for ref, e in self._evicting.items()}
+        workload waiting (the queues' waiting demand; as ``placer simulate`` counts it, not
+        one no cluster could hold with every victim gone, nor one its queue refuses: neither
+        can start, so neither holds lower priorities back). A preemptor whose eviction is under
+        way (this cycle's or an earlier one's) is booked to its queue where its victims were,
+        not counted as waiting (its room is taken: no second move for the same gap) — until it
+        was decided once its victims' pods were gone and left unplaced (other work took that
+        room): it waits, and may move again, as reclaim's preemptors do after
+        :data:`EVICTION_SECONDS`. A move whose victims cannot all be evicted (busy, a write
+        refused) ends the rebalancing of this cycle: its preemptor stays pending, backing off,
+        and is tried again later. Per preemptor, what it evicted in words."""
+        with self._lock:  # (one decided and left unplaced once its victims' pods were gone
+            # lost that room to other work: it waits again, and may move again)
+            going = {ref: e.cluster for ref, e in self._evicting.items() if e.holding_victims}
         usage = plan.usage
+        # the room placer's work could free: a workload that would not fit even there (or that
+        # its queue refuses) is no demand — nor does its priority hold the others back
+        emptiest = free_totals(release(plan.fleet, [v.placement for v in plan.victims]))
         seen = set(done)  # (this run's preemptors are booked already)
         waiting_now: list[Workload] = []
         for workload in demand:
@@ -584,7 +629,9 @@ class Preemption:
             cluster = going.get(workload.ref)
             if cluster is not None:
                 usage.add(membership(workload, queues).queue, workload.total_requests(), cluster)
-            else:
+            elif membership(workload, queues).refusal is None and any(
+                shortfall(workload, room) is None for room in emptiest.values()
+            ):
                 waiting_now.append(workload)
         candidates = [w for w in waiting if w.ref not in done and w.ref not in going]
         fleet, victims = plan.fleet, list(plan.victims)
@@ -638,6 +685,7 @@ class Preemption:
                 pods,
                 started + EVICTION_SECONDS,
                 started=started,
+                placement=eviction.placement,
             )
         return self._words(eviction, evicted)
 

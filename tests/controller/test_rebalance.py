@@ -6,7 +6,9 @@ GPUs over its quota, half of them protected (``placer.dev/preemptible: "false"``
 (quota 0, ``overQuotaWeight`` 3) asks for six 8-GPU Jobs, all over its quota: reclaim cannot
 help it (it is in no quota). The weights divide the 80 over-quota GPUs 32 : 48 (team-b asks
 48: it gets all of it, team-a the rest), so rebalancing evicts exactly six of team-a's Jobs —
-its six unprotected ones — for team-b's six, and then stops.
+its six unprotected ones — for team-b's six, and then stops. team-c (quota 0, weight 1) waits
+with a priority-10 Job no node can hold: not part of the split, and no obstacle to lower
+priorities.
 """
 
 from __future__ import annotations
@@ -28,11 +30,17 @@ PROTECTED = {"placer.dev/preemptible": "false"}
 
 
 def teams(hubfleet: HubFleet, *, reclaimable: bool = True) -> None:
-    """team-a (quota 16, weight 1) and team-b (quota 0, weight 3) on the hub."""
+    """team-a (quota 16, weight 1), team-b (quota 0, weight 3) and team-c (quota 0, weight 1)
+    on the hub."""
     team_a = queue("team-a", 16, overQuotaWeight=1)
     if not reclaimable:
         team_a["spec"]["reclaimable"] = False
-    serve_queues(hubfleet, team_a, queue("team-b", 0, overQuotaWeight=3))
+    serve_queues(
+        hubfleet,
+        team_a,
+        queue("team-b", 0, overQuotaWeight=3),
+        queue("team-c", 0, overQuotaWeight=1),
+    )
 
 
 def fill(hubfleet: HubFleet, protected: int, others: int) -> tuple[list[str], list[str]]:
@@ -81,6 +89,17 @@ def test_rebalancing_evicts_over_share_work_toward_the_weight_split(
     teams(hubfleet)
     running = controller(hubfleet, ("m1",), rebalance=RebalancePolicy(tolerance=0.05))
     guarded, free = fill(hubfleet, protected=6, others=6)
+    # team-c's priority-10 Job asks for a pod of 16 GPUs: no node of m1 could ever hold it;
+    # it neither counts as team-c's demand nor holds team-b's priority-0 work back
+    huge = hubfleet.job("c-huge", gpus=16, labels={"placer.dev/queue": "team-c"})
+    huge["metadata"]["labels"]["placer.dev/priority"] = "10"
+    hubfleet.hub.store.create(huge)
+    hubfleet.wait_for(
+        lambda: (
+            (hubfleet.condition(hub_job(hubfleet, "c-huge")) or {}).get("reason") == "Unschedulable"
+        ),
+        what="team-c's Job unschedulable",
+    )
     started = time.monotonic()
     b_jobs = submit_b(hubfleet, 6)
     hubfleet.wait_for(
@@ -135,6 +154,7 @@ def test_rebalancing_evicts_over_share_work_toward_the_weight_split(
     time.sleep(2.0)  # (ten batch windows, backoffs of 0.2-2 s: the victims are decided again)
     assert metric(running, "rebalance") == 6.0
     assert all(hubfleet.placed_cluster(hub_job(hubfleet, n)) is None for n in free)
+    assert hubfleet.placed_cluster(hub_job(hubfleet, "c-huge")) is None
     copies = m1.store.list("jobs", hubfleet.NAMESPACE)
     assert sum(1 for c in copies if not c["spec"].get("suspend")) == 12
     assert invariants.checks > 0 and invariants.violations == []
