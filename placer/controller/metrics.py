@@ -32,7 +32,7 @@ name                                   type       labels / meaning
 ``leader``                             gauge      1 while this replica leads
 ``managed_workloads``                  gauge      hub objects with a placement record
 ``preemptions_total``                  counter    ``reason``: workloads evicted (``reclaim``,
-                                                  ``preempt``, ``reservation``:
+                                                  ``preempt``, ``rebalance``, ``reservation``:
                                                   :mod:`~placer.controller.preemption`)
 ``queue_allocated``                    gauge      ``queue``, ``resource``: what placed work
                                                   uses of each resource the hub's Queue lists
@@ -160,7 +160,8 @@ class Metrics:
 
         self.preemptions = Counter(
             "placer_preemptions",
-            "Placed workloads evicted for pending ones, by rule (reclaim, preempt, reservation)",
+            "Placed workloads evicted for pending ones, by rule (reclaim, preempt, rebalance, "
+            "reservation)",
             ["reason"],
             registry=r,
         )

@@ -30,7 +30,10 @@ left pending:
   back to them. The cycle reads that room from the member's pods as they are, terminating ones
   included, so a node is never overcommitted. A hold ends after :data:`EVICTION_SECONDS` at
   the latest (a pod stuck terminating), as does the rule that the preemptor gets no new
-  victims meanwhile: the eviction is never repeated for room that is only slow to free;
+  victims meanwhile: the eviction is never repeated for room that is only slow to free.
+  Meanwhile the room is kept for it (:meth:`Preemption.reserve`: every cycle that does not
+  decide it sees the placement the victim search found for it charged), so that other pending
+  work — an earlier eviction's victims among it — does not take it;
 * **placed again** (:meth:`Preemption.unpark`, before a cycle dispatches): a workload placed on
   the member where its copy is parked has that copy resumed in place (the dispatch then applies
   over it, pinned to that member); placed on another member, its parked copy is deleted first.
@@ -45,6 +48,13 @@ only from its over-quota part, reclaimable, and only for a gang within its own q
 quota is never broken for a reservation) and evicted the same way, reason ``Reservation``
 (metric reason ``reservation``). The queues' preemptors then choose among the victims left:
 one victim is never evicted twice, and a preemptor with an eviction under way gets no other.
+
+**Fair-share rebalancing** (``--rebalance TOLERANCE``, ``settings.rebalance``): after the
+reclaims, in the same plan, :func:`placer.solver.rebalance.rebalance_move` is asked for moves —
+a pending workload of a queue below its share of the over-quota capacity evicts over-quota
+work of queues above theirs (reason ``Rebalance``, metric reason ``rebalance``) — up to the
+policy's moves a cycle, among the victims left, each evicted the same way
+(:meth:`Preemption._rebalance`).
 
 A victim the loop or a cycle is working on is left alone (the eviction is tried again next
 cycle); a victim whose copy cannot be suspended or deleted keeps its placement (never two
