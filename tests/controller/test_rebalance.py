@@ -224,3 +224,33 @@ def test_rebalance_needs_preemption(hubfleet: HubFleet, capsys: pytest.CaptureFi
     assert "--rebalance-max-age goes with --rebalance" in capsys.readouterr().err
     with pytest.raises(ValueError, match="needs preemption on"):
         ControllerSettings(rebalance=RebalancePolicy(), preemption=False)
+
+
+def test_a_move_whose_eviction_fails_is_not_repeated_at_once(hubfleet: HubFleet) -> None:
+    """m1 refuses every update of a Job (the suspension is a PUT): the move's victim cannot be
+    evicted, so nothing is evicted and team-b's Job waits, tried again only after its backoff
+    (0.2 s doubling to 2 s here), not at every batch window; once m1 accepts the write again
+    the move is made and team-b's Job placed."""
+    teams(hubfleet)
+    running = controller(hubfleet, ("m1",), rebalance=RebalancePolicy(tolerance=0.05))
+    _, free = fill(hubfleet, protected=0, others=12)
+    m1 = hubfleet.members["m1"]
+    refused = m1.faults.fail(403, times=None, verb="update", resource="jobs.batch")
+    hubfleet.hub.store.create(team_job(hubfleet, "b-0", "team-b"))
+    hubfleet.wait_for(lambda: refused.hits >= 1, what="the suspension tried")
+    time.sleep(4.0)
+    tries = refused.hits
+    print(f"suspensions tried in about 4 s while refused: {tries}")
+    # the backoff allows at most 0.2 + 0.4 + 0.8 + 1.6 + 2: six decisions of b-0 in 4 s; a move
+    # repeated at every batch window (0.2 s) would be about 20
+    assert 1 <= tries <= 7
+    assert preempted(hubfleet, free) == []
+    assert all(hubfleet.placed_cluster(hub_job(hubfleet, n)) == "m1" for n in free)
+    assert metric(running, "rebalance") == 0.0
+    m1.faults.clear()
+    hubfleet.wait_for(
+        lambda: hubfleet.placed_cluster(hub_job(hubfleet, "b-0")) == "m1",
+        timeout=30,
+        what="team-b's Job placed once the eviction goes through",
+    )
+    assert len(preempted(hubfleet, free)) == 1 and metric(running, "rebalance") == 1.0
