@@ -4,6 +4,8 @@ One decoder for every reader: each read takes a value parsed from YAML or JSON a
 it came from, checks its type, and returns it typed. Absent (``null``) is the same as missing.
 
 * :func:`type_name` — how a wrong value is named in messages (``a list``, ``null``);
+* :func:`whole_number_problem` — why a value is not a whole number, with what to write instead
+  (a number in quotes, ``"3"``, is the usual slip: Kubernetes rejects it in an integer field);
 * :class:`Decoder` — the reads, raising the reader's own :class:`~placer.errors.InputError`
   subclass at the first wrong value, naming the file (``source``) and the field path
   (``clusters[0].nodeGroups[2].ready``), with what to do where it is not obvious. The definitions
@@ -17,13 +19,14 @@ from __future__ import annotations
 
 import json
 import math
+import re
 from collections.abc import Collection, Mapping
 from typing import Any, NoReturn
 
 from placer.errors import InputError
 from placer.quantity import resource_amount
 
-__all__ = ["Decoder", "type_name"]
+__all__ = ["Decoder", "type_name", "whole_number_problem"]
 
 
 def type_name(value: object) -> str:
@@ -42,6 +45,21 @@ def type_name(value: object) -> str:
     if isinstance(value, Mapping):
         return "a mapping"
     return type(value).__name__
+
+
+def whole_number_problem(value: object) -> str | None:
+    """Why ``value`` is not a whole number, with what to write instead when that is clear
+    (``None``: it is one). For messages that name the field first: ``spec.parallelism`` +
+    `` is the string '3', not a number: write 3 without quotes``."""
+    if isinstance(value, int) and not isinstance(value, bool):
+        return None
+    if isinstance(value, str):
+        if re.fullmatch(r"\s*[+-]?[0-9]+\s*", value):
+            return f"is the string {value!r}, not a number: write {int(value)} without quotes"
+        return f"is the string {value!r}, not a whole number"
+    if isinstance(value, float):
+        return f"is {value!r}, not a whole number"
+    return f"is {type_name(value)}, not a whole number"
 
 
 class Decoder:
@@ -117,7 +135,11 @@ class Decoder:
 
     def count(self, value: object, field: str, *, maximum: int) -> int:
         """A whole number from 0 to ``maximum``."""
-        if isinstance(value, bool) or not isinstance(value, int) or not 0 <= value <= maximum:
+        problem = whole_number_problem(value)
+        if problem is not None:
+            self.fail(field, f"must be a whole number from 0 to {maximum:,}; it {problem}")
+        assert isinstance(value, int)
+        if not 0 <= value <= maximum:
             self.fail(field, f"must be a whole number from 0 to {maximum:,}, got {value!r}")
         return value
 

@@ -43,6 +43,7 @@ from placer.definitions.interpret import (
     ExtractedInstance,
     Extraction,
     Scale,
+    check_count_fields,
     extract,
     status_phases,
 )
@@ -240,6 +241,7 @@ def decompose(
     ref = workload_ref(obj, source=source)
     definition = _resolve(obj, catalog_or_definition, source)
     where = _where(ref, definition, source)
+    check_count_fields(obj, definition, where=where)
     extraction = extract(_input(obj, where), definition, where=where, limits=limits)
 
     table = (

@@ -10,7 +10,10 @@ This is upstream's extraction (spec sections 4 and 5) with placer's improvements
   must yield exactly as many outputs ("instance ids count (2) does not match results count (3)").
 * **Replicas**: numbers or numeric strings (int32); ``null`` is absent. Upstream's
   ``replicasOf``: replicas if set, else minReplicas, else 1. Unlike upstream, a negative count
-  or a fraction is an error naming the path, not a silent conversion.
+  or a fraction is an error naming the path, not a silent conversion; so is a string in a
+  field of the object a scale path reads as a value (``parallelism: "3"``: Kubernetes rejects
+  it in an integer field, and jq would compare or add it as text: ``[\"3\", 10] | min`` is 10),
+  :func:`check_count_fields`, naming the field (``spec.parallelism``) and what to write.
 * **Pod templates** in the three shapes. For ``podSpecPath`` only real PodSpec fields with a
   value are kept (KServe's transformer spec mixes in ``minReplicas`` etc.; a PodSpec built with
   jq object construction may carry nulls); for fragmented definitions a PodSpec
@@ -37,7 +40,9 @@ from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
 
+from placer.decoding import whole_number_problem
 from placer.definitions.jq import DEFAULT_LIMITS, JqBatch, JqLimits, compile_batch
+from placer.definitions.jqsyntax import JqSyntaxError, Segment, parse, value_paths
 from placer.definitions.model import (
     STATUS_ORDER,
     Component,
@@ -53,6 +58,7 @@ __all__ = [
     "ExtractedInstance",
     "Extraction",
     "Scale",
+    "check_count_fields",
     "extract",
     "plan_for",
     "replicas_of",
@@ -135,6 +141,9 @@ class _Plan:
         texts: list[str] = []
         self.slots: list[_Slot] = []
         self.index: dict[tuple[str, str], int] = {}
+        #: (component, scale field, object field path) for every field of the object a scale
+        #: path reads as a value (:func:`check_count_fields`).
+        self.count_fields: list[tuple[Component, str, tuple[Segment, ...]]] = []
 
         def add(component: Component, field: str, text: str | None) -> None:
             if text is None:
@@ -160,9 +169,16 @@ class _Plan:
                             injected.when_path,
                         )
                 if c.scale is not None:
-                    add(c, "scaleDefinition.replicasPath", c.scale.replicas_path)
-                    add(c, "scaleDefinition.minReplicasPath", c.scale.min_replicas_path)
-                    add(c, "scaleDefinition.maxReplicasPath", c.scale.max_replicas_path)
+                    paths: tuple[tuple[str, str | None], ...] = (
+                        ("replicasPath", c.scale.replicas_path),
+                        ("minReplicasPath", c.scale.min_replicas_path),
+                        ("maxReplicasPath", c.scale.max_replicas_path),
+                    )
+                    for key, scale_path in paths:
+                        add(c, f"scaleDefinition.{key}", scale_path)
+                        self.count_fields += [
+                            (c, f"scaleDefinition.{key}", path) for path in _read_fields(scale_path)
+                        ]
         root = definition.root
         status = root.status
         if status is not None:
@@ -243,6 +259,50 @@ def extract(
         f"{where}: {definition.root.label}",
     )
     return Extraction(instances, phases)
+
+
+def check_count_fields(obj: Mapping[str, Any], definition: Definition, *, where: str) -> None:
+    """Every field of ``obj`` a scale path of ``definition`` reads as a value holds no string
+    (see the module docstring, "Replicas"); labels and annotations (any ``metadata``: the
+    object's, a pod template's) are strings by their schema and not looked at.
+
+    Raises:
+        InterpretationError: naming the object, component and field and what to write.
+    """
+    for component, field, path in plan_for(definition).count_fields:
+        for at, value in _values_at(obj, path):
+            if not isinstance(value, str):
+                continue
+            raise InterpretationError(
+                f"{where}: {component.label}: {at} {whole_number_problem(value)} (Kubernetes "
+                f"requires an integer there and rejects the object as it is; the definition's "
+                f"{field} reads it as a count)"
+            )
+
+
+def _read_fields(text: str | None) -> list[tuple[Segment, ...]]:
+    if text is None:
+        return []
+    try:
+        paths = value_paths(parse(text))
+    except JqSyntaxError:  # libjq decides whether it compiles; nothing to check here
+        return []
+    return [p for p in paths if "metadata" not in p]
+
+
+def _values_at(value: Any, path: Sequence[Segment], at: str = "") -> list[tuple[str, Any]]:
+    """The values at ``path`` in ``value`` with their field paths (``spec.jobs[0].replicas``);
+    none where the path does not lead."""
+    if not path:
+        return [(at, value)]
+    head, rest = path[0], path[1:]
+    if head is None:
+        if not isinstance(value, list):
+            return []
+        return [v for i, item in enumerate(value) for v in _values_at(item, rest, f"{at}[{i}]")]
+    if not isinstance(value, Mapping) or head not in value:
+        return []
+    return _values_at(value[head], rest, f"{at}.{head}" if at else head)
 
 
 def status_phases(

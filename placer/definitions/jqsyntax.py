@@ -57,11 +57,13 @@ __all__ = [
     "TERMINATING_BUILTINS",
     "JqSyntaxError",
     "Node",
+    "Segment",
     "guard_repetition",
     "isolation_violations",
     "parse",
     "safety_violations",
     "termination_risk",
+    "value_paths",
 ]
 
 ASSIGNMENT_OPERATORS = ("=", "|=", "+=", "-=", "*=", "/=", "%=", "//=")
@@ -1060,3 +1062,79 @@ def _render(text: str, node: Node) -> str:
         position = child.end
     out.append(text[position : node.end])
     return "".join(out)
+
+
+# --------------------------------------------------------------------------------------------
+# The input fields an expression's value comes from
+
+#: a field path segment: a key, or ``None`` for every item of a list (``[]``).
+Segment = str | None
+#: node kinds whose every child is evaluated on the node's own input, as a value.
+_VALUE_KINDS = frozenset({"paren", "alternative", "comma", "array", "negate", "optional"})
+_ARITHMETIC = frozenset({"+", "-", "*", "/", "%"})
+
+
+def value_paths(tree: Node) -> list[tuple[Segment, ...]]:
+    """The input field paths whose values may become ``tree``'s output or an operand of its
+    arithmetic: the chains ``.a.b["c"]`` in value positions (``//``, ``,``, arrays, arithmetic,
+    the branches of ``if``, a ``... as $x |`` source and body), and, through a pipe whose left
+    side is such a chain (``.spec.jobs[] | .replicas``), the right side's value chains under it
+    (``.`` there: the left side itself; ``None`` segments: every item of a list).
+
+    Conservative: conditions and comparisons (``if .a then``, ``.a == "x"``), function
+    arguments and bodies (``.a | length``), ``reduce``/``foreach`` and anything after a pipe
+    whose left side is not a plain chain are left out, so every path listed is surely read
+    from the input as a value.
+    """
+    found: list[tuple[Segment, ...]] = []
+    _value_reads(tree, (), found)
+    return found
+
+
+def _chain(node: Node) -> tuple[Segment, ...] | None:
+    """``node`` as a plain path from its input (``.a.b["c"][]``), or ``None``."""
+    if node.kind == "identity":
+        return ()
+    if node.kind == "field":
+        base = _chain(node.children[0]) if node.children else ()
+        return None if base is None else (*base, str(node.value))
+    if node.kind == "index":
+        target, key = node.children
+        base = _chain(target)
+        if base is None or key.kind != "string" or not isinstance(key.value, str):
+            return None
+        return (*base, key.value)
+    if node.kind == "iterate":
+        base = _chain(node.children[0])
+        return None if base is None else (*base, None)
+    if node.kind in ("paren", "optional"):
+        return _chain(node.children[0])
+    return None
+
+
+def _value_reads(node: Node, prefix: tuple[Segment, ...], found: list[tuple[Segment, ...]]) -> None:
+    chain = _chain(node)
+    if chain is not None:
+        if prefix or chain:
+            found.append((*prefix, *chain))
+        return
+    kind, children = node.kind, node.children
+    if kind == "pipe":
+        left, right = children
+        base = _chain(left)
+        if base is None:
+            _value_reads(left, prefix, found)
+        else:  # what the right side reads of it (``.`` included), not what it tests
+            _value_reads(right, (*prefix, *base), found)
+    elif kind == "bind":
+        _value_reads(children[0], prefix, found)
+        _value_reads(children[-1], prefix, found)
+    elif kind == "if":
+        branches = [c for i, c in enumerate(children) if i % 2 == 1 or i == len(children) - 1]
+        for child in branches:
+            _value_reads(child, prefix, found)
+    elif (kind == "binary" and node.value in _ARITHMETIC) or kind in _VALUE_KINDS:
+        for child in children:
+            _value_reads(child, prefix, found)
+    elif kind == "try":
+        _value_reads(children[0], prefix, found)

@@ -131,7 +131,7 @@ def test_bad_objects_are_reported_and_the_rest_is_placed(hubfleet: Any) -> None:
         lambda: state("bad-field", "jobsets").get("reason") == "InvalidWorkload", what="bad"
     )
     assert (
-        "replicas value 'two' at index 0 is not a number"
+        "spec.replicatedJobs[0].replicas is the string 'two', not a whole number"
         in state("bad-field", "jobsets")["message"]
     )
     hubfleet.wait_for(lambda: "InvalidWorkload" in _reasons(hubfleet, "bad-field"), what="event")

@@ -8,7 +8,7 @@ from typing import Any
 
 import pytest
 
-from placer.decoding import Decoder, type_name
+from placer.decoding import Decoder, type_name, whole_number_problem
 from placer.errors import FleetConfigError, SnapshotError
 
 SOURCE = "fleet.yaml"
@@ -77,7 +77,7 @@ def test_wrong_types_name_the_field(read: Decoder) -> None:
     fails(lambda: read.string("", "name", required=True), "name", "must be a non-empty string")
     fails(lambda: read.flag("yes", "c[0].ready", default=True), "c[0].ready", "true or false")
     fails(lambda: read.count(-1, "count", maximum=10), "count", "from 0 to 10, got -1")
-    fails(lambda: read.count(True, "count", maximum=10), "count", "got True")
+    fails(lambda: read.count(True, "count", maximum=10), "count", "it is a boolean")
     fails(lambda: read.labels({"a": [1]}, "labels"), "labels", "entry 'a' must map a string")
     err = fails(lambda: read.resources({"cpu": "lots"}, "alloc"), "alloc.cpu", "'lots'")
     assert err.hint is not None and "500m" in err.hint
@@ -104,4 +104,29 @@ def test_unknown_fields_and_headers(read: Decoder) -> None:
         lambda: read.header({"kind": "K", "apiVersion": "v2"}, "v1", "K"),
         "apiVersion",
         "expected 'v1'",
+    )
+
+
+@pytest.mark.parametrize(
+    ("value", "problem"),
+    [
+        (3, None),
+        ("3", "is the string '3', not a number: write 3 without quotes"),
+        (" 12 ", "is the string ' 12 ', not a number: write 12 without quotes"),
+        ("3x", "is the string '3x', not a whole number"),
+        (2.5, "is 2.5, not a whole number"),
+        (True, "is a boolean, not a whole number"),
+        (None, "is null, not a whole number"),
+    ],
+)
+def test_whole_number_problem_says_what_to_write(value: object, problem: str | None) -> None:
+    assert whole_number_problem(value) == problem
+
+
+def test_a_quoted_count_is_an_error_saying_what_to_write(read: Decoder) -> None:
+    fails(
+        lambda: read.count("4", "nodeGroups[0].count", maximum=10),
+        "nodeGroups[0].count",
+        "must be a whole number from 0 to 10; it is the string '4', not a number: write 4 "
+        "without quotes",
     )

@@ -95,16 +95,81 @@ def test_instances_are_sorted_and_paired_by_position() -> None:
     assert result.ref.namespace == "default"
 
 
-def test_numeric_strings_and_missing_replicas() -> None:
-    obj = widget(workers=[worker("a", "4"), worker("b", None), worker("c", None, min=2)])
-    counts = {c.instance: c.replicas for c in decompose(obj, definition()).components}
+def test_numeric_strings_a_path_computes_and_missing_replicas() -> None:
+    """A scale path may compute a numeric string (upstream reads it as the number)."""
+
+    def as_text(c: dict[str, Any]) -> None:
+        c["scaleDefinition"]["replicasPath"] = (
+            ".spec.workers[] | if .replicas == null then null else .replicas | tostring end"
+        )
+
+    obj = widget(workers=[worker("a", 4), worker("b", None), worker("c", None, min=2)])
+    counts = {c.instance: c.replicas for c in decompose(obj, definition(as_text)).components}
     assert counts == {"a": 4, "b": 1, "c": 2, "": 1}
+
+
+@pytest.mark.parametrize(
+    ("value", "problem"),
+    [
+        ("4", "is the string '4', not a number: write 4 without quotes"),
+        ("x", "is the string 'x', not a whole number"),
+    ],
+)
+def test_a_string_in_a_count_field_of_the_object_is_an_error_naming_the_field(
+    value: str, problem: str
+) -> None:
+    """Kubernetes rejects ``replicas: "4"`` in an integer field: so does placer, naming the
+    field, where the scale path would have read it as text."""
+    obj = widget(workers=[worker("a", 1), worker("b", value)])
+    with pytest.raises(InterpretationError) as info:
+        decompose(obj, definition(), source="w.yaml")
+    assert str(info.value).startswith(
+        f"w.yaml: Widget/w1: definition 'widgets': component 'worker': spec.workers[1].replicas "
+        f"{problem} (Kubernetes requires an integer there"
+    )
+    assert "scaleDefinition.replicasPath reads it as a count" in str(info.value)
+
+
+def test_a_quoted_job_parallelism_is_an_error_not_a_silent_count(catalog: Catalog) -> None:
+    """``[$p, completions] | min`` would put the number before the string: 10 pods, not 3."""
+    job = {
+        "apiVersion": "batch/v1",
+        "kind": "Job",
+        "metadata": {"name": "quoted"},
+        "spec": {
+            "parallelism": "3",
+            "completions": 10,
+            "template": {"spec": {"containers": [{"name": "c", "image": "x"}]}},
+        },
+    }
+    with pytest.raises(
+        InterpretationError, match=r"Job/quoted: .* spec\.parallelism is the string"
+    ):
+        decompose(job, catalog)
+    job["spec"]["parallelism"] = 3
+    assert [c.replicas for c in decompose(job, catalog).components] == [3]
+
+
+def test_strings_in_labels_and_annotations_are_not_counts(catalog: Catalog) -> None:
+    """Knative's scale annotations are strings by their schema (the definition converts them)."""
+    service = {
+        "apiVersion": "serving.knative.dev/v1",
+        "kind": "Service",
+        "metadata": {"name": "s"},
+        "spec": {
+            "template": {
+                "metadata": {"annotations": {"autoscaling.knative.dev/min-scale": "2"}},
+                "spec": {"containers": [{"name": "c", "image": "x"}]},
+            }
+        },
+    }
+    assert [c.replicas for c in decompose(service, catalog).components] == [2]
 
 
 @pytest.mark.parametrize(
     ("replicas", "message"),
     [
-        ("x", "replicas value 'x' at index 0 is not a number"),
+        ("x", "replicas value 'x' at index 0 is not a number"),  # computed by the path
         (1.5, "replicas value 1.5 at index 0 is not a whole number"),
         (-1, "replicas value -1 at index 0 is negative"),
         (True, "output 0 is a boolean, expected a number"),
@@ -113,8 +178,11 @@ def test_numeric_strings_and_missing_replicas() -> None:
     ],
 )
 def test_bad_replica_values_name_the_path(replicas: Any, message: str) -> None:
+    def computed(c: dict[str, Any]) -> None:  # the value passes through a function
+        c["scaleDefinition"]["replicasPath"] = ".spec.workers[] | .replicas | values"
+
     with pytest.raises(InterpretationError) as info:
-        decompose(widget(workers=[worker("a", replicas)]), definition(), source="w.yaml")
+        decompose(widget(workers=[worker("a", replicas)]), definition(computed), source="w.yaml")
     text = str(info.value)
     assert message in text
     assert text.startswith(
@@ -310,5 +378,16 @@ def test_a_string_where_a_number_belongs_cannot_exhaust_memory(catalog: Catalog)
             ]
         },
     }
+    with pytest.raises(InterpretationError, match=r"spec\.replicatedJobs\[0\]\.replicas is"):
+        decompose(jobset, catalog)  # the field is named before jq runs
+
+    # a string the fields check cannot see (it comes through an annotation) meets the guard
+    def from_annotation(c: dict[str, Any]) -> None:
+        c["scaleDefinition"]["replicasPath"] = (
+            ".spec.workers[] as $w | .metadata.annotations.n * 2000000000"
+        )
+
+    obj = widget(workers=[worker("a", 1)])
+    obj["metadata"]["annotations"] = {"n": "x"}
     with pytest.raises(JqError, match="cannot repeat string"):
-        decompose(jobset, catalog)
+        decompose(obj, definition(from_annotation))

@@ -10,6 +10,7 @@ from placer.definitions.jqsyntax import (
     parse,
     safety_violations,
     termination_risk,
+    value_paths,
 )
 
 # Valid jq covering the grammar: paths, optional access, slices, literals, string
@@ -245,3 +246,32 @@ def test_expressions_that_may_not_terminate_are_sent_to_the_worker(text: str, re
 def test_a_user_function_shadows_a_risky_builtin() -> None:
     assert termination_risk(parse("def range: 1; range")) is None
     assert termination_risk(parse("def range: 1; 2 | range(1)")) == "calls range/1"
+
+
+@pytest.mark.parametrize(
+    ("text", "paths"),
+    [
+        # the builtin Job's replicasPath: both fields can become the count
+        (
+            "(.spec.parallelism // 1) as $p | [$p, (.spec.completions // $p)] | min",
+            [("spec", "parallelism"), ("spec", "completions")],
+        ),
+        # through a pipe, under each item of the list
+        (
+            ".spec.jobs[] | (.replicas // 1) * .size",
+            [("spec", "jobs", None, "replicas"), ("spec", "jobs", None, "size")],
+        ),
+        ('.spec["min-size"]', [("spec", "min-size")]),
+        ('if .spec.mode == "x" then .spec.a else .spec.b end', [("spec", "a"), ("spec", "b")]),
+        (".spec.a[] | .", [("spec", "a", None)]),
+        # tested, measured or passed to functions: not values
+        (".spec.a | length", []),
+        ("[.spec.a[] | select(.on)] | length", []),
+        # after a pipe from a computed value, the input is no longer the object's
+        ("(.x // {}) | .y", [("x",)]),
+    ],
+)
+def test_value_paths_are_the_input_fields_a_value_comes_from(
+    text: str, paths: list[tuple[str | None, ...]]
+) -> None:
+    assert value_paths(parse(text)) == paths
