@@ -19,6 +19,14 @@ clusters ask for GPUs three more ways, and placer counts each of them instead of
   (:mod:`placer.fleet.devices`). A claim whose class the table does not map, or whose template
   is not in the input, is a **warning naming it**, not a zero.
 
+Tables show GPU demand in one cell (:func:`gpu_text`): whole GPUs and shares of one device as
+a number (``12``, ``0.5``; time-sliced resources as the share of a GPU they are, given the
+table), then **MIG** slices by profile (``2×mig-1g.10gb``): the NVIDIA device plugin's ``mixed``
+strategy publishes each MIG profile as its own resource ``nvidia.com/mig-<profile>``, placed
+exactly like any extended resource (a slice is no fraction of a whole GPU placer could add up:
+the profiles of one GPU differ by model). The ``single`` strategy publishes MIG devices as
+``nvidia.com/gpu`` and they count as GPUs.
+
 Which annotation, resource or class means what is configuration, not code: an
 :class:`AcceleratorTable` (defaults in ``placer/accelerators.yaml``, replaced key by key by a
 fleet file's ``accelerators:`` section, recorded in snapshots). Injected sidecars are the fourth
@@ -45,6 +53,7 @@ from placer.yamlload import load as load_yaml
 __all__ = [
     "ACCELERATOR_API_VERSION",
     "ACCELERATOR_KIND",
+    "MIG_PREFIX",
     "AcceleratorDemand",
     "AcceleratorTable",
     "ClaimIndex",
@@ -58,9 +67,13 @@ __all__ = [
     "accelerators_from_dict",
     "default_accelerators",
     "fraction_share",
+    "gpu_text",
     "is_claim_object",
+    "mig_slices",
 ]
 
+#: MIG slice resources of the NVIDIA device plugin (``mixed`` strategy): the profile follows.
+MIG_PREFIX = "nvidia.com/mig-"
 ACCELERATOR_API_VERSION = "placer.dev/v1alpha1"
 ACCELERATOR_KIND = "AcceleratorTable"
 _DRA_GROUP = "resource.k8s.io"
@@ -720,3 +733,28 @@ def _claim_demand(
             note += f" (the first of {request.alternatives} alternatives)"
         added[mapping.resource] = added.get(mapping.resource, 0) + count
         sources.append(RequestSource("claim", short, origin, {mapping.resource: count}, note))
+
+
+# --------------------------------------------------------------------------------------------
+# How tables show GPU demand
+
+
+def mig_slices(requests: Mapping[str, int]) -> dict[str, int]:
+    """The MIG slices in ``requests`` by profile (``{"mig-1g.10gb": 2}``), sorted."""
+    return {
+        name.removeprefix("nvidia.com/"): amount
+        for name, amount in sorted(requests.items())
+        if name.startswith(MIG_PREFIX) and amount > 0
+    }
+
+
+def gpu_text(requests: Mapping[str, int], table: AcceleratorTable | None = None) -> str:
+    """The GPUs of ``requests`` in one table cell (see the module docstring): ``12``, ``0.5``,
+    ``2×mig-1g.10gb``, ``1+2×mig-1g.10gb``; ``0`` when there are none. With ``table``, its
+    time-sliced resources count as the share of a GPU they are."""
+    gpus = requests.get(GPU, 0) + requests.get(GPU_SHARE, 0) / 1000
+    for shared in table.shared_resources if table is not None else ():
+        gpus += requests.get(shared.resource, 0) / shared.replicas
+    parts = [f"{gpus:g}"] if gpus else []
+    parts += [f"{amount}×{profile}" for profile, amount in mig_slices(requests).items()]
+    return "+".join(parts) or "0"

@@ -176,7 +176,7 @@ def _row(workload: Any, phase: str | None = None) -> list[str]:
         workload.kind,
         phase or ",".join(workload.phases),
         components_text(workload),
-        f"{workload.gpus:g}",
+        workload.gpu_text,
         age(workload.metadata.get("creationTimestamp")),
     ]
 

@@ -459,8 +459,8 @@ def render(report: Any, out: Any = None, workloads: Mapping[Any, Any] | None = N
     """The text report: decision table, refusals per placed workload (with ``workloads``, ref
     -> Workload: each elastic component's chosen count against its range), failures,
     summary."""
-    from placer.model import GPU_SHARE
-    from placer.quantity import CPU, GPU, MEMORY, format_quantity
+    from placer.accelerators import gpu_text
+    from placer.quantity import CPU, MEMORY, format_quantity
     from placer.solver.elastic import chosen_counts
 
     stream = out or sys.stdout
@@ -476,7 +476,7 @@ def render(report: Any, out: Any = None, workloads: Mapping[Any, Any] | None = N
                     str(p.workload),
                     p.cluster,
                     str(len(p.pods)),
-                    f"{p.requests.get(GPU, 0) + p.requests.get(GPU_SHARE, 0) / 1000:g}",
+                    gpu_text(p.requests),
                     format_quantity(CPU, p.requests.get(CPU, 0)),
                     format_quantity(MEMORY, p.requests.get(MEMORY, 0)),
                     outcome.state,

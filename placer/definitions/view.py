@@ -27,6 +27,7 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
+from placer.accelerators import gpu_text
 from placer.definitions.decompose import ComponentInstance, ComponentNode, Decomposition
 from placer.model import TopologyConstraint
 from placer.quantity import CPU, GPU, MEMORY, Resources, add, format_quantity, scale, to_base_map
@@ -215,19 +216,20 @@ def _align(rows: Sequence[Sequence[str]], padding: int = 3) -> list[str]:
 
 
 def tree_lines(rows: Sequence[ViewRow]) -> list[list[str]]:
-    """Tree rows as cells: ``[glyphs + name, "replicas: N", "gpu: N"]`` (gpu empty when 0)."""
+    """Tree rows as cells: ``[glyphs + name, "replicas: N", "gpu: N"]`` (gpu empty when 0;
+    :func:`placer.accelerators.gpu_text`: shares of a device, MIG slices)."""
     out: list[list[str]] = []
 
     def walk(items: Sequence[ViewRow], indent: str) -> None:
         for index, row in enumerate(items):
             last = index == len(items) - 1
             glyph = "`-- " if last else "|-- "
-            gpus = row.total.get(GPU, 0)
+            gpus = gpu_text(row.total)
             out.append(
                 [
                     f"{indent}{glyph}{row.name}",
                     f"replicas: {row.replicas}",
-                    f"gpu: {gpus}" if gpus else "",
+                    f"gpu: {gpus}" if gpus != "0" else "",
                 ]
             )
             walk(row.children, indent + ("    " if last else "|   "))
@@ -261,7 +263,7 @@ def resource_rows(view: DescribeView) -> list[list[str]]:
             if row.holds_pods and own_replicas > 0:
                 table.append(
                     [row.label, str(own_replicas)]
-                    + [format_amount(name, row.own.get(name, 0)) for name in columns]
+                    + _amounts(row.own, columns)
                     + ([""] if sources else [])
                 )
                 for source in sources.get(row.label, ()):
@@ -275,11 +277,18 @@ def resource_rows(view: DescribeView) -> list[list[str]]:
 
     walk(view.rows)
     table.append(
-        ["TOTAL", str(view.pods)]
-        + [format_amount(name, view.total.get(name, 0)) for name in columns]
-        + ([""] if sources else [])
+        ["TOTAL", str(view.pods)] + _amounts(view.total, columns) + ([""] if sources else [])
     )
     return table
+
+
+def _amounts(requests: Resources, columns: Sequence[str]) -> list[str]:
+    """The cells of ``columns``; GPU as :func:`placer.accelerators.gpu_text` (``0.5``,
+    ``2×mig-1g.10gb``: a pod asking only MIG slices is not shown as 0 GPUs)."""
+    return [
+        gpu_text(requests) if name == GPU else format_amount(name, requests.get(name, 0))
+        for name in columns
+    ]
 
 
 def render_text(view: DescribeView) -> str:

@@ -26,6 +26,7 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
 
+from placer.accelerators import AcceleratorTable, gpu_text, mig_slices
 from placer.definitions.view import (
     ViewRow,
     build_view,
@@ -80,9 +81,19 @@ def _align(rows: Sequence[Sequence[str]], padding: int = 3) -> list[str]:
     return ["".join(c.ljust(widths[i] + padding) for i, c in enumerate(r)).rstrip() for r in rows]
 
 
+def _pod_requests(pod: Pod) -> Mapping[str, int]:
+    return pod_demand(pod.get("spec") or {}, strict=False).requests
+
+
 def _pod_gpus(pod: Pod) -> float:
-    requests = pod_demand(pod.get("spec") or {}, strict=False).requests
+    requests = _pod_requests(pod)
     return requests.get(GPU, 0) + requests.get(GPU_SHARE, 0) / 1000
+
+
+def _gpu_cell(requests: Mapping[str, int], table: AcceleratorTable | None) -> str:
+    """``gpu: 4`` (``gpu: 2×mig-1g.10gb``), or empty when the requests hold no GPU."""
+    text = gpu_text(requests, table)
+    return f"gpu: {text}" if text != "0" else ""
 
 
 def _ready(pod: Pod) -> bool:
@@ -105,10 +116,6 @@ def _phase(pod: Pod) -> str:
     return f"{phase} ({reason})" if reason else phase
 
 
-def _num(value: float) -> str:
-    return f"{value:g}"
-
-
 def _row_pods(view: LiveView, row: ViewRow) -> list[Pod]:
     if row.holds_pods:
         return list(view.pods.get(row.label, ()))
@@ -118,17 +125,17 @@ def _row_pods(view: LiveView, row: ViewRow) -> list[Pod]:
 def _tree(view: LiveView) -> list[list[str]]:
     """Cells per line: component rows (name, ready/desired, gpu, nodes), pods under them."""
     out: list[list[str]] = []
+    table = view.workload.accelerators
 
     def row_line(row: ViewRow, indent: str, last: bool) -> None:
         pods = _row_pods(view, row)
         ready = sum(1 for p in pods if _ready(p))
-        gpus = row.total.get(GPU, 0) + row.total.get(GPU_SHARE, 0) / 1000
         nodes = sorted({_node(p) for p in pods if _node(p)})
         out.append(
             [
                 f"{indent}{'`-- ' if last else '|-- '}{row.name}",
                 f"{ready}/{row.replicas} ready",
-                f"gpu: {_num(gpus)}" if gpus else "",
+                _gpu_cell(row.total, table),
                 ",".join(nodes),
             ]
         )
@@ -143,12 +150,11 @@ def _tree(view: LiveView) -> list[list[str]]:
                 pod_line(item, inner, item_last)
 
     def pod_line(pod: Pod, indent: str, last: bool) -> None:
-        gpus = _pod_gpus(pod)
         out.append(
             [
                 f"{indent}{'`-- ' if last else '|-- '}{(pod.get('metadata') or {}).get('name')}",
                 _phase(pod),
-                f"gpu: {_num(gpus)}" if gpus else "",
+                _gpu_cell(_pod_requests(pod), table),
                 _node(pod) or "<none>",
             ]
         )
@@ -220,6 +226,7 @@ def live_json(view: LiveView) -> dict[str, Any]:
                 "ready": _ready(p),
                 "node": _node(p) or None,
                 "gpus": _pod_gpus(p),
+                **({"migSlices": mig} if (mig := mig_slices(_pod_requests(p))) else {}),
             }
             for p in pods
         ]

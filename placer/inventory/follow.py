@@ -53,7 +53,7 @@ class Change:
 
 def row_key(workload: LiveWorkload) -> tuple[str, ...]:
     """What a row shows that can change: phase, components, GPUs (not the age)."""
-    return (",".join(workload.phases), components_text(workload), f"{workload.gpus:g}")
+    return (",".join(workload.phases), components_text(workload), workload.gpu_text)
 
 
 class Follower:

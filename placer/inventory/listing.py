@@ -23,6 +23,7 @@ from dataclasses import dataclass, field
 from datetime import UTC, datetime
 from typing import Any
 
+from placer.accelerators import AcceleratorTable, gpu_text, mig_slices
 from placer.definitions import Catalog, Decomposition, Definition, decompose
 from placer.dispatch.record import PlacementRecord
 from placer.errors import (
@@ -69,6 +70,8 @@ class LiveWorkload:
     decomposition: Decomposition | None
     record: PlacementRecord | None
     problem: str = ""
+    #: the catalog's accelerator table (time-sliced GPUs shown as the share they are).
+    accelerators: AcceleratorTable | None = None
 
     @property
     def metadata(self) -> Mapping[str, Any]:
@@ -95,15 +98,24 @@ class LiveWorkload:
         return self.decomposition.phases if self.decomposition else ("Unknown",)
 
     @property
-    def gpus(self) -> float:
-        if self.decomposition is None:
-            return 0.0
-        total = 0.0
-        for c in self.decomposition.components:
-            total += c.replicas * (
-                c.pod.requests.get(GPU, 0) + c.pod.requests.get(GPU_SHARE, 0) / 1000
-            )
+    def requests(self) -> dict[str, int]:
+        """What all its desired pods ask (empty when it does not fit its definition)."""
+        total: dict[str, int] = {}
+        for c in self.decomposition.components if self.decomposition is not None else ():
+            for name, amount in c.pod.requests.items():
+                total[name] = total.get(name, 0) + amount * c.replicas
         return total
+
+    @property
+    def gpus(self) -> float:
+        """Whole GPUs and shares of one device (MIG slices aside: :attr:`gpu_text`)."""
+        requests = self.requests
+        return requests.get(GPU, 0) + requests.get(GPU_SHARE, 0) / 1000
+
+    @property
+    def gpu_text(self) -> str:
+        """The GPU cell: :func:`placer.accelerators.gpu_text` (``12``, ``2×mig-1g.10gb``)."""
+        return gpu_text(self.requests, self.accelerators)
 
     def to_dict(self) -> dict[str, Any]:
         d = self.decomposition
@@ -121,6 +133,7 @@ class LiveWorkload:
                 for c in (d.components if d else ())
             ],
             "gpus": self.gpus,
+            **({"migSlices": mig} if (mig := mig_slices(self.requests)) else {}),
             "placement": self.record.to_dict() if self.record else None,
             **({"problem": self.problem} if self.problem else {}),
         }
@@ -343,11 +356,12 @@ def live_workload(
     """``obj`` on ``cluster`` read through ``definition`` (a problem instead when it does not
     fit it)."""
     record = PlacementRecord.from_object(obj)
+    table = catalog.accelerators
     try:
         decomposition = decompose(obj, definition)
     except PlacerError as err:
-        return LiveWorkload(cluster, obj, definition, None, record, err.message)
-    return LiveWorkload(cluster, obj, definition, decomposition, record)
+        return LiveWorkload(cluster, obj, definition, None, record, err.message, table)
+    return LiveWorkload(cluster, obj, definition, decomposition, record, accelerators=table)
 
 
 def components_text(workload: LiveWorkload) -> str:

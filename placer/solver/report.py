@@ -17,6 +17,7 @@ from __future__ import annotations
 from collections.abc import Mapping
 from typing import Any
 
+from placer.accelerators import gpu_text, mig_slices
 from placer.model import GPU_SHARE, Decision, WorkloadRef
 from placer.quantity import CPU, GPU, MEMORY, format_quantity, to_base_map
 
@@ -117,9 +118,16 @@ def bound_gap_text(
 
 
 def _gpus(requests: Mapping[str, int]) -> str:
+    """Whole GPUs and shares of one device, as bounds count them (MIG slices aside)."""
     whole = requests.get(GPU, 0)
     share = requests.get(GPU_SHARE, 0)
     return f"{whole + share / 1000:g}"
+
+
+def _mig_text(requests: Mapping[str, int]) -> str:
+    """``, 2×mig-1g.10gb`` for the MIG slices in ``requests`` (``""``: none)."""
+    slices = mig_slices(requests)
+    return "".join(f", {amount}×{profile}" for profile, amount in slices.items())
 
 
 def render_text(decision: Decision) -> list[list[list[str]] | str]:
@@ -136,7 +144,7 @@ def render_text(decision: Decision) -> list[list[list[str]] | str]:
                     str(p.workload),
                     p.cluster,
                     str(len(p.pods)),
-                    _gpus(p.requests),
+                    gpu_text(p.requests),
                     format_quantity(CPU, p.requests.get(CPU, 0)),
                     format_quantity(MEMORY, p.requests.get(MEMORY, 0)),
                     shown,
@@ -153,7 +161,8 @@ def render_text(decision: Decision) -> list[list[list[str]] | str]:
     of = f" of at most {tightest[1]:g} (tightest bound)" if tightest is not None else ""
     out.append(
         f"\n{summary.placed} of {summary.workloads} workload(s) placed, "
-        f"{placed_gpus} GPUs{of}; solver {summary.solver}, {summary.mode} mode, "
+        f"{placed_gpus} GPUs{of}{_mig_text(summary.placed_requests)}; "
+        f"solver {summary.solver}, {summary.mode} mode, "
         f"{summary.status}, {summary.seconds:.3f} s"
     )
     if tightest is not None:
