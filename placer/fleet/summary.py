@@ -18,7 +18,9 @@ counts allocatable GPUs per model (node label ``nvidia.com/gpu.product`` or the 
 ``productName`` of the node's DRA GPUs). ``devices`` lists every node's Dynamic Resource
 Allocation devices (from ResourceSlices): per driver and attributes, how many, how many are
 allocated, and the resource they count as (``""``: not mapped by the accelerator table, so not
-counted); ``--nodes`` shows them in a ``DRA DEVICES`` column. ``scheduler`` is the member's
+counted); ``--nodes`` shows them in a ``DRA DEVICES`` column, and in a ``GPU SHARES`` column
+the GPU capacity whole free devices do not show (:func:`gpu_shares_text`: room left on
+partly used devices, MIG slices, time-sliced GPUs). ``scheduler`` is the member's
 scheduler placer hands gangs to (:mod:`placer.schedulers`: the fleet file's ``scheduler:``, else
 the cluster label ``placer.dev/scheduler``, else ``default``; a PlacementPolicy may still
 override it for the workloads it selects), with where it was said and its settings.
@@ -38,10 +40,14 @@ __all__ = [
     "cluster_rows",
     "cluster_summary",
     "fleet_summary",
+    "gpu_shares_text",
     "max_free_per_node",
     "node_rows",
     "scheduler_summary",
 ]
+
+
+_NVIDIA = "nvidia.com/"
 
 
 def max_free_per_node(cluster: Cluster) -> dict[str, int]:
@@ -151,10 +157,13 @@ def cluster_rows(
 
 
 def node_rows(fleet: Fleet) -> list[list[str]]:
-    """The per-node text table (``--nodes``): header, then one row per node."""
-    dra = any(node.devices for cluster in fleet.clusters for node in cluster.nodes)
+    """The per-node text table (``--nodes``): header, then one row per node; a ``GPU SHARES``
+    column (:func:`gpu_shares_text`) when a node has any, a ``DRA DEVICES`` one likewise."""
+    nodes = [node for cluster in fleet.clusters for node in cluster.nodes]
+    dra = any(node.devices for node in nodes)
+    shares = any(gpu_shares_text(node) for node in nodes)
     header = ["CLUSTER", "NODE", "STATE", "GPU FREE/ALLOC", "CPU FREE/ALLOC", "MEMORY", "MODEL"]
-    rows = [header + (["DRA DEVICES"] if dra else [])]
+    rows = [header + (["GPU SHARES"] if shares else []) + (["DRA DEVICES"] if dra else [])]
     for cluster in fleet.clusters:
         for node in cluster.nodes:
             free = node.free
@@ -167,10 +176,31 @@ def node_rows(fleet: Fleet) -> list[list[str]]:
                 f"{_gib(free.get(MEMORY, 0))}/{_gib(node.allocatable.get(MEMORY, 0))}Gi",
                 gpu_product(node) or "-",
             ]
+            if shares:
+                row.append(gpu_shares_text(node) or "-")
             if dra:
                 row.append(", ".join(_devices_text(g) for g in node.devices) or "-")
             rows.append(row)
     return rows
+
+
+def gpu_shares_text(node: Node) -> str:
+    """The GPU capacity of ``node`` that ``GPU FREE/ALLOC`` (wholly free devices) leaves out:
+    what is left on its partly used devices when GPU sharing is modelled (``0.5+0.25 free on
+    2 shared GPUs``: room for Run:ai / KAI fractions), then every other ``nvidia.com/``
+    resource it has, free of allocatable (MIG slices ``mig-1g.10gb 5/7``, time-sliced
+    ``gpu.shared 6/8``); ``""`` when there is none."""
+    parts = []
+    partly = [milli for milli in node.gpu_devices or () if 0 < milli < 1000]
+    if partly:
+        left = "+".join(f"{milli / 1000:g}" for milli in sorted(partly, reverse=True))
+        parts.append(f"{left} free on {len(partly)} shared GPU{'s' if len(partly) > 1 else ''}")
+    free = node.free
+    for name in sorted(node.allocatable):
+        if name.startswith(_NVIDIA) and name != GPU and node.allocatable[name] > 0:
+            short = name.removeprefix(_NVIDIA)
+            parts.append(f"{short} {max(0, free.get(name, 0))}/{node.allocatable[name]}")
+    return ", ".join(parts)
 
 
 def _scheduler_text(spec: SchedulerSpec) -> str:

@@ -9,9 +9,10 @@ import pytest
 import yaml
 
 from placer.cli import main
-from placer.fleet.summary import cluster_rows, fleet_summary
+from placer.fleet.summary import cluster_rows, fleet_summary, node_rows
 from placer.snapshot import load_snapshot
 from placer.virtual.fleet import VirtualFleet
+from tests.builders import fleets
 
 ROOT = Path(__file__).resolve().parents[2]
 
@@ -100,3 +101,37 @@ def test_fleet_show_says_each_members_scheduler(
         assert "SCHEDULER" in lines[0]
         assert "kai (queue default-queue)" in lines[1]
         assert "volcano (queue default)" in lines[2]
+
+
+def test_fleet_show_nodes_shows_shared_gpu_capacity(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """Room left on partly used devices (Run:ai / KAI fractions), MIG slices and time-sliced
+    GPUs are not whole free GPUs: `--nodes` shows them in GPU SHARES, gathered over HTTPS."""
+    model = fleets.fleet(
+        fleets.cluster(
+            "a",
+            fleets.node("a-0", gpus=4, devices=[1000, 500, 250, 1000]),
+            fleets.node(
+                "a-1", gpus=0, extra={"nvidia.com/mig-1g.10gb": 7, "nvidia.com/gpu.shared": 8}
+            ),
+            fleets.node("a-2", gpus=8),
+        )
+    )
+    with VirtualFleet(model) as virtual:
+        kubeconfig = virtual.write_kubeconfig(tmp_path / "kc")
+        assert main(["fleet", "show", "--nodes", "--kubeconfig", str(kubeconfig)]) == 0
+    header, *rows = capsys.readouterr().out.splitlines()
+    assert header.split("   ")[-1].strip() == "GPU SHARES"
+    column = header.index("GPU SHARES")
+    cells = {row.split()[1]: (row.split()[3], row[column:].strip()) for row in rows}
+    assert cells == {
+        "a-0": ("2/4", "0.5+0.25 free on 2 shared GPUs"),
+        "a-1": ("0/0", "gpu.shared 8/8, mig-1g.10gb 7/7"),
+        "a-2": ("8/8", "-"),
+    }
+
+
+def test_no_gpu_shares_column_without_shared_capacity() -> None:
+    rows = node_rows(load_snapshot(ROOT / "clusters" / "demo.yaml"))
+    assert "GPU SHARES" not in rows[0]
