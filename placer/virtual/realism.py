@@ -38,8 +38,9 @@ kube-scheduler and kubelet for every workload kind of the catalog:
   ``Running`` (checked with :func:`placer.definitions.phases_of` before it is written; kinds whose
   running status cannot be produced keep no status); while some pod waits (unschedulable, a
   gang half bound, KAI without a queue label, an arrival window) a Job reports its pods active
-  and only the bound ones ``ready``, other kinds an empty status — never ``Running``
-  (:func:`workload_status`);
+  and only the bound ones ``ready``, other kinds what their controllers report then, with the
+  counts they keep (a Deployment's ready replicas, a RayCluster's ready workers), as their
+  definition maps to ``Initializing`` — never ``Running`` (:func:`waiting_status`);
 * **deletion**: deleting the workload deletes its pods (owner-reference garbage collection of
   the store); suspending it (its definition's status reports ``Suspended``/``Suspending``)
   deletes its pods too, and resuming materialises them again;
@@ -100,6 +101,7 @@ __all__ = [
     "register_catalog_kinds",
     "register_scheduler_kinds",
     "running_status",
+    "waiting_status",
     "workload_status",
 ]
 
@@ -778,15 +780,16 @@ def _conditions(now: str, *types: str) -> dict[str, Any]:
 
 
 def _from_mapping(definition: Definition, now: str, phase: str = "Running") -> dict[str, Any]:
-    """A status built from the ``byConditions`` of ``phase``'s mapping (generic fallback)."""
+    """A status built from the first ``byConditions`` or ``byPhase`` of ``phase``'s mapping
+    (generic fallback), where the definition reads them from a field of ``status``."""
     status = definition.root.status
-    if status is None or status.conditions is None:
+    if status is None:
         return {}
     for matcher in status.mappings.get(phase, ()):
-        if matcher.by_conditions:
-            path = status.conditions.path.lstrip(".").split(".")
-            if path[:1] != ["status"] or len(path) != 2:
-                return {}
+        if matcher.by_conditions and status.conditions is not None:
+            field = _status_field(status.conditions.path)
+            if field is None:
+                continue
             items = [
                 {
                     status.conditions.type_field: c.type,
@@ -796,8 +799,18 @@ def _from_mapping(definition: Definition, now: str, phase: str = "Running") -> d
                 }
                 for c in matcher.by_conditions
             ]
-            return {path[1]: items}
+            return {field: items}
+        if matcher.by_phase is not None and status.phase_path is not None:
+            field = _status_field(status.phase_path)
+            if field is not None:
+                return {field: matcher.by_phase}
     return {}
+
+
+def _status_field(path: str) -> str | None:
+    """``X`` of a jq path ``.status.X``, else ``None``."""
+    parts = path.strip().lstrip(".").split(".")
+    return parts[1] if len(parts) == 2 and parts[0] == "status" and parts[1] else None
 
 
 def _ready(pod: Mapping[str, Any]) -> bool:
@@ -814,14 +827,130 @@ def workload_status(
 ) -> dict[str, Any] | None:
     """The status ``obj``'s controller reports with ``ready`` of its ``pods`` pods Running and
     Ready: :func:`running_status` when all are; otherwise a Job's counts (``active`` its pods,
-    ``ready`` the ready ones), for other kinds an empty status (nothing reports them running);
+    ``ready`` the ready ones), for other kinds :func:`waiting_status` (never ``Running``);
     ``None``: leave the status as it is (a kind whose running status cannot be produced)."""
     if ready >= pods:
         return running_status(obj, d)
     group = d.definition.target.group if d.definition.target else ""
     if (group, d.ref.kind) == ("batch", "Job"):
         return {"active": pods, "ready": ready, "startTime": rfc3339()}
-    return {}
+    return waiting_status(obj, d, ready, pods)
+
+
+def waiting_status(
+    obj: Mapping[str, Any], d: Decomposition, ready: int, pods: int
+) -> dict[str, Any]:
+    """A status for ``obj`` while only ``ready`` of its ``pods`` pods run: what its
+    controller reports then (the counts it keeps: ready replicas, ready workers), checked with
+    :func:`placer.definitions.phases_of` — the first candidate its definition maps to
+    ``Initializing``, else the first it maps to a phase that is neither ``Running`` nor
+    ``Undefined``, else an empty status."""
+    fallback: dict[str, Any] | None = None
+    for candidate in _waiting_candidates(obj, d, ready, pods):
+        try:
+            phases = phases_of({**obj, "status": candidate}, d.definition)
+        except PlacerError:
+            continue
+        if "Running" in phases or phases == ("Undefined",):
+            continue
+        if "Initializing" in phases:
+            return candidate
+        fallback = candidate if fallback is None else fallback
+    return fallback if fallback is not None else {}
+
+
+def _waiting_candidates(
+    obj: Mapping[str, Any], d: Decomposition, ready: int, pods: int
+) -> list[dict[str, Any]]:
+    """Statuses the kind's controller would report while some of its pods wait."""
+    group = d.definition.target.group if d.definition.target else ""
+    replicas = _replicas(obj, 1)
+    generation = generation_of(obj) or 1
+    now = rfc3339()
+    # ready replicas of a replicated kind: its ready pods when a replica is one pod (a
+    # Deployment), else as many replicas as the ready pods make whole (an LWS group of 4: an
+    # estimate, the realism does not track which replica a pod belongs to)
+    whole = min(replicas, ready) if replicas == pods else min(replicas, ready * replicas // pods)
+    revision = f"{name_of(obj)}-1"
+    known: dict[tuple[str, str], list[dict[str, Any]]] = {
+        ("apps", "Deployment"): [
+            {
+                "observedGeneration": generation,
+                "replicas": replicas,
+                "readyReplicas": whole,
+                "availableReplicas": whole,
+                "updatedReplicas": replicas,
+                "unavailableReplicas": replicas - whole,
+                "conditions": [
+                    {
+                        "type": "Available",
+                        "status": "False",
+                        "reason": "MinimumReplicasUnavailable",
+                        "lastTransitionTime": now,
+                    },
+                    {
+                        "type": "Progressing",
+                        "status": "True",
+                        "reason": "ReplicaSetUpdated",
+                        "lastTransitionTime": now,
+                    },
+                ],
+            }
+        ],
+        ("apps", "StatefulSet"): [
+            {  # OrderedReady: the pod after the ready ones is created and waits
+                "observedGeneration": generation,
+                "replicas": min(replicas, whole + 1),
+                "readyReplicas": whole,
+                "availableReplicas": whole,
+                "currentReplicas": min(replicas, whole + 1),
+                "updatedReplicas": min(replicas, whole + 1),
+                "currentRevision": revision,
+                "updateRevision": revision,
+            }
+        ],
+        ("jobset.x-k8s.io", "JobSet"): [
+            {
+                "replicatedJobsStatus": [
+                    {
+                        "name": c.instance or c.name,
+                        "active": 0,
+                        "ready": 0,
+                        "failed": 0,
+                        "succeeded": 0,
+                        "suspended": 0,
+                    }
+                    for c in d.components
+                ]
+            }
+        ],
+        ("kubeflow.org", "PyTorchJob"): [_conditions(now, "Created")],
+        ("kubeflow.org", "MPIJob"): [_conditions(now, "Created")],
+        ("leaderworkerset.x-k8s.io", "LeaderWorkerSet"): [
+            {
+                "replicas": replicas,
+                "readyReplicas": whole,
+                "updatedReplicas": replicas,
+                "conditions": [
+                    {"type": "Progressing", "status": "True", "lastTransitionTime": now},
+                    {"type": "Available", "status": "False", "lastTransitionTime": now},
+                ],
+            }
+        ],
+        ("ray.io", "RayCluster"): [
+            {
+                "desiredWorkerReplicas": max(0, pods - 1),
+                "readyWorkerReplicas": max(0, ready - 1),
+                "availableWorkerReplicas": max(0, ready - 1),
+            }
+        ],
+        ("ray.io", "RayJob"): [{"jobDeploymentStatus": "Initializing"}],
+        ("grove.io", "PodCliqueSet"): [{"availableReplicas": whole, "replicas": replicas}],
+    }
+    candidates = list(known.get((group, d.ref.kind), []))
+    candidates.append(_from_mapping(d.definition, now, "Initializing"))
+    candidates.append(_from_mapping(d.definition, now, "Pending"))
+    return [c for c in candidates if c]
 
 
 def running_status(obj: Mapping[str, Any], d: Decomposition) -> dict[str, Any] | None:

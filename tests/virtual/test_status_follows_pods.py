@@ -4,7 +4,10 @@ a virtual member with the realism reactor."""
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from typing import Any
+
+import pytest
 
 from placer.definitions import Catalog, phases_of
 from placer.kube import KubeClient
@@ -69,3 +72,80 @@ def test_a_waiting_workload_runs_once_its_pods_do(member: KubeClient) -> None:
     member.delete("jobset.x-k8s.io/v1alpha2", "JobSet", "first", namespace="default")
     wait_until(lambda: phases("second") == ("Running",), timeout=30, what="second running")
     assert pod_phases(member, "second") == ["Running"]
+
+
+def gpu_pod_template(gpus: int) -> dict[str, Any]:
+    limits = {"nvidia.com/gpu": gpus}
+    container = {"name": "main", "image": "x", "resources": {"limits": limits}}
+    return {"spec": {"restartPolicy": "Never", "containers": [container]}}
+
+
+def pytorchjob(name: str, *, workers: int, gpus: int) -> dict[str, Any]:
+    worker = {"replicas": workers, "template": gpu_pod_template(gpus)}
+    return {
+        "apiVersion": "kubeflow.org/v1",
+        "kind": "PyTorchJob",
+        "metadata": {"name": name, "namespace": "default"},
+        "spec": {"pytorchReplicaSpecs": {"Worker": worker}},
+    }
+
+
+def raycluster(name: str, *, workers: int, gpus: int) -> dict[str, Any]:
+    head = {"rayStartParams": {}, "template": gpu_pod_template(0)}
+    group = {
+        "groupName": "gpu",
+        "replicas": workers,
+        "rayStartParams": {},
+        "template": gpu_pod_template(gpus),
+    }
+    return {
+        "apiVersion": "ray.io/v1",
+        "kind": "RayCluster",
+        "metadata": {"name": name, "namespace": "default"},
+        "spec": {"headGroupSpec": head, "workerGroupSpecs": [group]},
+    }
+
+
+@pytest.mark.parametrize(
+    ("obj", "expected"),
+    [
+        (
+            objects.jobset("half", replicas=2, gpus=4),
+            lambda s: [(j["active"], j["ready"]) for j in s["replicatedJobsStatus"]] == [(0, 0)],
+        ),
+        (
+            pytorchjob("half", workers=2, gpus=4),
+            lambda s: [(c["type"], c["status"]) for c in s["conditions"]] == [("Created", "True")],
+        ),
+        (
+            raycluster("half", workers=2, gpus=4),
+            lambda s: (s["desiredWorkerReplicas"], s["readyWorkerReplicas"]) == (2, 1),
+        ),
+    ],
+    ids=["JobSet", "PyTorchJob", "RayCluster"],
+)
+def test_a_half_started_workload_of_another_kind_reports_initializing(
+    member: KubeClient, obj: dict[str, Any], expected: Callable[[dict[str, Any]], bool]
+) -> None:
+    """Its controller's own waiting status (the counts it keeps), which its definition maps to
+    ``Initializing``: not an empty status, not ``Running``, while a pod of it waits for room
+    (the member's one node has 4 GPUs; the pods ask 4 each)."""
+    api_version, kind = obj["apiVersion"], obj["kind"]
+    member.create(obj, namespace="default")
+    wait_until(
+        lambda: (
+            pod_phases(member, "half").count("Pending") == 1
+            and "Running" in pod_phases(member, "half")
+        ),
+        timeout=30,
+        what="one pod running, one waiting",
+    )
+
+    def status() -> dict[str, Any]:
+        got: dict[str, Any] = member.get(api_version, kind, "half", namespace="default")
+        return got.get("status") or {}
+
+    wait_until(lambda: bool(status()), timeout=30, what="a status written")
+    obj = member.get(api_version, kind, "half", namespace="default")
+    assert expected(obj["status"]), obj["status"]
+    assert phases_of(obj, CATALOG) == ("Initializing",)
