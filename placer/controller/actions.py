@@ -73,7 +73,7 @@ from placer.errors import (
 )
 from placer.kube import KubeClient
 from placer.model import Fleet, Workload, WorkloadRef
-from placer.objects import generation_of, name_of, uid_of
+from placer.objects import generation_of, labels_of, name_of, uid_of
 from placer.solver import release, solve
 from placer.timestamps import rfc3339
 
@@ -269,7 +269,7 @@ class Actions:
         body = self._keep_running_counts(body, decomposition, copy, where=f"{ref} on {cluster}")
         if can_suspend(decomposition.definition):
             body = resume(body, decomposition.definition)
-        body = mark_copy(body, self.settings.hub, uid_of(obj))
+        body = mark_copy(body, self.settings.hub, uid_of(obj), labels_of(obj))
         applied = self.members.clients[cluster].apply(body, field_manager="placer", force=False)
         self.members.remember(cluster, ref, applied)
         log.info(

@@ -108,7 +108,7 @@ from placer.fleet.gather import failure_reason, unavailable
 from placer.fleet.livecluster import add_room, usable_room
 from placer.kube import KubeClient
 from placer.model import LABEL_QUEUE, Cluster, Decision, Fleet, Unplaced, Workload, WorkloadRef
-from placer.objects import generation_of, is_deleting, name_of, uid_of
+from placer.objects import generation_of, is_deleting, labels_of, name_of, uid_of
 from placer.policy import PlacementPolicy
 from placer.queues import QueueSet, membership
 from placer.solver import solve
@@ -892,7 +892,7 @@ class DecisionCycle:
 
     def _mark(self, body: JSON, manifest: Manifest) -> JSON:
         """Mark a copy as this hub's copy of the hub object (``Dispatcher`` transform)."""
-        return mark_copy(body, self.settings.hub, uid_of(manifest.body))
+        return mark_copy(body, self.settings.hub, uid_of(manifest.body), labels_of(manifest.body))
 
     def _own_copy(self, manifest: Manifest, existing: Existing) -> bool:
         """Whether a copy found on a member is this hub's copy of the hub object (the marks

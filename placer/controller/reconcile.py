@@ -80,6 +80,7 @@ from placer.controller.records import (
     CONDITION,
     Record,
     condition_of,
+    copied_labels,
     has_finalizer,
     hub_uid_of,
     record_of,
@@ -466,13 +467,16 @@ def group_clusters(
 def labels_behind(obj: Mapping[str, Any], copy: Mapping[str, Any]) -> bool:
     """Whether a label of the hub object is missing on its copy or has another value there (a
     user labelled it — a queue, a team — which changes no generation: the copy follows, as it
-    follows an edit). A label removed on the hub is not looked for (the member's frameworks
-    may label the copy themselves). A copy not cached whole yet (no ``spec``: just written) is
-    not judged."""
+    follows an edit), or a label the copy was given from the hub (:func:`copied_labels`) is
+    gone from the hub but still on the copy (re-applying without it removes it: placer's
+    server-side apply owns it). Labels the member's frameworks or people put on the copy are
+    not looked at. A copy not cached whole yet (no ``spec``: just written) is not judged."""
     if not copy.get("spec"):
         return False
-    theirs = labels_of(copy)
-    return any(theirs.get(key) != value for key, value in labels_of(obj).items())
+    theirs, ours = labels_of(copy), labels_of(obj)
+    if any(theirs.get(key) != value for key, value in ours.items()):
+        return True
+    return any(key in theirs and key not in ours for key in copied_labels(copy))
 
 
 def mirror_differs(

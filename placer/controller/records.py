@@ -43,7 +43,9 @@ from placer.dispatch.record import (
     ANNOTATION_CLUSTER,
     ANNOTATION_DECISION,
     ANNOTATION_PLACED_AT,
+    LABEL_DECISION,
     LABEL_HUB,
+    LABEL_PLACED_BY,
     LABEL_PLACED_CLUSTER,
     label_value,
 )
@@ -63,6 +65,7 @@ from placer.timestamps import parse_rfc3339, rfc3339
 __all__ = [
     "ANNOTATION_CLUSTER",
     "ANNOTATION_DECISION",
+    "ANNOTATION_HUB_LABELS",
     "ANNOTATION_HUB_UID",
     "ANNOTATION_PHASE",
     "ANNOTATION_PLACED_AT",
@@ -79,6 +82,7 @@ __all__ = [
     "as_written",
     "clear_record_patch",
     "condition_of",
+    "copied_labels",
     "copy_marks",
     "cut_message",
     "finalizer_patch",
@@ -113,6 +117,12 @@ PREEMPTED_CONDITION = "Preempted"
 RESERVED_CONDITION = "Reserved"
 #: on member copies: the uid of the hub object the copy stands for.
 ANNOTATION_HUB_UID = "placer.dev/hub-uid"
+#: on member copies: the keys of the hub object's labels the copy was given, comma-separated
+#: (:func:`mark_copy`): a label removed on the hub is removed from the copy, while labels the
+#: member's controllers or people put on the copy stay (:func:`copied_labels`).
+ANNOTATION_HUB_LABELS = "placer.dev/hub-labels"
+#: labels placer itself sets on every copy (its record's and the hub mark): never the hub's.
+_OWN_COPY_LABELS = frozenset({LABEL_PLACED_BY, LABEL_DECISION, LABEL_PLACED_CLUSTER, LABEL_HUB})
 #: on placed hub objects of elastic workloads: the count each elastic component's copy runs
 #: (its decision's choice, or its growth since), JSON by component label (``{"worker": 7}``):
 #: what the queues count it at, read from the hub alone.
@@ -427,15 +437,29 @@ def copy_marks(hub: str, uid: str) -> tuple[dict[str, str], dict[str, str]]:
     return {LABEL_HUB: hub}, {ANNOTATION_HUB_UID: uid}
 
 
-def mark_copy(body: Mapping[str, Any], hub: str, uid: str) -> JSON:
-    """``body`` marked as hub ``hub``'s copy of the hub object ``uid`` (:func:`copy_marks`);
-    a mirrored phase annotation is not carried over."""
+def mark_copy(body: Mapping[str, Any], hub: str, uid: str, hub_labels: Iterable[str] = ()) -> JSON:
+    """``body`` marked as hub ``hub``'s copy of the hub object ``uid`` (:func:`copy_marks`),
+    with the keys of the hub object's labels it carries (``hub_labels``, placer's own left
+    out) in :data:`ANNOTATION_HUB_LABELS`; a mirrored phase annotation is not carried over."""
     metadata = dict(meta(body))
     labels, annotations = copy_marks(hub, uid)
     metadata["labels"] = {**(metadata.get("labels") or {}), **labels}
-    kept = {k: v for k, v in annotations_of(body).items() if k != ANNOTATION_PHASE}
+    kept = {
+        k: v
+        for k, v in annotations_of(body).items()
+        if k not in (ANNOTATION_PHASE, ANNOTATION_HUB_LABELS)
+    }
+    copied = sorted(set(hub_labels) - _OWN_COPY_LABELS)
+    if copied:
+        kept[ANNOTATION_HUB_LABELS] = ",".join(copied)
     metadata["annotations"] = {**kept, **annotations}
     return {**body, "metadata": metadata}
+
+
+def copied_labels(copy: Mapping[str, Any]) -> set[str]:
+    """The keys of the hub object's labels ``copy`` was last given (:func:`mark_copy`)."""
+    text = annotations_of(copy).get(ANNOTATION_HUB_LABELS, "")
+    return {key for key in text.split(",") if key}
 
 
 def is_own_copy(copy: Mapping[str, Any], hub: str, uid: str) -> bool:

@@ -324,6 +324,39 @@ def test_a_label_added_on_the_hub_reaches_the_copy(hubfleet: Any) -> None:
     assert [r for r in member.requests if r.resource == "jobs" and r.verb == "patch"] == []
 
 
+def test_a_label_removed_on_the_hub_leaves_the_copy_and_the_members_own_stay(
+    hubfleet: Any,
+) -> None:
+    """A label removed on the hub (no generation change) is removed from the copy at once, not
+    at the next edit; a label the member put on the copy itself stays (placer removes only
+    the labels it copied from the hub: ``placer.dev/hub-labels`` on the copy)."""
+    hubfleet.controller()
+    job = hubfleet.job("unlabelled", gpus=1)
+    job["metadata"]["labels"] = {**job["metadata"].get("labels", {}), "team": "vision"}
+    job["metadata"]["labels"]["stage"] = "beta"
+    hubfleet.hub.store.create(job)
+    hubfleet.wait_for(lambda: hubfleet.copies("unlabelled"), what="placed")
+    ((cluster, copy),) = hubfleet.copies("unlabelled").items()
+    assert {"team", "stage"} <= set(
+        copy["metadata"]["annotations"]["placer.dev/hub-labels"].split(",")
+    )
+    member = hubfleet.members[cluster].store
+    member.patch(
+        "jobs", "unlabelled", {"metadata": {"labels": {"member-tool": "on"}}}, namespace="team-a"
+    )
+    hubfleet.hub.store.patch(
+        "jobs", "unlabelled", {"metadata": {"labels": {"stage": None}}}, namespace="team-a"
+    )
+
+    def labels() -> dict[str, str]:
+        return dict(hubfleet.copies("unlabelled")[cluster]["metadata"]["labels"])
+
+    hubfleet.wait_for(lambda: "stage" not in labels(), what="the label gone from the copy")
+    assert labels()["team"] == "vision" and labels()["member-tool"] == "on"
+    recorded = hubfleet.copies("unlabelled")[cluster]["metadata"]["annotations"]
+    assert "stage" not in recorded["placer.dev/hub-labels"].split(",")
+
+
 def test_a_group_member_arriving_later_joins_its_group(hubfleet: Any) -> None:
     """``placer.dev/group`` holds across cycles: a member created after the others were placed
     goes to their cluster, even where the policy would send it elsewhere."""

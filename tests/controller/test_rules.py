@@ -29,7 +29,9 @@ from placer.controller.reconcile import (
 )
 from placer.controller.records import (
     FINALIZER,
+    copied_labels,
     finalizer_patch,
+    mark_copy,
     merge_conditions,
     placed_condition,
     record_of,
@@ -174,6 +176,37 @@ def test_a_label_the_copy_lacks_is_reapplied() -> None:
     whole["metadata"]["labels"] = {"placer.dev/queue": "team-b", "placer.dev/hub": "hub"}
     assert run(labelled, copies={"a": whole}) == []  # (labels of its own on the copy are fine)
     assert run(labelled, copies={"a": copy()}) == []  # just written, not cached whole: wait
+
+
+def test_a_label_removed_on_the_hub_is_reapplied_away_but_not_one_others_added() -> None:
+    """The copy records the hub labels it was given (``placer.dev/hub-labels``): one of them
+    gone from the hub is re-applied away; a label of the member's own (``kueue``) is not
+    looked at, nor placer's own labels on the copy."""
+    unlabelled = obj(cluster="a")
+    unlabelled["metadata"]["labels"] = {"placer.dev/queue": "team-b"}
+    whole = {**copy(), "spec": {"suspend": False}}
+    whole["metadata"]["labels"] = {
+        "placer.dev/queue": "team-b",
+        "team": "vision",
+        "kueue.x-k8s.io/managed": "true",
+        "placer.dev/hub": "hub",
+        "placer.dev/decision": "d1",
+    }
+    whole["metadata"]["annotations"]["placer.dev/hub-labels"] = "placer.dev/queue,team"
+    assert run(unlabelled, copies={"a": whole}) == [Reapply("a", "the hub object's labels changed")]
+    whole["metadata"]["labels"].pop("team")  # re-applied without it
+    assert run(unlabelled, copies={"a": whole}) == []
+    whole["metadata"]["annotations"]["placer.dev/hub-labels"] = "placer.dev/queue"
+    whole["metadata"]["labels"]["team"] = "vision"  # put back by someone else: theirs now
+    assert run(unlabelled, copies={"a": whole}) == []
+
+
+def test_mark_copy_records_the_hub_labels_it_copies_not_placers_own() -> None:
+    body = {"metadata": {"name": "w", "labels": {"team": "a", "placer.dev/decision": "d1"}}}
+    marked = mark_copy(body, "hub", "u1", ["team", "placer.dev/queue", "placer.dev/hub"])
+    assert marked["metadata"]["annotations"]["placer.dev/hub-labels"] == "placer.dev/queue,team"
+    assert copied_labels(marked) == {"placer.dev/queue", "team"}
+    assert "placer.dev/hub-labels" not in mark_copy(body, "hub", "u1")["metadata"]["annotations"]
 
 
 def test_missing_copy_is_placed_again_unless_finished() -> None:
