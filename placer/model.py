@@ -251,6 +251,9 @@ class Workload:
     #: component labels whose replicas placer can write (the root object's replicas field,
     #: :mod:`placer.definitions.replicas`): the ones a policy may divide over clusters.
     scalable: tuple[str, ...] = ()
+    #: ``metadata.creationTimestamp`` in Unix seconds (``None``: not created yet, e.g. a file's
+    #: object), for the order of a queue (:mod:`placer.queues.order`).
+    created: float | None = None
 
     @property
     def pod_count(self) -> int:

@@ -66,6 +66,7 @@ from placer.model import (
 from placer.objects import meta
 from placer.podspec import container_requests, pod_demand
 from placer.quantity import add
+from placer.timestamps import parse_rfc3339
 from placer.topology import default_topologies
 
 __all__ = [
@@ -507,6 +508,7 @@ def _workload(
             c.strip() for c in annotations.get(ANNOTATION_AVOID, "").split(",") if c.strip()
         ),
         priority_class=priority_class,
+        created=parse_rfc3339(metadata.get("creationTimestamp")),
     )
 
 

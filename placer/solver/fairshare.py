@@ -86,10 +86,11 @@ from placer.model import (
 )
 from placer.policy import PlacementPolicy
 from placer.quantity import GPU
-from placer.queues import Membership, QueueSet, Usage, membership
+from placer.queues import Membership, OrderKey, QueueSet, Usage, membership, order_key
 from placer.solver.charging import charge
 from placer.solver.decide import solve
 from placer.solver.elastic import grow_placements
+from placer.solver.order_repair import Item, repair_order
 from placer.solver.state import node_devices
 
 __all__ = ["IN_QUOTA", "OVER_QUOTA", "FairDecision", "Running", "solve_fair"]
@@ -137,6 +138,9 @@ class _Unit:
     refusal: str | None
     #: the queue that offers the unit in the fair order (its first member's).
     queue: str | None
+    #: its place in the queue's order (:mod:`placer.queues.order`): its priority and its
+    #: earliest member's key.
+    order: OrderKey
 
     def total(self) -> dict[str, int]:
         out: dict[str, int] = {}
@@ -196,17 +200,26 @@ def solve_fair(
     time_limit: float = 1.0,
     seed: int = 0,
     pod_mix: Sequence[tuple[PodDemand, float]] = (),
+    created: Sequence[float | None] | None = None,
 ) -> FairDecision:
     """Decide where each workload goes under ``queues`` (see the module docstring).
 
-    ``running``: work already placed, booked to its queues before the decision. The other
-    arguments are :func:`placer.solver.solve`'s.
+    ``running``: work already placed, booked to its queues before the decision. ``created``:
+    per workload, its creation (arrival) time for the queue order when not its own
+    ``created`` (a simulated stream's arrivals). The other arguments are
+    :func:`placer.solver.solve`'s.
     """
     started = time.perf_counter()
     cpu_started = time.process_time()
     if not time_limit > 0:
         raise ValueError(f"the time limit must be positive, got {time_limit!r}")
     members = tuple(membership(w, queues) for w in workloads)
+    if created is not None and len(created) != len(workloads):
+        raise ValueError(f"{len(created)} creation times for {len(workloads)} workloads")
+    keys = [
+        order_key(w, members[i].priority, i, created[i] if created is not None else None)
+        for i, w in enumerate(workloads)
+    ]
     usage = Usage(queues)
     for item in running:
         usage.add(
@@ -214,7 +227,7 @@ def solve_fair(
             item.requests if item.requests is not None else item.workload.total_requests(),
             item.cluster,
         )
-    units = _units(workloads, members)
+    units = _units(workloads, members, keys)
     capacity = fleet_capacity(fleet)
     state = _State(fleet=_with_devices(fleet), usage=usage)
     reasons: dict[int, dict[str, str]] = {}
@@ -297,9 +310,11 @@ def solve_fair(
             reasons[u] = {c: f"{prefix}: {t}" for c, t in texts.items()}
 
     for level in levels:
-        todo = [
-            u for u, unit in enumerate(units) if unit.priority == level and unit.refusal is None
-        ]
+        # each queue's units in its order (term 3' of the model)
+        todo = sorted(
+            (u for u, unit in enumerate(units) if unit.priority == level and unit.refusal is None),
+            key=lambda u: units[u].order,
+        )
         for tier in (IN_QUOTA, OVER_QUOTA):
             state.tried = set()
             for round_ in range(BOUNDED_ROUNDS + 1):
@@ -327,7 +342,8 @@ def solve_fair(
                 if bounded and len(state.done) == before:
                     # nothing placed in the fair order: go to the last round at once
                     continue
-    # term (4) of the model (placer.solver.elastic), after every tier, within the queues' limits
+    _keep_order(workloads, units, members, keys, state, reasons, policies)
+    # term (5) of the model (placer.solver.elastic), after every tier, within the queues' limits
     grown = grow_placements(
         workloads,
         state.placed,
@@ -370,7 +386,61 @@ class _State:
     tried: set[int] = field(default_factory=set)
 
 
-def _units(workloads: Sequence[Workload], members: Sequence[Membership]) -> list[_Unit]:
+def _keep_order(
+    workloads: Sequence[Workload],
+    units: Sequence[_Unit],
+    members: Sequence[Membership],
+    keys: Sequence[OrderKey],
+    state: _State,
+    reasons: dict[int, dict[str, str]],
+    policies: Sequence[PlacementPolicy],
+) -> None:
+    """Term (3') of the model: :func:`placer.solver.order_repair.repair_order` over the
+    decision's single workloads; ``state`` and ``reasons`` follow what it changed."""
+    unit_of = {i: u for u, unit in enumerate(units) for i in unit.members}
+    items = [
+        Item(
+            workload=w,
+            queue=members[i].queue,
+            priority=units[unit_of[i]].priority,
+            key=keys[i],
+            movable=len(units[unit_of[i]].members) == 1 and units[unit_of[i]].refusal is None,
+        )
+        for i, w in enumerate(workloads)
+    ]
+    repair = repair_order(
+        state.fleet,
+        items,
+        state.placed,
+        {i for i in state.placed if state.tiers.get(workloads[i].ref) == IN_QUOTA},
+        state.usage,
+        policies=policies,
+    )
+    if not repair.displaced:
+        return
+    state.fleet = repair.fleet
+    for i in list(state.placed):
+        if i not in repair.started:
+            del state.placed[i]
+            state.tiers.pop(workloads[i].ref, None)
+            state.done.discard(unit_of[i])
+            earlier = workloads[repair.displaced[i]].ref.name
+            reasons[unit_of[i]] = dict.fromkeys(
+                state.fleet.names,
+                f"its room went to {earlier}, earlier in queue {members[i].queue or '(none)'} "
+                "at the same priority (first in, first out), and it fits nowhere else",
+            )
+    for i, placement in repair.started.items():
+        if i not in state.placed:
+            state.placed[i] = placement
+            state.done.add(unit_of[i])
+            reasons.pop(unit_of[i], None)
+        state.tiers[workloads[i].ref] = IN_QUOTA if i in repair.in_quota else OVER_QUOTA
+
+
+def _units(
+    workloads: Sequence[Workload], members: Sequence[Membership], order: Sequence[OrderKey]
+) -> list[_Unit]:
     keys: dict[str, list[int]] = {}
     for index, workload in enumerate(workloads):
         key = f"group:{workload.group}" if workload.group else f"workload:{index}"
@@ -390,9 +460,18 @@ def _units(workloads: Sequence[Workload], members: Sequence[Membership]) -> list
                 demand=demand,
                 refusal=refusal,
                 queue=members[indices[0]].queue,
+                order=_unit_order(
+                    max(members[i].priority for i in indices), [order[i] for i in indices]
+                ),
             )
         )
     return units
+
+
+def _unit_order(priority: int, keys: Sequence[OrderKey]) -> OrderKey:
+    """A unit's key: its priority, then its earliest member's time, position and name."""
+    first = min(keys)
+    return (-priority, first[1], first[2], first[3])
 
 
 def _is_limit(unit: _Unit, usage: Usage) -> bool:
@@ -478,7 +557,7 @@ def _fair_offer(
             break
         if line:
             heapq.heappush(heap, (share(queue), key, queue))
-    return sorted(chosen)
+    return sorted(chosen, key=lambda u: units[u].order)
 
 
 def _gpu_milli(requests: Mapping[str, int]) -> int:

@@ -50,9 +50,10 @@ def gpu_job(
     priority_class: str | None = None,
     group: str | None = None,
     protected: bool = False,
+    created: float | None = None,
 ) -> Workload:
     """``pods`` pods of ``gpus`` GPUs (1 core each) in ``queue``; ``protected``: labelled
-    ``placer.dev/preemptible: "false"``."""
+    ``placer.dev/preemptible: "false"``; ``created``: its creation time (Unix seconds)."""
     labels = {"placer.dev/queue": queue} if queue else {}
     if priority is not None:
         labels["placer.dev/priority"] = str(priority)
@@ -65,6 +66,7 @@ def gpu_job(
         priority=priority or 0,
         priority_class=priority_class,
         group=group,
+        created=created,
     )
 
 
