@@ -296,6 +296,7 @@ def _decide(
     mode: str,
     at: float,
     running: Sequence[Running] = (),
+    created: Sequence[float] | None = None,
 ) -> tuple[Decision, DecisionRecord]:
     started = time.perf_counter()
     cpu_started = time.process_time()
@@ -310,6 +311,7 @@ def _decide(
             mode=mode,
             time_limit=settings.time_limit,
             seed=settings.seed,
+            created=created,
         ).decision
     else:
         decision = solve(
@@ -671,7 +673,9 @@ class _Stream:
         running = [
             Running(self.workloads[i], p.cluster, p.requests) for i, p in self.placements.items()
         ]
-        decision, record = _decide(workloads, fleet, self.settings, "batch", now, running)
+        # a queue's order: arrival time stands for creation time (placer.queues.order)
+        arrivals = [self.items[i].arrival_s for i in chosen]
+        decision, record = _decide(workloads, fleet, self.settings, "batch", now, running, arrivals)
         self.records.append(record)
         self.fleet = charge(self.fleet, decision.placements)
         positions = _positions(workloads)
