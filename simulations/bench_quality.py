@@ -7,6 +7,7 @@ Command (about 2 minutes per 27 decisions on 2 cores)::
     python -m simulations.bench_quality --baseline DIR          # and DIR's code, alternately
     python -m simulations.bench_quality --fleets openb-8 --search-seeds 1,2,3,4,5
     python -m simulations.bench_quality --baseline DIR --wall-safety 20   # a loaded machine
+    python -m simulations.bench_quality --one-queue 1000 --baseline DIR   # under a queue
 
 Why another benchmark next to ``bench_multicluster``: at a fixed time limit the search ends
 where its random draws got it, so one decision per instance (search seed = instance seed)
@@ -20,7 +21,14 @@ process CPU and wall seconds, against the limit (issue 18: both within 1.05 x th
 limit counts CPU time, so wall time on a loaded machine says more about the load than about
 the solver: the load average is recorded).
 
-Results: ``simulations/results/bench_quality.{json,md}``.
+``--one-queue GPUS`` decides under queues (:func:`placer.solver.fairshare.solve_fair`): one
+queue ``default`` that every gang falls in, deserving ``GPUS`` GPUs, so the decision has an
+in-quota and an over-quota tier and every gang is of one queue and priority — the most work
+for the queue's order (:mod:`placer.solver.order_repair`); its results go to
+``bench_quality_queues``.
+
+Results: ``simulations/results/bench_quality.{json,md}`` (``bench_quality_queues`` with
+``--one-queue``).
 """
 
 from __future__ import annotations
@@ -51,6 +59,10 @@ from placer.traces.specs import resolve_workloads
 from simulations.benchmarking import fleet_file
 if os.environ.get("PLACER_BENCH_WALL_SAFETY"):
     placer.solver.clock.WALL_SAFETY = float(os.environ["PLACER_BENCH_WALL_SAFETY"])
+queues = None
+if os.environ.get("PLACER_BENCH_QUEUES"):
+    from placer.queues import queues_from_yaml
+    queues = queues_from_yaml(os.environ["PLACER_BENCH_QUEUES"], source="--one-queue")
 cache = {}
 for line in sys.stdin:
     name, seed, solver, search_seed, limit = line.split()
@@ -59,7 +71,9 @@ for line in sys.stdin:
         spec = f"synthetic:gangs?seed={seed}&load=1.2"
         cache[(name, seed)] = (fleet, resolve_workloads(spec, fleet=fleet))
     fleet, items = cache[(name, seed)]
-    settings = Settings(solver=solver, mode="batch", time_limit=float(limit), seed=int(search_seed))
+    settings = Settings(
+        solver=solver, mode="batch", time_limit=float(limit), seed=int(search_seed), queues=queues
+    )
     run = simulate(items, fleet, settings)
     summary = summarize(run, items)
     record = run.decisions[0]
@@ -77,12 +91,16 @@ for line in sys.stdin:
 class _Worker:
     """One code checkout's decision loop in its own process."""
 
-    def __init__(self, label: str, tree: Path, wall_safety: float | None) -> None:
+    def __init__(
+        self, label: str, tree: Path, wall_safety: float | None, queues: str | None = None
+    ) -> None:
         self.label = label
         self.tree = tree
         env = {**os.environ, "PYTHONPATH": str(tree)}
         if wall_safety is not None:
             env["PLACER_BENCH_WALL_SAFETY"] = str(wall_safety)
+        if queues is not None:
+            env["PLACER_BENCH_QUEUES"] = queues
         self.process = subprocess.Popen(
             [sys.executable, "-c", WORKER],
             cwd=tree,
@@ -119,10 +137,12 @@ def run(
     limit: float,
     baseline: Path | None,
     wall_safety: float | None = None,
+    one_queue: int | None = None,
 ) -> dict[str, Any]:
-    workers = [_Worker("this", ROOT, wall_safety)]
+    queues = one_queue_yaml(one_queue) if one_queue is not None else None
+    workers = [_Worker("this", ROOT, wall_safety, queues)]
     if baseline is not None:
-        workers.append(_Worker("baseline", baseline, wall_safety))
+        workers.append(_Worker("baseline", baseline, wall_safety, queues))
     load_at_start = [round(x, 2) for x in os.getloadavg()]
     instances = []
     turn = 0
@@ -150,12 +170,22 @@ def run(
             "time_limit": limit,
             "baseline": str(baseline) if baseline is not None else None,
             "wall_safety": wall_safety,
+            "one_queue_gpus": one_queue,
         },
         "commits": commits,
         "load_average_at_start": load_at_start,
         "instances": instances,
         "summary": {w.label: _summary(instances, w.label, limit) for w in workers},
     }
+
+
+def one_queue_yaml(gpus: int) -> str:
+    """The queues of ``--one-queue``: ``default`` (every unlabelled gang's) deserving
+    ``gpus`` GPUs, no limit."""
+    return (
+        "apiVersion: placer.dev/v1alpha1\nkind: Queue\nmetadata: {name: default}\n"
+        f"spec:\n  resources:\n    nvidia.com/gpu: {{quota: {gpus}}}\n"
+    )
 
 
 def _summary(instances: list[dict[str, Any]], label: str, limit: float) -> dict[str, Any]:
@@ -198,6 +228,12 @@ def markdown(result: dict[str, Any], meta: dict[str, Any]) -> str:
             f"side by side with the code of `{config['baseline']}` (at {commits['baseline']}; "
             f"this code at {commits['this']}), decision by decision in turns. "
             if "baseline" in commits
+            else ""
+        )
+        + (
+            f"Under one queue `default` deserving {config['one_queue_gpus']} GPUs "
+            "(`--one-queue`): fair share's tiers and the queue's order. "
+            if config.get("one_queue_gpus") is not None
             else ""
         )
         + (
@@ -277,13 +313,19 @@ def main(argv: list[str] | None = None) -> int:
         "default: the solver's); raise it to measure the search's quality per CPU second on "
         "a loaded machine, where the net would cut decisions short",
     )
+    parser.add_argument(
+        "--one-queue",
+        type=int,
+        metavar="GPUS",
+        help="decide under one queue deserving GPUS GPUs (results: bench_quality_queues)",
+    )
     args = parser.parse_args(argv)
 
     def ints(text: str) -> tuple[int, ...]:
         return tuple(int(x) for x in text.split(","))
 
     measure(
-        "bench_quality",
+        "bench_quality" if args.one_queue is None else "bench_quality_queues",
         lambda: run(
             tuple(args.fleets.split(",")),
             ints(args.seeds),
@@ -291,6 +333,7 @@ def main(argv: list[str] | None = None) -> int:
             args.time_limit,
             args.baseline.resolve() if args.baseline is not None else None,
             args.wall_safety,
+            args.one_queue,
         ),
         markdown,
     )

@@ -101,6 +101,8 @@ OVER_QUOTA = "over-quota"
 BOUNDED_ROUNDS = 3
 #: the least time one solver call gets.
 MIN_CALL_SECONDS = 0.02
+#: the share of the time limit kept for the queue order's repair (term 3').
+ORDER_SHARE = 0.05
 
 
 @dataclass(frozen=True)
@@ -243,7 +245,8 @@ def solve_fair(
         """One solver call over the units ``chosen``; books what it placed."""
         batch = [i for u in chosen for i in units[u].members]
         spent = time.process_time() - cpu_started
-        share = max(MIN_CALL_SECONDS, (time_limit - spent) / max(1, expected[0]))
+        left = time_limit * (1 - ORDER_SHARE) - spent
+        share = max(MIN_CALL_SECONDS, left / max(1, expected[0]))
         expected[0] = max(1, expected[0] - 1)
         exclusions: dict[int, dict[str, str]] = {}
         for position, i in enumerate(batch):
@@ -342,7 +345,9 @@ def solve_fair(
                 if bounded and len(state.done) == before:
                     # nothing placed in the fair order: go to the last round at once
                     continue
-    _keep_order(workloads, units, members, keys, state, reasons, policies)
+    spent = time.process_time() - cpu_started
+    order_seconds = max(MIN_CALL_SECONDS, time_limit - spent)
+    _keep_order(workloads, units, members, keys, state, reasons, policies, order_seconds)
     # term (5) of the model (placer.solver.elastic), after every tier, within the queues' limits
     grown = grow_placements(
         workloads,
@@ -394,6 +399,7 @@ def _keep_order(
     state: _State,
     reasons: dict[int, dict[str, str]],
     policies: Sequence[PlacementPolicy],
+    seconds: float,
 ) -> None:
     """Term (3') of the model: :func:`placer.solver.order_repair.repair_order` over the
     decision's single workloads; ``state`` and ``reasons`` follow what it changed."""
@@ -415,6 +421,7 @@ def _keep_order(
         {i for i in state.placed if state.tiers.get(workloads[i].ref) == IN_QUOTA},
         state.usage,
         policies=policies,
+        seconds=seconds,
     )
     if not repair.displaced:
         return

@@ -17,9 +17,17 @@ keeps, for ``w``'s queue ``q`` and its ancestors, the limits (fleet-wide and per
 ``w`` must be in quota after the swap (in quota before over quota ranks above the order).
 
 A swap replaces a started workload by an earlier one of the same lane, so the sorted list of
-started keys only improves and the loop ends; it tries at most ``MAX_TRIALS`` packings (a
-cheap test on the cluster's free totals comes first), so its cost stays bounded on large
-streams. Only single workloads move (a ``placer.dev/group`` starts or waits whole).
+started keys only improves and the loop ends. Cost: before a packing is tried, two necessary
+conditions are checked from cached per-cluster figures — ``w``'s requests within the
+cluster's free totals plus ``s``'s (first against the most any one later workload of the lane
+there releases, per resource, to skip a whole cluster at once), and for each component of
+``w`` with pod requests ``a``, ``Σ_n min_r ⌊(f_{n,r} + s_{n,r}) / a_r⌋ ≥`` its replicas over
+the usable nodes ``n`` (``f``: free, ``s_{n,r}``: what ``s`` holds on ``n``; the sum
+without ``s`` is kept per workload and cluster, so a pair costs only ``s``'s nodes). At most
+``MAX_TRIALS`` packings are tried, and none once ``seconds`` (the decision's clock,
+:mod:`placer.solver.clock`) are used; what is not repaired then stays as the solver decided
+(the time limit holds). Only single workloads move (a
+``placer.dev/group`` starts or waits whole).
 
 Pure: reads its arguments, returns new objects (``usage`` is updated in place: the caller's
 booking of what the decision started).
@@ -35,12 +43,15 @@ from placer.model import Fleet, Placement, Workload
 from placer.policy import PlacementPolicy
 from placer.queues import OrderKey, Usage
 from placer.solver.charging import charge, release
+from placer.solver.clock import Clock
 from placer.solver.decide import solve
 
 __all__ = ["MAX_TRIALS", "Item", "OrderRepair", "repair_order"]
 
 #: the most packings one repair tries.
 MAX_TRIALS = 48
+
+Lane = tuple[str | None, int]
 
 
 @dataclass(frozen=True)
@@ -71,8 +82,105 @@ class OrderRepair:
     trials: int = 0
 
 
-def _fits_totals(need: Mapping[str, int], free: Mapping[str, int]) -> bool:
-    return all(amount <= free.get(name, 0) for name, amount in need.items() if amount > 0)
+class _Room:
+    """Per cluster of a fleet: free totals and the free resources of each usable node, cached
+    (a cluster's figures are dropped when it changes)."""
+
+    def __init__(self, fleet: Fleet) -> None:
+        self._clusters = {c.name: c for c in fleet.clusters}
+        self._totals: dict[str, dict[str, int]] = {}
+        self._nodes: dict[str, dict[str, dict[str, int]]] = {}
+        #: (workload index, cluster) -> per component: (copies, copies per node)
+        self._copies: dict[tuple[int, str], list[tuple[int, dict[str, int]]]] = {}
+
+    def update(self, fleet: Fleet, cluster: str) -> None:
+        self._clusters = {c.name: c for c in fleet.clusters}
+        self._totals.pop(cluster, None)
+        self._nodes.pop(cluster, None)
+        for key in [k for k in self._copies if k[1] == cluster]:
+            del self._copies[key]
+
+    def copies(
+        self, index: int, workload: Workload, cluster: str
+    ) -> list[tuple[int, dict[str, int]]]:
+        """Per component of ``workload``: how many of its pods the free nodes hold one by
+        one, in all and per node (nodes holding none left out)."""
+        key = (index, cluster)
+        if key not in self._copies:
+            nodes = self.nodes(cluster)
+            out = []
+            for component in workload.components:
+                asks = _asks(component.pod.requests)
+                per = {}
+                for node, free in nodes.items():
+                    count = _count(free, {}, asks)
+                    if count:
+                        per[node] = count
+                out.append((sum(per.values()), per))
+            self._copies[key] = out
+        return self._copies[key]
+
+    def totals(self, name: str) -> dict[str, int]:
+        if name not in self._totals:
+            self._totals[name] = self._clusters[name].free()
+        return self._totals[name]
+
+    def nodes(self, name: str) -> dict[str, dict[str, int]]:
+        if name not in self._nodes:
+            self._nodes[name] = {n.name: n.free for n in self._clusters[name].nodes if n.usable}
+        return self._nodes[name]
+
+
+def _within(need: Mapping[str, int], free: Mapping[str, int], extra: Mapping[str, int]) -> bool:
+    return all(
+        amount <= free.get(name, 0) + extra.get(name, 0)
+        for name, amount in need.items()
+        if amount > 0
+    )
+
+
+def _asks(requests: Mapping[str, int]) -> list[tuple[str, int]]:
+    return [(name, amount) for name, amount in requests.items() if amount > 0]
+
+
+def _count(free: Mapping[str, int], extra: Mapping[str, int], asks: list[tuple[str, int]]) -> int:
+    """Pods asking ``asks`` that ``free`` plus ``extra`` hold one by one."""
+    if not asks:
+        return 1 << 30
+    return max(0, min((free.get(r, 0) + extra.get(r, 0)) // a for r, a in asks))
+
+
+def _may_fit(
+    index: int,
+    workload: Workload,
+    need: Mapping[str, int],
+    room: _Room,
+    cluster: str,
+    held: Placement | None,
+) -> bool:
+    """The necessary conditions of the module docstring (``held``: released first)."""
+    if not _within(need, room.totals(cluster), held.requests if held is not None else {}):
+        return False
+    back: dict[str, dict[str, int]] = {}
+    if held is not None:
+        for pod in held.pods:
+            into = back.setdefault(pod.node, {})
+            for name, amount in pod.requests.items():
+                into[name] = into.get(name, 0) + amount
+    nodes = room.nodes(cluster)
+    copies = room.copies(index, workload, cluster)
+    for component, (total, per) in zip(workload.components, copies, strict=True):
+        if component.replicas <= 0:
+            continue
+        asks = _asks(component.pod.requests)
+        if not asks:
+            continue
+        for node, extra in back.items():
+            if node in nodes:
+                total += _count(nodes[node], extra, asks) - per.get(node, 0)
+        if total < component.replicas:
+            return False
+    return True
 
 
 def repair_order(
@@ -84,23 +192,34 @@ def repair_order(
     *,
     policies: Sequence[PlacementPolicy] = (),
     max_trials: int = MAX_TRIALS,
+    seconds: float | None = None,
 ) -> OrderRepair:
     """Repair the decision (module docstring). ``fleet``: as the decision left it;
     ``started``: index -> placement of what it started; ``in_quota``: those started in
-    quota; ``usage``: the queues' usage with ``started`` booked (updated in place)."""
+    quota; ``usage``: the queues' usage with ``started`` booked (updated in place);
+    ``seconds``: the time it may take (``None``: no limit but ``max_trials``)."""
+    clock = Clock()
     result = OrderRepair(fleet=fleet, started=dict(started), in_quota=set(in_quota))
 
-    def lane(i: int) -> tuple[str | None, int]:
+    def lane(i: int) -> Lane:
         return items[i].queue, items[i].priority
 
+    # per lane, what the decision started, latest first
+    lanes: dict[Lane, list[int]] = {}
+    for i in result.started:
+        if items[i].movable:
+            lanes.setdefault(lane(i), []).append(i)
+    for members in lanes.values():
+        members.sort(key=lambda i: items[i].key, reverse=True)
     waiting = [
-        (items[i].key, i) for i in range(len(items)) if items[i].movable and i not in result.started
+        (items[i].key, i)
+        for i in range(len(items))
+        if items[i].movable and i not in result.started and lane(i) in lanes
     ]
-    lanes_started = {lane(i) for i in result.started if items[i].movable}
-    waiting = [(k, i) for k, i in waiting if lane(i) in lanes_started]
     if not waiting:
         return result
     heapq.heapify(waiting)
+    room = _Room(fleet)
     taken_back: set[int] = set()
 
     def admitted(i: int, cluster: str, need: Mapping[str, int], quota: bool) -> bool:
@@ -112,9 +231,10 @@ def repair_order(
             and (not quota or usage.quota_problem(queue, need) is None)
         )
 
+    def out_of_time() -> bool:
+        return result.trials >= max_trials or (seconds is not None and clock() >= seconds)
+
     def pack(i: int, on: Fleet, cluster: str) -> Placement | None:
-        if result.trials >= max_trials:
-            return None
         result.trials += 1
         one = replace(on, clusters=tuple(c for c in on.clusters if c.name == cluster))
         decision = solve(
@@ -128,15 +248,24 @@ def repair_order(
             result.in_quota.add(i)
         usage.add(items[i].queue, placement.requests, placement.cluster)
         result.fleet = charge(result.fleet, [placement])
+        room.update(result.fleet, placement.cluster)
         result.started[i] = placement
+        line = lanes.setdefault(lane(i), [])
+        line.append(i)
+        line.sort(key=lambda k: items[k].key, reverse=True)
 
-    while waiting and result.trials < max_trials:
+    while waiting and not out_of_time():
         key, w = heapq.heappop(waiting)
-        need = items[w].workload.total_requests()
+        workload = items[w].workload
+        need = workload.total_requests()
         if w in taken_back:  # first anywhere in what is free
             placed = None
             for cluster in result.fleet.clusters:
-                if not cluster.reachable or not _fits_totals(need, cluster.free()):
+                if out_of_time():
+                    break
+                if not cluster.reachable or not _may_fit(
+                    w, workload, need, room, cluster.name, None
+                ):
                     continue
                 if not admitted(w, cluster.name, need, quota=False):
                     continue
@@ -146,21 +275,23 @@ def repair_order(
             if placed is not None:
                 start(w, placed)
                 continue
-        later = sorted(
-            (
-                s
-                for s in result.started
-                if items[s].movable and lane(s) == lane(w) and items[s].key > key
-            ),
-            key=lambda s: items[s].key,
-            reverse=True,
-        )
+        later: list[int] = []
+        most: dict[str, dict[str, int]] = {}  # per cluster, the most one of them releases
+        for s in lanes.get(lane(w), ()):
+            if items[s].key <= key:
+                break  # the rest of the lane started before w
+            later.append(s)
+            top = most.setdefault(result.started[s].cluster, {})
+            for name, amount in result.started[s].requests.items():
+                top[name] = max(top.get(name, 0), amount)
+        hopeful = {c for c, top in most.items() if _within(need, room.totals(c), top)}
         for s in later:
             held = result.started[s]
-            room = dict(next(c for c in result.fleet.clusters if c.name == held.cluster).free())
-            for name, amount in held.requests.items():
-                room[name] = room.get(name, 0) + amount
-            if not _fits_totals(need, room):
+            if held.cluster not in hopeful:
+                continue
+            if out_of_time():
+                break
+            if not _may_fit(w, workload, need, room, held.cluster, held):
                 continue
             usage.remove(items[s].queue, held.requests, held.cluster)
             if not admitted(w, held.cluster, need, quota=s in result.in_quota):
@@ -172,8 +303,10 @@ def repair_order(
                 usage.add(items[s].queue, held.requests, held.cluster)
                 continue
             del result.started[s]
+            lanes[lane(s)].remove(s)
             result.in_quota.discard(s)
             result.fleet = freed
+            room.update(freed, held.cluster)
             start(w, placed)
             result.displaced[s] = w
             taken_back.add(s)
