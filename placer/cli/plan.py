@@ -195,8 +195,8 @@ def run(args: argparse.Namespace) -> int:
 
 def _queue_data(fair: FairDecision, workloads: list[Workload]) -> list[dict[str, Any]]:
     """The queues after the decision (:func:`placer.queues.report.queue_rows`), with the
-    demand of the workloads left pending."""
-    from placer.queues.report import pending_demand, queue_rows
+    demand of the workloads left pending and their order in each queue."""
+    from placer.queues.report import pending_demand, pending_order, queue_rows
 
     assert fair.usage is not None
     placed = {p.workload for p in fair.decision.placements}
@@ -204,7 +204,7 @@ def _queue_data(fair: FairDecision, workloads: list[Workload]) -> list[dict[str,
         (w, m) for w, m in zip(workloads, fair.memberships, strict=True) if w.ref not in placed
     ]
     pending = pending_demand(fair.usage.queues, waiting)
-    return queue_rows(fair.usage.queues, fair.usage, pending)
+    return queue_rows(fair.usage.queues, fair.usage, pending, order=pending_order(waiting))
 
 
 def placement_domains(

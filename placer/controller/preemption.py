@@ -110,7 +110,7 @@ from placer.model import (
 from placer.objects import generation_of, uid_of, version_of
 from placer.policy import PlacementPolicy
 from placer.queues import QueueSet, Usage, membership
-from placer.queues.report import pending_demand, queue_rows
+from placer.queues.report import pending_demand, pending_order, queue_rows
 from placer.simulate.capacity import free_totals, shortfall
 from placer.solver.charging import charge, release
 from placer.solver.fairshare import Running
@@ -262,8 +262,8 @@ def hub_queue_rows(
     queues: QueueSet, running: Sequence[Running], waiting: Sequence[tuple[Workload, JSON]]
 ) -> list[dict[str, Any]]:
     """Rows of :func:`placer.queues.report.queue_rows`: ``running`` allocated, ``waiting``
-    (workloads with their hub objects) pending, and per queue how many of those wait after an
-    eviction (their ``Preempted`` condition)."""
+    (workloads with their hub objects) pending, in each queue's order, and per queue how many
+    of those wait after an eviction (their ``Preempted`` condition)."""
     usage = queue_usage(queues, running)
     members = []
     preempted: dict[str, int] = {}
@@ -274,7 +274,8 @@ def hub_queue_rows(
         if member.queue is not None and evicted.get("status") == "True":
             for queue in queues.chain(member.queue):
                 preempted[queue.name] = preempted.get(queue.name, 0) + 1
-    return queue_rows(queues, usage, pending_demand(queues, members), preempted)
+    pending = pending_demand(queues, members)
+    return queue_rows(queues, usage, pending, preempted, order=pending_order(members))
 
 
 def queue_usage(queues: QueueSet, running: Sequence[Running]) -> Usage:

@@ -34,7 +34,17 @@ decision taken in steps is closed by :mod:`placer.solver.priority_repair`: nothi
 keeps out a waiting higher priority that fits in its place); (2) placed value
 ``Σ v_u x_{u,c}``; (3) preference ``-Σ ρ_{u,c} x_{u,c}``. (2) and (3) are one CP-SAT objective
 ``max Σ (v_u·S − ρ_{u,c}) x_{u,c}`` with ``S = 1 + Σ_u max_c ρ_{u,c}``, which
-makes any value gain outweigh every preference term. Between (2) and (3) comes (3') **more
+makes any value gain outweigh every preference term. Under queues
+(:mod:`placer.solver.fairshare`) fair share's terms come between (1) and (2) — limits, in quota
+before over quota, over-quota capacity by weight — and after them, still above (2), (1'')
+**the queue's order**: with the key ``k_u = (−p_u, t_u, i_u, name_u)`` (creation or arrival
+time ``t_u``, input position ``i_u``; :mod:`placer.queues.order`), no started unit ``s``
+holds room where a waiting unit ``u`` of its queue with ``p_u = p_s`` and ``k_u < k_s`` packs
+once ``s`` leaves (first in, first out among equals; BestEffortFIFO: a ``u`` that fits nowhere
+holds nothing back). (1'') is not a CP-SAT term — ranking it above placed value by weights
+would take coefficients growing as ``2^|U|`` — but each queue's units are offered in ``k``
+order and :func:`placer.solver.order_repair.repair_order` closes the decision on it by swaps,
+within a share of the time limit. Between (2) and (3) comes (3') **more
 replicas of elastic runs**, ``max Σ_r v_r e_r``: on the capacity the decision left, each unit
 with elastic runs (highest priority first) takes the largest counts that pack, in its cluster
 or in another allowed cluster its policy ranks the same (preferred-cluster rank and cost: only

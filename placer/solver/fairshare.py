@@ -9,7 +9,9 @@ Model
 Symbols
 -------
 * Workloads ``w`` with queue ``q(w)`` and its chain ``A(q)`` (the queue and its ancestors),
-  priority ``p_w`` (:func:`placer.queues.membership`) and total requests ``d_w ∈ ℕ^K``.
+  priority ``p_w`` (:func:`placer.queues.membership`), total requests ``d_w ∈ ℕ^K`` and the
+  queue-order key ``k_w = (−p_w, t_w, i_w, name_w)`` (:mod:`placer.queues.order`: creation
+  or arrival time ``t_w``, input position ``i_w``); a group's key is its earliest member's.
 * Per queue ``q`` and resource ``r`` it lists: quota ``Q_{q,r}``, limit ``L_{q,r}`` (∞ when
   none), over-quota weight ``ω_{q,r} ≥ 0`` and per-cluster caps ``L_{q,r,c}``.
 * Usage ``U_{q,r}`` (running work plus what this decision placed so far, children included)
@@ -21,7 +23,8 @@ For every queue ``q`` and ancestor, resource ``r`` and cluster ``c`` after the d
 ``U_{q,r} ≤ L_{q,r}`` and ``U_{q,r,c} ≤ L_{q,r,c}``. A workload that would pass a limit is
 never offered to the solver (its reason names the queue and the word ``limit``); cluster caps
 exclude the clusters where the workload alone would pass them, and a tier's placements that
-together pass one are taken back in input order and offered again in the next round.
+together pass one are taken back (the later ones in the queue order) and offered again in the
+next round.
 
 Objective, lexicographic
 ------------------------
@@ -41,11 +44,21 @@ Objective, lexicographic
 
        s_q = max_r  max(0, U_{q,r} − Q_{q,r}) / (ω_{q,r} · C_r)
 
-   offers its next workload (arrival order), counted at once in ``U``. With demand to spare in
+   offers its next workload (smallest ``k_w``), counted at once in ``U``. With demand to spare in
    every queue this equalises ``s_q``, so over-quota use of the dominant resource is in
    proportion to the weights: KAI Scheduler's and Run:ai's division of what remains after the
    deserved quotas, by ``overQuotaWeight``, capped by what each queue asks. A queue with
    ``ω_{q,r} = 0`` never goes over its quota of ``r``.
+3'. **The queue's order** (first in, first out among equals; Kueue's and KAI's order:
+   priority, then creation time): every tier and round offers each queue's workloads by
+   ``k_w``, the solver gets them in that order, and after the last tier
+   :func:`placer.solver.order_repair.repair_order` closes the decision on it — no started
+   ``s`` with ``q(s) = q(w)``, ``p_s = p_w`` and ``k_s > k_w`` holds room where a waiting ``w``
+   packs once ``s`` is taken back (``w`` starts there instead), within the limits and without
+   taking an in-quota ``s``'s room over quota: terms 1-3 rank above it. BestEffortFIFO: a
+   ``w`` that fits nowhere does not hold later ones back (docs/queues.md). The repair has
+   ``ORDER_SHARE`` of the time limit and at most ``MAX_TRIALS`` packings; on large decisions
+   it may stop before every pair is checked.
 4. **Packing quality**: each tier's offered set is one call of the chosen solver, which
    maximises placed value, then preference (:mod:`placer.solver`).
 5. **More replicas of elastic components**, after the last tier: every placed elastic

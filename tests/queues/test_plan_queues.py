@@ -53,6 +53,20 @@ def test_plan_json_says_over_quota(capsys: pytest.CaptureFixture[str]) -> None:
     )
 
 
+def test_plan_json_lists_each_queues_pending_work_in_its_order(
+    capsys: pytest.CaptureFixture[str],
+) -> None:
+    # no creationTimestamp in the file: the documents' order (a-finetune before a-sweep)
+    code, data = _plan(capsys, str(QUEUES))
+    assert code == 1
+    order = {row["name"]: row["pendingOrder"] for row in data["queues"]}  # type: ignore[attr-defined]
+    assert order == {
+        "research": [],
+        "team-a": ["default/a-finetune", "default/a-sweep"],
+        "team-b": [],
+    }
+
+
 def test_a_bad_queues_file_is_an_error_naming_queue_and_field(
     tmp_path: Path, capsys: pytest.CaptureFixture[str]
 ) -> None:

@@ -11,7 +11,8 @@ from typing import Any
 import pytest
 
 from placer.definitions import Catalog, decompose
-from placer.queues import order_key
+from placer.queues import membership, order_key
+from placer.queues.report import pending_order
 from placer.simulate import Settings, simulate
 from placer.solver import SOLVERS
 from tests.queues.conftest import gpu_job, queue_doc, queues
@@ -47,6 +48,22 @@ def test_the_key_is_priority_then_creation_then_position_then_name() -> None:
     assert order_key(old, 0, 1) < order_key(gpu_job("zzz", "team-a", 1, 1, created=100.0), 0, 1)
     # a stream's arrival time stands for the creation time
     assert order_key(unborn, 0, 0, created=50.0) < order_key(old, 0, 1)
+
+
+def test_pending_order_lists_a_queues_own_waiting_work_first_to_start_first() -> None:
+    the_queues = queues(TEAM_A, queue_doc("team-b", nvidia_com__gpu={"quota": 8}))
+    waiting = [
+        gpu_job("late", "team-a", 1, 1, created=300.0),
+        gpu_job("b-job", "team-b", 1, 1),
+        gpu_job("early", "team-a", 1, 1, created=100.0),
+        gpu_job("urgent", "team-a", 1, 1, created=400.0, priority=5),
+        gpu_job("unborn", "team-a", 1, 1),
+    ]
+    order = pending_order([(w, membership(w, the_queues)) for w in waiting])
+    assert order == {
+        "team-a": ["default/urgent", "default/early", "default/late", "default/unborn"],
+        "team-b": ["default/b-job"],
+    }
 
 
 def test_a_workload_is_created_at_its_creation_timestamp() -> None:
