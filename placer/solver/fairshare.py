@@ -244,7 +244,8 @@ def solve_fair(
         )
     units = _units(workloads, members, keys)
     capacity = fleet_capacity(fleet)
-    state = _State(fleet=_with_devices(fleet), usage=usage)
+    base = _with_devices(fleet)
+    state = _State(fleet=base, usage=usage)
     reasons: dict[int, dict[str, str]] = {}
     names = fleet.names
     for index, unit in enumerate(units):
@@ -360,7 +361,7 @@ def solve_fair(
                     continue
     spent = time.process_time() - cpu_started
     order_seconds = max(MIN_CALL_SECONDS, time_limit - spent)
-    _keep_order(workloads, units, members, keys, state, reasons, policies, order_seconds)
+    _keep_order(workloads, units, members, keys, base, state, reasons, policies, order_seconds)
     # term (5) of the model (placer.solver.elastic), after every tier, within the queues' limits
     grown = grow_placements(
         workloads,
@@ -409,6 +410,7 @@ def _keep_order(
     units: Sequence[_Unit],
     members: Sequence[Membership],
     keys: Sequence[OrderKey],
+    base: Fleet,
     state: _State,
     reasons: dict[int, dict[str, str]],
     policies: Sequence[PlacementPolicy],
@@ -428,6 +430,7 @@ def _keep_order(
         for i, w in enumerate(workloads)
     ]
     repair = repair_order(
+        base,
         state.fleet,
         items,
         state.placed,
@@ -451,10 +454,10 @@ def _keep_order(
                 "at the same priority (first in, first out), and it fits nowhere else",
             )
     for i, placement in repair.started.items():
-        if i not in state.placed:
-            state.placed[i] = placement
-            state.done.add(unit_of[i])
-            reasons.pop(unit_of[i], None)
+        # new, or taken back and started again elsewhere: its placement is the repair's
+        state.placed[i] = placement
+        state.done.add(unit_of[i])
+        reasons.pop(unit_of[i], None)
         state.tiers[workloads[i].ref] = IN_QUOTA if i in repair.in_quota else OVER_QUOTA
 
 

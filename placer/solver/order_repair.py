@@ -42,7 +42,7 @@ from dataclasses import dataclass, field, replace
 from placer.model import Fleet, Placement, Workload
 from placer.policy import PlacementPolicy
 from placer.queues import OrderKey, Usage
-from placer.solver.charging import charge, release
+from placer.solver.charging import charge
 from placer.solver.clock import Clock
 from placer.solver.decide import solve
 
@@ -184,6 +184,7 @@ def _may_fit(
 
 
 def repair_order(
+    base: Fleet,
     fleet: Fleet,
     items: Sequence[Item],
     started: Mapping[int, Placement],
@@ -194,8 +195,10 @@ def repair_order(
     max_trials: int = MAX_TRIALS,
     seconds: float | None = None,
 ) -> OrderRepair:
-    """Repair the decision (module docstring). ``fleet``: as the decision left it;
-    ``started``: index -> placement of what it started; ``in_quota``: those started in
+    """Repair the decision (module docstring). ``base``: the fleet before the decision
+    (GPU devices spelled out); ``fleet``: as the decision left it, ``base`` charged with
+    ``started`` in its order; ``started``: index -> placement of what it started, in the
+    order charged; ``in_quota``: those started in
     quota; ``usage``: the queues' usage with ``started`` booked (updated in place);
     ``seconds``: the time it may take (``None``: no limit but ``max_trials``)."""
     clock = Clock()
@@ -241,6 +244,19 @@ def repair_order(
             [items[i].workload], one, policies=policies, solver="first-fit", grow=False
         )
         return decision.placements[0] if decision.placements else None
+
+    def without(cluster: str, skip: int) -> Fleet:
+        """``result.fleet`` with ``cluster`` charged again from ``base`` with what was started
+        there but ``skip``, in the order charged: charging picks a whole-GPU pod's device
+        when the one it planned is taken (:func:`placer.solver.charging.whole_devices`), so
+        giving back a placement's planned devices could free devices another one holds."""
+        own = replace(base, clusters=tuple(c for c in base.clusters if c.name == cluster))
+        held = [p for i, p in result.started.items() if p.cluster == cluster and i != skip]
+        rebuilt = charge(own, held).clusters[0]
+        return replace(
+            result.fleet,
+            clusters=tuple(rebuilt if c.name == cluster else c for c in result.fleet.clusters),
+        )
 
     def start(i: int, placement: Placement) -> None:
         result.in_quota.discard(i)
@@ -297,7 +313,7 @@ def repair_order(
             if not admitted(w, held.cluster, need, quota=s in result.in_quota):
                 usage.add(items[s].queue, held.requests, held.cluster)
                 continue
-            freed = release(result.fleet, [held])
+            freed = without(held.cluster, s)
             placed = pack(w, freed, held.cluster)
             if placed is None:
                 usage.add(items[s].queue, held.requests, held.cluster)

@@ -6,18 +6,21 @@ fits nowhere does not hold the later ones back)."""
 from __future__ import annotations
 
 import math
+import random
+from dataclasses import replace
 from typing import Any
 
 import pytest
 
 from placer.definitions import Catalog, decompose
+from placer.model import Unplaced
 from placer.queues import membership, order_key
 from placer.queues.report import pending_order
 from placer.simulate import Settings, simulate
 from placer.solver import SOLVERS
 from tests.queues.conftest import gpu_job, queue_doc, queues
 from tests.simulate.conftest import Item
-from tests.solver.conftest import cluster, fleet, node
+from tests.solver.conftest import cluster, fleet, node, pod, workload
 
 TEAM_A = queue_doc("team-a", nvidia_com__gpu={"quota": 64})
 
@@ -148,3 +151,66 @@ def test_a_stream_starts_equal_work_of_a_queue_in_arrival_order() -> None:
     assert all(not record.problems for record in run.decisions)
     starts = {items[i].workload.ref.name: o.start_s for i, o in enumerate(run.outcomes)}
     assert starts == {"blocker": 0.0, "early": 100.0, "late": 150.0}
+
+
+def test_decisions_the_order_repaired_pass_the_verifier(decide_fair: Any) -> None:
+    # random gangs (whole and shared GPUs) decided in two tiers on nodes partly used, so
+    # placements of different solver calls plan the same devices and charging moves them: a
+    # swap must give back the devices a placement holds, not those it planned
+    rng = random.Random(7)
+    the_queues = queues(queue_doc("team-a", nvidia_com__gpu={"quota": 24}))
+    swaps = 0
+    for round_ in range(24):
+        nodes = [
+            node(f"n{i}", devices=[rng.choice([0, 1000, 1000, 500]) for _ in range(8)])
+            for i in range(6)
+        ]
+        the_fleet = fleet(cluster("c0", *nodes[:3]), cluster("c1", *nodes[3:]))
+        jobs = [
+            workload(
+                f"j{i}",
+                ("w", rng.randint(1, 3), pod(gpus=rng.choice([1, 2, 4, 6]))),
+                ("s", rng.randint(0, 2), pod(share=rng.choice([250, 500]))),
+                labels={"placer.dev/queue": "team-a"},
+            )
+            for i in range(14)
+        ]
+        solver = SOLVERS[round_ % len(SOLVERS)]
+        result = decide_fair(jobs, the_fleet, the_queues, solver=solver, time_limit=0.3)
+        swaps += sum(
+            "first in, first out" in text
+            for item in result.decision.unplaced
+            for text in item.reasons.values()
+        )
+    assert swaps > 0
+
+
+def test_a_workload_that_gave_its_room_back_starts_where_else_it_fits(
+    decide_fair: Any, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    # a solver that starts the last workload it is offered (first fit) and no other: it puts
+    # the later 5-GPU gang on c0's 8-GPU node, the only one the earlier 7-GPU gang fits. The
+    # repair gives that room to the earlier one; the later one then starts on c1.
+    import placer.solver.fairshare as fairshare
+
+    real = fairshare.solve
+
+    def last_only(workloads: Any, the_fleet: Any, **kwargs: Any) -> Any:
+        last = len(workloads) - 1
+        excluded = (kwargs.pop("exclusions", None) or {}).get(last)
+        kwargs["solver"] = "first-fit"
+        decision = real(workloads[-1:], the_fleet, exclusions={0: excluded or {}}, **kwargs)
+        skipped = tuple(
+            Unplaced(w.ref, dict.fromkeys(the_fleet.names, "not taken by this solver"))
+            for w in workloads[:-1]
+        )
+        return replace(decision, unplaced=skipped + decision.unplaced)
+
+    monkeypatch.setattr(fairshare, "solve", last_only)
+    the_fleet = fleet(cluster("c0", node("n0")), cluster("c1", node("m0", used=2)))
+    jobs = [gpu_job("early", "team-a", 1, 7), gpu_job("late", "team-a", 1, 5)]
+    result = decide_fair(jobs, the_fleet, queues(TEAM_A))
+    assert {p.workload.name: p.cluster for p in result.decision.placements} == {
+        "early": "c0",
+        "late": "c1",
+    }
