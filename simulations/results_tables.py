@@ -727,6 +727,26 @@ def quality_line() -> str:
     return "; ".join(parts) + f" ({seeds} search seeds{net}, load {load})"
 
 
+def quality_queues_line() -> str:
+    """``bench_quality --one-queue``: the decision under one queue, this code and another."""
+    data = result("bench_quality_queues")
+    config, commits = data["config"], data["commits"]
+    parts = []
+    for label, s in data["summary"].items():
+        parts.append(
+            f"{'this code' if label == 'this' else 'side by side'} ({commits[label]}): "
+            f"{s['pct_of_bound_mean']:.2f} % of the bound on average, lowest "
+            f"{s['pct_of_bound_min']:.2f} %; CPU ≤ {s['cpu_s_max']:.3f} s; "
+            f"{s['verifier_problems_in_decisions']} verifier findings"
+        )
+    meta = data["meta"]
+    load = span(sorted([meta["load_average_at_start"][0], meta["load_average_at_end"][0]]))
+    return "; ".join(parts) + (
+        f" ({config['one_queue_gpus']:,} GPUs deserved, {len(config['search_seeds'])} search "
+        f"seeds, load {load})"
+    )
+
+
 #: benchmark -> (what it measures, its line)
 LINES: dict[str, tuple[str, Callable[[], str]]] = {
     "bench_decompose": (
@@ -763,6 +783,12 @@ LINES: dict[str, tuple[str, Callable[[], str]]] = {
         "each (issue 18: ≥ 99 % of the bound in every instance, never below the best "
         "baseline); `--baseline DIR`: side by side with other code, in turns",
         quality_line,
+    ),
+    "bench_quality_queues": (
+        "`bench_quality --one-queue GPUS`: the same 1-s decisions under one queue every gang "
+        "falls in (fair share's tiers and the queue's first-in-first-out order), side by side "
+        "with other code",
+        quality_queues_line,
     ),
     "bench_capacity": (
         "the controller's capacity step on 16 loopback members × 500 nodes × 5,000 pods, 10 new "
