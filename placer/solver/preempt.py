@@ -60,7 +60,13 @@ Model, per cluster ``c`` the preemptor may use (CP-SAT, one small model over the
   work thrown away first (``Σ`` GPU-minutes run, a reservation's eviction).
 
 The optimum is then *realised*: the victims are released on the cluster's nodes and the
-preemptor packed there by the solver. When it does not pack, no subset of that set ``S`` can
+preemptor packed there by the solver; when the solver's packer (best fit, one pod shape after
+another) misses, the pods go where the model's node rows put them (``s_{n,k}``, and devices as
+the packer gives them, each pod checked to fit: :func:`_plan_placement`) — a gang of several
+pod shapes on nodes of several shapes packs that way where best fit strands one shape's room
+behind the other (the eviction was lost: ``MAX_ROUNDS`` interchangeable sets cut off in turn).
+Placement policies, topology domains and pinned or avoided clusters are left to the packer.
+When it does not pack, no subset of that set ``S`` can
 (it frees less), so the no-good ``Σ_{v∉S} x_v ≥ 1`` asks for some other victim too and the
 model is solved again (up to ``MAX_ROUNDS``; the cut of the empty set is "evict something").
 The room and node rows hold for every set that packs (they are necessary), and the cuts remove
@@ -77,16 +83,27 @@ from __future__ import annotations
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 
+import numpy as np
 from ortools.sat.python import cp_model
 
-from placer.model import GPU_SHARE, Fleet, Node, Placement, Workload, WorkloadRef
+from placer.model import (
+    GPU_SHARE,
+    Cluster,
+    Fleet,
+    Node,
+    Placement,
+    PodAssignment,
+    Workload,
+    WorkloadRef,
+    pods_requests,
+)
 from placer.podspec import node_mismatch
-from placer.policy import PlacementPolicy
+from placer.policy import PlacementPolicy, policy_for
 from placer.quantity import GPU, PODS
 from placer.queues import QueueSet, Usage, membership
 from placer.solver.charging import release
 from placer.solver.decide import solve
-from placer.solver.state import node_devices
+from placer.solver.state import ClusterState, PodShape, node_devices, resource_names
 
 __all__ = [
     "FAIR_SHARE",
@@ -112,6 +129,9 @@ MAX_ROUNDS = 8
 STAGE_SECONDS = 2.0
 #: ... and at least (a stage that finds no answer in time loses the eviction for a decision).
 MIN_STAGE_SECONDS = 0.25
+
+#: the victim model's packing of the preemptor's pods: ``s_{n,k}`` by (node, run ``k``).
+Plan = Mapping[tuple[str, int], int]
 
 
 @dataclass(frozen=True)
@@ -344,7 +364,7 @@ def _on_cluster(
     )
     cuts: list[list[int]] = []
     for _ in range(MAX_ROUNDS):
-        chosen = _solve_model(
+        found = _solve_model(
             demand,
             (free, free_milli, _Nodes.of(preemptor, cluster.nodes)),
             requests,
@@ -361,9 +381,12 @@ def _on_cluster(
             lost,
             caps,
         )
-        if chosen is None:
+        if found is None:
             return None
-        placement = _realise(preemptor, fleet, name, [here[i][0] for i in chosen], policies, seed)
+        chosen, plan = found
+        placement = _realise(
+            preemptor, fleet, name, [here[i][0] for i in chosen], policies, seed, plan
+        )
         if placement is None:
             cuts.append(chosen)
             continue
@@ -450,7 +473,7 @@ def _node_rows(
     x: Sequence[cp_model.IntVar],
     here: Sequence[tuple[Victim, str]],
     nodes: _Nodes,
-) -> None:
+) -> dict[tuple[str, int], cp_model.IntVar]:
     """Node-level rows for the preemptor's pods: ``s_{n,k}`` pods of run ``k`` on node ``n``
     (only where run ``k`` may go), ``Σ_k a_{k,r} s_{n,k} ≤ F_{n,r} + Σ_v h_{v,n,r} x_v`` for
     every resource ``r`` the pods ask (``F_{n,r}`` free on the node — for GPUs its wholly free
@@ -458,9 +481,12 @@ def _node_rows(
     and ``Σ_n s_{n,k} ≥ count_k``. A run of shared-GPU pods (``σ_k`` thousandths each) is also
     counted per device (:func:`_device_rows`). The aggregate rows cannot tell 8 GPUs on one
     node from 1 on each of eight, nor a node whose GPUs are free from one whose CPUs are: with
-    these rows the set the model chooses packs, as far as the placement policies allow."""
+    these rows the set the model chooses packs, as far as the placement policies allow.
+    Returns the slots ``s_{n,k}`` by (node, run): the model's packing (:func:`_plan_placement`).
+    """
+    slots_by: dict[tuple[str, int], cp_model.IntVar] = {}
     if not nodes.runs:
-        return
+        return slots_by
     resources = {r for run in nodes.runs for r in run.requests}
     held: dict[str, list[tuple[int, dict[str, int]]]] = {}
     for i, (victim, _) in enumerate(here):
@@ -486,6 +512,7 @@ def _node_rows(
                 continue
             slot = model.new_int_var(0, top, f"s-{name}-{k}")
             slots.append((run, slot, top))
+            slots_by[name, k] = slot
             placed[k].append(slot)
         if not slots:
             continue
@@ -504,6 +531,7 @@ def _node_rows(
             )
     for k, run in enumerate(nodes.runs):
         model.add(sum(placed[k]) >= run.count)
+    return slots_by
 
 
 def _device_rows(
@@ -568,7 +596,9 @@ def _solve_model(
     time_limit: float,
     lost: list[int] | None = None,
     caps: Mapping[str, Mapping[str, int]] | None = None,
-) -> list[int] | None:
+) -> tuple[list[int], Plan] | None:
+    """The victims of the model's optimum (module docstring) and its packing of the
+    preemptor's pods (``s_{n,k}``), or ``None`` when no set obeys the rows."""
     free, free_milli, nodes = room
     model = cp_model.CpModel()
     x = [model.new_bool_var(f"x{i}") for i in range(len(here))]
@@ -581,7 +611,7 @@ def _solve_model(
     short_milli = _milli(demand) - free_milli
     if short_milli > 0:
         model.add(sum(gpu[i] * x[i] for i in range(len(x))) >= short_milli)
-    _node_rows(model, x, here, nodes)
+    slots = _node_rows(model, x, here, nodes)
     # reclaim only what is over quota, per victim queue
     reclaimed: dict[str, list[int]] = {}
     for i, (victim, kind) in enumerate(here):
@@ -669,19 +699,21 @@ def _solve_model(
     # nothing in time on a loaded cluster of ~100 nodes and ~90 candidates (bound 0)
     solver.parameters.linearization_level = 2
     solver.parameters.max_time_in_seconds = min(STAGE_SECONDS, max(MIN_STAGE_SECONDS, time_limit))
-    chosen: list[int] | None = None
+    found: tuple[list[int], Plan] | None = None
     for terms in stages:
         objective = sum(weight * var for weight, var in terms)
         model.minimize(objective)
         status = solver.solve(model)
         if status not in (cp_model.OPTIMAL, cp_model.FEASIBLE):
-            return None if chosen is None else chosen
+            return found
         value = round(solver.objective_value)
         chosen = [i for i in range(len(x)) if solver.value(x[i])]
+        plan = {key: count for key, slot in slots.items() if (count := solver.value(slot)) > 0}
+        found = (chosen, plan)
         if status != cp_model.OPTIMAL:
             break  # keep the best found: the next stages need this one proven
         model.add(objective == value)
-    return chosen
+    return found
 
 
 def _realise(
@@ -691,8 +723,12 @@ def _realise(
     victims: Sequence[Victim],
     policies: Sequence[PlacementPolicy],
     seed: int,
+    plan: Plan | None = None,
 ) -> Placement | None:
-    """The preemptor placed in ``cluster`` once ``victims`` are released, or ``None``."""
+    """The preemptor placed in ``cluster`` once ``victims`` are released, or ``None``: by
+    placer's packer, else (``plan``: the victim model's ``s_{n,k}``) as the model packed it —
+    the packer, best fit one pod shape after another, misses packings of gangs of several
+    shapes that the node rows find (:func:`_plan_placement`)."""
     freed = release(fleet, [v.placement for v in victims])
     others = {c.name: "not the cluster of this eviction" for c in fleet.clusters}
     others.pop(cluster, None)
@@ -705,4 +741,58 @@ def _realise(
         seed=seed,
         exclusions={0: others},
     )
-    return decision.placements[0] if decision.placements else None
+    if decision.placements:
+        return decision.placements[0]
+    if plan is None or not _plan_allowed(preemptor, cluster, policies):
+        return None
+    return _plan_placement(preemptor, freed.cluster(cluster), plan)
+
+
+def _plan_allowed(preemptor: Workload, cluster: str, policies: Sequence[PlacementPolicy]) -> bool:
+    """Whether a placement from the model's plan may stand: the plan knows the pods' nodes
+    (selectors, affinities, taints) but not the placement policies, topology domains, nor a
+    pinned or avoided cluster — a preemptor with any of those is left to the packer."""
+    if preemptor.topology or preemptor.avoid_clusters or policy_for(preemptor, policies):
+        return False
+    return preemptor.pinned_cluster in (None, cluster)
+
+
+def _plan_placement(preemptor: Workload, cluster: Cluster, plan: Plan) -> Placement | None:
+    """The preemptor's pods on ``cluster`` (its victims released) as the plan places them —
+    ``plan[n, k]`` pods of run ``k`` (:class:`_Nodes`' runs: the components with replicas, in
+    order) on node ``n`` — each pod checked to fit where it goes and given its devices as
+    placer's packer gives them; ``None`` when one does not fit."""
+    runs = [c for c in preemptor.components if c.replicas]
+    names = resource_names([c.pod for c in runs])
+    state = ClusterState(cluster, names)
+    row = {name: i for i, name in enumerate(state.node_names)}
+    pods: list[PodAssignment] = []
+    for k, component in enumerate(runs):
+        shape = PodShape.of(component.pod, names)
+        index = 0
+        for (name, run), count in sorted(plan.items(), key=lambda item: row[item[0][0]]):
+            node = row[name]
+            if run != k or count <= 0:
+                continue
+            if not state.fits(shape, np.array([node]))[0] or state.copies(shape, node) < count:
+                return None
+            for devices in state.place_many(shape, node, count):
+                pods.append(
+                    PodAssignment(
+                        component=component.name,
+                        instance=component.instance,
+                        index=index,
+                        node=name,
+                        requests=component.pod.requests,
+                        devices=devices,
+                    )
+                )
+                index += 1
+        if index != component.replicas:
+            return None
+    return Placement(
+        workload=preemptor.ref,
+        cluster=cluster.name,
+        pods=tuple(pods),
+        requests=pods_requests(pods) if preemptor.elastic else preemptor.total_requests(),
+    )

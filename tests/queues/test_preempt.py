@@ -12,6 +12,7 @@ from typing import Any
 import pytest
 
 from placer.model import Fleet, Workload
+from placer.quantity import MEMORY
 from placer.queues import QueueSet, Usage, membership
 from placer.solver import charge, release, solve
 from placer.solver.preempt import (
@@ -23,7 +24,7 @@ from placer.solver.preempt import (
     _realise,
     find_victims,
 )
-from tests.builders.fleets import cluster, fleet, node, pod, workload
+from tests.builders.fleets import GIB, cluster, fleet, node, pod, workload
 from tests.queues.conftest import gpu_job, queue_doc, queues
 
 
@@ -321,3 +322,35 @@ def test_a_set_that_does_not_pack_cuts_its_subsets_not_its_supersets(
     assert eviction is not None
     assert sorted(v.workload.name for v in eviction.victims) == ["a0", "a1"]
     assert tried == [{"a1"}, {"a0"}, {"a0", "a1"}]
+
+
+def test_victims_whose_room_the_packer_misses_are_realised_by_the_model_s_node_plan() -> None:
+    """A gang of two pod shapes (a: 4 cores; b: 32 GiB) on two nodes held by over-quota
+    work: only b on n1 (64 GiB) and a on n2 packs. placer's best-fit packer puts a on n1
+    first (no GPU left over there) and then has no room for b, so it never packs; the
+    victim model's node rows (``s_{n,k}``) found that packing — it is realised from them
+    instead of cutting the set off (no other set packs: the eviction was lost)."""
+    the_fleet = fleet(
+        cluster("c0", node("n1", 1, cpu=4, memory=64), node("n2", 2, cpu=16, memory=8))
+    )
+    jobs = [gpu_job("a1", "team-a", 1, 1), gpu_job("a2", "team-a", 1, 2)]
+    the_fleet, victims, usage = running(jobs, the_fleet, TWO_TEAMS)
+    assert [p.node for v in victims for p in v.placement.pods] == ["n1", "n2"]
+    gang = workload(
+        "gang",
+        ("a", 1, pod(gpus=1, cpu=4)),
+        ("b", 1, pod(gpus=1, cpu=2, extra={MEMORY: 32 * GIB})),
+        labels={"placer.dev/queue": "team-b"},
+    )
+    freed = release(the_fleet, [v.placement for v in victims])
+    assert not solve([gang], freed, solver="greedy").placements  # the packer's miss
+    eviction = find_victims(gang, the_fleet, victims, TWO_TEAMS, usage)
+    assert eviction is not None
+    assert sorted(v.workload.name for v in eviction.victims) == ["a1", "a2"]
+    where = {p.component: p.node for p in eviction.placement.pods}
+    assert where == {"a": "n2", "b": "n1"}
+    # the placement charges cleanly: every pod on a node with room, devices named
+    after = charge(freed, [eviction.placement])
+    for n in after.cluster("c0").nodes:
+        assert all(amount >= 0 for amount in n.free.values()), n.name
+    assert all(len(p.devices) == 1 for p in eviction.placement.pods)
