@@ -39,10 +39,17 @@ preemptions and GPU-hours lost to eviction; and the targets of issue #14:
 
 * **reclaim within one interval** (:func:`owed_at_decisions`): at every decision, a queue
   *owed* in-quota GPUs on the decision's input (pending gangs that fit its remaining quota,
-  first fit in arrival order) while other queues hold at least that much over their quota; the
-  share of such moments after which it holds ≥ 95 % of its running GPUs plus those gangs (its
-  quota capped by its in-quota demand) once that decision is taken — within one interval of
-  the demand's arrival or of the room appearing. The same over the moments with fewer idle
+  first fit, highest priority first and then arrival — priorities rank above in-quota work)
+  while other queues hold at least that much over their quota; the share of such moments
+  after which it holds ≥ 95 % of its running GPUs plus those gangs (its quota capped by its
+  in-quota demand) once that decision is taken — within one interval of the demand's arrival
+  or of the room appearing. What it is owed is capped by what one decision could start for
+  it on the real nodes (:func:`simulations.reclaim_oracle.reachable_in_quota`: the idle room
+  and what evicting other queues' over-quota work frees, never below their quotas, node by
+  node with cores and memory; an upper bound); a moment where that is nothing is counted
+  apart (*unreachable*: the room is held by other queues' in-quota work, which no reclaim
+  takes). The *asked* reading (arrival order, no cap) is kept beside. The same over the
+  moments with fewer idle
   GPUs than owed (reclaim needed), and over those where whole running gangs within each other
   queue's surplus (a queue is never taken below its quota) add up to one owed gang. The old
   reading is kept alongside: owed on a decision's *outcome*, paid at the next decision (it
@@ -101,6 +108,7 @@ from simulations.benchmarking import (
     table,
 )
 from simulations.fleets import HELIOS_DAY, helios_vc_gpus
+from simulations.reclaim_oracle import reachable_in_quota
 from simulations.split_oracle import (
     Moment,
     Shares,
@@ -303,22 +311,36 @@ def owed_at_decisions(
     capacity: int,
     spans: Sequence[Span],
     never: frozenset[int] = frozenset(),
+    moments: Sequence[Moment] = (),
+    oracle_seconds: float = 2.0,
 ) -> dict[str, Any]:
     """The reclaim target as issue #14 states it, at every decision: a queue *owed* on the
-    decision's input — pending gangs that fit its quota (first fit, arrival order) while the
-    other queues hold at least as many GPUs over theirs — must hold ≥ 95 % of what it was owed
-    (its running GPUs + those gangs: its quota capped by its in-quota demand) once the decision
-    is taken, within one decision interval of when the demand arrived or the room appeared.
-    Counted over all such moments; over those where the idle GPUs were fewer than owed
-    (reclaim needed); and over those where whole gangs within the other queues' surplus add
-    up to at least one pending gang (what reclaim may take, KAI's rule). Every missed moment
-    is listed with what the decision saw."""
+    decision's input — pending gangs that fit its quota (first fit, highest priority first,
+    then arrival: priorities rank above in-quota work in #14, so a higher-priority gang of the
+    queue takes its quota first) while the other queues hold at least as many GPUs over theirs
+    — must hold ≥ 95 % of what it was owed (its running GPUs + those gangs: its quota capped
+    by its in-quota demand) once the decision is taken, within one decision interval of when
+    the demand arrived or the room appeared. What it is owed is capped by what one decision
+    could start for it on the real nodes (``moments``: the decisions' inputs;
+    :func:`simulations.reclaim_oracle.reachable_in_quota`, an upper bound: the idle room and
+    the room evicting other queues' over-quota work frees, never below their quotas, node by
+    node — cores and memory too); a moment where that is 0 (the room is held by other queues'
+    in-quota work) is counted apart, *unreachable*. Counted over all such moments; over those
+    where the idle GPUs were fewer than owed (reclaim needed); and over those where whole
+    gangs within the other queues' surplus add up to at least one pending gang (what reclaim
+    may take, KAI's rule). *Asked*: the reading before the cap and the priority order (first
+    fit in arrival order, no node check), kept alongside. Every missed moment is listed with
+    what the decision saw."""
     names = [n for n, _, _ in sizes]
     quota = {n: q for n, q, _ in sizes}
-    queue_of = [item.workload.labels[LABEL_QUEUE] for item in items]
-    gpus = [item.workload.gpus for item in items]
+    workloads = [item.workload for item in items]
+    queue_of = [w.labels[LABEL_QUEUE] for w in workloads]
+    gpus = [w.gpus for w in workloads]
+    priority = [w.priority for w in workloads]
     ends = {i: o.end_s for i, o in enumerate(run.outcomes)}
-    counts = {"all": [0, 0], "short": [0, 0], "evictable": [0, 0]}
+    at = {m.time_s: m for m in moments}
+    counts = {"all": [0, 0], "short": [0, 0], "evictable": [0, 0], "asked": [0, 0]}
+    unreachable = 0
     missed: list[dict[str, Any]] = []
     for t in sorted({s.time_s for s in run.timeline}):
         # the decision's input: what ran before it (departures at t gone, evictions at t not
@@ -335,10 +357,26 @@ def owed_at_decisions(
             for m in names
         }
         for n in names:
-            fitting = first_fit(pending[n], gpus, quota[n] - held[n])
+            surplus = sum(over[m] for m in names if m != n)
+            asked = sum(gpus[i] for i in first_fit(pending[n], gpus, quota[n] - held[n]))
+            if 0 < asked <= surplus:
+                counts["asked"][0] += 1
+                counts["asked"][1] += int(now[n] >= 0.95 * (held[n] + asked))
+            ranked = sorted(pending[n], key=lambda i: -priority[i])  # stable: then arrival
+            fitting = first_fit(ranked, gpus, quota[n] - held[n])
             owed = sum(gpus[i] for i in fitting)
-            if owed <= 0 or sum(over[m] for m in names if m != n) < owed:
+            if owed <= 0 or surplus < owed:
                 continue
+            reachable = None
+            if now[n] < 0.95 * (held[n] + owed) and t in at:
+                reachable = reachable_in_quota(
+                    at[t], workloads, queue_of, quota, n, pending[n], time_limit=oracle_seconds
+                )
+            if reachable is not None and reachable < owed:
+                if reachable <= 0:
+                    unreachable += 1
+                    continue
+                owed = reachable
             paid = now[n] >= 0.95 * (held[n] + owed)
             kinds = ["all"]
             if idle < owed:
@@ -357,6 +395,7 @@ def owed_at_decisions(
                         "held_before": held[n],
                         "held_after": now[n],
                         "owed_gangs_gpus": [gpus[i] for i in fitting],
+                        "reachable_gpus": reachable,
                         "idle_gpus": idle,
                         "over_quota_by_queue": {m: over[m] for m in names if over[m] and m != n},
                         "evictable_whole_gangs_by_queue": {
@@ -368,6 +407,7 @@ def owed_at_decisions(
     for kind, (events, met) in counts.items():
         out[f"owed_{kind}_moments"] = events
         out[f"owed_{kind}_paid_pct"] = round(100 * met / events, 1) if events else None
+    out["owed_unreachable_moments"] = unreachable
     out["owed_missed"] = missed
     return out
 
@@ -380,6 +420,7 @@ def measures(
     interval: float,
     limited: bool,
     never: frozenset[int] = frozenset(),
+    moments: Sequence[Moment] = (),
 ) -> dict[str, Any]:
     """The measures of one contender's run (module docstring). ``never``: the gangs no
     cluster of the fleet can hold even empty — they ask for nothing a decision could give
@@ -537,7 +578,7 @@ def measures(
         "reclaim_evictable_within_interval_pct": round(100 * strict_met / strict_events, 1)
         if strict_events
         else None,
-        **owed_at_decisions(run, items, sizes, capacity, spans, never),
+        **owed_at_decisions(run, items, sizes, capacity, spans, never, moments),
         "over_quota_split_gap_pp_mean": round(sum(split_gaps) / len(split_gaps), 2)
         if split_gaps
         else None,
@@ -837,7 +878,7 @@ def _contender(
     settings = _settings(contender, config, sizes)
     result = simulate_stream(items, fleet, settings, observe=_recorder(moments))
     limited = contender == "fifo per queue"
-    row = measures(result, items, sizes, capacity, config.interval, limited, never)
+    row = measures(result, items, sizes, capacity, config.interval, limited, never, moments)
     if settings.queues is None or not settings.preemption:
         # the baselines miss by design: the counts say enough
         del row["owed_missed"], row["suspected_inversions"]
@@ -977,9 +1018,15 @@ def markdown(result: dict[str, Any], meta: dict[str, Any]) -> str:
     lines += [
         "Reclaim within one decision interval (issue #14: ≥ 95 % of what a queue is owed, "
         "always). *Owed at a decision*: on the decision's input, pending gangs that fit the "
-        "queue's quota (first fit, arrival order) while the other queues hold at least as "
-        "many GPUs over theirs; *paid* when, the decision taken, the queue holds ≥ 95 % of its "
-        "running GPUs plus those gangs (its quota capped by its in-quota demand). The same "
+        "queue's quota (first fit, highest priority first, then arrival) while the other "
+        "queues hold at least as many GPUs over theirs, capped by what one decision could "
+        "start for the queue on the real nodes (the idle room and what evicting other "
+        "queues' over-quota work frees, never below their quotas, node by node: GPUs, cores, "
+        "memory; `simulations/reclaim_oracle.py`, an upper bound); *paid* when, the decision "
+        "taken, the queue holds ≥ 95 % of its running GPUs plus that. *Unreachable*: moments "
+        "where no decision could start any of it (the room held by other queues' in-quota "
+        "work), not counted. *Asked*: the reading before the cap (first fit in arrival "
+        "order, no node check), every such moment counted. The same "
         "over the moments where fewer GPUs were idle than owed (reclaim needed), and over "
         "those where whole gangs within the other queues' surplus add up to at least one "
         "owed gang. *Old reading* (kept for comparison): owed on a decision's *outcome*, paid "
@@ -991,6 +1038,9 @@ def markdown(result: dict[str, Any], meta: dict[str, Any]) -> str:
             [
                 "contender",
                 "owed at a decision: paid %",
+                "moments",
+                "unreachable",
+                "asked: paid %",
                 "moments",
                 "idle < owed: paid %",
                 "moments",
@@ -1004,6 +1054,9 @@ def markdown(result: dict[str, Any], meta: dict[str, Any]) -> str:
                     name,
                     row["owed_all_paid_pct"],
                     row["owed_all_moments"],
+                    row.get("owed_unreachable_moments"),
+                    row.get("owed_asked_paid_pct"),
+                    row.get("owed_asked_moments"),
                     row["owed_short_paid_pct"],
                     row["owed_short_moments"],
                     row["owed_evictable_paid_pct"],

@@ -26,7 +26,7 @@ The oracle (:func:`best_split`): one CP-SAT model per decision and reading, over
 * with ``evict``: ``e_v ∈ {0,1}``: evict running gang ``v`` of a queue over its quota, at most
   its surplus per queue (``Σ_{v ∈ q} a_v e_v ≤ H_q − Q_q``: never below the quota); evicted work
   waits again;
-* capacity node by node, *relaxed* (necessary conditions only, :func:`_node_rows`): the
+* capacity node by node, *relaxed* (necessary conditions only, :func:`node_rows`): the
   started gangs' pods, grouped by shape (identical requests), are spread over the nodes of the
   gang's cluster, ``z_{s,n}`` pods of shape ``s`` on node ``n``, and per node and resource
   (cores, memory, pods, whole GPUs, GPU thousandths) ``Σ_s a_{s,r} z_{s,n}`` fits what is free
@@ -70,6 +70,7 @@ __all__ = [
     "Shares",
     "best_split",
     "gap_pp",
+    "node_rows",
     "split_gap",
     "split_shares",
     "water_fill",
@@ -252,7 +253,7 @@ def best_split(
         mine = [i for i in victims if queue_of[i] == q]
         if mine:
             model.add(sum(gpus[i] * e[i] for i in mine) <= held[q] - quota[q])
-    _node_rows(model, fleet, workloads, pending, running, victims, e, x)
+    node_rows(model, fleet, workloads, pending, running, victims, e, x)
     top = sum(gpus[i] for i in range(len(workloads)))
     alloc = {}
     over = {}
@@ -321,7 +322,7 @@ def best_split(
     )
 
 
-def _node_rows(
+def node_rows(
     model: cp_model.CpModel,
     fleet: Fleet,
     workloads: Sequence[Workload],

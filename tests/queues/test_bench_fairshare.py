@@ -17,6 +17,7 @@ from simulations.bench_fairshare import (
     spans_of,
     victim_minimality,
 )
+from simulations.split_oracle import Moment
 from tests.queues.conftest import gpu_job
 
 
@@ -168,3 +169,74 @@ def test_across_seeds_gives_mean_least_and_most() -> None:
     assert out["p"]["asking"] == {"mean": 12.0, "min": 10.0, "max": 14.0, "runs": 2}
     assert out["p"]["preemptions"] == {"mean": 6.0, "min": 4, "max": 8, "runs": 2}
     assert out["p"]["demand"] is None
+
+
+def test_a_queue_s_higher_priority_gang_takes_its_quota_first() -> None:
+    """Queue a (quota 6) waits for a0 (4 GPUs, priority 0) and then a1 (3 GPUs, priority 10)
+    while b (quota 0) runs 8 GPUs: the decision at t=60 reclaims for a1 (priorities rank above
+    in-quota work in issue #14) and a holds 3. Owed in priority order — a1 first, then a0 no
+    longer fits the quota — that is all a was owed: paid. In arrival order (the *asked*
+    reading) a was owed a0's 4 GPUs: missed."""
+    items = [
+        TimedWorkload(gpu_job("b0", "b", 1, 8), 0.0),
+        TimedWorkload(gpu_job("a0", "a", 1, 4), 0.0),
+        TimedWorkload(gpu_job("a1", "a", 1, 3, priority=10), 60.0),
+    ]
+    sizes = [("a", 6, 1), ("b", 0, 1)]
+    run = stream({0: 0.0, 2: 60.0}, [(0, 0.0, 60.0)], gangs=3)
+    paid = owed_at_decisions(run, items, sizes, 8, spans_of(run, 240.0))
+    assert (paid["owed_all_moments"], paid["owed_all_paid_pct"]) == (1, 100.0)
+    assert (paid["owed_asked_moments"], paid["owed_asked_paid_pct"]) == (1, 0.0)
+
+
+def _held_room(cores_of_c0: int) -> tuple[Run, list[TimedWorkload], list[Moment]]:
+    """One node of 8 GPUs and 8 cores from t=0: b0 (queue b, quota 0: 4 GPUs and 2 cores,
+    over quota) and c0 (queue c, quota 4: no GPU, ``cores_of_c0`` cores, in quota) run; a1
+    (queue a, quota 4: 4 GPUs and 4 cores) waits from t=60 and never starts."""
+    from placer.simulate.engine import Outcome, Sample
+    from tests.solver.conftest import cluster, fleet, node, pod, workload
+
+    empty = fleet(cluster("c0", node("n0", 8, cpu=8)))
+    b0 = workload("b0", ("w", 1, pod(gpus=4, cpu=2)), labels={"placer.dev/queue": "b"})
+    c0 = workload("c0", ("w", 1, pod(cpu=cores_of_c0)), labels={"placer.dev/queue": "c"})
+    a1 = workload("a1", ("w", 1, pod(gpus=4, cpu=4)), labels={"placer.dev/queue": "a"})
+    placed = solve([b0, c0], empty).placements
+    assert len(placed) == 2
+    items = [TimedWorkload(b0, 0.0), TimedWorkload(c0, 0.0), TimedWorkload(a1, 60.0)]
+    run = Run(
+        settings=Settings(),
+        outcomes=(
+            Outcome("c0", start_s=0.0, placement=placed[0]),
+            Outcome("c0", start_s=0.0, placement=placed[1]),
+            Outcome(None),
+        ),
+        decisions=(),
+        timeline=tuple(Sample(float(t), 0, 0, 0, 0) for t in (0, 60, 120)),
+        before=empty,
+        after=empty,
+        loaded=empty,
+        pending=(),
+        wall_s=0.0,
+    )
+    loaded = charge(empty, placed)
+    moments = [Moment(float(t), loaded, dict(enumerate(placed)), (2,)) for t in (60, 120)]
+    return run, items, moments
+
+
+def test_a_gang_whose_room_in_quota_work_holds_is_not_owed_but_counted_apart() -> None:
+    """a is owed a1 while b is 4 GPUs over its quota, and 4 GPUs are idle — but c's in-quota
+    work holds the cores: evicting b0 leaves 4 cores free, all a1 needs, with c0 on 4 cores
+    (reachable: two missed moments), 3 with c0 on 5 cores (no decision could start a1:
+    counted apart as unreachable, not as misses). The asked reading misses both."""
+    sizes = [("a", 4, 1), ("b", 0, 1), ("c", 4, 1)]
+    for cores, unreachable, missed in ((4, 0, 2), (5, 2, 0)):
+        run, items, moments = _held_room(cores)
+        spans = spans_of(run, 180.0)
+        result = owed_at_decisions(run, items, sizes, 8, spans, moments=moments)
+        assert result["owed_unreachable_moments"] == unreachable, cores
+        assert (result["owed_all_moments"], len(result["owed_missed"])) == (missed, missed)
+        assert [m["reachable_gpus"] for m in result["owed_missed"]] == [4] * missed
+        assert (result["owed_asked_moments"], result["owed_asked_paid_pct"]) == (2, 0.0)
+        # without the decisions' inputs nothing is capped: the asked moments, in order
+        plain = owed_at_decisions(run, items, sizes, 8, spans)
+        assert (plain["owed_all_moments"], plain["owed_unreachable_moments"]) == (2, 0)
