@@ -142,6 +142,10 @@ class Settings:
     #: under-share queues' waiting gangs while the split is off the weights by more than the
     #: policy's tolerance; ``None``: none.
     rebalance: RebalancePolicy | None = None
+    #: stream with queues: close every decision in priority order
+    #: (:mod:`placer.solver.priority_repair`). Off only to measure what the repair costs
+    #: (``simulations/bench_repair.py``): priorities may then be inverted.
+    priority_repair: bool = True
 
 
 @dataclass(frozen=True)
@@ -228,6 +232,10 @@ class Run:
     preemptions: tuple[PreemptionRecord, ...] = ()
     #: stream with reservations: every reservation, in the order they were made.
     reservations: tuple[ReservationRecord, ...] = ()
+    #: stream with queues: the priority repair's calls (one per placement step that started
+    #: something while work waited) and the CPU time of this process they took.
+    repair_calls: int = 0
+    repair_cpu_seconds: float = 0.0
 
 
 def simulate(
@@ -415,6 +423,8 @@ class _Stream:
         #: the most each cluster will ever have free: the stream's workloads all gone.
         self.emptiest = free_totals(fleet)
         self.preemptions: list[PreemptionRecord] = []
+        self.repair_calls = 0
+        self.repair_cpu_seconds = 0.0
         self.reserver: Reserver | None = None
         if settings.reservations is not None:
             runtimes = runtime_estimates(
@@ -482,6 +492,8 @@ class _Stream:
             wall_s=time.perf_counter() - self.started,
             preemptions=tuple(self.preemptions),
             reservations=tuple(self.reserver.records) if self.reserver else (),
+            repair_calls=self.repair_calls,
+            repair_cpu_seconds=self.repair_cpu_seconds,
         )
 
     def _next_epoch(self) -> float:
@@ -627,7 +639,7 @@ class _Stream:
         (a reclaim victim of a later step, or work not offered to the first step). With queues
         and without reservations (a reservation's gang is decided on its own)."""
         queues = self.settings.queues
-        if queues is None or self.reserver is not None:
+        if queues is None or self.reserver is not None or not self.settings.priority_repair:
             return
         begun = [i for i in self.placements if self.start.get(i) == now]
         if not begun:
@@ -635,6 +647,7 @@ class _Stream:
         waiting = [i for i in self.queue if i not in self.placements and self._may_fit(i)]
         if not waiting:
             return
+        cpu = time.process_time()
         repair = repair_priorities(
             self.fleet,
             [(self.workloads[i], self.placements[i]) for i in begun],
@@ -643,6 +656,8 @@ class _Stream:
             running=[(self.workloads[i], p) for i, p in self.placements.items() if i not in begun],
             policies=self.settings.policies,
         )
+        self.repair_calls += 1
+        self.repair_cpu_seconds += time.process_time() - cpu
         if not repair.started:
             return
         index_of = _positions(self.workloads)
