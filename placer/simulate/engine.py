@@ -233,9 +233,12 @@ class Run:
     #: stream with reservations: every reservation, in the order they were made.
     reservations: tuple[ReservationRecord, ...] = ()
     #: stream with queues: the priority repair's calls (one per placement step that started
-    #: something while work waited) and the CPU time of this process they took.
+    #: something while work waited), the CPU time of this process they took, the waiting
+    #: workloads they started and the started ones they took back.
     repair_calls: int = 0
     repair_cpu_seconds: float = 0.0
+    repair_started: int = 0
+    repair_unstarted: int = 0
 
 
 def simulate(
@@ -425,6 +428,8 @@ class _Stream:
         self.preemptions: list[PreemptionRecord] = []
         self.repair_calls = 0
         self.repair_cpu_seconds = 0.0
+        self.repair_started = 0
+        self.repair_unstarted = 0
         self.reserver: Reserver | None = None
         if settings.reservations is not None:
             runtimes = runtime_estimates(
@@ -494,6 +499,8 @@ class _Stream:
             reservations=tuple(self.reserver.records) if self.reserver else (),
             repair_calls=self.repair_calls,
             repair_cpu_seconds=self.repair_cpu_seconds,
+            repair_started=self.repair_started,
+            repair_unstarted=self.repair_unstarted,
         )
 
     def _next_epoch(self) -> float:
@@ -658,6 +665,8 @@ class _Stream:
         )
         self.repair_calls += 1
         self.repair_cpu_seconds += time.process_time() - cpu
+        self.repair_started += len(repair.started)
+        self.repair_unstarted += len(repair.unstarted)
         if not repair.started:
             return
         index_of = _positions(self.workloads)

@@ -18,17 +18,25 @@ per cluster) hold for every swap, and a queue with ``overQuotaWeight: 0`` stays 
 quota. Only single workloads are moved (not ``placer.dev/group``
 members: a group starts or waits whole, decided by the solver).
 
+Cost: first fit runs once per cluster for each waiting workload it considers, and again per
+lower-priority started candidate. None of the following changes the outcome: only a waiting
+workload of a priority above the lowest priority started (and still movable) is considered at
+all; a cluster is tried only when its free totals of whole GPUs, cpu and memory on usable
+nodes cover the workload's (:func:`_short`, a necessary condition); each first fit is a
+one-cluster fleet's decision, remembered per cluster object (a release or charge replaces only
+the cluster it touches, so a candidate's release re-tries its own cluster only).
+
 Pure: reads its arguments, returns new objects.
 """
 
 from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 
-from placer.model import GPU_SHARE, Fleet, Placement, Workload, WorkloadRef
+from placer.model import GPU_SHARE, Cluster, Fleet, Placement, Workload, WorkloadRef
 from placer.policy import PlacementPolicy
-from placer.quantity import GPU
+from placer.quantity import CPU, GPU, MEMORY
 from placer.queues import QueueSet, Usage, membership
 from placer.solver.charging import charge, release
 from placer.solver.decide import solve
@@ -49,8 +57,19 @@ class Repair:
     unstarted: tuple[WorkloadRef, ...]
 
 
+#: the resources whose free totals screen a first fit (:func:`_short`).
+SCREENED = (GPU, CPU, MEMORY)
+
+
 def _gpu_milli(requests: Mapping[str, int]) -> int:
     return requests.get(GPU, 0) * 1000 + requests.get(GPU_SHARE, 0)
+
+
+def _short(demand: Mapping[str, int], free: Mapping[str, int]) -> bool:
+    """Whether ``demand`` exceeds a cluster's ``free`` totals (usable nodes,
+    :meth:`placer.model.Cluster.free`) in whole GPUs, cpu or memory: then no first fit can
+    place it there (a necessary condition only; whole GPUs count wholly free devices)."""
+    return any(demand.get(r, 0) > free.get(r, 0) for r in SCREENED)
 
 
 def repair_priorities(
@@ -68,8 +87,16 @@ def repair_priorities(
     ``queues``: the queues (priorities by :func:`placer.queues.membership`, limits); without
     them the workloads' own priorities and no limits."""
 
+    priorities: dict[WorkloadRef, int] = {}
+
     def priority(workload: Workload) -> int:
-        return membership(workload, queues).priority if queues is not None else workload.priority
+        known = priorities.get(workload.ref)
+        if known is None:
+            known = (
+                membership(workload, queues).priority if queues is not None else workload.priority
+            )
+            priorities[workload.ref] = known
+        return known
 
     def queue_of(workload: Workload) -> str | None:
         return membership(workload, queues).queue if queues is not None else None
@@ -92,16 +119,39 @@ def repair_priorities(
 
     names = [c.name for c in fleet.clusters if c.reachable]
 
+    # first fits and free totals per cluster object: a release or charge replaces only the
+    # cluster it touches, so the other clusters' answers stand (checked by identity)
+    fits: dict[tuple[WorkloadRef, int], tuple[Cluster, Placement | None]] = {}
+    totals: dict[int, tuple[Cluster, dict[str, int]]] = {}
+
+    def free_of(cluster: Cluster) -> dict[str, int]:
+        known = totals.get(id(cluster))
+        if known is None or known[0] is not cluster:
+            known = (cluster, cluster.free())
+            totals[id(cluster)] = known
+        return known[1]
+
+    def fit(workload: Workload, on: Fleet, cluster: Cluster) -> Placement | None:
+        key = (workload.ref, id(cluster))
+        known = fits.get(key)
+        if known is not None and known[0] is cluster:
+            return known[1]
+        answer = None
+        if not _short(workload.total_requests(), free_of(cluster)):
+            alone = replace(on, clusters=(cluster,))
+            decision = solve([workload], alone, policies=policies, solver="first-fit")
+            answer = decision.placements[0] if decision.placements else None
+        fits[key] = (cluster, answer)
+        return answer
+
     def place(workload: Workload, on: Fleet, where: Sequence[str] = ()) -> Placement | None:
         """First fit of ``workload`` alone, cluster by cluster (``where`` first): first fit
         picks a cluster on its totals, and would miss one whose nodes hold it."""
+        by_name = {c.name: c for c in on.clusters}
         for name in (*where, *(n for n in names if n not in where)):
-            barred = {n: "not this cluster" for n in names if n != name}
-            decision = solve(
-                [workload], on, policies=policies, solver="first-fit", exclusions={0: barred}
-            )
-            if decision.placements:
-                return decision.placements[0]
+            placement = fit(workload, on, by_name[name])
+            if placement is not None:
+                return placement
         return None
 
     started_refs = {w.ref for w, _ in started}

@@ -85,3 +85,23 @@ def test_nothing_moves_for_equal_priorities_running_work_or_a_queue_at_its_limit
     # a larger waiting gang that would not fit even on the released room
     big = gpu_job("big", "a", 1, 8, priority=10)
     assert repair_priorities(the_fleet, [(low, started)], [big], queues=QUEUES).started == ()
+
+
+def test_each_swap_is_seen_by_the_next_waiting_gang() -> None:
+    """c0's 8-GPU node holds ``low1`` and ``low2`` (4 GPUs each, priority 0, both started by
+    the decision); ``high1``, ``high2`` and ``high3`` (4 GPUs, priority 10) wait, c1 (2 GPUs)
+    holds none of them. Known answer: ``high1`` and ``high2`` take the two rooms in turn (a
+    fit remembered for c0 before a swap is not reused after it), ``high3`` still waits."""
+    the_fleet = fleet(cluster("c1", node("n1", gpus=2)), cluster("c0", node("n0")))
+    low1, low2 = gpu_job("low1", "b", 1, 4), gpu_job("low2", "b", 1, 4)
+    highs = [gpu_job(f"high{k}", "a", 1, 4, priority=10) for k in (1, 2, 3)]
+    the_fleet, first = _start(low1, the_fleet)
+    the_fleet, second = _start(low2, the_fleet)
+    repair = repair_priorities(the_fleet, [(low1, first), (low2, second)], highs)
+    assert [(p.workload.name, p.cluster) for p in repair.started] == [
+        ("high1", "c0"),
+        ("high2", "c0"),
+    ]
+    assert sorted(ref.name for ref in repair.unstarted) == ["low1", "low2"]
+    free = {n.name: n.free.get("nvidia.com/gpu", 0) for c in repair.fleet.clusters for n in c.nodes}
+    assert free == {"n0": 0, "n1": 2}
