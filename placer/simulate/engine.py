@@ -643,10 +643,16 @@ class _Stream:
     def _repair(self, now: float) -> None:
         """The decision closed in priority order (:mod:`placer.solver.priority_repair`): a
         gang it started gives its room to a waiting gang of a higher priority that fits there
-        (a reclaim victim of a later step, or work not offered to the first step). With queues
-        and without reservations (a reservation's gang is decided on its own)."""
+        (a reclaim victim of a later step, or work not offered to the first step). With queues.
+
+        With reservations the repair keeps their rule, the same the decision follows
+        (:func:`placer.solver.reservations.backfill_view`): a waiting gang may start only on
+        what its view of the fleet allows — a node reserved for another gang only when it is
+        expected to end before that reservation's start — and a gang that started on its own
+        reservation in this decision (every pod on its reserved nodes) is never taken back.
+        There a reservation outranks priority (:meth:`_reserved_starts`)."""
         queues = self.settings.queues
-        if queues is None or self.reserver is not None or not self.settings.priority_repair:
+        if queues is None or not self.settings.priority_repair:
             return
         begun = [i for i in self.placements if self.start.get(i) == now]
         if not begun:
@@ -654,13 +660,21 @@ class _Stream:
         waiting = [i for i in self.queue if i not in self.placements and self._may_fit(i)]
         if not waiting:
             return
+        kept = self._reserved_starts(begun, now)
+        movable = [i for i in begun if i not in kept]
+        fleet = self.fleet
+        waiting_workloads = [self.workloads[i] for i in waiting]
+        if self.reserver is not None:
+            fleet, waiting_workloads = self.reserver.view(self.fleet, waiting, now)
         cpu = time.process_time()
         repair = repair_priorities(
-            self.fleet,
-            [(self.workloads[i], self.placements[i]) for i in begun],
-            [self.workloads[i] for i in waiting],
+            fleet,
+            [(self.workloads[i], self.placements[i]) for i in movable],
+            waiting_workloads,
             queues=queues,
-            running=[(self.workloads[i], p) for i, p in self.placements.items() if i not in begun],
+            running=[
+                (self.workloads[i], p) for i, p in self.placements.items() if i not in movable
+            ],
             policies=self.settings.policies,
         )
         self.repair_calls += 1
@@ -670,23 +684,55 @@ class _Stream:
         if not repair.started:
             return
         index_of = _positions(self.workloads)
+        taken: list[Placement] = []
         for ref in repair.unstarted:
             i = index_of[ref]
             placement = self.placements.pop(i)
+            taken.append(placement)
             self.allocated -= gpu_milli(placement.requests)
             self.placed.pop(i, None)
             self.start.pop(i, None)
             self.end.pop(i, None)  # its departure is void
-            self.reasons[i] = {
-                placement.cluster: "its room went to a waiting workload of a higher "
-                f"priority at t={now:g}s"
-            }
+            why = f"its room went to a waiting workload of a higher priority at t={now:g}s"
+            self.reasons[i] = {placement.cluster: why}
+            if self.reserver is not None:
+                self.reserver.taken_back(i, now, why)
             if i not in self.queue:
                 self.queue.append(i)
-        self.fleet = repair.fleet
+        if self.reserver is None:
+            self.fleet = repair.fleet
+        else:  # (the repair saw the reservations' view: their taints stay out of the fleet)
+            self.fleet = charge(release(self.fleet, taken), repair.started)
+        started = {index_of[p.workload] for p in repair.started}
         for placement in repair.started:
             self._start(index_of[placement.workload], placement, now)
+        if self.reserver is not None:
+            self.reserver.placed(started, now)
         self.queue = [i for i in self.queue if i not in self.placements]
+
+    def _reserved_starts(self, begun: Sequence[int], now: float) -> set[int]:
+        """The gangs of ``begun`` that started at ``now`` on their own reservation (every pod
+        on its reserved nodes): the repair never takes them back. The reservation held that
+        room for its gang, and backfill was only allowed there because it never delays it
+        (:mod:`placer.solver.reservations`); a higher-priority gang that arrived meanwhile was
+        kept off those nodes by the decision itself (the same rule). Taking the gang back at
+        its start would void the reservation and plan it again later, and again whenever
+        higher-priority work came: the starvation reservations exist to end. Higher-priority
+        work qualifies for a reservation of its own at once with ``ReservationPolicy.priority``,
+        and reservations are planned highest priority first."""
+        if self.reserver is None:
+            return set()
+        begun_set = set(begun)
+        kept: set[int] = set()
+        for record in self.reserver.records:
+            i = record.workload
+            if record.outcome != "placed" or record.ended_s != now or i not in begun_set:
+                continue
+            placement = self.placements[i]
+            nodes = set(record.nodes)
+            if placement.cluster == record.cluster and all(p.node in nodes for p in placement.pods):
+                kept.add(i)
+        return kept
 
     def _decide_on(self, chosen: list[int], now: float) -> set[int]:
         """One solver call over the ``chosen`` queued workloads; binds what it placed."""

@@ -16,6 +16,10 @@ decision epoch:
    (highest priority first), get reservations up to the policy's maximum
    (:func:`~placer.solver.reservations.plan` on the running work's expected ends).
 
+When the priority repair takes back a gang that started in this epoch off its reservation
+(:mod:`placer.simulate.engine`), :meth:`Reserver.taken_back` records why on its released
+reservation, and the gang may be planned again.
+
 With ``ReservationPolicy.preempt_after_s``, :meth:`Reserver.forcing` names the reservations
 due for eviction (the stream forces them, :mod:`placer.solver.reservation_preemption`),
 :meth:`Reserver.forced` drops the others after one was forced (to be planned again on what
@@ -249,6 +253,17 @@ class Reserver:
                 if at > position and other.cluster == reservation.cluster:
                     why = f"replanned: {reservation.workload} started late, at t={now:g}s"
                     self._end(later, now, why)
+
+    def taken_back(self, index: int, now: float, why: str) -> None:
+        """Gang ``index``, started at ``now`` and its reservation released as placed, waits
+        again (the priority repair gave its room to a higher priority): that record says so,
+        and the gang may be planned again."""
+        for position in range(len(self.records) - 1, -1, -1):
+            record = self.records[position]
+            if record.workload == index and record.outcome == "placed" and record.ended_s == now:
+                self.records[position] = replace(record, outcome=f"replanned: {why}")
+                break
+        self.hopeless.discard(index)
 
     def freed(self) -> None:
         """Running work left: gangs found hopeless may find a start now."""
