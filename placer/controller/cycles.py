@@ -67,10 +67,12 @@ from placer.controller.records import (
     mark_copy,
     placed_condition,
     placed_counts,
+    record_of,
     record_patch,
     replicas_annotation,
     status_patch,
 )
+from placer.controller.repair import close_decision
 from placer.controller.reserving import Reserving
 from placer.controller.settings import ControllerSettings
 from placer.controller.stuck import StuckMover
@@ -612,6 +614,16 @@ class DecisionCycle:
                 )
                 spread = set()
         lap("solve")
+        preempting: dict[WorkloadRef, str] = {}
+        if self.preemption is not None and queues is not None and self.settings.preemption:
+            # the queues' evictions before the dispatch, so that the decision is closed in
+            # priority order with their victims waiting (placer.controller.repair)
+            preempting = self._reclaim(decision, manifests, refused, fleet, held, queues, policies)
+            gone = self.preemption.victims(preempting)
+            held = [h for h in held if h.ref not in gone]  # (evicted: pending again)
+            lap("preempt")
+            decision = self._close(decision, manifests, refused, preempting, fleet, held, queues)
+            lap("repair")
         if self.preemption is not None and decision.placements:
             # parked copies of the workloads placed: resumed in place, or deleted first
             by_manifest = {m.ref: m for m in manifests if m.ref not in spread}
@@ -679,10 +691,11 @@ class DecisionCycle:
             if self.reserving.loosened():  # reserved nodes open again
                 self.pending.bump()
             lap("reserve")
-        preempting: dict[WorkloadRef, str] = {}
-        if self.preemption is not None:  # (after the reservations: those due evict too)
-            preempting = self._preempt(outcomes, by_ref, refused, fleet, held, queues, policies)
-            lap("preempt")
+        if self.preemption is not None:  # (after the reservations: those due evict)
+            preempting.update(
+                self._preempt(outcomes, by_ref, refused, fleet, held, queues, policies)
+            )
+            lap("preempt-reserved")
         placed = sum(1 for o in outcomes if o.placed)
         log.info(
             "decision %s: %d placed, %d not",
@@ -737,6 +750,106 @@ class DecisionCycle:
         )
         return handed
 
+    def _reclaim(
+        self,
+        decision: Decision,
+        manifests: Sequence[Manifest],
+        refused: Mapping[WorkloadRef, tuple[str, str]],
+        fleet: Fleet,
+        held: Sequence[Held],
+        queues: QueueSet,
+        policies: Sequence[PlacementPolicy],
+    ) -> dict[WorkloadRef, str]:
+        """The queues' evictions for the workloads the decision left pending (not refused by
+        their queues, not spread: those wait whatever is evicted), then
+        (``settings.rebalance``) fair-share rebalancing moves — one plan, before the dispatch,
+        on the fleet charged with what the decision placed (:mod:`placer.controller.
+        preemption`); per preemptor whose victims were evicted, what it evicted in words."""
+        assert self.preemption is not None
+        by_ref = {m.ref: m for m in manifests}
+        pending = {u.workload for u in decision.unplaced}
+        left = [
+            m.workload
+            for m in manifests
+            if m.ref in pending
+            and m.ref not in refused
+            and not spreads(m.workload, (*self.file_policies, *self.hub.policies))
+        ]
+        if not left:
+            return {}
+        placed = [p for p in decision.placements if p.workload in by_ref]
+        rebalance = self.settings.rebalance
+        others = (  # (the work waiting outside this cycle: the queues' demand)
+            [w for w, _ in waiting_work(self.hub, self.pending.refs()) if w.ref not in by_ref]
+            if rebalance is not None
+            else []
+        )
+        evicted = self.preemption.run(
+            left,
+            charge(fleet, placed),
+            held,
+            [Running(by_ref[p.workload].workload, p.cluster) for p in placed],
+            queues,
+            policies,
+            time_limit=self.settings.solve_time_limit,
+            prioritised=lambda w: with_class_priority(w, queues),
+            rebalance=rebalance,
+            pending=others,
+        )
+        if evicted:  # (as _preempt: pods that went while the copies were being suspended)
+            for name in sorted(self.preemption.watched_clusters()):
+                self.victims_gone(name)
+        return evicted
+
+    def _close(
+        self,
+        decision: Decision,
+        manifests: Sequence[Manifest],
+        refused: Mapping[WorkloadRef, tuple[str, str]],
+        preempting: Mapping[WorkloadRef, str],
+        fleet: Fleet,
+        held: Sequence[Held],
+        queues: QueueSet,
+    ) -> Decision:
+        """The decision closed in priority order before it is dispatched
+        (:mod:`placer.controller.repair`): waiting, the batch's workloads left pending but
+        this cycle's preemptors and those refused, and the victims of the evictions under way
+        still pending on the hub."""
+        assert self.preemption is not None
+        batch = {m.ref: m.workload for m in manifests}
+        pending = {u.workload for u in decision.unplaced}
+        waiting = [
+            m.workload
+            for m in manifests
+            if m.ref in pending and m.ref not in refused and m.ref not in preempting
+        ]
+        for ref in sorted(self.preemption.victims() - set(batch), key=str):
+            obj = self.hub.get(ref)
+            if obj is None or is_deleting(obj) or record_of(obj) is not None:
+                continue  # gone, or placed again
+            try:
+                waiting.append(self.hub.decompose(obj).workload)
+            except PlacerError:
+                continue
+        gone = self.preemption.victims()
+        closed = close_decision(
+            decision,
+            fleet,
+            batch,
+            waiting,
+            queues,
+            running=[h.running() for h in held if h.ref not in gone],
+            policies=(*self.file_policies, *self.hub.policies),
+        )
+        for ref, why in closed.withheld.items():
+            log.info(
+                "%s: not dispatched: %s",
+                ref,
+                why,
+                extra={"event": "priority-repair", "workload": str(ref)},
+            )
+        return closed.decision
+
     def _preempt(
         self,
         outcomes: Sequence[Outcome],
@@ -747,10 +860,11 @@ class DecisionCycle:
         queues: QueueSet | None,
         policies: Sequence[PlacementPolicy],
     ) -> dict[WorkloadRef, str]:
-        """Evictions for the cycle's workloads left pending (:mod:`placer.controller.
-        preemption`), on the fleet charged with what the cycle placed: for the gangs whose
-        reservation is due for eviction, with Queues on the hub for the others the queues
-        entitle, then (``settings.rebalance``) fair-share rebalancing moves — one plan."""
+        """Evictions for the gangs of the cycle left pending after the dispatch whose
+        reservation is due for eviction (:mod:`placer.controller.preemption`), on the fleet
+        charged with what the cycle placed, among the work the queues' evictions before the
+        dispatch (:meth:`_reclaim`) left; with Queues on the hub the queues' guarantee
+        kept."""
         assert self.preemption is not None
         left = [
             manifests[o.workload]
@@ -758,20 +872,13 @@ class DecisionCycle:
             if not o.placed and o.state not in ("failed", IN_FLIGHT) and o.workload not in refused
         ]
         forced = self.reserving.forcing(left) if self.reserving is not None else []
-        by_queues = queues is not None and self.settings.preemption
-        if not left or not (forced or by_queues):
+        if not left or not forced:
             return {}
         if queues is None:  # (the decision booked no placed work: no queues to book it to)
             held = placed_work(self.hub, self.ledger, exclude=list(manifests), counts=self.counts)
         placed = [o for o in outcomes if o.placed and o.cluster]
         charged = charge(fleet, [o.placement for o in placed if o.placement is not None])
         classes = queues if queues is not None else self.hub.priority_classes
-        rebalance = self.settings.rebalance if by_queues else None
-        others = (  # (the work waiting outside this cycle: the queues' demand)
-            [w for w, _ in waiting_work(self.hub, self.pending.refs()) if w.ref not in manifests]
-            if rebalance is not None
-            else []
-        )
         evicted = self.preemption.run(
             [m.workload for m in left],
             charged,
@@ -781,11 +888,9 @@ class DecisionCycle:
             policies,
             time_limit=self.settings.solve_time_limit,
             forced=[manifests[ref].workload for ref in forced],
-            queue_preemption=by_queues,
+            queue_preemption=False,
             prioritised=lambda w: with_class_priority(w, classes),
             on_forced=self._forced,
-            rebalance=rebalance,
-            pending=others,
         )
         # pods that went while their copies were being suspended, before the evictions were
         # recorded: their watch events released no one, and no later event may come

@@ -447,6 +447,18 @@ class Preemption:
                 continue
         return fleet
 
+    def victims(self, preemptors: Iterable[WorkloadRef] | None = None) -> set[WorkloadRef]:
+        """The victims of the evictions under way (of ``preemptors`` only, when given): they
+        wait to be decided again (:mod:`placer.controller.repair`)."""
+        with self._lock:
+            now = self._clock()
+            chosen = (
+                self._evicting.values()
+                if preemptors is None
+                else [self._evicting[r] for r in preemptors if r in self._evicting]
+            )
+            return {v for e in chosen if e.until > now for v in e.victims}
+
     def watched_clusters(self) -> set[str]:
         """The members where victims' pods are awaited."""
         with self._lock:

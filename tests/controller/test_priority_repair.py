@@ -13,12 +13,19 @@ One member (``m1``: 12 nodes of 8 GPUs) over real HTTPS, as in ``test_queues.py`
 
 from __future__ import annotations
 
+from dataclasses import replace
 from typing import Any
 
+from placer.controller.repair import close_decision
+from placer.model import Unplaced
+from placer.solver import solve
 from tests.controller.conftest import HubFleet
 from tests.controller.test_queues import flood, hub_job, one_member, queue, serve_queues
+from tests.queues.conftest import gpu_job, queue_doc, queues
+from tests.solver.conftest import cluster, fleet, node
 
 PRIORITY = "placer.dev/priority"
+REPAIR_QUEUES = queues(queue_doc("b", nvidia_com__gpu={"quota": 8}))
 
 
 def _job(hubfleet: HubFleet, name: str, team: str, priority: int, pods: int = 1) -> dict[str, Any]:
@@ -57,10 +64,33 @@ def test_a_reclaim_victim_of_a_higher_priority_gets_the_room_the_cycle_gave_a_lo
         return len(again) == 1
 
     hubfleet.wait_for(settled, timeout=60, what="a victim placed again")
-    # the room stays with the higher priority: c-0 never placed while a victim waits
+    # the room stayed with the higher priority: c-0 was never dispatched, and waits
     assert hubfleet.placed_cluster(hub_job(hubfleet, "c-0")) is None
-    reason = (hubfleet.condition(hub_job(hubfleet, "c-0")) or {}).get("message", "")
-    assert reason, "c-0 says why it waits"
+    assert hubfleet.copies("c-0") == {}
+    placed = hubfleet.condition(hub_job(hubfleet, "c-0")) or {}
+    assert (placed.get("status"), placed.get("reason")) == ("False", "Unschedulable")
     copies = hubfleet.members["m1"].store.list("jobs", hubfleet.NAMESPACE)
     running = [c for c in copies if not c["spec"].get("suspend")]
     assert sum(int(c["spec"]["parallelism"]) for c in running) == 12  # 96 GPUs, never more
+
+
+def test_close_decision_withholds_the_lower_priority_and_dispatches_only_the_batch() -> None:
+    """Pure (:func:`placer.controller.repair.close_decision`): one 8-GPU node; the decision
+    placed ``low`` (priority 0, 4 GPUs) and left ``mid`` (priority 5, 4 GPUs, of the batch)
+    pending; ``victim`` (priority 10, 4 GPUs, evicted, not of the batch) waits too. Known
+    answer, highest priority first: the free half is kept for ``victim`` (not dispatched:
+    not this cycle's), ``mid`` takes ``low``'s half and is dispatched, ``low`` is withheld,
+    its reason naming whom the room is kept for."""
+    the_fleet = fleet(cluster("m1", node("n0")))
+    low, mid = gpu_job("low", "b", 1, 4), gpu_job("mid", "b", 1, 4, priority=5)
+    victim = gpu_job("victim", "b", 1, 4, priority=10)
+    decision = solve([low], the_fleet)
+    decision = replace(decision, unplaced=(Unplaced(mid.ref, {"m1": "not offered"}),))
+    closed = close_decision(
+        decision, the_fleet, {low.ref: low, mid.ref: mid}, [mid, victim], REPAIR_QUEUES
+    )
+    assert [p.workload.name for p in closed.decision.placements] == ["mid"]
+    assert [u.workload.name for u in closed.decision.unplaced] == ["low"]
+    assert "victim" in closed.withheld[low.ref] and closed.kept_for == (victim.ref,)
+    # nothing of a lower priority placed, or nothing waiting: the decision as it was
+    assert close_decision(decision, the_fleet, {low.ref: low}, [], REPAIR_QUEUES).withheld == {}
