@@ -11,8 +11,10 @@ twice in this process, side by side: with the priority repair
 each: the process's CPU seconds for the whole replay and per decision epoch, the repair's own
 CPU seconds (per call and per epoch), its calls, the workloads it started and took back, and
 bench_fairshare's suspected priority inversions (a gang started while a higher-priority gang of
-at most as many GPUs waited). The machine's load average is recorded at start and end: on a
-shared machine only the ratio of the two replays, taken in one run, means much.
+at most as many GPUs waited) and those confirmed node by node (the waiting gang packs on the
+fleet the decision left with the started one released). The machine's load average is recorded
+at start and end. The two replays may take different paths (CP-SAT's time limits on a loaded
+machine): the repair's own CPU seconds are the cost; the whole replay's ratio is a rough one.
 
 Results: ``simulations/results/bench_repair.{json,md}``.
 """
@@ -29,9 +31,18 @@ from typing import Any
 
 from placer.simulate.engine import simulate as simulate_stream
 from placer.traces.workloads import fleet_gpu_milli
-from simulations.bench_fairshare import Config, _settings, measures, queue_sizes, unplaceable
+from simulations.bench_fairshare import (
+    Config,
+    _recorder,
+    _settings,
+    confirm_inversions,
+    measures,
+    queue_sizes,
+    unplaceable,
+)
 from simulations.bench_fairshare import workloads as fairshare_workloads
 from simulations.benchmarking import fleet_file, heading, measure, table
+from simulations.split_oracle import Moment
 
 __all__ = ["main", "run"]
 
@@ -53,13 +64,16 @@ def run(config: Config) -> dict[str, Any]:
         settings = replace(
             _settings("placer", config, sizes), priority_repair=variant == "with repair"
         )
+        moments: list[Moment] = []
         cpu = time.process_time()
         wall = time.perf_counter()
-        result = simulate_stream(items, fleet, settings)
+        result = simulate_stream(items, fleet, settings, observe=_recorder(moments))
         cpu_s = time.process_time() - cpu
         wall_s = time.perf_counter() - wall
         epochs = len(result.timeline)
         measured = measures(result, items, sizes, capacity, config.interval, False, never)
+        suspected = measured["suspected_inversions"]
+        confirm_inversions(result, moments, items, suspected)
         rows[variant] = {
             "epochs": epochs,
             "cpu_s": round(cpu_s, 2),
@@ -78,6 +92,7 @@ def run(config: Config) -> dict[str, Any]:
             "repair_started": result.repair_started,
             "repair_took_back": result.repair_unstarted,
             "suspected_priority_inversions": measured["suspected_priority_inversions"],
+            "confirmed_inversions": sum(1 for x in suspected if x["fits"]),
             "preemptions": len(result.preemptions),
         }
         print(f"{variant}: {rows[variant]}", file=sys.stderr)
@@ -121,6 +136,7 @@ def markdown(result: dict[str, Any], meta: dict[str, Any]) -> str:
         ("repair_started", "started by it"),
         ("repair_took_back", "taken back"),
         ("suspected_priority_inversions", "suspected inversions"),
+        ("confirmed_inversions", "confirmed node by node"),
         ("preemptions", "preemptions"),
     ]
     rows = [[name, *(row[k] for k, _ in keys)] for name, row in result["variants"].items()]

@@ -22,7 +22,10 @@ preemption.placed_work`), a workload naming a queue the hub does not define gets
 ``Placed=False`` reason ``UnknownQueue`` (``UnknownPriorityClass`` for its
 ``priorityClassName``), and what stays pending may evict placed work
 (:class:`~placer.controller.preemption.Preemption`): such a preemptor is recorded
-``Placed=False`` reason ``Preempting`` and decided again at once, without backoff.
+``Placed=False`` reason ``Preempting`` and decided again at once, without backoff. Those
+evictions are made before the dispatch, and the decision is then closed in priority order
+(:mod:`placer.controller.repair`): a placement holding room that a waiting workload of a higher
+priority fits (a victim of an eviction under way) is not dispatched.
 """
 
 from __future__ import annotations

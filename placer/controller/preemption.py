@@ -40,14 +40,16 @@ left pending:
   Either write failing leaves the workload unplaced in that cycle: never two copies.
 
 **Reservations** (``--reserve-preempt-after``, :mod:`placer.controller.reserving`): a gang
-whose reservation is due for eviction is a preemptor too, in the same plan and before the
-queues' preemptors (:meth:`Preemption.run`): its victims are chosen by
+whose reservation is due for eviction is a preemptor too (:meth:`Preemption.run`), after the
+cycle's dispatch — the queues' preemptors are looked at before it, so that the cycle's
+decision is closed in priority order with their victims waiting (:mod:`placer.controller.
+repair`) — among the work they left: its victims are chosen by
 :func:`placer.solver.reservation_preemption.force` (lower priority, or its priority and fewer
 GPUs; never ``placer.dev/preemptible: "false"``; with Queues on the hub, another queue's work
 only from its over-quota part, reclaimable, and only for a gang within its own quota: a queue's
 quota is never broken for a reservation) and evicted the same way, reason ``Reservation``
-(metric reason ``reservation``). The queues' preemptors then choose among the victims left:
-one victim is never evicted twice, and a preemptor with an eviction under way gets no other.
+(metric reason ``reservation``). One victim is never evicted twice, and a preemptor with an
+eviction under way gets no other.
 
 **Fair-share rebalancing** (``--rebalance TOLERANCE``, ``settings.rebalance``): after the
 reclaims, in the same plan, :func:`placer.solver.rebalance.rebalance_move` is asked for moves —

@@ -39,9 +39,9 @@ holds the controller's reservations and ties them to its cycles
    holding a reservation that has waited that long (:func:`waiting_since`) while its start is
    still more than ``preempt_slack_s`` ahead is *due*
    (:func:`~placer.solver.reservation_preemption.due`): the cycle's preemption
-   (:mod:`placer.controller.preemption`) evicts for it in the same plan as the queues'
-   evictions. The gang is decided again at the moment it becomes due (:meth:`Reserving.review`
-   wakes it once), not after its backoff.
+   (:mod:`placer.controller.preemption`) evicts for it after the dispatch, among the work
+   the queues' evictions (before the dispatch) left. The gang is decided again at the
+   moment it becomes due (:meth:`Reserving.review` wakes it once), not after its backoff.
 6. **Persistence and visibility**: the reservations are kept in the hub's ConfigMap
    ``placer-reservations`` (:mod:`placer.controller.reservationstore`), read when the controller
    starts acting, so a restart or a new leader keeps them; the gang's hub object gets a

@@ -271,3 +271,17 @@ def test_scaling_small() -> None:
     assert point["cpsat"]["memory_mib"] > 0
     page = bench_scaling.markdown(result, META)
     assert "## Online" in page and "## Fleet scale" in page
+
+
+def test_repair_cost_small() -> None:
+    """bench_repair: the same stream with and without the priority repair; only the first
+    calls it, and its CPU is part of the replay's."""
+    from simulations import bench_fairshare, bench_repair
+
+    config = bench_fairshare.Config(count=250, time_limit=0.05)
+    result = bench_repair.run(config)
+    with_, without = (result["variants"][v] for v in bench_repair.VARIANTS)
+    assert without["repair_calls"] == 0 and without["repair_cpu_s"] == 0.0
+    assert with_["repair_calls"] > 0 and 0.0 < with_["repair_cpu_s"] <= with_["cpu_s"]
+    assert with_["repair_took_back"] <= with_["repair_started"]
+    assert "CPU with / without the repair" in bench_repair.markdown(result, META)
