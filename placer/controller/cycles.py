@@ -816,15 +816,19 @@ class DecisionCycle:
     ) -> Decision:
         """The decision closed in priority order before it is dispatched
         (:mod:`placer.controller.repair`): waiting, the batch's workloads left pending but
-        this cycle's preemptors and those refused, and the victims of the evictions under way
-        still pending on the hub."""
+        this cycle's preemptors, those refused and spread ones (they wait under queues), and
+        the victims of the evictions under way still pending on the hub."""
         assert self.preemption is not None
+        policies = (*self.file_policies, *self.hub.policies)
         batch = {m.ref: m.workload for m in manifests}
         pending = {u.workload for u in decision.unplaced}
         waiting = [
             m.workload
             for m in manifests
-            if m.ref in pending and m.ref not in refused and m.ref not in preempting
+            if m.ref in pending
+            and m.ref not in refused
+            and m.ref not in preempting
+            and not spreads(m.workload, policies)  # (they wait under queues, whatever the room)
         ]
         for ref in sorted(self.preemption.victims() - set(batch), key=str):
             obj = self.hub.get(ref)
@@ -842,7 +846,7 @@ class DecisionCycle:
             waiting,
             queues,
             running=[h.running() for h in held if h.ref not in gone],
-            policies=(*self.file_policies, *self.hub.policies),
+            policies=policies,
         )
         for ref, why in closed.withheld.items():
             log.info(
