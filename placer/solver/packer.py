@@ -20,8 +20,15 @@ cordon, readiness) with room in every resource; the candidate with the lowest sc
   ``FGD_MAX_PODS`` pods, larger ones fill the chosen node with as many replicas as fit.
 * ``spread`` — most capacity left (kube-scheduler's LeastAllocated), one pod per node in turn.
 
-Ties go to the lowest node index (snapshot order), so packing is deterministic. On failure the
-state is rolled back and a :class:`PackFailure` says which run failed and why.
+Ties go to the lowest node index (snapshot order), so packing is deterministic.
+
+Best fit one run after another can strand a later shape's room behind an earlier one (a gang
+of 1-GPU pods of 11.3 cores and 48 GiB and of 16 cores and 32 GiB on nodes of two shapes).
+When it fails for a unit of several pod shapes, all runs are placed at once where a small
+exact model finds room for them (:func:`placer.solver.jointpack.joint_counts`: per node and
+run counts under every resource, CP-SAT with a deterministic time limit; whole-GPU and
+GPU-less pods), the devices given as best fit gives them. On failure of both the state is
+rolled back and a :class:`PackFailure` says which run best fit failed and why.
 """
 
 from __future__ import annotations
@@ -35,6 +42,7 @@ import numpy as np
 
 from placer.model import ComponentDemand
 from placer.solver.fragmentation import FloatArray, Mix, frag_score
+from placer.solver.jointpack import joint_counts
 from placer.solver.state import ClusterState, IntArray, PodShape, Replay
 
 if TYPE_CHECKING:
@@ -140,9 +148,41 @@ def pack(
         score_sum += score
         if placed < run.count:
             state.undo(mark)
+            jointly = _pack_jointly(state, ordered, scoring, mix)
+            if jointly is not None:
+                return jointly
             if memo_key is not None:
                 state.remember(memo_key, (position, placed))
             return PackFailure(run=run, placed=placed)
+    return Packed(pods=tuple(pods), score=score_sum)
+
+
+def _pack_jointly(
+    state: ClusterState, ordered: Sequence[PodRun], scoring: str, mix: Mix | None
+) -> Packed | None:
+    """Best fit missed a unit of several pod shapes: all its runs placed at once where
+    :func:`placer.solver.jointpack.joint_counts` finds room for them (module docstring), the
+    devices as :meth:`ClusterState.place_many` gives them; ``None`` (state unchanged) when
+    it finds none. A unit of one shape gains nothing from it and is not tried."""
+    if len({run.shape.ident for run in ordered}) < 2:
+        return None
+    counts = joint_counts(state, [run.shape for run in ordered], [run.count for run in ordered])
+    if counts is None:
+        return None
+    mark = state.mark()
+    pods: list[tuple[PodRun, int, int, tuple[int, ...]]] = []
+    index = [0] * len(ordered)
+    score_sum = 0.0
+    for node, k, count in counts:
+        run = ordered[k]
+        row = np.array([node])
+        if not state.fits(run.shape, row)[0] or state.copies(run.shape, node) < count:
+            state.undo(mark)  # the rows are exact for whole GPUs: not expected
+            return None
+        score_sum += float(_scores(state, run.shape, row, scoring, mix)[0])
+        for devices in state.place_many(run.shape, node, count):
+            pods.append((run, index[k], node, devices))
+            index[k] += 1
     return Packed(pods=tuple(pods), score=score_sum)
 
 
