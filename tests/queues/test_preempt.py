@@ -15,6 +15,7 @@ from placer.model import Fleet, Workload
 from placer.quantity import MEMORY
 from placer.queues import QueueSet, Usage, membership
 from placer.solver import charge, release, solve
+from placer.solver import packer as packer_module
 from placer.solver.preempt import (
     FAIR_SHARE,
     MAX_ROUNDS,
@@ -324,12 +325,17 @@ def test_a_set_that_does_not_pack_cuts_its_subsets_not_its_supersets(
     assert tried == [{"a1"}, {"a0"}, {"a0", "a1"}]
 
 
-def test_victims_whose_room_the_packer_misses_are_realised_by_the_model_s_node_plan() -> None:
+def test_victims_whose_room_the_packer_misses_are_realised_by_the_model_s_node_plan(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
     """A gang of two pod shapes (a: 4 cores; b: 32 GiB) on two nodes held by over-quota
-    work: only b on n1 (64 GiB) and a on n2 packs. placer's best-fit packer puts a on n1
-    first (no GPU left over there) and then has no room for b, so it never packs; the
-    victim model's node rows (``s_{n,k}``) found that packing — it is realised from them
-    instead of cutting the set off (no other set packs: the eviction was lost)."""
+    work: only b on n1 (64 GiB) and a on n2 packs. Best fit puts a on n1 first (no GPU
+    left over there) and then has no room for b; the packer's joint packing
+    (:mod:`placer.solver.jointpack`) finds it, and is switched off here to stand for a miss
+    of the packer: the victim model's node rows (``s_{n,k}``) found that packing — it is
+    realised from them instead of cutting the set off (no other set packs: the eviction
+    was lost)."""
+    monkeypatch.setattr(packer_module, "joint_counts", lambda *args: None)
     the_fleet = fleet(
         cluster("c0", node("n1", 1, cpu=4, memory=64), node("n2", 2, cpu=16, memory=8))
     )
