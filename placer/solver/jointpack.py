@@ -30,9 +30,12 @@ from __future__ import annotations
 from collections.abc import Sequence
 
 import numpy as np
-from ortools.sat.python import cp_model
 
+from placer._lazy import pandas_deferred
 from placer.solver.state import ClusterState, PodShape
+
+with pandas_deferred():  # OR-Tools' CP-SAT wrapper, without the pandas it does not need here
+    from ortools.sat.python import cp_model
 
 __all__ = ["JOINT_DETERMINISTIC_TIME", "JOINT_MAX_SLOTS", "joint_counts"]
 
