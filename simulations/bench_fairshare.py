@@ -944,12 +944,18 @@ def across_seeds(per_seed: Mapping[int, Mapping[str, Mapping[str, Any]]]) -> dic
     return out
 
 
-def run(config: Config) -> dict[str, Any]:
+def tenancy(config: Config) -> tuple[Fleet, int, list[tuple[str, int, int]]]:
+    """The fleet of ``config`` (its first ``clusters``), its whole GPUs and the queues' sizes
+    (:func:`queue_sizes`)."""
     fleet = fleet_file(config.fleet)
     if config.clusters:
         fleet = replace(fleet, clusters=fleet.clusters[: config.clusters])
     capacity = fleet_gpu_milli(fleet) // 1000
-    sizes = queue_sizes(config, capacity)
+    return fleet, capacity, queue_sizes(config, capacity)
+
+
+def run(config: Config) -> dict[str, Any]:
+    fleet, capacity, sizes = tenancy(config)
     names = [n for n, _, _ in sizes]
     seeds = config.seeds or (config.seed,)
     curve = [rebalance_contender(t) for t in config.rebalance_curve]

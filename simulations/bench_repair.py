@@ -30,18 +30,17 @@ from dataclasses import replace
 from typing import Any
 
 from placer.simulate.engine import simulate as simulate_stream
-from placer.traces.workloads import fleet_gpu_milli
 from simulations.bench_fairshare import (
     Config,
     _recorder,
     _settings,
     confirm_inversions,
     measures,
-    queue_sizes,
+    tenancy,
     unplaceable,
 )
 from simulations.bench_fairshare import workloads as fairshare_workloads
-from simulations.benchmarking import fleet_file, heading, measure, table
+from simulations.benchmarking import heading, measure, table
 from simulations.split_oracle import Moment
 
 __all__ = ["main", "run"]
@@ -51,11 +50,7 @@ VARIANTS = ("with repair", "without repair")
 
 
 def run(config: Config) -> dict[str, Any]:
-    fleet = fleet_file(config.fleet)
-    if config.clusters:
-        fleet = replace(fleet, clusters=fleet.clusters[: config.clusters])
-    capacity = fleet_gpu_milli(fleet) // 1000
-    sizes = queue_sizes(config, capacity)
+    fleet, capacity, sizes = tenancy(config)
     items = fairshare_workloads(config, fleet, [n for n, _, _ in sizes])
     never = unplaceable(items, fleet)
     load_start = os.getloadavg()
