@@ -770,14 +770,7 @@ class DecisionCycle:
         preemption`); per preemptor whose victims were evicted, what it evicted in words."""
         assert self.preemption is not None
         by_ref = {m.ref: m for m in manifests}
-        pending = {u.workload for u in decision.unplaced}
-        left = [
-            m.workload
-            for m in manifests
-            if m.ref in pending
-            and m.ref not in refused
-            and not spreads(m.workload, (*self.file_policies, *self.hub.policies))
-        ]
+        left = self._left_pending(decision, manifests, refused)
         if not left:
             return {}
         placed = [p for p in decision.placements if p.workload in by_ref]
@@ -804,6 +797,22 @@ class DecisionCycle:
                 self.victims_gone(name)
         return evicted
 
+    def _left_pending(
+        self,
+        decision: Decision,
+        manifests: Sequence[Manifest],
+        refused: Mapping[WorkloadRef, tuple[str, str]],
+    ) -> list[Workload]:
+        """The batch's workloads ``decision`` left pending that may take room: not refused by
+        their queues, not spread (under queues those wait whatever the room)."""
+        pending = {u.workload for u in decision.unplaced}
+        policies = (*self.file_policies, *self.hub.policies)
+        return [
+            m.workload
+            for m in manifests
+            if m.ref in pending and m.ref not in refused and not spreads(m.workload, policies)
+        ]
+
     def _close(
         self,
         decision: Decision,
@@ -821,16 +830,11 @@ class DecisionCycle:
         assert self.preemption is not None
         policies = (*self.file_policies, *self.hub.policies)
         batch = {m.ref: m.workload for m in manifests}
-        pending = {u.workload for u in decision.unplaced}
         waiting = [
-            m.workload
-            for m in manifests
-            if m.ref in pending
-            and m.ref not in refused
-            and m.ref not in preempting
-            and not spreads(m.workload, policies)  # (they wait under queues, whatever the room)
+            w for w in self._left_pending(decision, manifests, refused) if w.ref not in preempting
         ]
-        for ref in sorted(self.preemption.victims() - set(batch), key=str):
+        gone = self.preemption.victims()
+        for ref in sorted(gone - set(batch), key=str):
             obj = self.hub.get(ref)
             if obj is None or is_deleting(obj) or record_of(obj) is not None:
                 continue  # gone, or placed again
@@ -838,7 +842,6 @@ class DecisionCycle:
                 waiting.append(self.hub.decompose(obj).workload)
             except PlacerError:
                 continue
-        gone = self.preemption.victims()
         closed = close_decision(
             decision,
             fleet,
